@@ -1,0 +1,37 @@
+package segment
+
+import "errors"
+
+// Errors of this package. Callers test with errors.Is; the protocol layer maps
+// them to Kafka error codes (see the comment on each).
+var (
+	// ErrInvalidBatch: bytes that are not a well-formed RecordBatch v2
+	// (framing, magic, counts). Kafka: INVALID_RECORD / CORRUPT_MESSAGE.
+	ErrInvalidBatch = errors.New("segment: invalid record batch")
+	// ErrCorruptBatch marks corruption: a CRC-32C mismatch, in a produced batch
+	// or in bytes read back from disk. Kafka: CORRUPT_MESSAGE.
+	ErrCorruptBatch = errors.New("segment: corrupt record batch")
+	// ErrBatchTooLarge: a batch over message.max.bytes. Kafka: MESSAGE_TOO_LARGE.
+	ErrBatchTooLarge = errors.New("segment: record batch too large")
+	// ErrNonContiguous: AppendReplicated got a batch that leaves a gap after,
+	// or overlaps, the log end offset. The follower must truncate or refetch.
+	ErrNonContiguous = errors.New("segment: batch offsets not contiguous with the log end")
+	// ErrStaleEpoch: an append with a leader epoch below the latest epoch in
+	// the leader-epoch cache. Kafka: FENCED_LEADER_EPOCH.
+	ErrStaleEpoch = errors.New("segment: leader epoch older than the log's latest")
+	// ErrOffsetOutOfRange: a read or truncation outside [log start, log end].
+	// Kafka: OFFSET_OUT_OF_RANGE.
+	ErrOffsetOutOfRange = errors.New("segment: offset out of range")
+	// ErrLogFailed: an earlier write or fsync failed. After a failed fsync the
+	// page cache may have dropped dirty pages while reporting them clean, so
+	// the log refuses every further write until it is closed and reopened,
+	// which runs recovery. Kafka: KAFKA_STORAGE_ERROR.
+	ErrLogFailed = errors.New("segment: log failed on an I/O error; close and reopen it to recover")
+	// ErrClosed: the log or index was closed.
+	ErrClosed = errors.New("segment: closed")
+)
+
+// ErrCorruptIndex marks an index record that does not decode. Checkpoints
+// and segment seals cannot be derived from the segments, so a log whose
+// records do not decode refuses to open rather than guess.
+var ErrCorruptIndex = errors.New("segment: corrupt index record")

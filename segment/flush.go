@@ -1,0 +1,179 @@
+package segment
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Flush fsyncs every byte appended so far (older segments first, then the
+// directory when a segment was created) and advances FlushedOffset. Appends
+// go on while it runs; they are covered by the next Flush. An fsync error
+// fails the log (ErrLogFailed): after one, Linux may have dropped the dirty
+// pages, so no later fsync could prove them durable.
+func (l *Log) Flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.flushLocked()
+}
+
+// flushLocked is Flush with flushMu held.
+func (l *Log) flushLocked() error {
+	l.mu.Lock()
+	if err := l.writable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	target := l.leo
+	act := l.active()
+	at := position{offset: l.leo, base: act.base, pos: act.size, firstTs: act.firstTs, maxTs: act.maxTs}
+	records := l.unflushed
+	flushed := l.flushed.Load()
+	var todo []*segment
+	for _, s := range l.segs {
+		if s.next > flushed || s == act {
+			s.refs++
+			todo = append(todo, s)
+		}
+	}
+	syncDir := l.dirDirty
+	l.dirDirty = false
+	l.mu.Unlock()
+
+	var err error
+	for _, s := range todo {
+		if err == nil {
+			if e := s.file.SyncData(); e != nil {
+				err = fmt.Errorf("fsync %s: %v", s.path, e)
+			}
+		}
+		l.release(s)
+	}
+	if err == nil && syncDir {
+		err = l.syncDir()
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.failed = fmt.Errorf("%w: %v", ErrLogFailed, err)
+		return l.failed
+	}
+	if target > l.flushed.Load() {
+		l.flushed.Store(target)
+		l.flushPos = at
+	}
+	l.unflushed -= records
+	if l.unflushed > 0 {
+		l.unflushAt = l.opts.Now()
+	}
+	return nil
+}
+
+func (l *Log) syncDir() error {
+	d, err := l.fs.OpenDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %v", l.dir, err)
+	}
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("fsync dir %s: %v", l.dir, err)
+	}
+	return d.Close()
+}
+
+// MaybeFlush applies flush.ms: it flushes when the oldest unflushed append is
+// at least FlushMs old at now. The node calls it from its scheduler.
+func (l *Log) MaybeFlush(now time.Time) error {
+	if l.opts.FlushMs <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	due := l.unflushed > 0 && now.Sub(l.unflushAt) >= l.opts.FlushMs
+	l.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return l.Flush()
+}
+
+// WaitFlushed returns once every offset below next is fsynced: the
+// sync-before-ack mode. Concurrent waiters share fsyncs (group commit): the
+// first waiter to find no fsync in flight runs one covering everything
+// appended so far, and the others wait for it — and, if it did not cover
+// them, run the next one. No goroutine is involved.
+func (l *Log) WaitFlushed(ctx context.Context, next int64) error {
+	for {
+		if l.flushed.Load() >= next {
+			return nil
+		}
+		l.syncMu.Lock()
+		if l.flushed.Load() >= next {
+			l.syncMu.Unlock()
+			return nil
+		}
+		if ch := l.syncing; ch != nil {
+			l.syncMu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		l.syncing = ch
+		l.syncMu.Unlock()
+
+		err := l.Flush()
+
+		l.syncMu.Lock()
+		l.syncing = nil
+		close(ch)
+		l.syncMu.Unlock()
+		if err != nil {
+			return err
+		}
+		if l.flushed.Load() < next {
+			// Truncated below next while waiting: next will never be flushed.
+			if l.LogEndOffset() < next {
+				return fmt.Errorf("%w: offset %d was truncated while waiting for fsync", ErrOffsetOutOfRange, next-1)
+			}
+		}
+	}
+}
+
+// Checkpoint flushes, then durably records the recovery point (the flushed
+// offset) with the index entries before it, so that recovery after a crash
+// scans only what came after. The node calls it periodically
+// (log.flush.offset.checkpoint.interval.ms) and Close calls it.
+func (l *Log) Checkpoint() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.checkpointLocked(false)
+}
+
+func (l *Log) checkpointLocked(clean bool) error {
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.commitPendingLocked(); err != nil {
+		return err
+	}
+	m := l.ckpt
+	m.logStart = l.logStart
+	if at := l.flushPos; at.offset > m.recoveryPoint || clean {
+		m.recoveryPoint, m.rpBase, m.rpPos, m.rpFirst, m.rpMaxTs = at.offset, at.base, at.pos, at.firstTs, at.maxTs
+	}
+	m.clean = clean
+	if err := l.idx.db.Set(l.k.meta(), m.encode(), pebble.Sync); err != nil {
+		l.failed = fmt.Errorf("%w: checkpoint: %v", ErrLogFailed, err)
+		return l.failed
+	}
+	l.ckpt = m
+	return nil
+}

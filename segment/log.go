@@ -1,0 +1,527 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Log is one partition replica's log. All methods are safe for concurrent
+// use. Appends are serialised; reads run concurrently with appends and with
+// each other; fsyncs run outside the append lock so appenders never wait on
+// the disk unless they ask to (WaitFlushed). Lock order: flushMu, then mu,
+// then syncMu (see ARCHITECTURE.md).
+type Log struct {
+	fs   vfs.FS
+	dir  string
+	name string
+	idx  *Index
+	k    keys
+	opts Options
+
+	// flushMu serialises Flush, Checkpoint, truncation, retention and Close.
+	flushMu sync.Mutex
+
+	mu        sync.Mutex
+	segs      []*segment // by base offset; the last is the active segment
+	logStart  int64
+	leo       int64
+	epochs    epochCache
+	maxTs     int64 // running max batch timestamp over the log (time index)
+	lastTsKey int64 // timestamp of the newest time index entry
+	pending   []indexEntry
+	pendBatch *pebble.Batch // index writes not yet committed to Pebble
+	unflushed int64         // records appended since the last fsync
+	unflushAt time.Time     // when the oldest unflushed append happened
+	dirDirty  bool          // a segment file was created since the last dir sync
+	failed    error         // sticky I/O error: see ErrLogFailed
+	closed    bool
+	ckpt      metaRecord // last checkpoint written
+	flushPos  position   // where flushed ends: recovery point candidate
+
+	flushed atomic.Int64 // every offset below is fsynced
+
+	syncMu  sync.Mutex
+	syncing chan struct{} // closed when the fsync in flight ends; nil if none
+	syncErr error
+}
+
+// position names a batch boundary: offset and where it sits on disk.
+type position struct {
+	offset, base, pos int64
+	firstTs, maxTs    int64 // of the segment's bytes before pos
+}
+
+type indexEntry struct{ offset, pos int64 }
+
+// AppendInfo describes what an append wrote.
+type AppendInfo struct {
+	FirstOffset  int64 // base offset of the first batch
+	LastOffset   int64 // offset of the last record
+	MaxTimestamp int64 // largest batch maxTimestamp appended
+	Batches      int
+	Records      int64 // sum of lastOffsetDelta+1
+	Bytes        int
+	Rolled       bool // a new segment was started for it
+}
+
+// Append writes records (one or more RecordBatch v2) as leader at leader
+// epoch epoch: every batch is validated (framing, magic, CRC-32C) before
+// anything is written, then its baseOffset and partitionLeaderEpoch are
+// rewritten in place — records is modified and must not be shared — and the
+// bytes are written verbatim in one write. Nothing is written on any error.
+func (l *Log) Append(records []byte, epoch int32) (AppendInfo, error) {
+	info, err := l.validate(records, true)
+	if err != nil {
+		return info, err
+	}
+	l.mu.Lock()
+	if err := l.writable(); err != nil {
+		l.mu.Unlock()
+		return info, err
+	}
+	if last, ok := l.epochs.latest(); ok && epoch < last.Epoch {
+		l.mu.Unlock()
+		return info, fmt.Errorf("%w: append at epoch %d, log is at epoch %d", ErrStaleEpoch, epoch, last.Epoch)
+	}
+	off := l.leo
+	for p := 0; p < len(records); {
+		n := frameLength(records[p:], l.opts.MaxBatchBytes)
+		setBaseOffset(records[p:], off)
+		setLeaderEpoch(records[p:], epoch)
+		off = parseHeader(records[p:]).NextOffset()
+		p += n
+	}
+	return l.appendLocked(records, info) // unlocks
+}
+
+// AppendReplicated writes records fetched from the leader: batches that
+// already carry their offsets and epochs. The first must start at the log end
+// offset and each must follow the previous one exactly; a gap or overlap is
+// ErrNonContiguous and writes nothing. Epochs must not go backwards.
+func (l *Log) AppendReplicated(records []byte) (AppendInfo, error) {
+	info, err := l.validate(records, false)
+	if err != nil {
+		return info, err
+	}
+	l.mu.Lock()
+	if err := l.writable(); err != nil {
+		l.mu.Unlock()
+		return info, err
+	}
+	want := l.leo
+	epoch := int32(-1)
+	if last, ok := l.epochs.latest(); ok {
+		epoch = last.Epoch
+	}
+	for p := 0; p < len(records); {
+		h := parseHeader(records[p:])
+		if h.BaseOffset != want {
+			l.mu.Unlock()
+			return info, fmt.Errorf("%w: batch at offset %d, log end is %d", ErrNonContiguous, h.BaseOffset, want)
+		}
+		if h.LeaderEpoch < epoch {
+			l.mu.Unlock()
+			return info, fmt.Errorf("%w: batch at offset %d has epoch %d after epoch %d", ErrStaleEpoch, h.BaseOffset, h.LeaderEpoch, epoch)
+		}
+		epoch = h.LeaderEpoch
+		want = h.NextOffset()
+		p += h.Size()
+	}
+	return l.appendLocked(records, info)
+}
+
+// validate checks every batch of records and sums them up. leader adds the
+// checks a producer's batch must pass.
+func (l *Log) validate(records []byte, leader bool) (AppendInfo, error) {
+	info := AppendInfo{MaxTimestamp: noTimestamp, Bytes: len(records)}
+	if len(records) == 0 {
+		return info, fmt.Errorf("%w: no record batch", ErrInvalidBatch)
+	}
+	for p := 0; p < len(records); {
+		h, n, err := checkBatch(records[p:], l.opts.MaxBatchBytes)
+		if err != nil {
+			return info, fmt.Errorf("batch %d at byte %d: %w", info.Batches, p, err)
+		}
+		if int64(n) > l.opts.SegmentBytes {
+			return info, fmt.Errorf("%w: batch %d is %d bytes, segment.bytes is %d", ErrBatchTooLarge, info.Batches, n, l.opts.SegmentBytes)
+		}
+		if leader && (h.RecordCount < 1 || h.LastOffsetDelta != h.RecordCount-1) {
+			return info, fmt.Errorf("%w: batch %d has %d records but lastOffsetDelta %d", ErrInvalidBatch, info.Batches, h.RecordCount, h.LastOffsetDelta)
+		}
+		info.Batches++
+		info.Records += int64(h.LastOffsetDelta) + 1
+		info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
+		p += n
+	}
+	return info, nil
+}
+
+func (l *Log) writable() error {
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.failed != nil:
+		return l.failed
+	}
+	return nil
+}
+
+// appendLocked writes validated records whose offsets are final at the log
+// end, then updates the indexes. Called with mu held; releases it.
+func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) {
+	now := l.opts.Now()
+	act := l.active()
+	if l.shouldRoll(act, len(records), now) {
+		if err := l.rollLocked(); err != nil {
+			l.mu.Unlock()
+			return info, err
+		}
+		act = l.active()
+		info.Rolled = true
+	}
+	if _, err := act.file.WriteAt(records, act.size); err != nil {
+		l.failed = fmt.Errorf("%w: write %s at %d: %v", ErrLogFailed, act.path, act.size, err)
+		l.mu.Unlock()
+		return info, l.failed
+	}
+	info.FirstOffset = l.leo
+	for p := 0; p < len(records); {
+		h := parseHeader(records[p:])
+		l.indexBatchLocked(act, h, act.size+int64(p))
+		p += h.Size()
+	}
+	act.size += int64(len(records))
+	info.LastOffset = l.leo - 1
+	if l.unflushed == 0 {
+		l.unflushAt = now
+	}
+	l.unflushed += info.Records
+	flush := l.unflushed >= l.opts.FlushMessages
+	var err error
+	if len(l.pending) >= maxPending {
+		err = l.commitPendingLocked()
+	}
+	l.mu.Unlock()
+	if err == nil && flush {
+		err = l.Flush()
+	}
+	return info, err
+}
+
+// maxPending bounds index entries held in memory before a Pebble commit.
+const maxPending = 128
+
+// indexBatchLocked accounts for a batch written at pos of seg: offsets,
+// timestamps, the leader-epoch cache and the sparse offset and time indexes.
+func (l *Log) indexBatchLocked(seg *segment, h BatchHeader, pos int64) {
+	if seg.firstTs == noTimestamp {
+		seg.firstTs = h.MaxTimestamp
+	}
+	seg.maxTs = max(seg.maxTs, h.MaxTimestamp)
+	l.maxTs = max(l.maxTs, h.MaxTimestamp)
+	if pos > 0 && pos-seg.lastIndexPos >= l.opts.IndexIntervalBytes {
+		seg.lastIndexPos = pos
+		l.pending = append(l.pending, indexEntry{h.BaseOffset, pos})
+		l.pendBatch.Set(l.k.offset(h.BaseOffset), uvarint(pos), nil)
+		if l.maxTs > l.lastTsKey {
+			l.lastTsKey = l.maxTs
+			l.pendBatch.Set(l.k.time(l.maxTs), u64bytes(h.BaseOffset), nil)
+		}
+	}
+	if l.epochs.assign(h.LeaderEpoch, h.BaseOffset) {
+		l.pendBatch.Set(l.k.epoch(h.LeaderEpoch), u64bytes(h.BaseOffset), nil)
+	}
+	seg.next = h.NextOffset()
+	l.leo = seg.next
+}
+
+// commitPendingLocked commits buffered index writes to Pebble without a sync:
+// everything past the recovery point is rebuilt by recovery anyway.
+func (l *Log) commitPendingLocked() error {
+	if l.pendBatch.Empty() {
+		l.pending = l.pending[:0]
+		return nil
+	}
+	err := l.pendBatch.Commit(pebble.NoSync)
+	l.pendBatch.Reset()
+	l.pending = l.pending[:0]
+	if err != nil {
+		l.failed = fmt.Errorf("%w: index write: %v", ErrLogFailed, err)
+		return l.failed
+	}
+	return nil
+}
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+func (l *Log) shouldRoll(act *segment, n int, now time.Time) bool {
+	if act.sealed {
+		return true
+	}
+	if act.size == 0 {
+		return false
+	}
+	if act.size+int64(n) > l.opts.SegmentBytes {
+		return true
+	}
+	return act.firstTs != noTimestamp && now.UnixMilli()-act.firstTs >= l.opts.SegmentMs.Milliseconds()
+}
+
+// rollLocked seals the active segment at its size and starts a new one at the
+// log end offset.
+func (l *Log) rollLocked() error {
+	old := l.active()
+	if !old.sealed {
+		old.sealed = true
+		l.pendBatch.Set(l.k.segment(old.base), segRecord{end: old.size, next: old.next, firstTs: old.firstTs, maxTs: old.maxTs}.encode(), nil)
+	}
+	if err := l.commitPendingLocked(); err != nil {
+		return err
+	}
+	seg, err := l.createSegment(l.leo)
+	if err != nil {
+		l.failed = fmt.Errorf("%w: %v", ErrLogFailed, err)
+		return l.failed
+	}
+	l.segs = append(l.segs, seg)
+	return nil
+}
+
+// createSegment creates an empty segment file for base offset base.
+func (l *Log) createSegment(base int64) (*segment, error) {
+	path := l.fs.PathJoin(l.dir, segmentName(base))
+	f, err := l.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("create segment %s: %w", path, err)
+	}
+	l.dirDirty = true
+	return &segment{base: base, path: path, file: f, next: base, firstTs: noTimestamp, maxTs: noTimestamp}, nil
+}
+
+// Chunk is the result of Read: whole batches copied out of one segment.
+// Segment and Position name the same bytes on disk for a zero-copy (sendfile)
+// path.
+type Chunk struct {
+	Data       []byte // whole batches; aliases the buffer passed to Read
+	First      int64  // base offset of the first batch
+	Next       int64  // offset after the last batch
+	Segment    int64  // base offset of the segment read
+	Position   int64  // file position of Data[0]
+	Size       int64  // len(Data)
+	LogEnd     int64  // log end offset when read
+	StartFirst int64  // log start offset when read
+}
+
+// Read returns whole batches from the one containing offset, at most maxBytes
+// of them but always at least one (Kafka KIP-74), none at or past upTo (the
+// high watermark for consumers; the log end for replicas). No record is
+// decoded: only batch headers are read. buf is reused when large enough.
+// Reading at the log end (or at upTo) returns an empty chunk; before the log
+// start or past the log end, ErrOffsetOutOfRange.
+func (l *Log) Read(offset int64, maxBytes int, upTo int64, buf []byte) (Chunk, error) {
+	l.mu.Lock()
+	c := Chunk{LogEnd: l.leo, StartFirst: l.logStart, First: offset, Next: offset}
+	if l.closed {
+		l.mu.Unlock()
+		return c, ErrClosed
+	}
+	if offset < l.logStart || offset > l.leo {
+		l.mu.Unlock()
+		return c, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, l.logStart, l.leo)
+	}
+	upTo = min(upTo, l.leo)
+	if offset >= upTo {
+		l.mu.Unlock()
+		return c, nil
+	}
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
+	seg := l.segs[i]
+	end := seg.size
+	pos := l.pendingPos(seg, offset)
+	seg.refs++
+	l.mu.Unlock()
+	defer l.release(seg)
+
+	if pos < 0 {
+		var err error
+		if pos, err = l.lookupPos(seg, offset); err != nil {
+			return c, err
+		}
+	}
+	c.Segment = seg.base
+	return l.readFrom(seg, pos, end, offset, maxBytes, upTo, buf, c)
+}
+
+// pendingPos finds offset's index position among not-yet-committed entries
+// of seg, or -1 when Pebble must answer.
+func (l *Log) pendingPos(seg *segment, offset int64) int64 {
+	if seg != l.active() || len(l.pending) == 0 || offset < l.pending[0].offset {
+		return -1
+	}
+	j := sort.Search(len(l.pending), func(j int) bool { return l.pending[j].offset > offset }) - 1
+	return l.pending[j].pos
+}
+
+// lookupPos returns the position of the last indexed batch at or before
+// offset in seg (0 when none is indexed).
+func (l *Log) lookupPos(seg *segment, offset int64) (int64, error) {
+	_, v, ok, err := l.idx.seekLE(l.k.offset(seg.base), l.k.offset(offset))
+	if err != nil || !ok {
+		return 0, err
+	}
+	return decodeUvarint(v), nil
+}
+
+// readFrom reads from pos (a batch boundary at or before offset's batch) to
+// find offset's batch and the whole batches after it. The batch holding
+// offset starts less than IndexIntervalBytes after pos, so one read of
+// IndexIntervalBytes+maxBytes finds it and the data in the common case.
+func (l *Log) readFrom(seg *segment, pos, end, offset int64, maxBytes int, upTo int64, buf []byte, c Chunk) (Chunk, error) {
+	want := min(end-pos, l.opts.IndexIntervalBytes+int64(maxBytes)+BatchHeaderSize)
+	buf = grow(buf, int(want))
+	n, err := readFull(seg.file, buf[:want], pos)
+	if err != nil {
+		return c, fmt.Errorf("segment: read %s at %d: %w", seg.path, pos, err)
+	}
+	b := buf[:n]
+	start := -1
+	p := 0
+	for p+offLastOffsetDelta+4 <= len(b) {
+		size := frameLength(b[p:], l.opts.MaxBatchBytes)
+		if size < 0 {
+			return c, fmt.Errorf("%w: bad batch length at %s position %d", ErrCorruptBatch, seg.path, pos+int64(p))
+		}
+		if nextOffsetAt(b[p:]) > offset {
+			start = p
+			break
+		}
+		p += size
+	}
+	if start < 0 {
+		// offset's batch starts beyond what was read: only when the index is
+		// sparser than IndexIntervalBytes (e.g. a changed setting). Walk on.
+		return l.readFrom(seg, pos+int64(p), end, offset, maxBytes, upTo, buf, c)
+	}
+	q := start
+	for q+BatchHeaderSize <= len(b) {
+		size := frameLength(b[q:], l.opts.MaxBatchBytes)
+		if size < 0 || q+size > len(b) {
+			break
+		}
+		if q > start && (q-start+size > maxBytes || baseOffsetAt(b[q:]) >= upTo) {
+			break
+		}
+		c.Next = nextOffsetAt(b[q:])
+		q += size
+	}
+	if q == start {
+		// The first batch is larger than what was read: read it whole.
+		size := frameLength(b[start:], l.opts.MaxBatchBytes)
+		if len(b)-start < BatchHeaderSize || size < 0 {
+			return c, fmt.Errorf("%w: truncated batch at %s position %d", ErrCorruptBatch, seg.path, pos+int64(start))
+		}
+		return l.readFrom(seg, pos+int64(start), end, offset, size, upTo, buf, c)
+	}
+	c.First = baseOffsetAt(b[start:])
+	c.Data = b[start:q]
+	c.Position = pos + int64(start)
+	c.Size = int64(q - start)
+	return c, nil
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	return make([]byte, n)
+}
+
+// readFull reads len(b) bytes at off, or fewer at end of file.
+func readFull(f vfs.File, b []byte, off int64) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := f.ReadAt(b[n:], off+int64(n))
+		n += m
+		if errors.Is(err, io.EOF) || (err == nil && m == 0) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// release drops a reference taken under mu; the last one closes and deletes
+// a removed segment's file.
+func (l *Log) release(seg *segment) {
+	l.mu.Lock()
+	seg.refs--
+	drop := seg.removed && seg.refs == 0
+	l.mu.Unlock()
+	if drop {
+		_ = seg.file.Close()
+		_ = l.fs.Remove(seg.path + deletedSuffix)
+	}
+}
+
+// LogStartOffset, LogEndOffset and FlushedOffset report the log's bounds:
+// the first readable offset, the next offset to be written, and the first
+// offset not yet fsynced.
+func (l *Log) LogStartOffset() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.logStart }
+func (l *Log) LogEndOffset() int64   { l.mu.Lock(); defer l.mu.Unlock(); return l.leo }
+func (l *Log) FlushedOffset() int64  { return l.flushed.Load() }
+
+// Size is the log's size in bytes over all segments.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// Segments returns the base offsets of the log's segments, oldest first.
+func (l *Log) Segments() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]int64, len(l.segs))
+	for i, s := range l.segs {
+		out[i] = s.base
+	}
+	return out
+}
+
+// Epochs returns a copy of the leader-epoch cache.
+func (l *Log) Epochs() []EpochEntry { l.mu.Lock(); defer l.mu.Unlock(); return l.epochs.clone() }
+
+// LatestEpoch returns the newest leader epoch in the log, or UndefinedEpoch.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.epochs.latest(); ok {
+		return e.Epoch
+	}
+	return UndefinedEpoch
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101/279): the largest
+// epoch at or below epoch that this log knows and the offset where it ends.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.endOffsetFor(epoch, l.leo)
+}
+
+// Err reports the sticky I/O error that failed the log, if any.
+func (l *Log) Err() error { l.mu.Lock(); defer l.mu.Unlock(); return l.failed }

@@ -1,0 +1,95 @@
+package segment
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Options are one log's settings, named after Kafka's topic configs. The node
+// reads them from configuration (broker defaults, topic overrides) and passes
+// them down; this package never reads configuration itself.
+type Options struct {
+	// SegmentBytes (segment.bytes): roll when the active segment would exceed it.
+	SegmentBytes int64
+	// SegmentMs (segment.ms): roll when the active segment's first batch is
+	// older than this (by batch timestamp against Now).
+	SegmentMs time.Duration
+	// RetentionMs (retention.ms): delete closed segments whose newest batch
+	// timestamp is older than this. Negative: keep forever.
+	RetentionMs time.Duration
+	// RetentionBytes (retention.bytes): delete the oldest closed segments while
+	// the log is larger than this. Negative: no size limit.
+	RetentionBytes int64
+	// FlushMessages (flush.messages): fsync after this many appended records.
+	// Zero or math.MaxInt64: never; the OS writes back (Kafka's default).
+	FlushMessages int64
+	// FlushMs (flush.ms): fsync when the oldest unflushed append is this old,
+	// checked by MaybeFlush. Zero: never.
+	FlushMs time.Duration
+	// IndexIntervalBytes (index.interval.bytes): bytes between offset and
+	// time index entries.
+	IndexIntervalBytes int64
+	// MaxBatchBytes (max.message.bytes): the largest batch accepted.
+	MaxBatchBytes int
+	// Now is the clock; time.Now when nil. Tests inject their own.
+	Now func() time.Time
+}
+
+// Kafka's defaults for the settings above.
+const (
+	DefaultSegmentBytes       = 1 << 30
+	DefaultSegmentMs          = 7 * 24 * time.Hour
+	DefaultRetentionMs        = 7 * 24 * time.Hour
+	DefaultIndexIntervalBytes = 4096
+	DefaultMaxBatchBytes      = 1048588
+)
+
+// EnsureDefaults fills zero fields with Kafka's defaults and returns o.
+// RetentionBytes zero means zero bytes kept, so its "unset" value is -1 like
+// Kafka's; callers building Options by hand set it.
+func (o *Options) EnsureDefaults() *Options {
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = DefaultSegmentBytes
+	}
+	if o.SegmentMs == 0 {
+		o.SegmentMs = DefaultSegmentMs
+	}
+	if o.RetentionMs == 0 {
+		o.RetentionMs = DefaultRetentionMs
+	}
+	if o.FlushMessages == 0 {
+		o.FlushMessages = math.MaxInt64
+	}
+	if o.IndexIntervalBytes == 0 {
+		o.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if o.MaxBatchBytes == 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Validate reports the first setting that cannot work, by its Kafka name.
+func (o *Options) Validate() error {
+	switch {
+	case o.SegmentBytes < 14:
+		return fmt.Errorf("segment.bytes %d: must be at least 14", o.SegmentBytes)
+	case o.SegmentBytes > math.MaxInt32:
+		return fmt.Errorf("segment.bytes %d: must be at most %d", o.SegmentBytes, math.MaxInt32)
+	case o.SegmentMs < time.Millisecond:
+		return fmt.Errorf("segment.ms %v: must be at least 1ms", o.SegmentMs)
+	case o.FlushMessages < 0:
+		return fmt.Errorf("flush.messages %d: must be positive", o.FlushMessages)
+	case o.FlushMs < 0:
+		return fmt.Errorf("flush.ms %v: must not be negative", o.FlushMs)
+	case o.IndexIntervalBytes < 0:
+		return fmt.Errorf("index.interval.bytes %d: must not be negative", o.IndexIntervalBytes)
+	case o.MaxBatchBytes < BatchHeaderSize:
+		return fmt.Errorf("max.message.bytes %d: must be at least %d", o.MaxBatchBytes, BatchHeaderSize)
+	}
+	return nil
+}

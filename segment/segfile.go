@@ -1,0 +1,114 @@
+package segment
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// segment is one file of a log. Fields are guarded by Log.mu; the file itself
+// is safe for concurrent ReadAt, and for Sync concurrent with WriteAt (true of
+// OS files and vfs.MemFS; see the FS contract in doc.go).
+type segment struct {
+	base    int64 // offset of its first batch; the file name
+	path    string
+	file    vfs.File
+	size    int64 // bytes of whole, valid batches: the logical end
+	next    int64 // offset after its last batch (== base when empty)
+	firstTs int64 // maxTimestamp of its first batch (segment.ms); noTimestamp when empty
+	maxTs   int64 // largest batch maxTimestamp in it (retention.ms, time index)
+	// sealed: the segment takes no more appends. Its end (size) is recorded in
+	// the index (kindSegment), durably where a truncation or recovery cut it.
+	sealed bool
+	// lastIndexPos is the position of its last offset index entry (0: none).
+	lastIndexPos int64
+	refs         int  // readers and flushers using file
+	removed      bool // renamed to .deleted; close and remove at refs == 0
+}
+
+const noTimestamp = int64(-1 << 63)
+
+const (
+	segSuffix     = ".log"
+	deletedSuffix = ".deleted"
+)
+
+func segmentName(base int64) string { return fmt.Sprintf("%020d%s", base, segSuffix) }
+
+// parseSegmentName returns the base offset of a segment file name.
+func parseSegmentName(name string) (int64, bool) {
+	if len(name) != 20+len(segSuffix) || !strings.HasSuffix(name, segSuffix) {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(name[:20], 10, 64)
+	return v, err == nil && v >= 0
+}
+
+// segRecord is the index record of a sealed segment: its logical end (bytes
+// past it are never read, even when CRC-valid), its next offset and newest
+// timestamp, so that opening a log does not rescan closed segments.
+type segRecord struct {
+	end, next, firstTs, maxTs int64
+}
+
+func (r segRecord) encode() []byte {
+	b := make([]byte, 0, 33)
+	b = append(b, 1) // version
+	for _, v := range []int64{r.end, r.next, r.firstTs, r.maxTs} {
+		b = binary.BigEndian.AppendUint64(b, uint64(v))
+	}
+	return b
+}
+
+func decodeSegRecord(b []byte) (segRecord, error) {
+	if len(b) != 33 || b[0] != 1 {
+		return segRecord{}, fmt.Errorf("%w: segment record of %d bytes, version %d", ErrCorruptIndex, len(b), first(b))
+	}
+	return segRecord{
+		end: decodeU64(b[1:]), next: decodeU64(b[9:]), firstTs: decodeU64(b[17:]), maxTs: decodeU64(b[25:]),
+	}, nil
+}
+
+// metaRecord is a log's checkpoint: the log start offset, the recovery point
+// (every byte before it is fsynced and validated) with its position, facts
+// about the recovery point's segment that a scan from there cannot see, and
+// whether the log was closed cleanly.
+type metaRecord struct {
+	logStart         int64
+	recoveryPoint    int64
+	rpBase, rpPos    int64
+	rpFirst, rpMaxTs int64 // firstTs and maxTs of the rp segment's bytes before rpPos
+	clean            bool
+}
+
+func (m metaRecord) encode() []byte {
+	b := make([]byte, 0, 50)
+	b = append(b, 1)
+	for _, v := range []int64{m.logStart, m.recoveryPoint, m.rpBase, m.rpPos, m.rpFirst, m.rpMaxTs} {
+		b = binary.BigEndian.AppendUint64(b, uint64(v))
+	}
+	if m.clean {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func decodeMeta(b []byte) (metaRecord, error) {
+	if len(b) != 50 || b[0] != 1 {
+		return metaRecord{}, fmt.Errorf("%w: checkpoint record of %d bytes, version %d", ErrCorruptIndex, len(b), first(b))
+	}
+	return metaRecord{
+		logStart: decodeU64(b[1:]), recoveryPoint: decodeU64(b[9:]), rpBase: decodeU64(b[17:]),
+		rpPos: decodeU64(b[25:]), rpFirst: decodeU64(b[33:]), rpMaxTs: decodeU64(b[41:]), clean: b[49] == 1,
+	}, nil
+}
+
+func first(b []byte) int {
+	if len(b) == 0 {
+		return -1
+	}
+	return int(b[0])
+}
