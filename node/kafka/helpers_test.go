@@ -29,9 +29,24 @@ type fakeBroker struct {
 	md      ClusterMetadata
 	err     error
 	queries []MetadataQuery
+	// gate, when set, makes Metadata announce itself on entered and wait
+	// for gate to close (or its context to end) before answering.
+	gate    chan struct{}
+	entered chan struct{}
 }
 
-func (f *fakeBroker) Metadata(_ context.Context, q MetadataQuery) (ClusterMetadata, error) {
+func (f *fakeBroker) Metadata(ctx context.Context, q MetadataQuery) (ClusterMetadata, error) {
+	f.mu.Lock()
+	gate, entered := f.gate, f.entered
+	f.mu.Unlock()
+	if gate != nil {
+		entered <- struct{}{}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ClusterMetadata{}, ctx.Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.queries = append(f.queries, q)
@@ -51,6 +66,15 @@ func (f *fakeBroker) Metadata(_ context.Context, q MetadataQuery) (ClusterMetada
 		}
 	}
 	return out, nil
+}
+
+// hold makes the next Metadata calls wait until the returned func is called.
+func (f *fakeBroker) hold() (entered <-chan struct{}, release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gate, f.entered = make(chan struct{}), make(chan struct{}, 16)
+	gate := f.gate
+	return f.entered, func() { close(gate) }
 }
 
 func (f *fakeBroker) lastQuery() MetadataQuery {
