@@ -22,9 +22,15 @@ import (
 // own range. That is what Kafka sends (ApiVersionsRequest.getErrorResponse),
 // and a client retries at the highest version listed.
 //
+// Requests over 64 KiB close the connection (Kafka has no such limit; a real
+// one is a few dozen bytes, see api.maxBytes).
+//
 // v3+ requests name the client software; a name or version that does not
 // match Kafka's pattern is answered INVALID_REQUEST with no ApiKeys, as Kafka
 // does.
+
+// apiVersionsMaxBytes bounds an ApiVersions request frame.
+const apiVersionsMaxBytes = 64 << 10
 
 // softwareNamePattern is Kafka's pattern for ClientSoftwareName and
 // ClientSoftwareVersion (ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN).

@@ -19,6 +19,12 @@ type api struct {
 	key      kmsg.Key
 	min, max int16
 	handle   handler
+	// maxBytes, when set, bounds this API's requests below
+	// socket.request.max.bytes. kmsg decodes a frame into up to ~24 times
+	// its size (an empty string costs 2 bytes on the wire, a 40-byte
+	// struct and a pointer decoded), so an API whose real requests are
+	// small gets a cap that keeps a hostile frame's decoded size small.
+	maxBytes int32
 }
 
 // table is the dispatch table of one server, indexed by API key.
@@ -34,8 +40,8 @@ type table struct {
 func newTable(b Broker) *table {
 	_ = b // optional capabilities of b will select rows here (TopicAdmin)
 	return buildTable([]api{
-		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata},
-		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions},
+		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata, maxBytes: metadataMaxBytes},
+		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
 	})
 }
 

@@ -45,7 +45,11 @@
 //     api_versions.go.
 //   - kmsg rejects a collection length larger than the remaining bytes times
 //     the smallest encoding of one element, so a decoded request stays within
-//     a constant factor of its frame; the frame limit bounds the rest.
+//     a constant factor of its frame; but that factor reaches about 24 (an
+//     empty string is 2 bytes on the wire and a 40-byte struct decoded), so a
+//     100 MiB frame could cost 2.4 GB. APIs whose real requests are small
+//     carry their own lower limit in the table (api.maxBytes): ApiVersions
+//     64 KiB, Metadata 8 MiB. Over it, the connection closes before decoding.
 //
 // With the invariants build tag, every response is decoded back before it is
 // sent (invariants.go).

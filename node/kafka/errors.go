@@ -11,8 +11,9 @@ import (
 // with errors.Is.
 var (
 	// ErrFrameTooLarge: a frame's size prefix exceeds
-	// Options.MaxRequestBytes (socket.request.max.bytes).
-	ErrFrameTooLarge = errors.New("kafka: frame larger than socket.request.max.bytes")
+	// Options.MaxRequestBytes (socket.request.max.bytes), or a request is
+	// over its API's own limit.
+	ErrFrameTooLarge = errors.New("kafka: frame too large")
 	// ErrNegativeFrame: a frame's size prefix is negative.
 	ErrNegativeFrame = errors.New("kafka: negative frame size")
 	// ErrUnknownAPI: the request's API key is not in the dispatch table.

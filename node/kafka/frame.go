@@ -28,7 +28,7 @@ func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 	case size < 0:
 		return nil, fmt.Errorf("%w: %d", ErrNegativeFrame, size)
 	case size > maxBytes:
-		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)
+		return nil, fmt.Errorf("%w: %d > socket.request.max.bytes %d", ErrFrameTooLarge, size, maxBytes)
 	}
 	buf := make([]byte, 0, min(int(size), firstChunk))
 	for len(buf) < int(size) {
@@ -65,7 +65,8 @@ type request struct {
 // decodeRequest parses a frame payload: the request header (v1, or v2 for
 // flexible versions) and the body at the version the header names, checked
 // against the dispatch table. Any error wraps ErrUnknownAPI,
-// ErrUnsupportedVersion or ErrMalformedRequest; the connection is then closed.
+// ErrUnsupportedVersion, ErrFrameTooLarge (the API's own limit) or
+// ErrMalformedRequest; the connection is then closed.
 func decodeRequest(frame []byte, t *table) (*request, error) {
 	b := kbin.Reader{Src: frame}
 	r := &request{key: b.Int16(), version: b.Int16(), correlationID: b.Int32()}
@@ -83,6 +84,9 @@ func decodeRequest(frame []byte, t *table) (*request, error) {
 			return r, nil
 		}
 		return r, fmt.Errorf("%w: %s v%d (supported %d-%d)", ErrUnsupportedVersion, kmsg.NameForKey(r.key), r.version, r.api.min, r.api.max)
+	}
+	if r.api.maxBytes > 0 && len(frame) > int(r.api.maxBytes) {
+		return r, fmt.Errorf("%w: %s request of %d bytes is over its limit of %d", ErrFrameTooLarge, kmsg.NameForKey(r.key), len(frame), r.api.maxBytes)
 	}
 	body := kmsg.RequestForKey(r.key)
 	body.SetVersion(r.version)

@@ -26,6 +26,10 @@ import (
 // v4, as in Kafka). Authorized operations are not computed (no ACLs yet):
 // they stay at Kafka's "not provided" value, INT32_MIN. A Broker error closes
 // the connection: before v13 Metadata has no top-level error to carry it.
+//
+// Requests over 8 MiB (about 200,000 topic names of 40 bytes) close the
+// connection: Kafka has no such limit, but a hostile frame of empty names
+// decodes into about 24 times its size (see api.maxBytes).
 func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -103,6 +107,9 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 	}
 	return resp, nil
 }
+
+// metadataMaxBytes bounds a Metadata request frame.
+const metadataMaxBytes = 8 << 20
 
 // metadataInvalid is Kafka's error response for a request it rejects as a
 // whole: every requested topic with INVALID_REQUEST, nothing else.

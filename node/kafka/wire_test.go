@@ -123,14 +123,14 @@ func TestOversizedFrameClosesConnection(t *testing.T) {
 	c.write([]byte{0, 0, 4, 1}) // 1025 bytes claimed, none sent
 	c.recv(kmsg.NewPtrApiVersionsRequest(), corr, 0)
 	c.expectClosed()
-	ts.logs.waitFor(t, "closing connection", "larger than socket.request.max.bytes")
+	ts.logs.waitFor(t, "closing connection", "1025 > socket.request.max.bytes 1024")
 
 	// The default limit: a 1 GiB claim is refused before any allocation.
 	ts2 := startServer(t, Options{})
 	c2 := dial(t, ts2.addr)
 	c2.write([]byte{0x40, 0, 0, 0})
 	c2.expectClosed()
-	ts2.logs.waitFor(t, "closing connection", "1073741824 > 104857600")
+	ts2.logs.waitFor(t, "closing connection", "1073741824 > socket.request.max.bytes 104857600")
 }
 
 func TestNegativeFrameClosesConnection(t *testing.T) {
@@ -223,4 +223,19 @@ func TestTruncatedFrameThenEOF(t *testing.T) {
 	}
 	c.expectClosed()
 	ts.logs.waitFor(t, "closing connection: read failed", "unexpected EOF")
+}
+
+// TestMetadataOverItsLimit: a Metadata frame under socket.request.max.bytes
+// but over Metadata's own limit closes the connection before decoding.
+func TestMetadataOverItsLimit(t *testing.T) {
+	ts := startServer(t, Options{})
+	c := dial(t, ts.addr)
+	req := metadataRequest(1)
+	frame, _ := c.encode(req)
+	frame = append(frame[:len(frame)-4], kbin.AppendInt32(nil, 4<<20+1)...)
+	frame = append(frame, make([]byte, 8<<20+2)...)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	go func() { _, _ = c.nc.Write(frame) }() // the server stops reading at the close
+	c.expectClosed()
+	ts.logs.waitFor(t, "closing connection", "Metadata request of", "over its limit of 8388608")
 }
