@@ -25,6 +25,8 @@ type api struct {
 	// struct and a pointer decoded), so an API whose real requests are
 	// small gets a cap that keeps a hostile frame's decoded size small.
 	maxBytes int32
+	// needsAdmin rows exist only when the Broker is a TopicAdmin.
+	needsAdmin bool
 }
 
 // table is the dispatch table of one server, indexed by API key.
@@ -38,11 +40,14 @@ type table struct {
 // versions it accepts, one row each. Adding an API is adding its file and its
 // row here (see doc.go).
 func newTable(b Broker) *table {
-	_ = b // optional capabilities of b will select rows here (TopicAdmin)
-	return buildTable([]api{
+	_, admin := b.(TopicAdmin)
+	rows := []api{
 		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata, maxBytes: metadataMaxBytes},
 		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
-	})
+		{key: kmsg.CreateTopics, min: 0, max: 7, handle: handleCreateTopics, needsAdmin: true},
+		{key: kmsg.DeleteTopics, min: 0, max: 6, handle: handleDeleteTopics, needsAdmin: true},
+	}
+	return buildTable(slices.DeleteFunc(rows, func(a api) bool { return a.needsAdmin && !admin }))
 }
 
 // buildTable indexes rows and panics on a row kmsg cannot decode: a

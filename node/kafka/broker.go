@@ -14,9 +14,9 @@ import "context"
 //   - Errors meant for the client are Kafka errors from kerr (for example
 //     kerr.UnknownTopicOrPartition) placed in the result where the protocol
 //     has an error field. A non-nil error returned by a method means the
-//     request could not be answered at all; the server answers with
-//     UNKNOWN_SERVER_ERROR where the API has a top-level or per-item error
-//     field, and logs it.
+//     request could not be answered at all: the server logs it and closes
+//     the connection, and the client retries (possibly elsewhere), as it
+//     does with any broker that fails.
 //
 // Optional capabilities (TopicAdmin) are separate interfaces found by type
 // assertion; the server advertises in ApiVersions only the APIs its Broker

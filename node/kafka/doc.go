@@ -2,7 +2,12 @@
 // connections, reads size-prefixed request frames, decodes them with franz-go's
 // kmsg, dispatches each to the handler of its API, and writes the responses.
 // What the answers say comes from a Broker, the small interface the node
-// implements over the metadata quorum and the partition replicas.
+// implements over the metadata quorum and the partition replicas, and from
+// optional capabilities of it (TopicAdmin) that switch their APIs on.
+//
+// APIs spoken today: ApiVersions 0-3, Metadata 0-12, and with a TopicAdmin
+// CreateTopics 0-7 and DeleteTopics 0-6 (request validation here, the work
+// in the Broker).
 //
 // # Connection model
 //
@@ -56,7 +61,7 @@
 //
 // # Adding an API
 //
-//  1. Add a file named after the API (create_topics.go) that opens with a
+//  1. Add a file named after the API (list_offsets.go) that opens with a
 //     comment giving the versions it supports and how it behaves, and holds
 //     its handler: func(ctx, *Server, *request) (kmsg.Response, error).
 //     The handler type-asserts r.body to its kmsg request type, builds the

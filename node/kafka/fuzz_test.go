@@ -24,17 +24,20 @@ const fuzzMaxFrame = 1 << 20
 
 // FuzzRequestFrame feeds a connection's byte stream through everything the
 // reader and the serve goroutine do with it, minus the socket: frame
-// reading, header and body decoding, the handler (against the fake broker)
+// reading, header and body decoding, the handler (against the fake broker
+// and topic admin)
 // and response encoding, decoded back as a client would. Any panic fails.
 func FuzzRequestFrame(f *testing.F) {
 	for _, seed := range fuzzSeeds() {
 		f.Add(seed.frame)
 	}
-	s, err := NewServer(newFakeBroker("127.0.0.1:9092"), Options{MaxRequestBytes: fuzzMaxFrame})
-	if err != nil {
-		f.Fatal(err)
-	}
 	f.Fuzz(func(t *testing.T, stream []byte) {
+		// A fresh server and fake per input: the fake admin keeps
+		// the topics it creates.
+		s, err := NewServer(&fakeAdmin{fakeBroker: newFakeBroker("127.0.0.1:9092")}, Options{MaxRequestBytes: fuzzMaxFrame})
+		if err != nil {
+			t.Fatal(err)
+		}
 		r := bytes.NewReader(stream)
 		for {
 			frame, err := readFrame(r, fuzzMaxFrame)
@@ -83,7 +86,28 @@ func fuzzSeeds() []fuzzSeed {
 		req.Topics = []kmsg.MetadataRequestTopic{{TopicID: ordersID}, {TopicID: [16]byte{1}}}
 		return enc(req, 200)
 	}
+	create := func(v int16) []byte {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.Version = v
+		req.TimeoutMillis = 1000
+		cfg := createTopic("with-config", 2, 1)
+		cfg.Configs = []kmsg.CreateTopicsRequestTopicConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1000")}}
+		req.Topics = []kmsg.CreateTopicsRequestTopic{cfg, assigned("manual", []int32{1, 2}, []int32{2, 1}), createTopic("dup", 1, 1), createTopic("dup", -1, -1), createTopic("bad name", 1, 1)}
+		return enc(req, 300+int32(v))
+	}
+	del := func(v int16) []byte {
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.Version = v
+		req.TopicNames = []string{"orders", "nope"}
+		req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("orders")}, {TopicID: offsetID}, {}}
+		return enc(req, 400+int32(v))
+	}
 	return []fuzzSeed{
+		{"createtopics-v0", create(0)},
+		{"createtopics-v5-flexible", create(5)},
+		{"createtopics-v7", create(7)},
+		{"deletetopics-v0", del(0)},
+		{"deletetopics-v6-by-id", del(6)},
 		{"apiversions-v0", av(0)},
 		{"apiversions-v3", av(3)},
 		{"apiversions-v5-unsupported", av(5)},
@@ -127,7 +151,7 @@ func TestFuzzSeedCorpus(t *testing.T) {
 // answers (a corpus of only rejected inputs would fuzz nothing past the
 // header).
 func TestFuzzSeedsDecode(t *testing.T) {
-	s, err := NewServer(newFakeBroker("127.0.0.1:9092"), Options{})
+	s, err := NewServer(&fakeAdmin{fakeBroker: newFakeBroker("127.0.0.1:9092")}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

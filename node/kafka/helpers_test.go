@@ -221,6 +221,12 @@ type testServer struct {
 
 func startServer(t *testing.T, opts Options) *testServer {
 	t.Helper()
+	return startServerWith(t, opts, func(fb *fakeBroker) Broker { return fb })
+}
+
+// startServerWith serves the Broker that backend builds around the fake.
+func startServerWith(t *testing.T, opts Options, backend func(*fakeBroker) Broker) *testServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +234,7 @@ func startServer(t *testing.T, opts Options) *testServer {
 	ts := &testServer{addr: ln.Addr().String(), logs: newLogSink()}
 	ts.broker = newFakeBroker(ts.addr)
 	opts.Logger = slog.New(ts.logs)
-	ts.Server, err = NewServer(ts.broker, opts)
+	ts.Server, err = NewServer(backend(ts.broker), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
