@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"regexp"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,9 +31,25 @@ import (
 // apiVersionsMaxBytes bounds an ApiVersions request frame.
 const apiVersionsMaxBytes = 64 << 10
 
-// softwareNamePattern is Kafka's pattern for ClientSoftwareName and
-// ClientSoftwareVersion (ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN).
-var softwareNamePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+// validSoftwareName matches Kafka's pattern for ClientSoftwareName and
+// ClientSoftwareVersion (ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN,
+// [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?), by hand: the regexp was 12%
+// of the CPU of a pipelined ApiVersions benchmark.
+func validSoftwareName(s string) bool {
+	if s == "" || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !isAlnum(c) && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
 
 func handleAPIVersions(_ context.Context, s *Server, r *request) (kmsg.Response, error) {
 	resp := kmsg.NewPtrApiVersionsResponse()
@@ -47,7 +62,7 @@ func handleAPIVersions(_ context.Context, s *Server, r *request) (kmsg.Response,
 	}
 	req := r.body.(*kmsg.ApiVersionsRequest)
 	resp.Version = req.Version
-	if req.Version >= 3 && (!softwareNamePattern.MatchString(req.ClientSoftwareName) || !softwareNamePattern.MatchString(req.ClientSoftwareVersion)) {
+	if req.Version >= 3 && (!validSoftwareName(req.ClientSoftwareName) || !validSoftwareName(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}

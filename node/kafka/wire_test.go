@@ -239,3 +239,14 @@ func TestMetadataOverItsLimit(t *testing.T) {
 	c.expectClosed()
 	ts.logs.waitFor(t, "closing connection", "Metadata request of", "over its limit of 8388608")
 }
+
+func TestValidSoftwareName(t *testing.T) {
+	for s, want := range map[string]bool{
+		"kgo": true, "a": true, "1.22.3": true, "apache-kafka-java": true, "a.-b": true,
+		"": false, "-a": false, "a-": false, ".a": false, "a b": false, "a_b": false, "é": false,
+	} {
+		if got := validSoftwareName(s); got != want {
+			t.Errorf("validSoftwareName(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
