@@ -17,24 +17,34 @@ import (
 // requests are read with one syscall.
 const readBufferSize = 16 << 10
 
-// maxKeptWriteBuffer is the largest response buffer a connection keeps for
-// the next response; a bigger one (a large fetch) is dropped after use.
-const maxKeptWriteBuffer = 1 << 20
+// writeBufferSize is the per-connection write buffer: responses that are
+// ready together leave in one syscall.
+const writeBufferSize = 64 << 10
 
-// conn is one client connection: a reader goroutine that reads and decodes
-// frames into queue, and the serve goroutine that answers them one at a time,
-// in order, writing each response before taking the next request.
+// maxKeptResponseBuffer is the largest encoded-response buffer a connection
+// recycles; a bigger one (a large fetch) is dropped after use.
+const maxKeptResponseBuffer = 1 << 20
+
+// outQueueLen bounds the encoded responses waiting for the writer.
+const outQueueLen = 16
+
+// conn is one client connection and its three goroutines: the reader reads
+// and decodes frames into queue; serve answers them one at a time, in order,
+// and passes each encoded response to out; the writer writes them in that
+// order, flushing whenever out is empty, so responses ready together share a
+// syscall and none waits behind a handler that blocks.
 type conn struct {
 	s      *Server
 	nc     net.Conn
 	log    *slog.Logger
 	queue  chan *request
+	out    chan []byte
+	free   chan []byte // recycled response buffers
 	ctx    context.Context
 	cancel context.CancelFunc
 	// draining is set when the server shuts down gracefully: the reader
 	// stops, the queued requests are still answered.
 	draining atomic.Bool
-	wbuf     []byte
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -44,23 +54,65 @@ func newConn(s *Server, nc net.Conn) *conn {
 		nc:     nc,
 		log:    s.opts.Logger.With("remote", nc.RemoteAddr().String()),
 		queue:  make(chan *request, s.opts.MaxQueuedRequests),
+		out:    make(chan []byte, outQueueLen),
+		free:   make(chan []byte, outQueueLen+1),
 		ctx:    ctx,
 		cancel: cancel,
 	}
 }
 
 // serve runs the connection until the peer leaves, a request is bad, or the
-// server closes it. It returns after the reader goroutine has exited.
+// server closes it. Responses already encoded are written before the
+// connection closes. It returns after the reader and writer have exited.
 func (c *conn) serve() {
 	go c.readLoop()
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		c.writeLoop()
+	}()
 	for r := range c.queue {
 		if !c.answer(r) {
 			break
 		}
 	}
+	close(c.out)
+	<-written
 	c.abort()
 	for range c.queue {
 		// The reader exits on the closed connection and closes queue.
+	}
+}
+
+// writeLoop writes the encoded responses in the order serve produced them.
+// After a write error it closes the connection and discards the rest, still
+// draining out so that serve never blocks on it.
+func (c *conn) writeLoop() {
+	bw := bufio.NewWriterSize(c.nc, writeBufferSize)
+	failed := false
+	for buf := range c.out {
+		if !failed {
+			_, err := bw.Write(buf)
+			if err == nil && len(c.out) == 0 {
+				err = bw.Flush()
+			}
+			if err != nil {
+				failed = true
+				if c.ctx.Err() == nil {
+					c.log.Info("kafka: closing connection: write failed", "err", err)
+				}
+				c.abort()
+			}
+		}
+		if cap(buf) <= maxKeptResponseBuffer {
+			select {
+			case c.free <- buf[:0]:
+			default:
+			}
+		}
+	}
+	if !failed {
+		_ = bw.Flush()
 	}
 }
 
@@ -138,20 +190,17 @@ func (c *conn) answer(r *request) bool {
 	if resp == nil {
 		return true // the API sends no response (Produce with acks=0)
 	}
-	c.wbuf = appendResponse(c.wbuf[:0], r.correlationID, resp)
+	var buf []byte
+	select {
+	case buf = <-c.free:
+	default:
+	}
+	buf = appendResponse(buf, r.correlationID, resp)
 	if invariantsEnabled {
-		checkResponse(c.wbuf, r, resp)
+		checkResponse(buf, r, resp)
 	}
-	if _, err := c.nc.Write(c.wbuf); err != nil {
-		if c.ctx.Err() == nil {
-			c.log.Info("kafka: closing connection: write failed", "err", err)
-		}
-		return false
-	}
-	if cap(c.wbuf) > maxKeptWriteBuffer {
-		c.wbuf = nil
-	}
-	return true
+	c.out <- buf
+	return c.ctx.Err() == nil
 }
 
 func derefOr[T any](p *T, or T) T {

@@ -74,7 +74,8 @@ func (f *fakeBroker) hold() (entered <-chan struct{}, release func()) {
 	defer f.mu.Unlock()
 	f.gate, f.entered = make(chan struct{}), make(chan struct{}, 16)
 	gate := f.gate
-	return f.entered, func() { close(gate) }
+	var once sync.Once
+	return f.entered, func() { once.Do(func() { close(gate) }) }
 }
 
 func (f *fakeBroker) lastQuery() MetadataQuery {

@@ -87,3 +87,20 @@ func waitClosed(t *testing.T, addr string) {
 		}
 	}
 }
+
+// TestResponseNotHeldBehindBlockedHandler: a response already encoded is
+// written while the next request's handler blocks.
+func TestResponseNotHeldBehindBlockedHandler(t *testing.T) {
+	ts := startServer(t, Options{})
+	entered, release := ts.broker.hold()
+	defer release()
+	c := dial(t, ts.addr)
+	av := kmsg.NewPtrApiVersionsRequest()
+	corrAV := c.send(av)
+	md := metadataRequest(12, "orders")
+	corrMD := c.send(md)
+	<-entered
+	c.recv(av, corrAV, 0) // while Metadata is still blocked
+	release()
+	c.recv(md, corrMD, 12)
+}
