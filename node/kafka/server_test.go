@@ -2,7 +2,10 @@ package kafka
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -103,4 +106,69 @@ func TestResponseNotHeldBehindBlockedHandler(t *testing.T) {
 	c.recv(av, corrAV, 0) // while Metadata is still blocked
 	release()
 	c.recv(md, corrMD, 12)
+}
+
+// TestConcurrentConnections: many connections pipelining at once, each
+// getting its own responses in its own order (run under -race by make test).
+func TestConcurrentConnections(t *testing.T) {
+	ts := startServer(t, Options{MaxQueuedRequests: 2})
+	const conns, perConn = 8, 40
+	errs := make(chan error, conns)
+	for i := 0; i < conns; i++ {
+		c := dial(t, ts.addr) // on the test goroutine: dial may t.Fatal
+		go func() {
+			errs <- func() error {
+				var batch []byte
+				var reqs []kmsg.Request
+				for j := 0; j < perConn; j++ {
+					var req kmsg.Request = metadataRequest(int16(j%13), "orders")
+					if j%3 == 0 {
+						req = kmsg.NewPtrApiVersionsRequest()
+					}
+					frame, _ := c.encode(req)
+					batch = append(batch, frame...)
+					reqs = append(reqs, req)
+				}
+				if _, err := c.nc.Write(batch); err != nil {
+					return err
+				}
+				for j := range reqs {
+					var hdr [8]byte
+					if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
+						return err
+					}
+					if corr := int32(binary.BigEndian.Uint32(hdr[4:])); corr != int32(j+1) {
+						return fmt.Errorf("response %d has correlation id %d", j, corr)
+					}
+					rest := int64(binary.BigEndian.Uint32(hdr[:])) - 4
+					if _, err := io.CopyN(io.Discard, c.nc, rest); err != nil {
+						return err
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for i := 0; i < conns; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCloseWithBusyConnections: Close returns with connections mid-request
+// and a handler blocked, and leaves no goroutine of the server running.
+func TestCloseWithBusyConnections(t *testing.T) {
+	ts := startServer(t, Options{})
+	entered, release := ts.broker.hold()
+	defer release()
+	c := dial(t, ts.addr)
+	c.send(metadataRequest(12, "orders"))
+	<-entered
+	idle := dial(t, ts.addr)
+	if err := ts.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.expectClosed()
+	idle.expectClosed()
 }
