@@ -45,19 +45,24 @@ type conn struct {
 	// draining is set when the server shuts down gracefully: the reader
 	// stops, the queued requests are still answered.
 	draining atomic.Bool
+	// queuedBytes counts the frame bytes of requests read and not yet
+	// answered; answered signals the reader waiting for them to drop.
+	queuedBytes atomic.Int64
+	answered    chan struct{}
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &conn{
-		s:      s,
-		nc:     nc,
-		log:    s.opts.Logger.With("remote", nc.RemoteAddr().String()),
-		queue:  make(chan *request, s.opts.MaxQueuedRequests),
-		out:    make(chan []byte, outQueueLen),
-		free:   make(chan []byte, outQueueLen+1),
-		ctx:    ctx,
-		cancel: cancel,
+		s:        s,
+		nc:       nc,
+		log:      s.opts.Logger.With("remote", nc.RemoteAddr().String()),
+		queue:    make(chan *request, s.opts.MaxQueuedRequests),
+		out:      make(chan []byte, outQueueLen),
+		free:     make(chan []byte, outQueueLen+1),
+		answered: make(chan struct{}, 1),
+		ctx:      ctx,
+		cancel:   cancel,
 	}
 }
 
@@ -72,7 +77,13 @@ func (c *conn) serve() {
 		c.writeLoop()
 	}()
 	for r := range c.queue {
-		if !c.answer(r) {
+		ok := c.answer(r)
+		c.queuedBytes.Add(-int64(r.size))
+		select {
+		case c.answered <- struct{}{}:
+		default:
+		}
+		if !ok {
 			break
 		}
 	}
@@ -134,7 +145,15 @@ func (c *conn) readLoop() {
 	defer close(c.queue)
 	br := bufio.NewReaderSize(c.nc, readBufferSize)
 	for {
-		frame, err := readFrame(br, c.s.opts.MaxRequestBytes)
+		size, err := readFrameSize(br, c.s.opts.MaxRequestBytes)
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		if !c.waitQueueRoom(size) {
+			return
+		}
+		frame, err := readFrameBody(br, size)
 		if err != nil {
 			c.readFailed(err)
 			return
@@ -152,6 +171,25 @@ func (c *conn) readLoop() {
 		case c.queue <- r:
 		case <-c.ctx.Done():
 			return
+		}
+	}
+}
+
+// waitQueueRoom waits until a frame of size fits in MaxQueuedBytes with the
+// requests not yet answered, or until none is left, and counts it. It
+// returns false if the connection closes meanwhile.
+func (c *conn) waitQueueRoom(size int32) bool {
+	budget := int64(c.s.opts.MaxQueuedBytes)
+	for {
+		queued := c.queuedBytes.Load()
+		if queued == 0 || queued+int64(size) <= budget {
+			c.queuedBytes.Add(int64(size))
+			return true
+		}
+		select {
+		case <-c.answered:
+		case <-c.ctx.Done():
+			return false
 		}
 	}
 }

@@ -14,8 +14,9 @@
 // Each connection has three goroutines. The reader reads a frame, decodes
 // its header (v1, or v2 with tagged fields for flexible versions) and body,
 // and queues the decoded request; the queue holds Options.MaxQueuedRequests
-// requests, after which the reader stops reading and TCP pushes back on the
-// client. The serve goroutine takes requests from the queue in order, runs
+// requests and Options.MaxQueuedBytes of frames (counting the request being
+// handled; a bigger frame waits until everything before it is answered),
+// after which the reader stops reading and TCP pushes back on the client. The serve goroutine takes requests from the queue in order, runs
 // each handler to completion before taking the next, and hands the encoded
 // response to the writer through the ordered response queue. The writer
 // writes responses in that order through a buffer that it flushes whenever

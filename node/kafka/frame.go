@@ -19,17 +19,33 @@ const firstChunk = 64 << 10
 // bytes after the int32 size). io.EOF means the peer closed cleanly between
 // frames; a peer gone mid-frame is io.ErrUnexpectedEOF.
 func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+	size, err := readFrameSize(r, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return readFrameBody(r, size)
+}
+
+// readFrameSize reads a frame's size prefix and refuses a negative one or one
+// over maxBytes.
+func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
 	var prefix [4]byte
 	if _, err := io.ReadFull(r, prefix[:]); err != nil {
-		return nil, err
+		return 0, err
 	}
 	size := int32(binary.BigEndian.Uint32(prefix[:]))
 	switch {
 	case size < 0:
-		return nil, fmt.Errorf("%w: %d", ErrNegativeFrame, size)
+		return 0, fmt.Errorf("%w: %d", ErrNegativeFrame, size)
 	case size > maxBytes:
-		return nil, fmt.Errorf("%w: %d > socket.request.max.bytes %d", ErrFrameTooLarge, size, maxBytes)
+		return 0, fmt.Errorf("%w: %d > socket.request.max.bytes %d", ErrFrameTooLarge, size, maxBytes)
 	}
+	return size, nil
+}
+
+// readFrameBody reads the size bytes of a frame after its prefix, growing
+// the buffer as they arrive.
+func readFrameBody(r io.Reader, size int32) ([]byte, error) {
 	buf := make([]byte, 0, min(int(size), firstChunk))
 	for len(buf) < int(size) {
 		if len(buf) == cap(buf) {
@@ -60,6 +76,9 @@ type request struct {
 	// reading its body (KIP-511).
 	body kmsg.Request
 	api  *api
+	// size is the frame's payload size, counted against the connection's
+	// MaxQueuedBytes until the request is answered.
+	size int32
 }
 
 // decodeRequest parses a frame payload: the request header (v1, or v2 for
@@ -69,7 +88,7 @@ type request struct {
 // ErrMalformedRequest; the connection is then closed.
 func decodeRequest(frame []byte, t *table) (*request, error) {
 	b := kbin.Reader{Src: frame}
-	r := &request{key: b.Int16(), version: b.Int16(), correlationID: b.Int32()}
+	r := &request{key: b.Int16(), version: b.Int16(), correlationID: b.Int32(), size: int32(len(frame))}
 	if !b.Ok() {
 		return nil, fmt.Errorf("%w: header of %d bytes is shorter than key, version and correlation id", ErrMalformedRequest, len(frame))
 	}

@@ -13,6 +13,10 @@ const DefaultMaxRequestBytes = 104857600
 // waiting for the handler before its reader stops reading.
 const DefaultMaxQueuedRequests = 16
 
+// DefaultMaxQueuedBytes is how many request bytes a connection may hold
+// decoded ahead of (and including) the request being handled.
+const DefaultMaxQueuedBytes = 4 << 20
+
 // Options configure a Server. The node reads them from its configuration
 // (node/config) and passes them down; zero fields take the defaults.
 type Options struct {
@@ -23,6 +27,13 @@ type Options struct {
 	// connection ahead of the handler (pipelining depth before
 	// back-pressure through TCP).
 	MaxQueuedRequests int
+	// MaxQueuedBytes bounds the frame bytes a connection holds: the
+	// request being handled plus those decoded ahead. A frame that would
+	// go over it is read only once the connection has answered everything
+	// before it, so one connection holds at most about
+	// max(MaxRequestBytes, MaxQueuedBytes) of frames (Kafka, which reads
+	// nothing while a request is in flight, holds one).
+	MaxQueuedBytes int32
 	// Logger receives one line per closed-on-error connection and per
 	// Broker failure. Nil discards.
 	Logger *slog.Logger
@@ -35,6 +46,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.MaxQueuedRequests == 0 {
 		o.MaxQueuedRequests = DefaultMaxQueuedRequests
+	}
+	if o.MaxQueuedBytes == 0 {
+		o.MaxQueuedBytes = DefaultMaxQueuedBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -51,6 +65,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxQueuedRequests < 1 {
 		return fmt.Errorf("%w: MaxQueuedRequests %d must be at least 1", ErrInvalidOptions, o.MaxQueuedRequests)
+	}
+	if o.MaxQueuedBytes < 1 {
+		return fmt.Errorf("%w: MaxQueuedBytes %d must be at least 1", ErrInvalidOptions, o.MaxQueuedBytes)
 	}
 	return nil
 }

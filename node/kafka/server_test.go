@@ -14,7 +14,7 @@ import (
 )
 
 func TestOptionsValidate(t *testing.T) {
-	for _, o := range []Options{{MaxRequestBytes: 9}, {MaxRequestBytes: -5}, {MaxQueuedRequests: -1}} {
+	for _, o := range []Options{{MaxRequestBytes: 9}, {MaxRequestBytes: -5}, {MaxQueuedRequests: -1}, {MaxQueuedBytes: -1}} {
 		if _, err := NewServer(&fakeBroker{}, o); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%+v: %v, want ErrInvalidOptions", o, err)
 		}

@@ -79,7 +79,18 @@ func TestApiVersionsInvalidSoftwareName(t *testing.T) {
 // TestPipelinedResponsesInOrder sends 50 requests, of two APIs and several
 // versions (flexible and not), before reading any response.
 func TestPipelinedResponsesInOrder(t *testing.T) {
-	ts := startServer(t, Options{MaxQueuedRequests: 4})
+	for name, opts := range map[string]Options{
+		"queue of 4 requests": {MaxQueuedRequests: 4},
+		// Every frame waits for the one before to be answered.
+		"queue of 1 byte": {MaxQueuedBytes: 1},
+		"defaults":        {},
+	} {
+		t.Run(name, func(t *testing.T) { testPipelined(t, opts) })
+	}
+}
+
+func testPipelined(t *testing.T, opts Options) {
+	ts := startServer(t, opts)
 	c := dial(t, ts.addr)
 	type sent struct {
 		req  kmsg.Request
