@@ -216,8 +216,8 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// answer handles one request and writes its response. It returns false when
-// the connection must close.
+// answer handles one request and hands its encoded response to the writer.
+// It returns false when the connection must close.
 func (c *conn) answer(r *request) bool {
 	resp, err := r.api.handle(c.ctx, c.s, r)
 	if err != nil {

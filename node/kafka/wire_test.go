@@ -261,3 +261,28 @@ func TestValidSoftwareName(t *testing.T) {
 		}
 	}
 }
+
+// TestFlexibleHeaderTagsSkipped: a request header v2 carrying tagged fields
+// (none defined today, so all unknown) is read past, not misparsed.
+func TestFlexibleHeaderTagsSkipped(t *testing.T) {
+	ts := startServer(t, Options{})
+	c := dial(t, ts.addr)
+	req := metadataRequest(12, "orders")
+	frame := kbin.AppendInt16(nil, req.Key())
+	frame = kbin.AppendInt16(frame, req.Version)
+	frame = kbin.AppendInt32(frame, 42)
+	frame = kbin.AppendNullableString(frame, kmsg.StringPtr("tagger"))
+	frame = kbin.AppendUvarint(frame, 2) // two tagged fields
+	frame = kbin.AppendUvarint(frame, 0)
+	frame = kbin.AppendUvarint(frame, uint32(len("ignored")))
+	frame = append(frame, "ignored"...)
+	frame = kbin.AppendUvarint(frame, 7)
+	frame = kbin.AppendUvarint(frame, 3)
+	frame = append(frame, 1, 2, 3)
+	frame = req.AppendTo(frame)
+	c.write(append(kbin.AppendInt32(nil, int32(len(frame))), frame...))
+	resp := c.recv(req, 42, 12).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 1 || *resp.Topics[0].Topic != "orders" {
+		t.Fatalf("topics %+v", resp.Topics)
+	}
+}
