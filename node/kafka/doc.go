@@ -16,8 +16,9 @@
 // and queues the decoded request; the queue holds Options.MaxQueuedRequests
 // requests and Options.MaxQueuedBytes of frames (counting the request being
 // handled; a bigger frame waits until everything before it is answered),
-// after which the reader stops reading and TCP pushes back on the client. The serve goroutine takes requests from the queue in order, runs
-// each handler to completion before taking the next, and hands the encoded
+// after which the reader stops reading and TCP pushes back on the client.
+// The serve goroutine takes requests from the queue in order, runs each
+// handler to completion before taking the next, and hands the encoded
 // response to the writer through the ordered response queue. The writer
 // writes responses in that order through a buffer that it flushes whenever
 // the response queue is empty: responses ready together leave in one
@@ -40,8 +41,8 @@
 //
 // Shutdown stops the listeners, makes every reader stop at its next read,
 // lets the serve goroutines answer what was already read and the writers
-// write it, and waits for the connections to close; when its context ends first it closes them at once.
-// Close does that at once. Handlers get a context cancelled when their
+// write it, and waits for the connections to close; when its context ends
+// first, it closes them at once. Close does that at once. Handlers get a context cancelled when their
 // connection is closed by the server.
 //
 // # Limits and bad input
@@ -65,8 +66,14 @@
 //     carry their own lower limit in the table (api.maxBytes): ApiVersions
 //     64 KiB, Metadata 8 MiB. Over it, the connection closes before decoding.
 //
+// kmsg is lenient both ways: ReadFrom ignores bytes left after a body, and
+// AppendTo writes a nil *string in a non-nullable field as null (length -1),
+// which kmsg reads back but Java clients refuse. The server accepts trailing
+// bytes as kmsg does; handlers must set every non-nullable string.
+//
 // With the invariants build tag, every response is decoded back before it is
-// sent (invariants.go).
+// sent (invariants.go); that catches a wrong header or version, not the
+// null-in-non-nullable case above.
 //
 // # Adding an API
 //
@@ -74,9 +81,11 @@
 //     comment giving the versions it supports and how it behaves, and holds
 //     its handler: func(ctx, *Server, *request) (kmsg.Response, error).
 //     The handler type-asserts r.body to its kmsg request type, builds the
-//     response with req.ResponseKind() (so the version matches), puts errors
-//     for the client in it as kerr codes, and returns an error only to close
-//     the connection.
+//     response with req.ResponseKind() (so the version matches) and the
+//     kmsg New* constructors (so defaults such as INT32_MIN authorized
+//     operations are right), sets every string that is non-nullable at that
+//     version, puts errors for the client in it as kerr codes, and returns
+//     an error only to close the connection.
 //  2. Add one row to the table in newTable (apis.go): key, min and max version
 //     (at most what kmsg knows), handler. ApiVersions advertises the row.
 //  3. If the API needs something new from the node, add it to Broker, or, for
