@@ -1,0 +1,81 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handler answers one decoded request. It returns the response to send (nil
+// for none), or an error to close the connection without answering: what
+// Kafka does for a request it cannot make sense of. Errors meant for the
+// client go in the response, not here.
+type handler func(ctx context.Context, s *Server, r *request) (kmsg.Response, error)
+
+// api is one row of the dispatch table.
+type api struct {
+	key      kmsg.Key
+	min, max int16
+	handle   handler
+	// maxBytes, when set, bounds this API's requests below
+	// socket.request.max.bytes. kmsg decodes a frame into up to ~24 times
+	// its size (an empty string costs 2 bytes on the wire, a 40-byte
+	// struct and a pointer decoded), so an API whose real requests are
+	// small gets a cap that keeps a hostile frame's decoded size small.
+	maxBytes int32
+	// needsAdmin rows exist only when the Broker is a TopicAdmin.
+	needsAdmin bool
+}
+
+// table is the dispatch table of one server, indexed by API key.
+type table struct {
+	byKey [kmsg.MaxKey + 1]*api
+	// apis in key order, as ApiVersions lists them.
+	apis []*api
+}
+
+// newTable builds the dispatch table: every API the server speaks, with the
+// versions it accepts, one row each. Adding an API is adding its file and its
+// row here (see doc.go).
+func newTable(b Broker) *table {
+	_, admin := b.(TopicAdmin)
+	rows := []api{
+		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata, maxBytes: metadataMaxBytes},
+		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
+		{key: kmsg.CreateTopics, min: 0, max: 7, handle: handleCreateTopics, needsAdmin: true},
+		{key: kmsg.DeleteTopics, min: 0, max: 6, handle: handleDeleteTopics, needsAdmin: true},
+	}
+	return buildTable(slices.DeleteFunc(rows, func(a api) bool { return a.needsAdmin && !admin }))
+}
+
+// buildTable indexes rows and panics on a row kmsg cannot decode: a
+// programming error every test would hit.
+func buildTable(rows []api) *table {
+	t := &table{}
+	for i := range rows {
+		a := &rows[i]
+		req := a.key.Request()
+		switch {
+		case req == nil:
+			panic(fmt.Sprintf("kafka: dispatch table: key %d unknown to kmsg", a.key))
+		case a.min < 0 || a.min > a.max || a.max > req.MaxVersion():
+			panic(fmt.Sprintf("kafka: dispatch table: %s versions %d-%d outside kmsg's 0-%d", a.key.Name(), a.min, a.max, req.MaxVersion()))
+		case t.byKey[a.key] != nil:
+			panic(fmt.Sprintf("kafka: dispatch table: %s listed twice", a.key.Name()))
+		}
+		t.byKey[a.key] = a
+		t.apis = append(t.apis, a)
+	}
+	slices.SortFunc(t.apis, func(x, y *api) int { return int(x.key) - int(y.key) })
+	return t
+}
+
+// lookup returns the row for key, nil if the server does not speak it.
+func (t *table) lookup(key int16) *api {
+	if key < 0 || int(key) >= len(t.byKey) {
+		return nil
+	}
+	return t.byKey[key]
+}

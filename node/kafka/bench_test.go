@@ -1,0 +1,120 @@
+package kafka
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// benchRequests are the requests the benchmarks send, encoded once.
+func benchRequests() map[string]kmsg.Request {
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.Version = 3
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "bench", "1"
+	md := metadataRequest(12, "orders")
+	mdAll := metadataRequest(12)
+	mdAll.Topics = nil
+	return map[string]kmsg.Request{"ApiVersions": av, "Metadata": md, "MetadataAll": mdAll}
+}
+
+// BenchmarkDispatch measures one request through the server without the
+// socket: frame read, decode, handler (fake broker), response encoding.
+func BenchmarkDispatch(b *testing.B) {
+	for name, req := range benchRequests() {
+		b.Run(name, func(b *testing.B) {
+			s, err := NewServer(newFakeBroker("127.0.0.1:9092"), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+			rd := bytes.NewReader(frame)
+			var out []byte
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				rd.Reset(frame)
+				payload, err := readFrame(rd, DefaultMaxRequestBytes)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := decodeRequest(payload, s.table)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp, err := r.api.handle(context.Background(), s, r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out = appendResponse(out[:0], r.correlationID, resp)
+			}
+		})
+	}
+}
+
+// BenchmarkWire measures requests pipelined over one TCP connection on
+// 127.0.0.1: a writer goroutine keeps sending while the benchmark reads the
+// responses. req/s is the connection's throughput.
+func BenchmarkWire(b *testing.B) {
+	for name, req := range benchRequests() {
+		b.Run(name, func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			s, err := NewServer(newFakeBroker(ln.Addr().String()), Options{Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			go func() { _ = s.Serve(ln) }()
+			defer s.Close()
+			nc, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			if err := nc.SetDeadline(time.Now().Add(5 * time.Minute)); err != nil {
+				b.Fatal(err)
+			}
+
+			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+			n := b.N
+			go func() {
+				bw := bufio.NewWriterSize(nc, 64<<10)
+				for i := 0; i < n; i++ {
+					if _, err := bw.Write(frame); err != nil {
+						return
+					}
+				}
+				_ = bw.Flush()
+			}()
+			br := bufio.NewReaderSize(nc, 64<<10)
+			var prefix [4]byte
+			buf := make([]byte, 0, 4096)
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < n; i++ {
+				if _, err := io.ReadFull(br, prefix[:]); err != nil {
+					b.Fatal(err)
+				}
+				size := int(binary.BigEndian.Uint32(prefix[:]))
+				if cap(buf) < size {
+					buf = make([]byte, size)
+				}
+				buf = buf[:size]
+				if _, err := io.ReadFull(br, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "req/s")
+		})
+	}
+}

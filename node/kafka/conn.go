@@ -1,0 +1,249 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// readBufferSize is the per-connection read buffer: many small pipelined
+// requests are read with one syscall.
+const readBufferSize = 16 << 10
+
+// writeBufferSize is the per-connection write buffer: responses that are
+// ready together leave in one syscall.
+const writeBufferSize = 64 << 10
+
+// maxKeptResponseBuffer is the largest encoded-response buffer a connection
+// recycles; a bigger one (a large fetch) is dropped after use.
+const maxKeptResponseBuffer = 1 << 20
+
+// outQueueLen bounds the encoded responses waiting for the writer.
+const outQueueLen = 16
+
+// conn is one client connection and its three goroutines: the reader reads
+// and decodes frames into queue; serve answers them one at a time, in order,
+// and passes each encoded response to out; the writer writes them in that
+// order, flushing whenever out is empty, so responses ready together share a
+// syscall and none waits behind a handler that blocks.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	log    *slog.Logger
+	queue  chan *request
+	out    chan []byte
+	free   chan []byte // recycled response buffers
+	ctx    context.Context
+	cancel context.CancelFunc
+	// draining is set when the server shuts down gracefully: the reader
+	// stops, the queued requests are still answered.
+	draining atomic.Bool
+	// queuedBytes counts the frame bytes of requests read and not yet
+	// answered; answered signals the reader waiting for them to drop.
+	queuedBytes atomic.Int64
+	answered    chan struct{}
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{
+		s:        s,
+		nc:       nc,
+		log:      s.opts.Logger.With("remote", nc.RemoteAddr().String()),
+		queue:    make(chan *request, s.opts.MaxQueuedRequests),
+		out:      make(chan []byte, outQueueLen),
+		free:     make(chan []byte, outQueueLen+1),
+		answered: make(chan struct{}, 1),
+		ctx:      ctx,
+		cancel:   cancel,
+	}
+}
+
+// serve runs the connection until the peer leaves, a request is bad, or the
+// server closes it. Responses already encoded are written before the
+// connection closes. It returns after the reader and writer have exited.
+func (c *conn) serve() {
+	go c.readLoop()
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		c.writeLoop()
+	}()
+	for r := range c.queue {
+		ok := c.answer(r)
+		c.queuedBytes.Add(-int64(r.size))
+		select {
+		case c.answered <- struct{}{}:
+		default:
+		}
+		if !ok {
+			break
+		}
+	}
+	close(c.out)
+	<-written
+	c.abort()
+	for range c.queue {
+		// The reader exits on the closed connection and closes queue.
+	}
+}
+
+// writeLoop writes the encoded responses in the order serve produced them.
+// After a write error it closes the connection and discards the rest, still
+// draining out so that serve never blocks on it.
+func (c *conn) writeLoop() {
+	bw := bufio.NewWriterSize(c.nc, writeBufferSize)
+	failed := false
+	for buf := range c.out {
+		if !failed {
+			_, err := bw.Write(buf)
+			if err == nil && len(c.out) == 0 {
+				err = bw.Flush()
+			}
+			if err != nil {
+				failed = true
+				if c.ctx.Err() == nil {
+					c.log.Info("kafka: closing connection: write failed", "err", err)
+				}
+				c.abort()
+			}
+		}
+		if cap(buf) <= maxKeptResponseBuffer {
+			select {
+			case c.free <- buf[:0]:
+			default:
+			}
+		}
+	}
+	if !failed {
+		_ = bw.Flush()
+	}
+}
+
+// drain makes the reader stop at its next read; queued requests are still
+// answered. Safe to call from any goroutine.
+func (c *conn) drain() {
+	c.draining.Store(true)
+	_ = c.nc.SetReadDeadline(time.Now())
+}
+
+// abort closes the connection at once and cancels the handlers' context.
+// Safe to call more than once and from any goroutine.
+func (c *conn) abort() {
+	c.cancel()
+	_ = c.nc.Close()
+}
+
+func (c *conn) readLoop() {
+	defer close(c.queue)
+	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	for {
+		size, err := readFrameSize(br, c.s.opts.MaxRequestBytes)
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		if !c.waitQueueRoom(size) {
+			return
+		}
+		frame, err := readFrameBody(br, size)
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		r, err := decodeRequest(frame, c.s.table)
+		if err != nil {
+			attrs := []any{"err", err}
+			if r != nil {
+				attrs = append(attrs, "api_key", r.key, "api_version", r.version, "correlation_id", r.correlationID)
+			}
+			c.log.Warn("kafka: closing connection: bad request", attrs...)
+			return
+		}
+		select {
+		case c.queue <- r:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// waitQueueRoom waits until a frame of size fits in MaxQueuedBytes with the
+// requests not yet answered, or until none is left, and counts it. It
+// returns false if the connection closes meanwhile.
+func (c *conn) waitQueueRoom(size int32) bool {
+	budget := int64(c.s.opts.MaxQueuedBytes)
+	for {
+		queued := c.queuedBytes.Load()
+		if queued == 0 || queued+int64(size) <= budget {
+			c.queuedBytes.Add(int64(size))
+			return true
+		}
+		select {
+		case <-c.answered:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+}
+
+// readFailed logs why the reader stopped: protocol violations at Warn, the
+// peer leaving or the server closing at Debug.
+func (c *conn) readFailed(err error) {
+	switch {
+	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrNegativeFrame):
+		c.log.Warn("kafka: closing connection: bad frame", "err", err)
+	case c.ctx.Err() != nil:
+		// Closed by the server.
+	case c.draining.Load() && isTimeout(err):
+		c.log.Debug("kafka: stopped reading for shutdown")
+	case errors.Is(err, io.EOF):
+		c.log.Debug("kafka: peer closed connection")
+	default:
+		c.log.Info("kafka: closing connection: read failed", "err", err)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// answer handles one request and hands its encoded response to the writer.
+// It returns false when the connection must close.
+func (c *conn) answer(r *request) bool {
+	resp, err := r.api.handle(c.ctx, c.s, r)
+	if err != nil {
+		c.log.Warn("kafka: closing connection: request failed", "err", err,
+			"api", kmsg.NameForKey(r.key), "api_version", r.version, "correlation_id", r.correlationID, "client_id", derefOr(r.clientID, ""))
+		return false
+	}
+	if resp == nil {
+		return true // the API sends no response (Produce with acks=0)
+	}
+	var buf []byte
+	select {
+	case buf = <-c.free:
+	default:
+	}
+	buf = appendResponse(buf, r.correlationID, resp)
+	if invariantsEnabled {
+		checkResponse(buf, r, resp)
+	}
+	c.out <- buf
+	return c.ctx.Err() == nil
+}
+
+func derefOr[T any](p *T, or T) T {
+	if p == nil {
+		return or
+	}
+	return *p
+}

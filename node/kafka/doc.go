@@ -1,0 +1,97 @@
+// Package kafka is Sluice's Kafka protocol server: it accepts client
+// connections, reads size-prefixed request frames, decodes them with franz-go's
+// kmsg, dispatches each to the handler of its API, and writes the responses.
+// What the answers say comes from a Broker, the small interface the node
+// implements over the metadata quorum and the partition replicas, and from
+// optional capabilities of it (TopicAdmin) that switch their APIs on.
+//
+// APIs spoken today: ApiVersions 0-3, Metadata 0-12, and with a TopicAdmin
+// CreateTopics 0-7 and DeleteTopics 0-6 (request validation here, the work
+// in the Broker).
+//
+// # Connection model
+//
+// Each connection has three goroutines. The reader reads a frame, decodes
+// its header (v1, or v2 with tagged fields for flexible versions) and body,
+// and queues the decoded request; the queue holds Options.MaxQueuedRequests
+// requests and Options.MaxQueuedBytes of frames (counting the request being
+// handled; a bigger frame waits until everything before it is answered),
+// after which the reader stops reading and TCP pushes back on the client.
+// The serve goroutine takes requests from the queue in order, runs each
+// handler to completion before taking the next, and hands the encoded
+// response to the writer through the ordered response queue. The writer
+// writes responses in that order through a buffer that it flushes whenever
+// the response queue is empty: responses ready together leave in one
+// syscall (2.7 times the pipelined ApiVersions throughput of one write per
+// response), and none waits behind a handler that blocks.
+//
+// So requests pipelined on one connection are decoded ahead but handled one
+// at a time, and responses go out strictly in request order. Handling in
+// sequence is deliberate, not only simple: Kafka processes one request per
+// connection at a time, and idempotent producers with several batches in
+// flight rely on their produce requests being applied in the order sent.
+// A handler that must wait (acks=all, a long-polling fetch) blocks only its
+// own connection.
+//
+// A response is one frame: the int32 size, the response header (v0: the
+// correlation id; v1 adds an empty tagged-field section for flexible
+// versions, except for ApiVersions, whose response header is always v0) and
+// the body. A handler may return no response (Produce with acks=0 expects
+// none).
+//
+// Shutdown stops the listeners, makes every reader stop at its next read,
+// lets the serve goroutines answer what was already read and the writers
+// write it, and waits for the connections to close; when its context ends
+// first, it closes them at once. Close does that at once. Handlers get a context cancelled when their
+// connection is closed by the server.
+//
+// # Limits and bad input
+//
+//   - A frame whose size prefix is negative or above Options.MaxRequestBytes
+//     (socket.request.max.bytes, 100 MiB by default) closes the connection
+//     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,
+//     doubling), so a lying prefix never allocates the size it claims.
+//   - An unknown API key, an unsupported version of any API but ApiVersions,
+//     a header or body that does not decode (truncated, garbled, a collection
+//     longer than the bytes left): the connection is closed with a log line,
+//     after the requests read before it are answered. This is what Kafka does
+//     for a request it cannot parse.
+//   - An unsupported ApiVersions version is answered (KIP-511): see
+//     api_versions.go.
+//   - kmsg rejects a collection length larger than the remaining bytes times
+//     the smallest encoding of one element, so a decoded request stays within
+//     a constant factor of its frame; but that factor reaches about 24 (an
+//     empty string is 2 bytes on the wire and a 40-byte struct decoded), so a
+//     100 MiB frame could cost 2.4 GB. APIs whose real requests are small
+//     carry their own lower limit in the table (api.maxBytes): ApiVersions
+//     64 KiB, Metadata 8 MiB. Over it, the connection closes before decoding.
+//
+// kmsg is lenient both ways: ReadFrom ignores bytes left after a body, and
+// AppendTo writes a nil *string in a non-nullable field as null (length -1),
+// which kmsg reads back but Java clients refuse. The server accepts trailing
+// bytes as kmsg does; handlers must set every non-nullable string.
+//
+// With the invariants build tag, every response is decoded back before it is
+// sent (invariants.go); that catches a wrong header or version, not the
+// null-in-non-nullable case above.
+//
+// # Adding an API
+//
+//  1. Add a file named after the API (list_offsets.go) that opens with a
+//     comment giving the versions it supports and how it behaves, and holds
+//     its handler: func(ctx, *Server, *request) (kmsg.Response, error).
+//     The handler type-asserts r.body to its kmsg request type, builds the
+//     response with req.ResponseKind() (so the version matches) and the
+//     kmsg New* constructors (so defaults such as INT32_MIN authorized
+//     operations are right), sets every string that is non-nullable at that
+//     version, puts errors for the client in it as kerr codes, and returns
+//     an error only to close the connection.
+//  2. Add one row to the table in newTable (apis.go): key, min and max version
+//     (at most what kmsg knows), handler. ApiVersions advertises the row.
+//  3. If the API needs something new from the node, add it to Broker, or, for
+//     an optional capability, as a separate small interface found by type
+//     assertion in newTable, so that the row is present only when the node
+//     can serve it.
+//  4. Add wire tests, a real-client test where kgo or kadm has a call for it,
+//     and a seed for FuzzRequestFrame.
+package kafka

@@ -1,0 +1,142 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// firstChunk is the most a frame buffer starts with. The buffer then doubles
+// as bytes actually arrive, so a size prefix that lies costs at most twice
+// what the peer really sent, never the size it claimed.
+const firstChunk = 64 << 10
+
+// readFrame reads one size-prefixed frame from r and returns its payload (the
+// bytes after the int32 size). io.EOF means the peer closed cleanly between
+// frames; a peer gone mid-frame is io.ErrUnexpectedEOF.
+func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
+	size, err := readFrameSize(r, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return readFrameBody(r, size)
+}
+
+// readFrameSize reads a frame's size prefix and refuses a negative one or one
+// over maxBytes.
+func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
+	var prefix [4]byte
+	if _, err := io.ReadFull(r, prefix[:]); err != nil {
+		return 0, err
+	}
+	size := int32(binary.BigEndian.Uint32(prefix[:]))
+	switch {
+	case size < 0:
+		return 0, fmt.Errorf("%w: %d", ErrNegativeFrame, size)
+	case size > maxBytes:
+		return 0, fmt.Errorf("%w: %d > socket.request.max.bytes %d", ErrFrameTooLarge, size, maxBytes)
+	}
+	return size, nil
+}
+
+// readFrameBody reads the size bytes of a frame after its prefix, growing
+// the buffer as they arrive.
+func readFrameBody(r io.Reader, size int32) ([]byte, error) {
+	buf := make([]byte, 0, min(int(size), firstChunk))
+	for len(buf) < int(size) {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(int(size), 2*cap(buf)))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil && len(buf) < int(size) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// request is one decoded request and what is needed to answer it.
+type request struct {
+	key           int16
+	version       int16
+	correlationID int32
+	clientID      *string
+	// body is the decoded request; nil for an ApiVersions request of a
+	// version the server does not support, which is answered without
+	// reading its body (KIP-511).
+	body kmsg.Request
+	api  *api
+	// size is the frame's payload size, counted against the connection's
+	// MaxQueuedBytes until the request is answered.
+	size int32
+}
+
+// decodeRequest parses a frame payload: the request header (v1, or v2 for
+// flexible versions) and the body at the version the header names, checked
+// against the dispatch table. Any error wraps ErrUnknownAPI,
+// ErrUnsupportedVersion, ErrFrameTooLarge (the API's own limit) or
+// ErrMalformedRequest; the connection is then closed.
+func decodeRequest(frame []byte, t *table) (*request, error) {
+	b := kbin.Reader{Src: frame}
+	r := &request{key: b.Int16(), version: b.Int16(), correlationID: b.Int32(), size: int32(len(frame))}
+	if !b.Ok() {
+		return nil, fmt.Errorf("%w: header of %d bytes is shorter than key, version and correlation id", ErrMalformedRequest, len(frame))
+	}
+	r.api = t.lookup(r.key)
+	if r.api == nil {
+		return r, fmt.Errorf("%w %d (version %d)", ErrUnknownAPI, r.key, r.version)
+	}
+	if r.version < r.api.min || r.version > r.api.max {
+		if r.key == kmsg.ApiVersions.Int16() {
+			// The client learns our range from the answer; its body
+			// may be of a shape we do not know, so it is not read.
+			return r, nil
+		}
+		return r, fmt.Errorf("%w: %s v%d (supported %d-%d)", ErrUnsupportedVersion, kmsg.NameForKey(r.key), r.version, r.api.min, r.api.max)
+	}
+	if r.api.maxBytes > 0 && len(frame) > int(r.api.maxBytes) {
+		return r, fmt.Errorf("%w: %s request of %d bytes is over its limit of %d", ErrFrameTooLarge, kmsg.NameForKey(r.key), len(frame), r.api.maxBytes)
+	}
+	body := kmsg.RequestForKey(r.key)
+	body.SetVersion(r.version)
+	// Every API in the table uses header v1 or v2: v0 (no client id) only
+	// exists for ControlledShutdown v0, which the server does not speak.
+	r.clientID = b.NullableString()
+	if body.IsFlexible() {
+		kmsg.SkipTags(&b)
+	}
+	if !b.Ok() {
+		return r, fmt.Errorf("%w: truncated %s v%d request header", ErrMalformedRequest, kmsg.NameForKey(r.key), r.version)
+	}
+	if err := body.ReadFrom(b.Src); err != nil {
+		return r, fmt.Errorf("%w: %s v%d body: %v", ErrMalformedRequest, kmsg.NameForKey(r.key), r.version, err)
+	}
+	r.body = body
+	return r, nil
+}
+
+// appendResponse appends the whole response frame for resp to dst: size,
+// response header and body. The header is v1 (tagged fields) when the
+// response is flexible, except for ApiVersions, whose response header is
+// always v0 so that a client can read it before knowing our versions.
+func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = kbin.AppendInt32(dst, correlationID)
+	if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
+		dst = append(dst, 0) // no tagged fields
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

@@ -1,0 +1,7 @@
+//go:build invariants
+
+package kafka
+
+// invariantsEnabled turns on the costly self-checks (build tag invariants,
+// which make test uses): every response is decoded back before it is sent.
+const invariantsEnabled = true

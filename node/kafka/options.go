@@ -1,0 +1,73 @@
+package kafka
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+)
+
+// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default (100 MiB).
+const DefaultMaxRequestBytes = 104857600
+
+// DefaultMaxQueuedRequests is how many decoded requests a connection may hold
+// waiting for the handler before its reader stops reading.
+const DefaultMaxQueuedRequests = 16
+
+// DefaultMaxQueuedBytes is how many request bytes a connection may hold
+// decoded ahead of (and including) the request being handled.
+const DefaultMaxQueuedBytes = 4 << 20
+
+// Options configure a Server. The node reads them from its configuration
+// (node/config) and passes them down; zero fields take the defaults.
+type Options struct {
+	// MaxRequestBytes bounds one request frame (socket.request.max.bytes).
+	// A larger or negative size prefix closes the connection.
+	MaxRequestBytes int32
+	// MaxQueuedRequests bounds the decoded requests buffered per
+	// connection ahead of the handler (pipelining depth before
+	// back-pressure through TCP).
+	MaxQueuedRequests int
+	// MaxQueuedBytes bounds the frame bytes a connection holds: the
+	// request being handled plus those decoded ahead. A frame that would
+	// go over it is read only once the connection has answered everything
+	// before it, so one connection holds at most about
+	// max(MaxRequestBytes, MaxQueuedBytes) of frames (Kafka, which reads
+	// nothing while a request is in flight, holds one).
+	MaxQueuedBytes int32
+	// Logger receives one line per closed-on-error connection and per
+	// Broker failure. Nil discards.
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills zero fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.MaxRequestBytes == 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.MaxQueuedRequests == 0 {
+		o.MaxQueuedRequests = DefaultMaxQueuedRequests
+	}
+	if o.MaxQueuedBytes == 0 {
+		o.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o
+}
+
+// Validate reports the first invalid field, wrapping ErrInvalidOptions.
+func (o *Options) Validate() error {
+	// The smallest request is a v1 header with a null client id: key,
+	// version, correlation id and client id length.
+	if o.MaxRequestBytes < 10 {
+		return fmt.Errorf("%w: socket.request.max.bytes %d is below the smallest request (10 bytes)", ErrInvalidOptions, o.MaxRequestBytes)
+	}
+	if o.MaxQueuedRequests < 1 {
+		return fmt.Errorf("%w: MaxQueuedRequests %d must be at least 1", ErrInvalidOptions, o.MaxQueuedRequests)
+	}
+	if o.MaxQueuedBytes < 1 {
+		return fmt.Errorf("%w: MaxQueuedBytes %d must be at least 1", ErrInvalidOptions, o.MaxQueuedBytes)
+	}
+	return nil
+}

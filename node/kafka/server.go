@@ -1,0 +1,182 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Server speaks the Kafka protocol on the listeners given to Serve and answers
+// through its Broker. Its methods may be called concurrently.
+type Server struct {
+	broker Broker
+	opts   Options
+	table  *table
+
+	closing atomic.Bool
+	// done is closed when Shutdown or Close begins.
+	done     chan struct{}
+	doneOnce sync.Once
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	// wg counts live connections (their goroutines).
+	wg sync.WaitGroup
+}
+
+// NewServer returns a server answering through b. It serves nothing until
+// Serve is called.
+func NewServer(b Broker, opts Options) (*Server, error) {
+	if b == nil {
+		return nil, errors.Join(ErrInvalidOptions, errors.New("kafka: nil Broker"))
+	}
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &Server{
+		broker:    b,
+		opts:      opts,
+		table:     newTable(b),
+		done:      make(chan struct{}),
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[*conn]struct{}{},
+	}, nil
+}
+
+// Serve accepts connections on ln until Shutdown or Close, then returns
+// ErrServerClosed; any other accept failure that persists is returned as is.
+// ln is closed when Serve returns.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		_ = ln.Close()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrServerClosed
+			}
+			if !transientAcceptError(err) {
+				return err
+			}
+			// Out of file descriptors or a transient failure: back
+			// off instead of spinning, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.opts.Logger.Warn("kafka: accept failed; retrying", "err", err, "backoff", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.done:
+				t.Stop()
+				return ErrServerClosed
+			}
+			continue
+		}
+		backoff = 0
+		s.startConn(nc)
+	}
+}
+
+// transientAcceptError reports whether an Accept failure may go away by
+// itself (a timeout, a connection aborted before accept, out of descriptors).
+func transientAcceptError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+func (s *Server) startConn(nc net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing.Load() {
+		_ = nc.Close()
+		return
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		c.serve()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
+}
+
+// Shutdown stops accepting, stops reading new requests, and waits for every
+// connection to answer the requests it has already read and close. If ctx
+// ends first, the remaining connections are closed at once (their handlers'
+// contexts cancelled), Shutdown waits for their goroutines and returns
+// ctx.Err().
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.beginClose()
+	drained := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+		return nil
+	case <-ctx.Done():
+		s.forceClose()
+		<-drained
+		return ctx.Err()
+	}
+}
+
+// Close closes every listener and connection at once, without waiting for
+// requests in flight to be answered, and waits for the connections'
+// goroutines to exit.
+func (s *Server) Close() error {
+	s.beginClose()
+	s.forceClose()
+	s.wg.Wait()
+	return nil
+}
+
+// beginClose closes the listeners and asks every connection to drain.
+func (s *Server) beginClose() {
+	s.doneOnce.Do(func() {
+		s.mu.Lock()
+		s.closing.Store(true)
+		close(s.done)
+		for ln := range s.listeners {
+			_ = ln.Close()
+		}
+		for c := range s.conns {
+			c.drain()
+		}
+		s.mu.Unlock()
+	})
+}
+
+func (s *Server) forceClose() {
+	s.mu.Lock()
+	for c := range s.conns {
+		c.abort()
+	}
+	s.mu.Unlock()
+}
