@@ -1,0 +1,187 @@
+package quorum
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// The forwarding protocol carries commands from any node to the active
+// controller over the controller (Raft) port; see mux.go for how it shares
+// the port. A client connects, writes forwardMagic, then one request frame,
+// and reads one response frame; then the connection is closed. A frame is a
+// 4-byte big-endian length and that many bytes of JSON:
+//
+//	request:  {"op":"propose","type":"create_topics","cmd":{...},"timeout_ms":5000}
+//	          {"op":"add_nonvoter","id":4,"addr":"host:port"}
+//	response: {"code":0,"message":"","reply":{...}}
+//
+// code is a Kafka error code (kerr). A node that is not the active
+// controller answers NOT_CONTROLLER, and the client looks the leader up again
+// and retries until its context ends. Requests are not forwarded twice.
+const maxFrame = 64 << 20
+
+type forwardRequest struct {
+	Op        string          `json:"op"`
+	Type      CommandType     `json:"type,omitempty"`
+	Cmd       json.RawMessage `json:"cmd,omitempty"`
+	ID        int32           `json:"id,omitempty"`
+	Addr      string          `json:"addr,omitempty"`
+	TimeoutMS int64           `json:"timeout_ms,omitempty"`
+}
+
+type forwardResponse struct {
+	Code    int16           `json:"code"`
+	Message string          `json:"message,omitempty"`
+	Reply   json.RawMessage `json:"reply,omitempty"`
+}
+
+const (
+	opPropose     = "propose"
+	opAddNonvoter = "add_nonvoter"
+	opAddVoter    = "add_voter"
+	opRemove      = "remove_server"
+)
+
+func writeFrame(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func readFrame(r io.Reader, v any) error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > maxFrame {
+		return fmt.Errorf("quorum: forward frame of %d bytes exceeds %d", n, maxFrame)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// serveForward answers one forwarded request on conn.
+func (c *Controller) serveForward(conn net.Conn) {
+	if !c.trackConn(conn, true) {
+		conn.Close()
+		return
+	}
+	defer c.trackConn(conn, false)
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(c.cfg.ApplyTimeout + firstByteTimeout))
+	var req forwardRequest
+	if err := readFrame(conn, &req); err != nil {
+		return
+	}
+	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
+	if timeout <= 0 || timeout > c.cfg.ApplyTimeout {
+		timeout = c.cfg.ApplyTimeout
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	defer cancel()
+	var resp forwardResponse
+	var reply any
+	var err error
+	switch req.Op {
+	case opPropose:
+		cmd := newCommand(req.Type)
+		if cmd == nil {
+			err = kerrf(kerr.InvalidRequest, "unknown command %q", req.Type)
+			break
+		}
+		if err = json.Unmarshal(req.Cmd, cmd); err != nil {
+			err = kerrf(kerr.InvalidRequest, "%s: %v", req.Type, err)
+			break
+		}
+		reply, err = c.proposeLocal(ctx, cmd)
+	case opAddNonvoter, opAddVoter, opRemove:
+		err = c.changeMembershipLocal(req.Op, req.ID, req.Addr)
+	default:
+		err = kerrf(kerr.InvalidRequest, "unknown op %q", req.Op)
+	}
+	if err != nil {
+		resp.Code, resp.Message = ErrorCode(err), err.Error()
+	} else if reply != nil {
+		resp.Reply, _ = json.Marshal(reply)
+	}
+	_ = writeFrame(conn, &resp)
+}
+
+// forward sends req to the node at addr and decodes the reply into reply
+// (when not nil).
+func forward(ctx context.Context, addr string, req *forwardRequest, reply any) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+		req.TimeoutMS = time.Until(dl).Milliseconds()
+	}
+	w := bufio.NewWriter(conn)
+	if err := w.WriteByte(forwardMagic); err != nil {
+		return err
+	}
+	if err := writeFrame(w, req); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	var resp forwardResponse
+	if err := readFrame(bufio.NewReader(conn), &resp); err != nil {
+		return err
+	}
+	if resp.Code != 0 {
+		return &RemoteError{Err: kerr.ErrorForCode(resp.Code), Message: resp.Message}
+	}
+	if reply != nil && len(resp.Reply) > 0 {
+		return json.Unmarshal(resp.Reply, reply)
+	}
+	return nil
+}
+
+// RemoteError is an error returned by the active controller to a forwarded
+// request: errors.Is matches its kerr value, Message is the remote text.
+type RemoteError struct {
+	Err     error
+	Message string
+}
+
+func (e *RemoteError) Error() string { return "active controller: " + e.Message }
+func (e *RemoteError) Unwrap() error { return e.Err }
+
+// retriableRemote reports whether a forwarded request should go to the
+// (possibly new) leader again.
+func retriableRemote(err error) bool {
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return errors.Is(err, kerr.NotController)
+	}
+	return true // transport errors: the leader may have moved
+}
+
+func jsonMarshal(v any) (json.RawMessage, error) { return json.Marshal(v) }
