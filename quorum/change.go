@@ -29,6 +29,9 @@ const (
 //     lost ISR in the record's Unclean field.
 //   - The ISR is never empty: a target ISR that is empty keeps the current
 //     ISR (Kafka keeps the last member of an offline partition, KIP-841).
+//   - A stale ISR (Partition.StaleISR) elects no leader cleanly: only an
+//     unclean election may choose its member (or anyone else). StaleIfKept
+//     marks the ISR stale when the rule above keeps it.
 //   - Every leader change (including to NoLeader) bumps the leader epoch;
 //     every change bumps the partition epoch; no change gives no record.
 type PartitionChange struct {
@@ -41,6 +44,9 @@ type PartitionChange struct {
 	// TargetISR is the wanted ISR; nil keeps the current one.
 	TargetISR []int32
 	Election  Election
+	// StaleIfKept: the replica leaving the ISR restarted after an unclean
+	// shutdown; if it has to stay as the last member, its ISR is stale.
+	StaleIfKept bool
 }
 
 // Build returns the change record, or false when nothing would change.
@@ -50,14 +56,17 @@ func (c PartitionChange) Build() (*PartitionChangeRecord, bool) {
 	if c.TargetISR != nil {
 		isr = c.TargetISR
 	}
+	stale := cur.StaleISR
 	if len(isr) == 0 {
 		isr = cur.ISR
+		stale = stale || c.StaleIfKept
 	}
 	isr = slices.Clone(isr)
-	leader, unclean := c.electLeader(isr)
+	leader, unclean := c.electLeader(isr, stale)
 	rec := &PartitionChangeRecord{
 		TopicID: c.TopicID, Partition: c.Partition, Leader: leader, ISR: isr,
 		LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch + 1,
+		StaleISR: stale && leader == NoLeader,
 	}
 	if unclean {
 		rec.ISR = []int32{leader}
@@ -65,15 +74,18 @@ func (c PartitionChange) Build() (*PartitionChangeRecord, bool) {
 	}
 	if leader != cur.Leader {
 		rec.LeaderEpoch = cur.LeaderEpoch + 1
-	} else if slices.Equal(rec.ISR, cur.ISR) {
+	} else if slices.Equal(rec.ISR, cur.ISR) && rec.StaleISR == cur.StaleISR {
 		return nil, false
 	}
 	return rec, true
 }
 
-func (c PartitionChange) electLeader(isr []int32) (leader int32, unclean bool) {
+func (c PartitionChange) electLeader(isr []int32, stale bool) (leader int32, unclean bool) {
 	ok := func(id int32) bool { return c.Acceptable != nil && c.Acceptable(id) }
 	reps := c.Current.Replicas
+	if stale {
+		isr = nil // no clean choice
+	}
 	if c.Election == ElectPreferred && len(reps) > 0 && slices.Contains(isr, reps[0]) && ok(reps[0]) {
 		return reps[0], false
 	}

@@ -46,7 +46,10 @@ type RegisterBroker struct {
 	ClusterID string     `json:"cluster_id,omitempty"`
 	Endpoints []Endpoint `json:"endpoints,omitempty"`
 	Rack      string     `json:"rack,omitempty"`
-	// CleanShutdown says the previous run flushed its logs and stopped cleanly.
+	// CleanShutdown says the broker's logs hold everything it acknowledged
+	// (it stopped cleanly, or fsyncs before acking). When false, a partition
+	// whose only ISR member is this broker gets a stale ISR: it is not
+	// elected leader again without an unclean election.
 	CleanShutdown bool `json:"clean_shutdown"`
 }
 

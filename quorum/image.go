@@ -96,7 +96,11 @@ type Partition struct {
 	// LeaderEpoch is bumped on every leader change.
 	LeaderEpoch int32 `json:"leader_epoch"`
 	// PartitionEpoch is bumped on every change of the partition.
-	PartitionEpoch   int32             `json:"partition_epoch"`
+	PartitionEpoch int32 `json:"partition_epoch"`
+	// StaleISR marks an offline partition whose only ISR member restarted
+	// after an unclean shutdown and may have lost acknowledged records:
+	// electing it counts as an unclean election (compare KIP-966).
+	StaleISR         bool              `json:"stale_isr,omitempty"`
 	UncleanElections []UncleanElection `json:"unclean_elections,omitempty"`
 }
 

@@ -48,6 +48,9 @@ func (p Partition) check() error {
 	if p.Leader != NoLeader && !slices.Contains(p.ISR, p.Leader) {
 		return fmt.Errorf("leader %d not in ISR", p.Leader)
 	}
+	if p.StaleISR && (p.Leader != NoLeader || len(p.ISR) != 1) {
+		return fmt.Errorf("stale ISR with leader %d, ISR %v", p.Leader, p.ISR)
+	}
 	if p.LeaderEpoch < 0 || p.PartitionEpoch < p.LeaderEpoch {
 		return fmt.Errorf("epochs leader=%d partition=%d", p.LeaderEpoch, p.PartitionEpoch)
 	}

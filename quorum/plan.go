@@ -146,8 +146,9 @@ func (p *planner) forEachPartition(fn func(t *Topic, i int32, part *Partition)) 
 }
 
 // moveOff removes a broker from every ISR (keeping it as the last member of
-// an otherwise empty ISR) and moves its leaderships elsewhere.
-func (p *planner) moveOff(id int32) []Record {
+// an otherwise empty ISR, marked stale when unclean) and moves its
+// leaderships elsewhere.
+func (p *planner) moveOff(id int32, unclean bool) []Record {
 	var recs []Record
 	ok := p.acceptable(id, -1)
 	p.forEachPartition(func(t *Topic, i int32, part *Partition) {
@@ -159,7 +160,7 @@ func (p *planner) moveOff(id int32) []Record {
 		if p.uncleanAllowed(t) {
 			el = ElectUnclean
 		}
-		c := PartitionChange{TopicID: t.ID, Partition: i, Current: *part, Acceptable: ok, TargetISR: isr, Election: el}
+		c := PartitionChange{TopicID: t.ID, Partition: i, Current: *part, Acceptable: ok, TargetISR: isr, Election: el, StaleIfKept: unclean}
 		if rec, changed := c.Build(); changed {
 			recs = append(recs, rec)
 		}
@@ -176,7 +177,7 @@ func (p *planner) registerBroker(c *RegisterBroker) ([]Record, any, error) {
 	}
 	var recs []Record
 	if _, ok := p.im.Brokers[c.ID]; ok {
-		recs = p.moveOff(c.ID)
+		recs = p.moveOff(c.ID, !c.CleanShutdown)
 	}
 	epoch := p.im.LastBrokerEpoch + 1
 	recs = append(recs, &RegisterBrokerRecord{
@@ -191,7 +192,7 @@ func (p *planner) fenceBroker(c *FenceBroker) ([]Record, any, error) {
 		return nil, nil, err
 	}
 	recs := []Record{&FenceBrokerRecord{ID: b.ID, Epoch: b.Epoch}}
-	return append(recs, p.moveOff(b.ID)...), nil, nil
+	return append(recs, p.moveOff(b.ID, false)...), nil, nil
 }
 
 func (p *planner) controlledShutdown(c *ControlledShutdown) ([]Record, any, error) {
@@ -200,7 +201,7 @@ func (p *planner) controlledShutdown(c *ControlledShutdown) ([]Record, any, erro
 		return nil, nil, err
 	}
 	recs := []Record{&BrokerShutdownRecord{ID: b.ID, Epoch: b.Epoch}}
-	return append(recs, p.moveOff(b.ID)...), nil, nil
+	return append(recs, p.moveOff(b.ID, false)...), nil, nil
 }
 
 func (p *planner) unfenceBroker(c *UnfenceBroker) ([]Record, any, error) {

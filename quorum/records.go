@@ -101,6 +101,7 @@ type PartitionChangeRecord struct {
 	ISR            []int32 `json:"isr"`
 	LeaderEpoch    int32   `json:"leader_epoch"`
 	PartitionEpoch int32   `json:"partition_epoch"`
+	StaleISR       bool    `json:"stale_isr,omitempty"`
 	// Unclean is set when Leader was elected from outside the ISR.
 	Unclean *UncleanElection `json:"unclean,omitempty"`
 }
@@ -167,6 +168,9 @@ func (r *TopicConfigRecord) String() string {
 func (r *PartitionChangeRecord) String() string {
 	s := fmt.Sprintf("partition-change %s/%d leader=%d isr=%v leader-epoch=%d partition-epoch=%d",
 		r.TopicID, r.Partition, r.Leader, r.ISR, r.LeaderEpoch, r.PartitionEpoch)
+	if r.StaleISR {
+		s += " stale-isr"
+	}
 	if r.Unclean != nil {
 		s += fmt.Sprintf(" UNCLEAN(lost-isr=%v)", r.Unclean.LostISR)
 	}
@@ -181,6 +185,9 @@ func (r *ProducerIDsRecord) String() string {
 func (p Partition) String() string {
 	s := fmt.Sprintf("replicas=%v isr=%v leader=%d leader-epoch=%d partition-epoch=%d",
 		p.Replicas, p.ISR, p.Leader, p.LeaderEpoch, p.PartitionEpoch)
+	if p.StaleISR {
+		s += " stale-isr"
+	}
 	if n := len(p.UncleanElections); n > 0 {
 		s += fmt.Sprintf(" unclean-elections=%d", n)
 	}

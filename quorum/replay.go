@@ -98,6 +98,7 @@ func (im *Image) Replay(r Record) error {
 		p.ISR = slices.Clone(r.ISR)
 		p.LeaderEpoch = r.LeaderEpoch
 		p.PartitionEpoch = r.PartitionEpoch
+		p.StaleISR = r.StaleISR
 		if r.Unclean != nil {
 			u := *r.Unclean
 			u.LostISR = slices.Clone(u.LostISR)
