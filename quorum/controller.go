@@ -239,9 +239,8 @@ func (c *Controller) Snapshot() error { return c.raft.Snapshot().Error() }
 // records are applied on the active controller. On a follower it forwards
 // the command over TCP and retries on leader changes until ctx ends.
 //
-// A command whose outcome is unknown (the leader was lost after the records
-// were appended) returns an error wrapping kerr.NotController; retrying it
-// may find it already applied (e.g. TOPIC_ALREADY_EXISTS), as in Kafka.
+// A command whose outcome is unknown returns an error wrapping
+// ErrOutcomeUnknown and is not retried here.
 func (c *Controller) Propose(ctx context.Context, cmd Command) (any, error) {
 	for {
 		if c.ctx.Err() != nil {
@@ -249,15 +248,18 @@ func (c *Controller) Propose(ctx context.Context, cmd Command) (any, error) {
 		}
 		if c.IsLeader() {
 			reply, err := c.proposeLocal(ctx, cmd)
-			if !errors.Is(err, kerr.NotController) || errors.Is(err, errOutcomeUnknown) {
+			if !errors.Is(err, kerr.NotController) {
 				return reply, err
 			}
 		} else if _, addr := c.Leader(); addr != "" && addr != c.Addr() {
 			raw, _ := jsonMarshal(cmd)
 			reply := cmd.newReply()
 			err := forward(ctx, addr, &forwardRequest{Op: opPropose, Type: cmd.CommandType(), Cmd: raw}, reply)
-			if err == nil || !retriableRemote(err) {
-				return reply, err
+			if err == nil {
+				return reply, nil
+			}
+			if !retriableRemote(err) {
+				return nil, err
 			}
 		}
 		if err := c.pause(ctx); err != nil {
@@ -266,7 +268,9 @@ func (c *Controller) Propose(ctx context.Context, cmd Command) (any, error) {
 	}
 }
 
-var errOutcomeUnknown = errors.New("outcome unknown")
+func outcomeUnknown(err error) error {
+	return fmt.Errorf("%w: %w: %v", ErrOutcomeUnknown, kerr.RequestTimedOut, err)
+}
 
 // pause waits a little before looking for the leader again.
 func (c *Controller) pause(ctx context.Context) error {
@@ -316,7 +320,8 @@ func (c *Controller) proposeLocal(ctx context.Context, cmd Command) (any, error)
 		return nil, c.raftError(err, true)
 	}
 	if rerr, ok := f.Response().(error); ok && rerr != nil {
-		return nil, fmt.Errorf("%w: %w: %v", kerr.NotController, errOutcomeUnknown, rerr)
+		// Planned against a stale image: some records may have applied.
+		return nil, outcomeUnknown(rerr)
 	}
 	return reply, nil
 }
@@ -328,7 +333,7 @@ func (c *Controller) raftError(err error, appended bool) error {
 	case errors.Is(err, raft.ErrNotLeader):
 		return kerrf(kerr.NotController, "%v", err)
 	case appended && (errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrEnqueueTimeout)):
-		return fmt.Errorf("%w: %w: %v", kerr.NotController, errOutcomeUnknown, err)
+		return outcomeUnknown(err)
 	case errors.Is(err, raft.ErrLeadershipLost):
 		return kerrf(kerr.NotController, "%v", err)
 	}

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // waitFor polls cond until it holds or the deadline passes (no sleeps: a
@@ -58,8 +61,8 @@ func (n *testNode) start(t *testing.T, ln net.Listener, voters []Voter, tweak fu
 	}
 	cfg := Config{
 		NodeID: n.id, Dir: n.dir, Listener: ln, InitialVoters: voters, ClusterID: "test-cluster",
-		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
-		LeaderLeaseTimeout: 100 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
 		ApplyTimeout: 5 * time.Second,
 		OnApply: func(ch Change) {
 			if ch.Restored {
@@ -163,13 +166,27 @@ func waitSameImage(t *testing.T, nodes []*testNode, ref *testNode) string {
 
 func propose(t *testing.T, n *testNode, cmd Command) any {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	reply, err := n.c.Propose(ctx, cmd)
-	if err != nil {
-		t.Fatalf("node %d: %T: %v", n.id, cmd, err)
-	}
+	reply, _ := proposeRetry(t, n, cmd)
 	return reply
+}
+
+// proposeRetry retries a command whose outcome is unknown (leadership lost
+// mid-commit on a loaded machine) and says whether it did.
+func proposeRetry(t *testing.T, n *testNode, cmd Command) (reply any, retried bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		reply, err := n.c.Propose(ctx, cmd)
+		if err == nil {
+			return reply, retried
+		}
+		if !errors.Is(err, ErrOutcomeUnknown) || ctx.Err() != nil {
+			t.Fatalf("node %d: %T: %v", n.id, cmd, err)
+		}
+		t.Logf("node %d: %T: %v; retrying", n.id, cmd, err)
+		retried = true
+	}
 }
 
 func registerBrokers(t *testing.T, via *testNode, ids ...int32) {
@@ -186,9 +203,9 @@ func createTopics(t *testing.T, via *testNode, prefix string, n int) {
 	for i := 0; i < n; i++ {
 		cmd.Topics = append(cmd.Topics, TopicSpec{Name: fmt.Sprintf("%s%d", prefix, i), Partitions: 3, ReplicationFactor: 3})
 	}
-	reply := propose(t, via, cmd).(*TopicsReply)
-	for _, r := range reply.Topics {
-		if r.Code != 0 {
+	reply, retried := proposeRetry(t, via, cmd)
+	for _, r := range reply.(*TopicsReply).Topics {
+		if r.Code != 0 && !(retried && r.Code == kerr.TopicAlreadyExists.Code) {
 			t.Fatalf("create %s: %s", r.Name, r.Message)
 		}
 	}

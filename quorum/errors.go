@@ -17,6 +17,12 @@ var (
 	ErrUnknownCommand = errors.New("quorum: unknown command")
 	// ErrClosed is returned by a Controller after Close.
 	ErrClosed = errors.New("quorum: controller closed")
+	// ErrOutcomeUnknown marks a command that may or may not have been
+	// applied (leadership was lost after its records were appended, or the
+	// connection to the active controller broke after the request was sent).
+	// It also wraps kerr.RequestTimedOut. Retrying may find the command done
+	// (TOPIC_ALREADY_EXISTS, INVALID_UPDATE_VERSION), as with Kafka.
+	ErrOutcomeUnknown = errors.New("quorum: outcome unknown")
 	// ErrNoLeader is returned when no active controller is known before the deadline.
 	ErrNoLeader = errors.New("quorum: no active controller")
 )

@@ -22,11 +22,14 @@ import (
 //
 //	request:  {"op":"propose","type":"create_topics","cmd":{...},"timeout_ms":5000}
 //	          {"op":"add_nonvoter","id":4,"addr":"host:port"}
-//	response: {"code":0,"message":"","reply":{...}}
+//	response: {"code":0,"message":"","outcome_unknown":false,"reply":{...}}
 //
 // code is a Kafka error code (kerr). A node that is not the active
 // controller answers NOT_CONTROLLER, and the client looks the leader up again
-// and retries until its context ends. Requests are not forwarded twice.
+// and retries until its context ends. Requests are not forwarded twice. A
+// request is retried only when it surely did not apply: after NOT_CONTROLLER
+// or when the connection failed before the request was written; a lost
+// response or outcome_unknown gives ErrOutcomeUnknown to the caller.
 const maxFrame = 64 << 20
 
 type forwardRequest struct {
@@ -40,6 +43,7 @@ type forwardRequest struct {
 
 type forwardResponse struct {
 	Code    int16           `json:"code"`
+	Unknown bool            `json:"outcome_unknown,omitempty"`
 	Message string          `json:"message,omitempty"`
 	Reply   json.RawMessage `json:"reply,omitempty"`
 }
@@ -122,6 +126,7 @@ func (c *Controller) serveForward(conn net.Conn) {
 	}
 	if err != nil {
 		resp.Code, resp.Message = ErrorCode(err), err.Error()
+		resp.Unknown = errors.Is(err, ErrOutcomeUnknown)
 	} else if reply != nil {
 		resp.Reply, _ = json.Marshal(reply)
 	}
@@ -153,10 +158,10 @@ func forward(ctx context.Context, addr string, req *forwardRequest, reply any) e
 	}
 	var resp forwardResponse
 	if err := readFrame(bufio.NewReader(conn), &resp); err != nil {
-		return err
+		return outcomeUnknown(fmt.Errorf("no answer from the active controller at %s: %w", addr, err))
 	}
 	if resp.Code != 0 {
-		return &RemoteError{Err: kerr.ErrorForCode(resp.Code), Message: resp.Message}
+		return &RemoteError{Err: kerr.ErrorForCode(resp.Code), Message: resp.Message, Unknown: resp.Unknown}
 	}
 	if reply != nil && len(resp.Reply) > 0 {
 		return json.Unmarshal(resp.Reply, reply)
@@ -166,22 +171,34 @@ func forward(ctx context.Context, addr string, req *forwardRequest, reply any) e
 
 // RemoteError is an error returned by the active controller to a forwarded
 // request: errors.Is matches its kerr value, Message is the remote text.
+// Unknown marks an outcome the controller could not know (ErrOutcomeUnknown).
 type RemoteError struct {
 	Err     error
 	Message string
+	Unknown bool
 }
 
 func (e *RemoteError) Error() string { return "active controller: " + e.Message }
-func (e *RemoteError) Unwrap() error { return e.Err }
 
-// retriableRemote reports whether a forwarded request should go to the
-// (possibly new) leader again.
+// Unwrap gives the kerr value, and ErrOutcomeUnknown when Unknown.
+func (e *RemoteError) Unwrap() []error {
+	if e.Unknown {
+		return []error{e.Err, ErrOutcomeUnknown}
+	}
+	return []error{e.Err}
+}
+
+// retriableRemote reports whether a forwarded request surely did not apply
+// and may go to the (possibly new) leader again.
 func retriableRemote(err error) bool {
+	if errors.Is(err, ErrOutcomeUnknown) {
+		return false
+	}
 	var re *RemoteError
 	if errors.As(err, &re) {
 		return errors.Is(err, kerr.NotController)
 	}
-	return true // transport errors: the leader may have moved
+	return true // dial or write failed: the leader may have moved
 }
 
 func jsonMarshal(v any) (json.RawMessage, error) { return json.Marshal(v) }
