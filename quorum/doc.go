@@ -48,10 +48,39 @@
 // unfenced, not shutting down and carry its current broker epoch (KIP-841,
 // KIP-903).
 //
+// A partition whose only ISR member re-registers after an unclean shutdown
+// (RegisterBroker.CleanShutdown false) keeps that member but marks the ISR
+// stale: electing it is then an unclean election (DESIGN.md: a restarted
+// broker is never elected from a stale ISR entry; compare KIP-966).
+//
+// # Controller, forwarding, non-voters
+//
+// Controller runs hashicorp/raft: raft-boltdb/v2 (raft.db) as log and stable
+// store behind a LogCache, a file snapshot store, and a NetworkTransport on
+// the controller port. Open bootstraps from Config.InitialVoters on an empty
+// directory; a node without voters waits for the leader's AddNonvoter.
+// Propose(ctx, cmd) on the leader takes proposeMu, waits for a Barrier once
+// per term (so the image holds every earlier entry), Plans against the local
+// image, applies the entry and waits for it. On any other node it forwards
+// the command over TCP to the leader's Raft address: the controller port is
+// shared, a connection whose first byte is 0xF5 speaks the forwarding
+// protocol of forward.go (length-prefixed JSON, one request per connection),
+// anything else is handed to raft (mux.go). Retries happen only when the
+// command surely did not apply; otherwise the caller gets ErrOutcomeUnknown.
+//
+// # Liveness
+//
+// Gossip runs memberlist on every node; a broker advertises the epoch of its
+// registration in its node metadata (SetBrokerEpoch). On the active
+// controller, the pure Liveness decider turns memberlist's view (dead events
+// as a fast hint, a session timeout as the authority) into FenceBroker and
+// UnfenceBroker commands for the registered epoch.
+//
 // # Goroutines and locks
 //
-// Plan, Replay, PartitionChange and Image are plain data and functions with
-// no locks or goroutines; an Image is not safe for concurrent use.
+// Plan, Replay, PartitionChange, Liveness and Image are plain data and
+// functions with no locks or goroutines; an Image is not safe for concurrent
+// use.
 //
 // The FSM owns one Image behind a sync.RWMutex (FSM.mu). Raft's FSM goroutine
 // is the only writer (Apply, Restore); readers take the read lock (View,
@@ -59,9 +88,13 @@
 // released, in log order; it must not block for long and must not call
 // Controller.Propose (which waits for that same goroutine).
 //
-// The Controller serialises proposals with Controller.proposeMu so that each
-// command is planned against an image that already contains every earlier
-// command: proposeMu is taken before FSM.mu (read), never the other way round.
-// Lock order: Controller.proposeMu → FSM.mu. The forwarding server runs one
-// goroutine per connection and calls Propose like any local caller.
+// Goroutines of a Controller: raft's own; the mux accept loop and one short
+// goroutine per accepted connection (routing); one per forwarding
+// connection (serveForward, which calls proposeLocal like a local caller);
+// leaderLoop (writes the cluster id when this node becomes leader). Gossip
+// adds memberlist's goroutines and its decision loop, which calls Propose.
+//
+// Lock order: Controller.proposeMu → FSM.mu (read). Controller.connMu and
+// Gossip.mu are leaves: nothing is called while they are held. No lock is
+// held while waiting on Raft except proposeMu.
 package quorum
