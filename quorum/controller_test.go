@@ -280,7 +280,16 @@ func TestSnapshotInstallToNonvoter(t *testing.T) {
 	if err := followerOf(nodes, leader).c.AddNonvoter(ctx, b.id, b.addr); err != nil {
 		t.Fatal(err)
 	}
-	all := append(nodes, b)
+	// A broker joining by itself, knowing only the controller addresses
+	// (a follower first: it follows the NOT_CONTROLLER leader hint).
+	b2 := &testNode{id: 11, dir: t.TempDir()}
+	b2.start(t, listen(t), nil, nil)
+	t.Cleanup(func() { b2.stop(t) })
+	seeds := []string{followerOf(nodes, leader).addr, leader.addr}
+	if err := Join(ctx, seeds, b2.id, b2.addr); err != nil {
+		t.Fatal(err)
+	}
+	all := append(nodes, b, b2)
 	waitSameImage(t, all, leader)
 	if b.restored.Load() == 0 {
 		t.Fatal("the non-voter did not install a snapshot")

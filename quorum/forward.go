@@ -44,6 +44,7 @@ type forwardRequest struct {
 type forwardResponse struct {
 	Code    int16           `json:"code"`
 	Unknown bool            `json:"outcome_unknown,omitempty"`
+	Leader  string          `json:"leader,omitempty"` // with NOT_CONTROLLER: the leader as known here
 	Message string          `json:"message,omitempty"`
 	Reply   json.RawMessage `json:"reply,omitempty"`
 }
@@ -127,6 +128,9 @@ func (c *Controller) serveForward(conn net.Conn) {
 	if err != nil {
 		resp.Code, resp.Message = ErrorCode(err), err.Error()
 		resp.Unknown = errors.Is(err, ErrOutcomeUnknown)
+		if errors.Is(err, kerr.NotController) {
+			_, resp.Leader = c.Leader()
+		}
 	} else if reply != nil {
 		resp.Reply, _ = json.Marshal(reply)
 	}
@@ -161,7 +165,7 @@ func forward(ctx context.Context, addr string, req *forwardRequest, reply any) e
 		return outcomeUnknown(fmt.Errorf("no answer from the active controller at %s: %w", addr, err))
 	}
 	if resp.Code != 0 {
-		return &RemoteError{Err: kerr.ErrorForCode(resp.Code), Message: resp.Message, Unknown: resp.Unknown}
+		return &RemoteError{Err: kerr.ErrorForCode(resp.Code), Message: resp.Message, Unknown: resp.Unknown, Leader: resp.Leader}
 	}
 	if reply != nil && len(resp.Reply) > 0 {
 		return json.Unmarshal(resp.Reply, reply)
@@ -171,11 +175,13 @@ func forward(ctx context.Context, addr string, req *forwardRequest, reply any) e
 
 // RemoteError is an error returned by the active controller to a forwarded
 // request: errors.Is matches its kerr value, Message is the remote text.
-// Unknown marks an outcome the controller could not know (ErrOutcomeUnknown).
+// Unknown marks an outcome the controller could not know (ErrOutcomeUnknown);
+// Leader is the answering node's idea of the leader, with NOT_CONTROLLER.
 type RemoteError struct {
 	Err     error
 	Message string
 	Unknown bool
+	Leader  string
 }
 
 func (e *RemoteError) Error() string { return "active controller: " + e.Message }
@@ -202,3 +208,37 @@ func retriableRemote(err error) bool {
 }
 
 func jsonMarshal(v any) (json.RawMessage, error) { return json.Marshal(v) }
+
+// Join asks the quorum reachable at any of controllers (controller
+// addresses, e.g. meta.properties' initial.controllers) to add node id,
+// listening at addr, as a non-voter: what a broker does on its first start,
+// before it knows the leader. It follows NOT_CONTROLLER leader hints and
+// retries until ctx ends. Adding a node that is already a member is a no-op.
+func Join(ctx context.Context, controllers []string, id int32, addr string) error {
+	if len(controllers) == 0 {
+		return fmt.Errorf("%w: no controller addresses", ErrNoLeader)
+	}
+	next := controllers[0]
+	for i := 0; ; i++ {
+		err := forward(ctx, next, &forwardRequest{Op: opAddNonvoter, ID: id, Addr: addr}, nil)
+		if err == nil {
+			return nil
+		}
+		var re *RemoteError
+		if errors.As(err, &re) && !errors.Is(err, kerr.NotController) {
+			return err
+		}
+		if errors.As(err, &re) && re.Leader != "" && re.Leader != next {
+			next = re.Leader
+			continue
+		}
+		next = controllers[(i+1)%len(controllers)]
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: join: %v (last error: %v)", ErrNoLeader, ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
