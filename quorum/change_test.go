@@ -113,3 +113,18 @@ func TestEntryRoundTrip(t *testing.T) {
 		t.Fatalf("uuid round trip %v %v", v, err)
 	}
 }
+
+func TestChangeTouched(t *testing.T) {
+	a, b := NewUUID(), NewUUID()
+	ch := Change{Records: []Record{
+		&CreateTopicRecord{Name: "a", ID: a, Partitions: make([]Partition, 2)},
+		&FenceBrokerRecord{ID: 1},
+		&PartitionChangeRecord{TopicID: b, Partition: 3},
+		&RemoveTopicRecord{Name: "b", ID: b},
+	}}
+	parts, removed := ch.Touched()
+	want := []PartitionRef{{a, 0}, {a, 1}, {b, 3}}
+	if !slices.Equal(parts, want) || !slices.Equal(removed, []UUID{b}) {
+		t.Fatalf("%v %v", parts, removed)
+	}
+}

@@ -167,3 +167,29 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *fsmSnapshot) Release() {}
+
+// PartitionRef names one partition by topic id.
+type PartitionRef struct {
+	TopicID   UUID  `json:"topic_id"`
+	Partition int32 `json:"partition"`
+}
+
+// Touched returns, in record order, the partitions whose replicas, leader or
+// ISR this change set (created or changed), and the topics it removed: what
+// a node looks at to become leader or follower. A Restored change names
+// nothing: the node must compare its state with the whole image.
+func (ch Change) Touched() (parts []PartitionRef, removed []UUID) {
+	for _, r := range ch.Records {
+		switch r := r.(type) {
+		case *CreateTopicRecord:
+			for i := range r.Partitions {
+				parts = append(parts, PartitionRef{TopicID: r.ID, Partition: int32(i)})
+			}
+		case *PartitionChangeRecord:
+			parts = append(parts, PartitionRef{TopicID: r.TopicID, Partition: r.Partition})
+		case *RemoveTopicRecord:
+			removed = append(removed, r.ID)
+		}
+	}
+	return parts, removed
+}
