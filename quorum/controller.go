@@ -63,6 +63,7 @@ type Config struct {
 // All methods are safe for concurrent use.
 type Controller struct {
 	cfg   Config
+	log   hclog.Logger
 	fsm   *FSM
 	raft  *raft.Raft
 	store *raftboltdb.BoltStore
@@ -110,7 +111,7 @@ func Open(cfg Config) (*Controller, error) {
 		}
 		adv = a
 	}
-	c := &Controller{cfg: cfg, fsm: NewFSM(cfg.OnApply), conns: map[net.Conn]struct{}{}}
+	c := &Controller{cfg: cfg, log: logger, fsm: NewFSM(cfg.OnApply), conns: map[net.Conn]struct{}{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mux = newMuxListener(ln, adv, c.serveForward)
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
@@ -196,7 +197,9 @@ func (c *Controller) leaderLoop(notify <-chan bool) {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ApplyTimeout)
-			_, _ = c.proposeLocal(ctx, &SetClusterID{ClusterID: c.cfg.ClusterID})
+			if _, err := c.proposeLocal(ctx, &SetClusterID{ClusterID: c.cfg.ClusterID}); err != nil {
+				c.log.Error("quorum: cannot record the cluster id", "cluster-id", c.cfg.ClusterID, "error", err)
+			}
 			cancel()
 		}
 	}
