@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,6 +38,67 @@ type testNode struct {
 	c        *Controller
 	restored atomic.Int32
 	applied  atomic.Int64
+	stream   streamView
+}
+
+// streamView is what a node keeps from the change stream alone: the leader
+// and leader epoch of every partition.
+type streamView struct {
+	mu      sync.Mutex
+	topics  map[UUID]string
+	leaders map[string]string // "topic/partition" -> "leader@epoch"
+}
+
+func (v *streamView) apply(ch Change) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if ch.Restored || v.leaders == nil {
+		v.topics, v.leaders = map[UUID]string{}, map[string]string{}
+	}
+	if ch.Restored {
+		for name, t := range ch.Image.Topics {
+			v.topics[t.ID] = name
+			for i, p := range t.Partitions {
+				v.leaders[fmt.Sprintf("%s/%d", name, i)] = fmt.Sprintf("%d@%d", p.Leader, p.LeaderEpoch)
+			}
+		}
+		return
+	}
+	for _, r := range ch.Records {
+		switch r := r.(type) {
+		case *CreateTopicRecord:
+			v.topics[r.ID] = r.Name
+			for i, p := range r.Partitions {
+				v.leaders[fmt.Sprintf("%s/%d", r.Name, i)] = fmt.Sprintf("%d@%d", p.Leader, p.LeaderEpoch)
+			}
+		case *PartitionChangeRecord:
+			v.leaders[fmt.Sprintf("%s/%d", v.topics[r.TopicID], r.Partition)] = fmt.Sprintf("%d@%d", r.Leader, r.LeaderEpoch)
+		case *RemoveTopicRecord:
+			for k := range v.leaders {
+				if strings.HasPrefix(k, r.Name+"/") {
+					delete(v.leaders, k)
+				}
+			}
+			delete(v.topics, r.ID)
+		}
+	}
+}
+
+// matches reports whether the stream view agrees with the image.
+func (v *streamView) matches(im *Image) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.leaders) != im.PartitionCount() {
+		return false
+	}
+	for name, t := range im.Topics {
+		for i, p := range t.Partitions {
+			if v.leaders[fmt.Sprintf("%s/%d", name, i)] != fmt.Sprintf("%d@%d", p.Leader, p.LeaderEpoch) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func listen(t *testing.T) net.Listener {
@@ -69,6 +132,7 @@ func (n *testNode) start(t *testing.T, ln net.Listener, voters []Voter, tweak fu
 				n.restored.Add(1)
 			}
 			n.applied.Add(int64(len(ch.Records)))
+			n.stream.apply(ch)
 		},
 	}
 	if tweak != nil {
@@ -152,10 +216,14 @@ func imageJSON(t *testing.T, im *Image) string {
 func waitSameImage(t *testing.T, nodes []*testNode, ref *testNode) string {
 	t.Helper()
 	var want string
-	waitFor(t, 10*time.Second, "identical images", func() bool {
+	waitFor(t, 10*time.Second, "identical images, and change streams that agree with them", func() bool {
 		want = imageJSON(t, ref.c.Image())
 		for _, n := range nodes {
-			if n.c != nil && imageJSON(t, n.c.Image()) != want {
+			if n.c == nil {
+				continue
+			}
+			im := n.c.Image()
+			if imageJSON(t, im) != want || !n.stream.matches(im) {
 				return false
 			}
 		}
@@ -316,7 +384,13 @@ func TestRestartFromDisk(t *testing.T) {
 	want := imageJSON(t, n.c.Image())
 	n.stop(t)
 	n.start(t, nil, []Voter{{ID: 1, Addr: n.addr}}, nil)
-	waitFor(t, 10*time.Second, "the restarted image", func() bool { return imageJSON(t, n.c.Image()) == want })
+	waitFor(t, 10*time.Second, "the restarted image", func() bool {
+		im := n.c.Image()
+		return imageJSON(t, im) == want && n.stream.matches(im)
+	})
+	if n.restored.Load() == 0 {
+		t.Fatal("the restart did not start from the snapshot")
+	}
 }
 
 func TestFSMSnapshotRestore(t *testing.T) {

@@ -21,8 +21,10 @@ type Change struct {
 	Records []Record
 	// Rejected are records Replay skipped as stale, with the reasons.
 	Rejected []error
-	// Restored is true when the image was replaced from a snapshot.
+	// Restored is true when the image was replaced from a snapshot; Image
+	// is then a copy of the new image, owned by the receiver.
 	Restored bool
+	Image    *Image
 }
 
 // FSM is the raft.FSM of the controller: it owns the metadata Image and
@@ -126,11 +128,15 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
+	var ch Change
+	if f.onApply != nil {
+		ch = Change{Index: applied, Restored: true, Image: im.Clone()}
+	}
 	f.mu.Lock()
 	f.im, f.applied = im, applied
 	f.mu.Unlock()
 	if f.onApply != nil {
-		f.onApply(Change{Index: applied, Restored: true})
+		f.onApply(ch)
 	}
 	return nil
 }
@@ -177,7 +183,7 @@ type PartitionRef struct {
 // Touched returns, in record order, the partitions whose replicas, leader or
 // ISR this change set (created or changed), and the topics it removed: what
 // a node looks at to become leader or follower. A Restored change names
-// nothing: the node must compare its state with the whole image.
+// nothing: the node must compare its state with the whole Change.Image.
 func (ch Change) Touched() (parts []PartitionRef, removed []UUID) {
 	for _, r := range ch.Records {
 		switch r := r.(type) {
