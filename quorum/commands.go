@@ -18,6 +18,7 @@ const (
 	CmdDeleteTopics       CommandType = "delete_topics"
 	CmdAlterConfigs       CommandType = "alter_configs"
 	CmdAlterPartition     CommandType = "alter_partition"
+	CmdAlterPartitions    CommandType = "alter_partitions"
 	CmdElectLeaders       CommandType = "elect_leaders"
 	CmdAllocateProducerID CommandType = "allocate_producer_ids"
 )
@@ -139,6 +140,40 @@ type AlterPartition struct {
 	NewISR         []ISRMember `json:"new_isr"`
 }
 
+// AlterPartitions is AlterPartition for many partitions led by one broker,
+// in one command and one Raft entry, like Kafka's AlterPartition request. A
+// stale sender epoch fails the whole command; otherwise each partition
+// succeeds or fails on its own. Reply: *AlterPartitionsReply.
+type AlterPartitions struct {
+	BrokerID    int32                `json:"broker_id"`
+	BrokerEpoch int64                `json:"broker_epoch"`
+	Partitions  []AlterPartitionItem `json:"partitions"`
+}
+
+// AlterPartitionItem is one partition of AlterPartitions.
+type AlterPartitionItem struct {
+	TopicID        UUID        `json:"topic_id"`
+	Partition      int32       `json:"partition"`
+	LeaderEpoch    int32       `json:"leader_epoch"`
+	PartitionEpoch int32       `json:"partition_epoch"`
+	NewISR         []ISRMember `json:"new_isr"`
+}
+
+// AlterPartitionResult is the outcome for one partition: Code is a Kafka
+// error code; State is the partition after the change when Code is 0.
+type AlterPartitionResult struct {
+	TopicID   UUID       `json:"topic_id"`
+	Partition int32      `json:"partition"`
+	Code      int16      `json:"code"`
+	Message   string     `json:"message,omitempty"`
+	State     *Partition `json:"state,omitempty"`
+}
+
+// AlterPartitionsReply is the reply of AlterPartitions.
+type AlterPartitionsReply struct {
+	Partitions []AlterPartitionResult `json:"partitions"`
+}
+
 // TopicPartition names one partition.
 type TopicPartition struct {
 	Topic     string `json:"topic"`
@@ -180,6 +215,7 @@ func (*CreateTopics) CommandType() CommandType        { return CmdCreateTopics }
 func (*DeleteTopics) CommandType() CommandType        { return CmdDeleteTopics }
 func (*AlterConfigs) CommandType() CommandType        { return CmdAlterConfigs }
 func (*AlterPartition) CommandType() CommandType      { return CmdAlterPartition }
+func (*AlterPartitions) CommandType() CommandType     { return CmdAlterPartitions }
 func (*ElectLeaders) CommandType() CommandType        { return CmdElectLeaders }
 func (*AllocateProducerIDs) CommandType() CommandType { return CmdAllocateProducerID }
 
@@ -192,6 +228,7 @@ func (*CreateTopics) newReply() any        { return &TopicsReply{} }
 func (*DeleteTopics) newReply() any        { return &TopicsReply{} }
 func (*AlterConfigs) newReply() any        { return nil }
 func (*AlterPartition) newReply() any      { return &Partition{} }
+func (*AlterPartitions) newReply() any     { return &AlterPartitionsReply{} }
 func (*ElectLeaders) newReply() any        { return &ElectLeadersReply{} }
 func (*AllocateProducerIDs) newReply() any { return &ProducerIDBlock{} }
 
@@ -215,6 +252,8 @@ func newCommand(t CommandType) Command {
 		return &AlterConfigs{}
 	case CmdAlterPartition:
 		return &AlterPartition{}
+	case CmdAlterPartitions:
+		return &AlterPartitions{}
 	case CmdElectLeaders:
 		return &ElectLeaders{}
 	case CmdAllocateProducerID:

@@ -61,6 +61,8 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		return p.alterConfigs(c)
 	case *AlterPartition:
 		return p.alterPartition(c)
+	case *AlterPartitions:
+		return p.alterPartitions(c)
 	case *ElectLeaders:
 		return p.electLeaders(c)
 	case *AllocateProducerIDs:
@@ -279,6 +281,39 @@ func (p *planner) alterPartition(c *AlterPartition) ([]Record, any, error) {
 	res := part.clone()
 	res.Leader, res.ISR, res.LeaderEpoch, res.PartitionEpoch = rec.Leader, slices.Clone(rec.ISR), rec.LeaderEpoch, rec.PartitionEpoch
 	return []Record{rec}, &res, nil
+}
+
+func (p *planner) alterPartitions(c *AlterPartitions) ([]Record, any, error) {
+	if _, err := p.broker(c.BrokerID, c.BrokerEpoch); err != nil {
+		return nil, nil, err
+	}
+	var recs []Record
+	reply := &AlterPartitionsReply{}
+	seen := map[PartitionRef]bool{}
+	for _, it := range c.Partitions {
+		res := AlterPartitionResult{TopicID: it.TopicID, Partition: it.Partition}
+		ref := PartitionRef{TopicID: it.TopicID, Partition: it.Partition}
+		var err error
+		var state any
+		var rs []Record
+		if seen[ref] {
+			err = kerrf(kerr.InvalidRequest, "partition %s/%d repeated", it.TopicID, it.Partition)
+		} else {
+			rs, state, err = p.alterPartition(&AlterPartition{
+				BrokerID: c.BrokerID, BrokerEpoch: c.BrokerEpoch, TopicID: it.TopicID, Partition: it.Partition,
+				LeaderEpoch: it.LeaderEpoch, PartitionEpoch: it.PartitionEpoch, NewISR: it.NewISR,
+			})
+		}
+		seen[ref] = true
+		if err != nil {
+			res.Code, res.Message = ErrorCode(err), err.Error()
+		} else {
+			res.State = state.(*Partition)
+			recs = append(recs, rs...)
+		}
+		reply.Partitions = append(reply.Partitions, res)
+	}
+	return recs, reply, nil
 }
 
 func (p *planner) electLeaders(c *ElectLeaders) ([]Record, any, error) {
