@@ -176,3 +176,33 @@ func BenchmarkProposeSerial(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkProposeParallel is BenchmarkProposeSerial with concurrent
+// proposers: pipelined commands share Raft batches and fsyncs.
+func BenchmarkProposeParallel(b *testing.B) {
+	ln := benchListen(b)
+	c, err := Open(Config{NodeID: 1, Dir: b.TempDir(), Listener: ln, InitialVoters: []Voter{{ID: 1, Addr: ln.Addr().String()}},
+		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond,
+		LeaderLeaseTimeout: 100 * time.Millisecond, ApplyTimeout: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for !c.IsLeader() {
+		<-time.After(10 * time.Millisecond)
+	}
+	ctx := context.Background()
+	if _, err := c.Propose(ctx, &RegisterBroker{ID: 1}); err != nil {
+		b.Fatal(err)
+	}
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.Propose(ctx, &AllocateProducerIDs{BrokerID: 1, BrokerEpoch: AnyEpoch}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,9 +75,15 @@ type Controller struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// proposeMu serialises Plan+Apply on the leader (lock order: before FSM.mu).
+	// proposeMu serialises planning and the order of raft.Apply calls on
+	// the leader (lock order: before FSM.mu). It guards barrierTerm and spec.
 	proposeMu   sync.Mutex
 	barrierTerm uint64
+	// spec is the leader's speculative image: the committed image plus the
+	// records of every entry it appended and is still waiting for. Commands
+	// are planned against it, so several can be in flight (pipelined) while
+	// their entries commit in one batch. nil means "rebuild after a Barrier".
+	spec *Image
 
 	connMu sync.Mutex
 	conns  map[net.Conn]struct{} // open forwarding connections; nil after Close
@@ -156,6 +163,9 @@ func Open(cfg Config) (*Controller, error) {
 	if cfg.TrailingLogs > 0 {
 		rc.TrailingLogs = cfg.TrailingLogs
 	}
+	// A buffered apply channel lets raft.Apply return at once, so pipelined
+	// commands queue up and share one disk write (group commit).
+	rc.BatchApplyCh = true
 	notify := make(chan bool, 8)
 	rc.NotifyCh = notify
 	if len(cfg.InitialVoters) > 0 {
@@ -290,43 +300,94 @@ func (c *Controller) pause(ctx context.Context) error {
 }
 
 // proposeLocal runs cmd on this node, which must be the active controller.
+//
+// Under proposeMu it plans cmd against the speculative image, replays the
+// records into it and hands the entry to raft; it then waits for the commit
+// without the lock, so the next command can be planned and appended while
+// this one is being replicated and fsynced. Raft keeps the order of Apply
+// calls, so the committed image goes through the same states as spec. When
+// an entry fails, spec is dropped and rebuilt, after a Barrier, from the
+// committed image.
 func (c *Controller) proposeLocal(ctx context.Context, cmd Command) (any, error) {
-	c.proposeMu.Lock()
-	defer c.proposeMu.Unlock()
-	if c.raft.State() != raft.Leader {
-		return nil, kerrf(kerr.NotController, "node %d is not the active controller", c.cfg.NodeID)
-	}
 	timeout := c.cfg.ApplyTimeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
-	// Plan against an image that holds every entry of earlier terms.
-	if term := c.raft.CurrentTerm(); term != c.barrierTerm {
-		if err := c.raft.Barrier(timeout).Error(); err != nil {
-			return nil, c.raftError(err, false)
-		}
-		c.barrierTerm = term
-	}
-	var recs []Record
-	var reply any
-	var err error
-	c.fsm.View(func(im *Image) { recs, reply, err = Plan(im, c.cfg.Policy, cmd) })
-	if err != nil || len(recs) == 0 {
+	reply, f, err := c.appendCommand(cmd, timeout)
+	if err != nil || f == nil {
 		return reply, err
 	}
-	data, err := EncodeEntry(recs)
-	if err != nil {
-		return nil, err
-	}
-	f := c.raft.Apply(data, timeout)
 	if err := f.Error(); err != nil {
+		c.dropSpec()
 		return nil, c.raftError(err, true)
 	}
 	if rerr, ok := f.Response().(error); ok && rerr != nil {
 		// Planned against a stale image: some records may have applied.
+		c.dropSpec()
 		return nil, outcomeUnknown(rerr)
 	}
 	return reply, nil
+}
+
+// appendCommand plans cmd and appends its entry; f is nil when there is
+// nothing to append.
+func (c *Controller) appendCommand(cmd Command, timeout time.Duration) (any, raft.ApplyFuture, error) {
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	if c.raft.State() != raft.Leader {
+		return nil, nil, kerrf(kerr.NotController, "node %d is not the active controller", c.cfg.NodeID)
+	}
+	// Plan against an image that holds every entry of earlier terms.
+	if term := c.raft.CurrentTerm(); term != c.barrierTerm || c.spec == nil {
+		if err := c.raft.Barrier(timeout).Error(); err != nil {
+			return nil, nil, c.raftError(err, false)
+		}
+		c.barrierTerm = term
+		c.spec = c.fsm.Image()
+	}
+	recs, reply, err := Plan(c.spec, c.cfg.Policy, cmd)
+	if err != nil || len(recs) == 0 {
+		return reply, nil, err
+	}
+	data, err := EncodeEntry(recs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, r := range recs {
+		if err := c.spec.Replay(r); err != nil {
+			// Plan emitted a record that does not fit the image it was
+			// planned on: a bug in Plan.
+			panic(fmt.Sprintf("quorum: %T planned %s, which does not replay: %v", cmd, r, err))
+		}
+	}
+	if invariantsOn {
+		if err := c.spec.CheckInvariants(); err != nil {
+			panic(fmt.Sprintf("quorum: speculative image after %T: %v", cmd, err))
+		}
+	}
+	return reply, c.raft.Apply(data, timeout), nil
+}
+
+// dropSpec forgets the speculative image after a failed entry: the next
+// command waits for a Barrier and plans on the committed image.
+func (c *Controller) dropSpec() {
+	c.proposeMu.Lock()
+	c.spec = nil
+	c.proposeMu.Unlock()
+}
+
+// specMatches reports, for tests, whether the speculative image (if any)
+// equals the committed one; call it when no command is in flight.
+func (c *Controller) specMatches() bool {
+	c.proposeMu.Lock()
+	defer c.proposeMu.Unlock()
+	if c.spec == nil {
+		return true
+	}
+	var a, b strings.Builder
+	_ = WriteSnapshot(&a, c.spec, 0)
+	_ = WriteSnapshot(&b, c.fsm.Image(), 0)
+	return a.String() == b.String()
 }
 
 func (c *Controller) raftError(err error, appended bool) error {

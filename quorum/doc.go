@@ -60,8 +60,13 @@
 // the controller port. Open bootstraps from Config.InitialVoters on an empty
 // directory; a node without voters waits for the leader's AddNonvoter.
 // Propose(ctx, cmd) on the leader takes proposeMu, waits for a Barrier once
-// per term (so the image holds every earlier entry), Plans against the local
-// image, applies the entry and waits for it. On any other node it forwards
+// per term (so the committed image holds every earlier entry), Plans against
+// the leader's speculative image (committed image + entries in flight),
+// replays the records into it, hands the entry to raft and releases the lock
+// before waiting for the commit: commands are pipelined and share raft's
+// group commit. A failed entry drops the speculative image; the next command
+// rebuilds it after a Barrier. Propose returns once the entry is applied to
+// the local committed image. On any other node it forwards
 // the command over TCP to the leader's Raft address: the controller port is
 // shared, a connection whose first byte is 0xF5 speaks the forwarding
 // protocol of forward.go (length-prefixed JSON, one request per connection),
@@ -94,7 +99,9 @@
 // leaderLoop (writes the cluster id when this node becomes leader). Gossip
 // adds memberlist's goroutines and its decision loop, which calls Propose.
 //
-// Lock order: Controller.proposeMu → FSM.mu (read). Controller.connMu and
+// Lock order: Controller.proposeMu → FSM.mu (read). proposeMu is held while
+// planning and appending, and during a Barrier, never while waiting for a
+// commit. Controller.connMu and
 // Gossip.mu are leaves: nothing is called while they are held. No lock is
 // held while waiting on Raft except proposeMu.
 package quorum
