@@ -245,7 +245,7 @@ func (c *Controller) Image() *Image { return c.fsm.Image() }
 func (c *Controller) AppliedIndex() uint64 { return c.fsm.AppliedIndex() }
 
 // Snapshot takes a Raft snapshot now (normally raft takes them by itself).
-func (c *Controller) Snapshot() error { return c.raft.Snapshot().Error() }
+func (c *Controller) Snapshot() error { return c.wait(c.ctx, c.raft.Snapshot()) }
 
 // Propose plans cmd on the active controller, commits its records through
 // Raft and returns the command's reply (see each command's doc) once the
@@ -317,8 +317,11 @@ func (c *Controller) proposeLocal(ctx context.Context, cmd Command) (any, error)
 	if err != nil || f == nil {
 		return reply, err
 	}
-	if err := f.Error(); err != nil {
+	if err := c.wait(ctx, f); err != nil {
 		c.dropSpec()
+		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			return nil, outcomeUnknown(err)
+		}
 		return nil, c.raftError(err, true)
 	}
 	if rerr, ok := f.Response().(error); ok && rerr != nil {
@@ -339,7 +342,7 @@ func (c *Controller) appendCommand(cmd Command, timeout time.Duration) (any, raf
 	}
 	// Plan against an image that holds every entry of earlier terms.
 	if term := c.raft.CurrentTerm(); term != c.barrierTerm || c.spec == nil {
-		if err := c.raft.Barrier(timeout).Error(); err != nil {
+		if err := c.wait(c.ctx, c.raft.Barrier(timeout)); err != nil {
 			return nil, nil, c.raftError(err, false)
 		}
 		c.barrierTerm = term
@@ -452,10 +455,31 @@ func (c *Controller) changeMembershipLocal(op string, id int32, addr string) err
 	default:
 		f = c.raft.RemoveServer(serverID(id), 0, c.cfg.ApplyTimeout)
 	}
-	if err := f.Error(); err != nil {
+	if err := c.wait(c.ctx, f); err != nil {
 		return c.raftError(err, false)
 	}
 	return nil
+}
+
+// wait returns f.Error(); ctx.Err() if ctx ends first; ErrClosed if the
+// controller closes first. raft never answers futures still queued in its
+// buffered apply channel when it shuts down (BatchApplyCh), so no wait may
+// rely on raft alone; the goroutine of such a future stays blocked after
+// Close.
+func (c *Controller) wait(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		if c.ctx.Err() != nil {
+			return ErrClosed
+		}
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrClosed
+	}
 }
 
 // Close stops Raft, the listener and open forwarding connections. The
