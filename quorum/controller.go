@@ -92,6 +92,9 @@ type Controller struct {
 // Open starts a controller: opens (or creates) Dir, starts Raft on the
 // controller port and, with InitialVoters and no existing state, bootstraps.
 func Open(cfg Config) (*Controller, error) {
+	if cfg.NodeID < 0 || cfg.Dir == "" {
+		return nil, fmt.Errorf("quorum: Config needs a NodeID >= 0 and a Dir (got %d, %q)", cfg.NodeID, cfg.Dir)
+	}
 	if cfg.ApplyTimeout <= 0 {
 		cfg.ApplyTimeout = 10 * time.Second
 	}

@@ -170,6 +170,12 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "image":
 		topic, _ := arg(d, "topic")
 		return h.im.Describe(topic)
+	case "unclean-elections":
+		var b strings.Builder
+		for _, u := range h.im.UncleanElections() {
+			fmt.Fprintf(&b, "%s/%d leader=%d leader-epoch=%d lost-isr=%v\n", u.Topic, u.Partition, u.Leader, u.LeaderEpoch, u.LostISR)
+		}
+		return b.String()
 	}
 	recs, reply, err := Plan(h.im, h.pol, h.command(t, d))
 	var b strings.Builder

@@ -51,3 +51,25 @@ func (im *Image) Describe(topic string) string {
 	}
 	return b.String()
 }
+
+// UncleanRecord is one recorded unclean election, with its partition.
+type UncleanRecord struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	UncleanElection
+}
+
+// UncleanElections lists every unclean election recorded in the image, by
+// topic and partition: the possible data loss that metrics and the admin CLI
+// must show (DESIGN.md: unclean elections are never silent).
+func (im *Image) UncleanElections() []UncleanRecord {
+	var out []UncleanRecord
+	for _, name := range im.SortedTopics() {
+		for i, p := range im.Topics[name].Partitions {
+			for _, u := range p.UncleanElections {
+				out = append(out, UncleanRecord{Topic: name, Partition: int32(i), UncleanElection: u})
+			}
+		}
+	}
+	return out
+}
