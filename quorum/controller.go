@@ -268,9 +268,7 @@ func (c *Controller) Propose(ctx context.Context, cmd Command) (any, error) {
 				return reply, err
 			}
 		} else if _, addr := c.Leader(); addr != "" && addr != c.Addr() {
-			raw, _ := jsonMarshal(cmd)
-			reply := cmd.newReply()
-			err := forward(ctx, addr, &forwardRequest{Op: opPropose, Type: cmd.CommandType(), Cmd: raw}, reply)
+			reply, err := forwardCommand(ctx, addr, cmd)
 			if err == nil {
 				return reply, nil
 			}

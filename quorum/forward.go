@@ -207,7 +207,19 @@ func retriableRemote(err error) bool {
 	return true // dial or write failed: the leader may have moved
 }
 
-func jsonMarshal(v any) (json.RawMessage, error) { return json.Marshal(v) }
+// forwardCommand sends cmd to the node at addr (the active controller) and
+// returns the decoded reply.
+func forwardCommand(ctx context.Context, addr string, cmd Command) (any, error) {
+	raw, err := json.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	reply := cmd.newReply()
+	if err := forward(ctx, addr, &forwardRequest{Op: opPropose, Type: cmd.CommandType(), Cmd: raw}, reply); err != nil {
+		return nil, err
+	}
+	return reply, nil
+}
 
 // Join asks the quorum reachable at any of controllers (controller
 // addresses, e.g. meta.properties' initial.controllers) to add node id,

@@ -69,18 +69,8 @@ func TestForwardProtocolAbuse(t *testing.T) {
 	_, _ = half.Write([]byte{forwardMagic, 0, 0, 0, 9, '{'})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := forwardTo(ctx, n.addr, &SetClusterID{ClusterID: "test-cluster"}); err != nil {
+	if _, err := forwardCommand(ctx, n.addr, &SetClusterID{ClusterID: "test-cluster"}); err != nil {
 		t.Fatal(err)
 	}
 	registerBrokers(t, n, 1)
-}
-
-// forwardTo sends a command to addr with the forwarding protocol.
-func forwardTo(ctx context.Context, addr string, cmd Command) (any, error) {
-	raw, err := jsonMarshal(cmd)
-	if err != nil {
-		return nil, err
-	}
-	reply := cmd.newReply()
-	return reply, forward(ctx, addr, &forwardRequest{Op: opPropose, Type: cmd.CommandType(), Cmd: raw}, reply)
 }
