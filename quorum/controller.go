@@ -43,7 +43,8 @@ type Config struct {
 	// ClusterID is written to the image by the first leader.
 	ClusterID string
 	Policy    Policy
-	// OnApply receives the stream of applied changes; see FSM.
+	// OnApply receives the stream of applied changes; see FSM. It may run
+	// before Open returns (raft restores the latest snapshot in Open).
 	OnApply func(Change)
 	// Logger for raft; nil silences it.
 	Logger hclog.Logger

@@ -438,3 +438,31 @@ func TestFSMSnapshotRestore(t *testing.T) {
 type nopCloser struct{ *bytes.Buffer }
 
 func (nopCloser) Close() error { return nil }
+
+// TestFullQuorumRestart stops every voter and starts them again from their
+// directories: the quorum elects a leader and every image is the one before.
+func TestFullQuorumRestart(t *testing.T) {
+	nodes := startQuorum(t, 3, nil)
+	leader := leaderOf(t, nodes)
+	registerBrokers(t, leader, 1, 2, 3)
+	createTopics(t, leader, "r", 4)
+	if err := nodes[0].c.Snapshot(); err != nil { // one node restarts from a snapshot
+		t.Fatal(err)
+	}
+	propose(t, leader, &FenceBroker{ID: 3, Epoch: AnyEpoch})
+	want := waitSameImage(t, nodes, leader)
+	for _, n := range nodes {
+		n.stop(t)
+	}
+	for _, n := range nodes {
+		n.start(t, nil, nil, nil)
+	}
+	leader = leaderOf(t, nodes)
+	if got := waitSameImage(t, nodes, leader); got != want {
+		t.Fatalf("image after a full restart:\n%s\nwant\n%s", got, want)
+	}
+	reply, retried := proposeRetry(t, followerOf(nodes, leader), &CreateTopics{Topics: []TopicSpec{{Name: "after", Partitions: 1, ReplicationFactor: 2}}})
+	if r := reply.(*TopicsReply).Topics[0]; r.Code != 0 && !(retried && r.Code == kerr.TopicAlreadyExists.Code) {
+		t.Fatal(r.Message)
+	}
+}
