@@ -76,6 +76,11 @@ func StartGossip(cfg GossipConfig, ctrl *Controller) (*Gossip, error) {
 		mc.BindAddr = "0.0.0.0"
 	}
 	mc.AdvertiseAddr, mc.AdvertisePort = cfg.AdvertiseAddr, cfg.AdvertisePort
+	// A restarted broker may come back on another address (a new pod IP,
+	// or port 0): memberlist refuses a dead member's name from a new address
+	// until DeadNodeReclaimTime has passed, so keep that well inside the
+	// session timeout.
+	mc.DeadNodeReclaimTime = cfg.SessionTimeout / 3
 	mc.Delegate = gossipDelegate{g}
 	mc.Events = gossipEvents{g}
 	mc.LogOutput = cfg.LogOutput

@@ -74,4 +74,26 @@ func TestGossipFencing(t *testing.T) {
 		return true
 	})
 	t.Logf("broker %d fenced and its partitions moved %v after it stopped (session timeout %v)", victim.id, time.Since(start).Round(time.Millisecond), session)
+
+	// The broker restarts: it registers again (new epoch, fenced), gossips
+	// its new epoch, and the active controller unfences it.
+	victim.start(t, nil, nil, nil)
+	g, err := StartGossip(GossipConfig{NodeID: victim.id, BindAddr: "127.0.0.1", SessionTimeout: session, Tick: 50 * time.Millisecond, Tune: fastGossip}, victim.c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	if _, err := g.Join([]string{gs[leader.id].Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	r := propose(t, victim, &RegisterBroker{ID: victim.id, CleanShutdown: true}).(*RegisterBrokerReply)
+	if err := g.SetBrokerEpoch(r.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, session+5*time.Second, "the restarted broker unfenced with its new epoch", func() bool {
+		b := leader.c.Image().Brokers[victim.id]
+		return b.Epoch == r.Epoch && !b.Fenced
+	})
+	t.Logf("restarted broker %d (new address) registered and unfenced in %v", victim.id, time.Since(start).Round(time.Millisecond))
 }
