@@ -96,12 +96,14 @@
 // Goroutines of a Controller: raft's own; the mux accept loop and one short
 // goroutine per accepted connection (routing); one per forwarding
 // connection (serveForward, which calls proposeLocal like a local caller);
-// leaderLoop (writes the cluster id when this node becomes leader). Gossip
-// adds memberlist's goroutines and its decision loop, which calls Propose.
+// leaderLoop (writes the cluster id when this node becomes leader); and one
+// per wait on a raft future (wait), because raft does not answer futures
+// left in its buffered apply channel at shutdown: every wait also watches
+// the caller's context and Close. Gossip adds memberlist's goroutines and
+// its decision loop, which calls Propose.
 //
 // Lock order: Controller.proposeMu → FSM.mu (read). proposeMu is held while
 // planning and appending, and during a Barrier, never while waiting for a
-// commit. Controller.connMu and
-// Gossip.mu are leaves: nothing is called while they are held. No lock is
-// held while waiting on Raft except proposeMu.
+// commit. Controller.connMu and Gossip.mu are leaves: nothing is called
+// while they are held.
 package quorum
