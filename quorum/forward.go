@@ -32,6 +32,9 @@ import (
 // response or outcome_unknown gives ErrOutcomeUnknown to the caller.
 const maxFrame = 64 << 20
 
+// defaultForwardTimeout bounds a forwarded request whose context has no deadline.
+const defaultForwardTimeout = 30 * time.Second
+
 type forwardRequest struct {
 	Op        string          `json:"op"`
 	Type      CommandType     `json:"type,omitempty"`
@@ -146,10 +149,12 @@ func forward(ctx context.Context, addr string, req *forwardRequest, reply any) e
 		return err
 	}
 	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-		req.TimeoutMS = time.Until(dl).Milliseconds()
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(defaultForwardTimeout) // never hang on a half-open connection
 	}
+	_ = conn.SetDeadline(dl)
+	req.TimeoutMS = time.Until(dl).Milliseconds()
 	w := bufio.NewWriter(conn)
 	if err := w.WriteByte(forwardMagic); err != nil {
 		return err
