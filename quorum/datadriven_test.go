@@ -1,0 +1,235 @@
+package quorum
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// harness plays the controller without Raft: Plan, then Replay of every
+// record into the image (and an encode/decode round trip of each entry), with
+// the invariants checked after every command.
+type harness struct {
+	im    *Image
+	pol   Policy
+	uuids int
+}
+
+func newHarness() *harness {
+	h := &harness{im: NewImage()}
+	h.pol.NewUUID = func() UUID {
+		h.uuids++
+		var u UUID
+		u[15] = byte(h.uuids)
+		u[14] = byte(h.uuids >> 8)
+		return u
+	}
+	return h
+}
+
+// arg returns the raw value of key (comma-joined when datadriven split it).
+func arg(d *datadriven.TestData, key string) (string, bool) {
+	for _, a := range d.CmdArgs {
+		if a.Key == key {
+			return strings.Join(a.Vals, ","), true
+		}
+	}
+	return "", false
+}
+
+func argInt(t *testing.T, d *datadriven.TestData, key string, def int64) int64 {
+	s, ok := arg(d, key)
+	if !ok {
+		return def
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %s=%q: %v", d.Pos, key, s, err)
+	}
+	return n
+}
+
+func ids(t *testing.T, s string) []int32 {
+	var out []int32
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' }) {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			t.Fatalf("bad id list %q", s)
+		}
+		out = append(out, int32(n))
+	}
+	return out
+}
+
+func kvs(s string) map[string]string {
+	if s == "" {
+		return nil
+	}
+	m := map[string]string{}
+	for _, kv := range strings.Split(s, ";") {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+func (h *harness) command(t *testing.T, d *datadriven.TestData) Command {
+	id := int32(argInt(t, d, "id", -1))
+	epoch := argInt(t, d, "epoch", AnyEpoch)
+	topic, _ := arg(d, "topic")
+	switch d.Cmd {
+	case "register":
+		rack, _ := arg(d, "rack")
+		return &RegisterBroker{ID: id, Rack: rack, CleanShutdown: d.HasArg("clean")}
+	case "fence":
+		return &FenceBroker{ID: id, Epoch: epoch}
+	case "unfence":
+		return &UnfenceBroker{ID: id, Epoch: epoch}
+	case "shutdown":
+		return &ControlledShutdown{ID: id, Epoch: epoch}
+	case "create-topic":
+		spec := TopicSpec{Name: topic, Partitions: int32(argInt(t, d, "partitions", 1)),
+			ReplicationFactor: int16(argInt(t, d, "rf", 1))}
+		if s, ok := arg(d, "config"); ok {
+			spec.Configs = kvs(s)
+		}
+		if s, ok := arg(d, "assign"); ok {
+			for _, reps := range strings.Split(s, ";") {
+				spec.Assignments = append(spec.Assignments, ids(t, reps))
+			}
+		}
+		return &CreateTopics{Topics: []TopicSpec{spec}}
+	case "delete-topic":
+		return &DeleteTopics{Names: []string{topic}}
+	case "alter-config":
+		set, _ := arg(d, "set")
+		del, _ := arg(d, "delete")
+		c := &AlterConfigs{Topic: topic, Set: kvs(set)}
+		if del != "" {
+			c.Delete = strings.Split(del, ";")
+		}
+		return c
+	case "alter-partition":
+		tp := h.im.Topics[topic]
+		var tid UUID
+		if tp != nil {
+			tid = tp.ID
+		}
+		broker := int32(argInt(t, d, "broker", 0))
+		c := &AlterPartition{
+			BrokerID: broker, BrokerEpoch: argInt(t, d, "broker-epoch", AnyEpoch), TopicID: tid,
+			Partition:   int32(argInt(t, d, "partition", 0)),
+			LeaderEpoch: int32(argInt(t, d, "leader-epoch", 0)), PartitionEpoch: int32(argInt(t, d, "partition-epoch", 0)),
+		}
+		isr, _ := arg(d, "isr")
+		for _, m := range strings.Split(isr, ",") {
+			idS, epS, hasEp := strings.Cut(m, ":")
+			mem := ISRMember{ID: ids(t, idS)[0], Epoch: AnyEpoch}
+			if hasEp {
+				mem.Epoch, _ = strconv.ParseInt(epS, 10, 64)
+			}
+			c.NewISR = append(c.NewISR, mem)
+		}
+		return c
+	case "elect":
+		typ, _ := arg(d, "type")
+		c := &ElectLeaders{Election: ElectPreferred}
+		if typ == "unclean" {
+			c.Election = ElectUnclean
+		}
+		if topic != "" {
+			c.Partitions = []TopicPartition{{Topic: topic, Partition: int32(argInt(t, d, "partition", 0))}}
+		}
+		return c
+	case "producer-ids":
+		return &AllocateProducerIDs{BrokerID: int32(argInt(t, d, "broker", 0)), BrokerEpoch: epoch}
+	}
+	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+	return nil
+}
+
+// names replaces topic ids with topic names in s.
+func (h *harness) names(s string) string {
+	var pairs []string
+	for name, t := range h.im.Topics {
+		pairs = append(pairs, t.ID.String(), name)
+	}
+	return strings.NewReplacer(pairs...).Replace(s)
+}
+
+func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
+	switch d.Cmd {
+	case "policy":
+		s, _ := arg(d, "unclean")
+		h.pol.UncleanLeaderElectionEnable = s == "true"
+		return "ok\n"
+	case "image":
+		topic, _ := arg(d, "topic")
+		return h.im.Describe(topic)
+	case "unclean-elections":
+		var b strings.Builder
+		for _, u := range h.im.UncleanElections() {
+			fmt.Fprintf(&b, "%s/%d leader=%d leader-epoch=%d lost-isr=%v\n", u.Topic, u.Partition, u.Leader, u.LeaderEpoch, u.LostISR)
+		}
+		return b.String()
+	}
+	recs, reply, err := Plan(h.im, h.pol, h.command(t, d))
+	var b strings.Builder
+	if err != nil {
+		fmt.Fprintf(&b, "error: %v\n", err)
+	}
+	switch r := reply.(type) {
+	case *TopicsReply:
+		for _, tr := range r.Topics {
+			if tr.Code != 0 {
+				fmt.Fprintf(&b, "error: %s: %s\n", tr.Name, tr.Message)
+			}
+		}
+	case *ElectLeadersReply:
+		for _, er := range r.Partitions {
+			if er.Code != 0 {
+				fmt.Fprintf(&b, "error: %s/%d: %s\n", er.Topic, er.Partition, er.Message)
+			}
+		}
+	}
+	if len(recs) > 0 {
+		data, encErr := EncodeEntry(recs)
+		if encErr != nil {
+			t.Fatal(encErr)
+		}
+		decoded, decErr := DecodeEntry(data)
+		if decErr != nil {
+			t.Fatal(decErr)
+		}
+		for _, r := range decoded {
+			fmt.Fprintf(&b, "%s\n", h.names(r.String()))
+			if rerr := h.im.Replay(r); rerr != nil {
+				fmt.Fprintf(&b, "replay error: %v\n", rerr)
+			}
+		}
+	}
+	if err := h.im.CheckInvariants(); err != nil {
+		t.Fatalf("%s: %v", d.Pos, err)
+	}
+	if reply != nil && d.HasArg("reply") {
+		js, _ := json.Marshal(reply)
+		fmt.Fprintf(&b, "reply: %s\n", js)
+	}
+	if b.Len() == 0 {
+		return "no records\n"
+	}
+	return b.String()
+}
+
+func TestDataDriven(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		h := newHarness()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			return h.run(t, d)
+		})
+	})
+}

@@ -1,0 +1,109 @@
+// Package quorum is Sluice's metadata controller: a Raft-replicated state
+// machine (hashicorp/raft, raft-boltdb/v2) holding the cluster's metadata
+// image, in the style of Kafka's KRaft controller.
+//
+// # Image, commands and records
+//
+// The Image holds the cluster id, the brokers (id, endpoints, rack, broker
+// epoch, fenced, shutting down), the topics (name, topic id, config
+// overrides) with their partitions (replicas, ISR, leader, leader epoch,
+// partition epoch, unclean elections), and the next producer id.
+//
+// A change goes through three steps, as in Kafka's ReplicationControlManager:
+//
+//  1. Plan(image, policy, command) validates a Command against the image and
+//     returns the Records that carry it out plus the command's reply, or an
+//     error wrapping a kerr code (FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA, ...).
+//     Leader and ISR decisions come from the pure PartitionChange builder.
+//  2. The records of one command are encoded as one Raft log entry
+//     (EncodeEntry) and committed: they apply atomically at one log index.
+//  3. Every node's FSM decodes the entry and calls Image.Replay on each record.
+//     Replay is the only code that changes an Image. Records carry every
+//     decision (epochs, placement, leader, topic id), so Replay decides
+//     nothing; it only re-checks that a record still fits (partition epoch
+//     +1, broker epoch, topic existence) and skips, deterministically on
+//     every node, a record that does not (ErrStaleRecord).
+//
+// # Encoding
+//
+// A log entry is JSON: {"v":1,"records":[{"type":"partition_change","data":{...}}]}.
+// "v" is EntryVersion; a decoder refuses newer versions. Record type names
+// (RecordType constants) are part of the on-disk format. A snapshot is the
+// JSON of the whole Image with its own version field.
+//
+// Record types: cluster_id, register_broker, fence_broker, unfence_broker,
+// broker_shutdown, create_topic, remove_topic, topic_config,
+// partition_change (complete new leader/ISR/epochs, and the lost ISR of an
+// unclean election), producer_ids.
+//
+// # Election and ISR rules
+//
+// See PartitionChange: the leader comes from the ISR, in replica order;
+// unclean election (outside the ISR) only where unclean.leader.election.enable
+// (Policy default, topic override) allows it or an admin asks for it, and it
+// is recorded in the partition; every leader change bumps the leader epoch and
+// every change the partition epoch; the ISR is never empty. AlterPartition
+// must come from the current leader with its broker epoch, the current leader
+// epoch and partition epoch, and every ISR member must be registered,
+// unfenced, not shutting down and carry its current broker epoch (KIP-841,
+// KIP-903).
+//
+// A partition whose only ISR member re-registers after an unclean shutdown
+// (RegisterBroker.CleanShutdown false) keeps that member but marks the ISR
+// stale: electing it is then an unclean election (DESIGN.md: a restarted
+// broker is never elected from a stale ISR entry; compare KIP-966).
+//
+// # Controller, forwarding, non-voters
+//
+// Controller runs hashicorp/raft: raft-boltdb/v2 (raft.db) as log and stable
+// store behind a LogCache, a file snapshot store, and a NetworkTransport on
+// the controller port. Open bootstraps from Config.InitialVoters on an empty
+// directory; a node without voters waits for the leader's AddNonvoter.
+// Propose(ctx, cmd) on the leader takes proposeMu, waits for a Barrier once
+// per term (so the committed image holds every earlier entry), Plans against
+// the leader's speculative image (committed image + entries in flight),
+// replays the records into it, hands the entry to raft and releases the lock
+// before waiting for the commit: commands are pipelined and share raft's
+// group commit. A failed entry drops the speculative image; the next command
+// rebuilds it after a Barrier. Propose returns once the entry is applied to
+// the local committed image. On any other node it forwards
+// the command over TCP to the leader's Raft address: the controller port is
+// shared, a connection whose first byte is 0xF5 speaks the forwarding
+// protocol of forward.go (length-prefixed JSON, one request per connection),
+// anything else is handed to raft (mux.go). Retries happen only when the
+// command surely did not apply; otherwise the caller gets ErrOutcomeUnknown.
+//
+// # Liveness
+//
+// Gossip runs memberlist on every node; a broker advertises the epoch of its
+// registration in its node metadata (SetBrokerEpoch). On the active
+// controller, the pure Liveness decider turns memberlist's view (dead events
+// as a fast hint, a session timeout as the authority) into FenceBroker and
+// UnfenceBroker commands for the registered epoch.
+//
+// # Goroutines and locks
+//
+// Plan, Replay, PartitionChange, Liveness and Image are plain data and
+// functions with no locks or goroutines; an Image is not safe for concurrent
+// use.
+//
+// The FSM owns one Image behind a sync.RWMutex (FSM.mu). Raft's FSM goroutine
+// is the only writer (Apply, Restore); readers take the read lock (View,
+// Image). The OnApply callback runs on raft's FSM goroutine after the lock is
+// released, in log order; it must not block for long and must not call
+// Controller.Propose (which waits for that same goroutine).
+//
+// Goroutines of a Controller: raft's own; the mux accept loop and one short
+// goroutine per accepted connection (routing); one per forwarding
+// connection (serveForward, which calls proposeLocal like a local caller);
+// leaderLoop (writes the cluster id when this node becomes leader); and one
+// per wait on a raft future (wait), because raft does not answer futures
+// left in its buffered apply channel at shutdown: every wait also watches
+// the caller's context and Close. Gossip adds memberlist's goroutines and
+// its decision loop, which calls Propose.
+//
+// Lock order: Controller.proposeMu → FSM.mu (read). proposeMu is held while
+// planning and appending, and during a Barrier, never while waiting for a
+// commit. Controller.connMu and Gossip.mu are leaves: nothing is called
+// while they are held.
+package quorum

@@ -1,0 +1,261 @@
+package quorum
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// The forwarding protocol carries commands from any node to the active
+// controller over the controller (Raft) port; see mux.go for how it shares
+// the port. A client connects, writes forwardMagic, then one request frame,
+// and reads one response frame; then the connection is closed. A frame is a
+// 4-byte big-endian length and that many bytes of JSON:
+//
+//	request:  {"op":"propose","type":"create_topics","cmd":{...},"timeout_ms":5000}
+//	          {"op":"add_nonvoter","id":4,"addr":"host:port"}
+//	response: {"code":0,"message":"","outcome_unknown":false,"reply":{...}}
+//
+// code is a Kafka error code (kerr). A node that is not the active
+// controller answers NOT_CONTROLLER, and the client looks the leader up again
+// and retries until its context ends. Requests are not forwarded twice. A
+// request is retried only when it surely did not apply: after NOT_CONTROLLER
+// or when the connection failed before the request was written; a lost
+// response or outcome_unknown gives ErrOutcomeUnknown to the caller.
+const maxFrame = 64 << 20
+
+// defaultForwardTimeout bounds a forwarded request whose context has no deadline.
+const defaultForwardTimeout = 30 * time.Second
+
+type forwardRequest struct {
+	Op        string          `json:"op"`
+	Type      CommandType     `json:"type,omitempty"`
+	Cmd       json.RawMessage `json:"cmd,omitempty"`
+	ID        int32           `json:"id,omitempty"`
+	Addr      string          `json:"addr,omitempty"`
+	TimeoutMS int64           `json:"timeout_ms,omitempty"`
+}
+
+type forwardResponse struct {
+	Code    int16           `json:"code"`
+	Unknown bool            `json:"outcome_unknown,omitempty"`
+	Leader  string          `json:"leader,omitempty"` // with NOT_CONTROLLER: the leader as known here
+	Message string          `json:"message,omitempty"`
+	Reply   json.RawMessage `json:"reply,omitempty"`
+}
+
+const (
+	opPropose     = "propose"
+	opAddNonvoter = "add_nonvoter"
+	opAddVoter    = "add_voter"
+	opRemove      = "remove_server"
+)
+
+func writeFrame(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func readFrame(r io.Reader, v any) error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > maxFrame {
+		return fmt.Errorf("quorum: forward frame of %d bytes exceeds %d", n, maxFrame)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// serveForward answers one forwarded request on conn.
+func (c *Controller) serveForward(conn net.Conn) {
+	if !c.trackConn(conn, true) {
+		conn.Close()
+		return
+	}
+	defer c.trackConn(conn, false)
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(c.cfg.ApplyTimeout + firstByteTimeout))
+	var req forwardRequest
+	if err := readFrame(conn, &req); err != nil {
+		return
+	}
+	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
+	if timeout <= 0 || timeout > c.cfg.ApplyTimeout {
+		timeout = c.cfg.ApplyTimeout
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, timeout)
+	defer cancel()
+	var resp forwardResponse
+	var reply any
+	var err error
+	switch req.Op {
+	case opPropose:
+		cmd := newCommand(req.Type)
+		if cmd == nil {
+			err = kerrf(kerr.InvalidRequest, "unknown command %q", req.Type)
+			break
+		}
+		if err = json.Unmarshal(req.Cmd, cmd); err != nil {
+			err = kerrf(kerr.InvalidRequest, "%s: %v", req.Type, err)
+			break
+		}
+		reply, err = c.proposeLocal(ctx, cmd)
+	case opAddNonvoter, opAddVoter, opRemove:
+		err = c.changeMembershipLocal(req.Op, req.ID, req.Addr)
+	default:
+		err = kerrf(kerr.InvalidRequest, "unknown op %q", req.Op)
+	}
+	if err != nil {
+		resp.Code, resp.Message = ErrorCode(err), err.Error()
+		resp.Unknown = errors.Is(err, ErrOutcomeUnknown)
+		if errors.Is(err, kerr.NotController) {
+			_, resp.Leader = c.Leader()
+		}
+	} else if reply != nil {
+		resp.Reply, _ = json.Marshal(reply)
+	}
+	_ = writeFrame(conn, &resp)
+}
+
+// forward sends req to the node at addr and decodes the reply into reply
+// (when not nil).
+func forward(ctx context.Context, addr string, req *forwardRequest, reply any) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(defaultForwardTimeout) // never hang on a half-open connection
+	}
+	_ = conn.SetDeadline(dl)
+	req.TimeoutMS = time.Until(dl).Milliseconds()
+	w := bufio.NewWriter(conn)
+	if err := w.WriteByte(forwardMagic); err != nil {
+		return err
+	}
+	if err := writeFrame(w, req); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	var resp forwardResponse
+	if err := readFrame(bufio.NewReader(conn), &resp); err != nil {
+		return outcomeUnknown(fmt.Errorf("no answer from the active controller at %s: %w", addr, err))
+	}
+	if resp.Code != 0 {
+		return &RemoteError{Err: kerr.ErrorForCode(resp.Code), Message: resp.Message, Unknown: resp.Unknown, Leader: resp.Leader}
+	}
+	if reply != nil && len(resp.Reply) > 0 {
+		return json.Unmarshal(resp.Reply, reply)
+	}
+	return nil
+}
+
+// RemoteError is an error returned by the active controller to a forwarded
+// request: errors.Is matches its kerr value, Message is the remote text.
+// Unknown marks an outcome the controller could not know (ErrOutcomeUnknown);
+// Leader is the answering node's idea of the leader, with NOT_CONTROLLER.
+type RemoteError struct {
+	Err     error
+	Message string
+	Unknown bool
+	Leader  string
+}
+
+func (e *RemoteError) Error() string { return "active controller: " + e.Message }
+
+// Unwrap gives the kerr value, and ErrOutcomeUnknown when Unknown.
+func (e *RemoteError) Unwrap() []error {
+	if e.Unknown {
+		return []error{e.Err, ErrOutcomeUnknown}
+	}
+	return []error{e.Err}
+}
+
+// retriableRemote reports whether a forwarded request surely did not apply
+// and may go to the (possibly new) leader again.
+func retriableRemote(err error) bool {
+	if errors.Is(err, ErrOutcomeUnknown) {
+		return false
+	}
+	var re *RemoteError
+	if errors.As(err, &re) {
+		return errors.Is(err, kerr.NotController)
+	}
+	return true // dial or write failed: the leader may have moved
+}
+
+// forwardCommand sends cmd to the node at addr (the active controller) and
+// returns the decoded reply.
+func forwardCommand(ctx context.Context, addr string, cmd Command) (any, error) {
+	raw, err := json.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	reply := cmd.newReply()
+	if err := forward(ctx, addr, &forwardRequest{Op: opPropose, Type: cmd.CommandType(), Cmd: raw}, reply); err != nil {
+		return nil, err
+	}
+	return reply, nil
+}
+
+// Join asks the quorum reachable at any of controllers (controller
+// addresses, e.g. meta.properties' initial.controllers) to add node id,
+// listening at addr, as a non-voter: what a broker does on its first start,
+// before it knows the leader. It follows NOT_CONTROLLER leader hints and
+// retries until ctx ends. Adding a node that is already a member is a no-op.
+func Join(ctx context.Context, controllers []string, id int32, addr string) error {
+	if len(controllers) == 0 {
+		return fmt.Errorf("%w: no controller addresses", ErrNoLeader)
+	}
+	next := controllers[0]
+	for i := 0; ; i++ {
+		err := forward(ctx, next, &forwardRequest{Op: opAddNonvoter, ID: id, Addr: addr}, nil)
+		if err == nil {
+			return nil
+		}
+		var re *RemoteError
+		if errors.As(err, &re) && !errors.Is(err, kerr.NotController) {
+			return err
+		}
+		if errors.As(err, &re) && re.Leader != "" && re.Leader != next {
+			next = re.Leader
+			continue
+		}
+		next = controllers[(i+1)%len(controllers)]
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: join: %v (last error: %v)", ErrNoLeader, ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package quorum
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// GossipConfig configures a node's memberlist (liveness gossip).
+type GossipConfig struct {
+	// NodeID is the broker id; the memberlist node name is its decimal form.
+	NodeID int32
+	// BindAddr and BindPort are the gossip listener (TCP and UDP); port 0
+	// picks a free one. Advertise* default to the bound address.
+	BindAddr      string
+	BindPort      int
+	AdvertiseAddr string
+	AdvertisePort int
+	// SessionTimeout: a broker not seen alive for this long is fenced (9s).
+	SessionTimeout time.Duration
+	// Tick is how often the active controller re-decides (SessionTimeout/10).
+	Tick time.Duration
+	// Tune, if set, adjusts the memberlist config last (tests make probes fast).
+	Tune func(*memberlist.Config)
+	// LogOutput receives memberlist's log; nil discards it.
+	LogOutput io.Writer
+}
+
+// Gossip runs memberlist on one node. On every node it advertises the
+// broker's current epoch in its memberlist metadata; on the active controller
+// it also turns the membership into fence and unfence commands (see
+// Liveness). Methods are safe for concurrent use.
+type Gossip struct {
+	cfg   GossipConfig
+	ctrl  *Controller
+	ml    *memberlist.Memberlist
+	epoch atomic.Int64
+	nudge chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// mu guards members and dead, written by memberlist's event callbacks
+	// (memberlist's Node values must not be read outside them).
+	mu      sync.Mutex
+	members map[int32]int64     // alive members and their advertised epochs
+	dead    map[int32]time.Time // leave events not yet given to Liveness
+
+	// Proposed counts fence and unfence commands proposed (for tests/metrics).
+	Proposed atomic.Int64
+}
+
+// StartGossip starts memberlist for this node; ctrl is the node's
+// controller (voter or non-voter), used to act when it is the leader.
+func StartGossip(cfg GossipConfig, ctrl *Controller) (*Gossip, error) {
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 9 * time.Second
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = cfg.SessionTimeout / 10
+	}
+	g := &Gossip{cfg: cfg, ctrl: ctrl, nudge: make(chan struct{}, 1), dead: map[int32]time.Time{}, members: map[int32]int64{}, done: make(chan struct{})}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = strconv.Itoa(int(cfg.NodeID))
+	mc.BindAddr, mc.BindPort = cfg.BindAddr, cfg.BindPort
+	if mc.BindAddr == "" {
+		mc.BindAddr = "0.0.0.0"
+	}
+	mc.AdvertiseAddr, mc.AdvertisePort = cfg.AdvertiseAddr, cfg.AdvertisePort
+	// A restarted broker may come back on another address (a new pod IP,
+	// or port 0): memberlist refuses a dead member's name from a new address
+	// until DeadNodeReclaimTime has passed, so keep that well inside the
+	// session timeout.
+	mc.DeadNodeReclaimTime = cfg.SessionTimeout / 3
+	mc.Delegate = gossipDelegate{g}
+	mc.Events = gossipEvents{g}
+	mc.LogOutput = cfg.LogOutput
+	if mc.LogOutput == nil {
+		mc.LogOutput = io.Discard
+	}
+	if cfg.Tune != nil {
+		cfg.Tune(mc)
+	}
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("quorum: memberlist: %w", err)
+	}
+	g.ml = ml
+	go g.loop()
+	return g, nil
+}
+
+// Addr is the advertised gossip address (host:port) other nodes join.
+func (g *Gossip) Addr() string { return g.ml.LocalNode().Address() }
+
+// Join contacts existing members; it returns how many answered.
+func (g *Gossip) Join(seeds []string) (int, error) { return g.ml.Join(seeds) }
+
+// SetBrokerEpoch advertises the epoch of this broker's current registration.
+// Call it after RegisterBroker, once the broker has caught up with the
+// metadata log: the active controller then unfences it.
+func (g *Gossip) SetBrokerEpoch(epoch int64) error {
+	g.epoch.Store(epoch)
+	return g.ml.UpdateNode(g.cfg.SessionTimeout)
+}
+
+// Leave announces a clean departure, then stops; Close alone looks like a
+// crash to the others.
+func (g *Gossip) Leave(timeout time.Duration) error {
+	err := g.ml.Leave(timeout)
+	if cerr := g.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close stops gossip without announcing it.
+func (g *Gossip) Close() error {
+	g.cancel()
+	<-g.done
+	return g.ml.Shutdown()
+}
+
+func (g *Gossip) poke() {
+	select {
+	case g.nudge <- struct{}{}:
+	default:
+	}
+}
+
+func (g *Gossip) loop() {
+	defer close(g.done)
+	tick := time.NewTicker(g.cfg.Tick)
+	defer tick.Stop()
+	live := Liveness{SessionTimeout: g.cfg.SessionTimeout}
+	leading := false
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-tick.C:
+		case <-g.nudge:
+		}
+		if !g.ctrl.IsLeader() {
+			leading = false
+			continue
+		}
+		now := time.Now()
+		if !leading {
+			live.Reset(now)
+			leading = true
+		}
+		g.mu.Lock()
+		for id, at := range g.dead {
+			live.Dead(id, at)
+		}
+		clear(g.dead)
+		for id, epoch := range g.members {
+			live.Alive(id, epoch, now)
+		}
+		g.mu.Unlock()
+		var cmds []Command
+		g.ctrl.View(func(im *Image) { cmds = live.Decide(im, now) })
+		for _, cmd := range cmds {
+			ctx, cancel := context.WithTimeout(g.ctx, g.cfg.SessionTimeout)
+			if _, err := g.ctrl.Propose(ctx, cmd); err == nil {
+				g.Proposed.Add(1)
+			}
+			cancel()
+		}
+	}
+}
+
+func decodeEpoch(meta []byte) int64 {
+	if len(meta) < 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(meta))
+}
+
+type gossipDelegate struct{ g *Gossip }
+
+func (d gossipDelegate) NodeMeta(limit int) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, uint64(d.g.epoch.Load()))
+	return b
+}
+func (gossipDelegate) NotifyMsg([]byte)                    {}
+func (gossipDelegate) GetBroadcasts(int, int) [][]byte     { return nil }
+func (gossipDelegate) LocalState(bool) []byte              { return nil }
+func (gossipDelegate) MergeRemoteState(buf []byte, _ bool) {}
+
+// gossipEvents keeps Gossip.members. memberlist calls it with its node lock
+// held, so the Node may be read here (and only here).
+type gossipEvents struct{ g *Gossip }
+
+func (e gossipEvents) NotifyJoin(n *memberlist.Node)   { e.alive(n) }
+func (e gossipEvents) NotifyUpdate(n *memberlist.Node) { e.alive(n) }
+
+func (e gossipEvents) alive(n *memberlist.Node) {
+	id, err := strconv.Atoi(n.Name)
+	if err != nil {
+		return
+	}
+	epoch := decodeEpoch(n.Meta)
+	e.g.mu.Lock()
+	e.g.members[int32(id)] = epoch
+	delete(e.g.dead, int32(id))
+	e.g.mu.Unlock()
+	e.g.poke()
+}
+
+func (e gossipEvents) NotifyLeave(n *memberlist.Node) {
+	id, err := strconv.Atoi(n.Name)
+	if err != nil {
+		return
+	}
+	e.g.mu.Lock()
+	delete(e.g.members, int32(id))
+	e.g.dead[int32(id)] = time.Now()
+	e.g.mu.Unlock()
+	e.g.poke()
+}

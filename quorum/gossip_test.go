@@ -1,0 +1,99 @@
+package quorum
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+func fastGossip(mc *memberlist.Config) {
+	mc.ProbeInterval = 50 * time.Millisecond
+	mc.ProbeTimeout = 25 * time.Millisecond
+	mc.GossipInterval = 10 * time.Millisecond
+	mc.SuspicionMult = 2
+	mc.SuspicionMaxTimeoutMult = 2
+	mc.PushPullInterval = time.Second
+	mc.TCPTimeout = time.Second
+}
+
+// TestGossipFencing: every controller node is also a broker with gossip; a
+// broker that stops is fenced and leaves every ISR and leadership.
+func TestGossipFencing(t *testing.T) {
+	const session = 3 * time.Second
+	nodes := startQuorum(t, 3, nil)
+	leader := leaderOf(t, nodes)
+	gs := map[int32]*Gossip{}
+	for _, n := range nodes {
+		g, err := StartGossip(GossipConfig{NodeID: n.id, BindAddr: "127.0.0.1", SessionTimeout: session, Tick: 50 * time.Millisecond, Tune: fastGossip}, n.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs[n.id] = g
+		t.Cleanup(func() { g.Close() })
+	}
+	for _, n := range nodes[1:] {
+		if _, err := gs[n.id].Join([]string{gs[nodes[0].id].Addr()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		r := propose(t, n, &RegisterBroker{ID: n.id}).(*RegisterBrokerReply)
+		if err := gs[n.id].SetBrokerEpoch(r.Epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "every broker unfenced by the controller", func() bool {
+		im := leader.c.Image()
+		for _, n := range nodes {
+			if b := im.Brokers[n.id]; b == nil || b.Fenced {
+				return false
+			}
+		}
+		return true
+	})
+	createTopics(t, leader, "g", 2)
+
+	victim := followerOf(nodes, leader)
+	start := time.Now()
+	gs[victim.id].Close()
+	victim.stop(t)
+	waitFor(t, session+5*time.Second, "the stopped broker fenced and moved off", func() bool {
+		im := leader.c.Image()
+		if !im.Brokers[victim.id].Fenced {
+			return false
+		}
+		for _, tp := range im.Topics {
+			for _, p := range tp.Partitions {
+				if p.Leader == victim.id || slices.Contains(p.ISR, victim.id) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	t.Logf("broker %d fenced and its partitions moved %v after it stopped (session timeout %v)", victim.id, time.Since(start).Round(time.Millisecond), session)
+
+	// The broker restarts: it registers again (new epoch, fenced), gossips
+	// its new epoch, and the active controller unfences it.
+	victim.start(t, nil, nil, nil)
+	g, err := StartGossip(GossipConfig{NodeID: victim.id, BindAddr: "127.0.0.1", SessionTimeout: session, Tick: 50 * time.Millisecond, Tune: fastGossip}, victim.c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	if _, err := g.Join([]string{gs[leader.id].Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	r := propose(t, victim, &RegisterBroker{ID: victim.id, CleanShutdown: true}).(*RegisterBrokerReply)
+	if err := g.SetBrokerEpoch(r.Epoch); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, session+5*time.Second, "the restarted broker unfenced with its new epoch", func() bool {
+		b := leader.c.Image().Brokers[victim.id]
+		return b.Epoch == r.Epoch && !b.Fenced
+	})
+	t.Logf("restarted broker %d (new address) registered and unfenced in %v", victim.id, time.Since(start).Round(time.Millisecond))
+}

@@ -1,0 +1,243 @@
+package quorum
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// NoLeader is the leader id of a partition that has no leader (offline).
+const NoLeader int32 = -1
+
+// UUID is a 128-bit id (topic ids, cluster ids, directory ids). Its text form
+// is Kafka's: unpadded URL-safe base64, 22 characters.
+type UUID [16]byte
+
+// NewUUID returns a random (version 4) UUID that is not the zero UUID.
+func NewUUID() UUID {
+	var u UUID
+	for u == (UUID{}) {
+		if _, err := rand.Read(u[:]); err != nil {
+			panic(fmt.Sprintf("quorum: crypto/rand: %v", err))
+		}
+		u[6] = u[6]&0x0f | 0x40
+		u[8] = u[8]&0x3f | 0x80
+	}
+	return u
+}
+
+// ParseUUID parses the text form written by UUID.String.
+func ParseUUID(s string) (UUID, error) {
+	var u UUID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != len(u) {
+		return u, fmt.Errorf("%w: %q is not a 22-character base64url UUID", ErrBadUUID, s)
+	}
+	copy(u[:], b)
+	return u, nil
+}
+
+func (u UUID) String() string { return base64.RawURLEncoding.EncodeToString(u[:]) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (u UUID) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (u *UUID) UnmarshalText(b []byte) error {
+	v, err := ParseUUID(string(b))
+	if err != nil {
+		return err
+	}
+	*u = v
+	return nil
+}
+
+// Endpoint is one listener a broker advertises.
+type Endpoint struct {
+	Name string `json:"name"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+}
+
+// Broker is the registration of one broker. Epoch changes on every
+// registration (KIP-841/903): a replica proves it is the current incarnation
+// of its broker by carrying this epoch.
+type Broker struct {
+	ID           int32      `json:"id"`
+	Epoch        int64      `json:"epoch"`
+	Endpoints    []Endpoint `json:"endpoints,omitempty"`
+	Rack         string     `json:"rack,omitempty"`
+	Fenced       bool       `json:"fenced"`
+	ShuttingDown bool       `json:"shutting_down"`
+	// CleanShutdown is what the broker said about its previous run when it
+	// registered; an unclean one may have lost its unflushed log tail.
+	CleanShutdown bool `json:"clean_shutdown"`
+}
+
+// Alive reports whether the broker may lead partitions and join ISRs.
+func (b *Broker) Alive() bool { return b != nil && !b.Fenced && !b.ShuttingDown }
+
+// UncleanElection records one election of a leader from outside the ISR: the
+// data written after the old ISR's log end may be lost, and metrics and the
+// admin CLI show these records.
+type UncleanElection struct {
+	LeaderEpoch int32   `json:"leader_epoch"`
+	Leader      int32   `json:"leader"`
+	LostISR     []int32 `json:"lost_isr"`
+}
+
+// Partition is the replication state of one partition.
+type Partition struct {
+	Replicas []int32 `json:"replicas"`
+	ISR      []int32 `json:"isr"`
+	Leader   int32   `json:"leader"`
+	// LeaderEpoch is bumped on every leader change.
+	LeaderEpoch int32 `json:"leader_epoch"`
+	// PartitionEpoch is bumped on every change of the partition.
+	PartitionEpoch int32 `json:"partition_epoch"`
+	// StaleISR marks an offline partition whose only ISR member restarted
+	// after an unclean shutdown and may have lost acknowledged records:
+	// electing it counts as an unclean election (compare KIP-966).
+	StaleISR         bool              `json:"stale_isr,omitempty"`
+	UncleanElections []UncleanElection `json:"unclean_elections,omitempty"`
+}
+
+// Topic is one topic: its id, per-topic config overrides and partitions.
+type Topic struct {
+	Name       string            `json:"name"`
+	ID         UUID              `json:"id"`
+	Configs    map[string]string `json:"configs,omitempty"`
+	Partitions []Partition       `json:"partitions"`
+}
+
+// ProducerIDBlock is a range of producer ids handed to one broker.
+type ProducerIDBlock struct {
+	BrokerID int32 `json:"broker_id"`
+	Start    int64 `json:"start"`
+	Len      int64 `json:"len"`
+}
+
+// Image is the whole metadata state. It changes only through Replay; every
+// node that replays the same records holds an identical Image.
+type Image struct {
+	ClusterID string            `json:"cluster_id,omitempty"`
+	Brokers   map[int32]*Broker `json:"brokers"`
+	Topics    map[string]*Topic `json:"topics"`
+	// LastBrokerEpoch is the largest broker epoch handed out so far.
+	LastBrokerEpoch int64 `json:"last_broker_epoch"`
+	// NextProducerID is the first producer id not yet in any block.
+	NextProducerID int64 `json:"next_producer_id"`
+	// LastProducerBlock is the most recent allocation.
+	LastProducerBlock *ProducerIDBlock `json:"last_producer_block,omitempty"`
+
+	topicsByID map[UUID]string
+}
+
+// NewImage returns the empty image.
+func NewImage() *Image {
+	return &Image{
+		Brokers:    map[int32]*Broker{},
+		Topics:     map[string]*Topic{},
+		topicsByID: map[UUID]string{},
+	}
+}
+
+// TopicByID returns the topic with the given id, or nil.
+func (im *Image) TopicByID(id UUID) *Topic {
+	name, ok := im.topicsByID[id]
+	if !ok {
+		return nil
+	}
+	return im.Topics[name]
+}
+
+// SortedTopics returns the topic names in order.
+func (im *Image) SortedTopics() []string {
+	names := make([]string, 0, len(im.Topics))
+	for n := range im.Topics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// SortedBrokers returns the broker ids in order.
+func (im *Image) SortedBrokers() []int32 {
+	ids := make([]int32, 0, len(im.Brokers))
+	for id := range im.Brokers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Clone returns a deep copy that shares nothing with im.
+func (im *Image) Clone() *Image {
+	c := NewImage()
+	c.ClusterID = im.ClusterID
+	c.LastBrokerEpoch = im.LastBrokerEpoch
+	c.NextProducerID = im.NextProducerID
+	if im.LastProducerBlock != nil {
+		b := *im.LastProducerBlock
+		c.LastProducerBlock = &b
+	}
+	for id, b := range im.Brokers {
+		nb := *b
+		nb.Endpoints = slices.Clone(b.Endpoints)
+		c.Brokers[id] = &nb
+	}
+	for name, t := range im.Topics {
+		nt := &Topic{Name: t.Name, ID: t.ID, Partitions: make([]Partition, len(t.Partitions))}
+		if t.Configs != nil {
+			nt.Configs = make(map[string]string, len(t.Configs))
+			for k, v := range t.Configs {
+				nt.Configs[k] = v
+			}
+		}
+		for i := range t.Partitions {
+			nt.Partitions[i] = t.Partitions[i].clone()
+		}
+		c.Topics[name] = nt
+		c.topicsByID[t.ID] = name
+	}
+	return c
+}
+
+func (p Partition) clone() Partition {
+	q := p
+	q.Replicas = slices.Clone(p.Replicas)
+	q.ISR = slices.Clone(p.ISR)
+	if p.UncleanElections != nil {
+		q.UncleanElections = make([]UncleanElection, len(p.UncleanElections))
+		for i, u := range p.UncleanElections {
+			u.LostISR = slices.Clone(u.LostISR)
+			q.UncleanElections[i] = u
+		}
+	}
+	return q
+}
+
+// reindex rebuilds the derived indexes after decoding.
+func (im *Image) reindex() {
+	if im.Brokers == nil {
+		im.Brokers = map[int32]*Broker{}
+	}
+	if im.Topics == nil {
+		im.Topics = map[string]*Topic{}
+	}
+	im.topicsByID = make(map[UUID]string, len(im.Topics))
+	for name, t := range im.Topics {
+		im.topicsByID[t.ID] = name
+	}
+}
+
+// PartitionCount returns the number of partitions of all topics.
+func (im *Image) PartitionCount() int {
+	n := 0
+	for _, t := range im.Topics {
+		n += len(t.Partitions)
+	}
+	return n
+}

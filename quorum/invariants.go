@@ -1,0 +1,58 @@
+package quorum
+
+import (
+	"fmt"
+	"slices"
+)
+
+// CheckInvariants verifies the structural invariants of an image: ISRs are
+// non-empty subsets of the replicas, a leader is in its ISR, ids and indexes
+// agree. Replay keeps them; the FSM checks them after every entry when built
+// with -tags invariants and panics, with context, on a violation.
+func (im *Image) CheckInvariants() error {
+	if len(im.topicsByID) != len(im.Topics) {
+		return fmt.Errorf("quorum invariant: %d topic ids for %d topics", len(im.topicsByID), len(im.Topics))
+	}
+	for id, b := range im.Brokers {
+		if b.ID != id || b.Epoch > im.LastBrokerEpoch || b.Epoch <= 0 {
+			return fmt.Errorf("quorum invariant: broker %d: %+v (last epoch %d)", id, *b, im.LastBrokerEpoch)
+		}
+	}
+	for name, t := range im.Topics {
+		if t.Name != name || t.ID == (UUID{}) || im.topicsByID[t.ID] != name {
+			return fmt.Errorf("quorum invariant: topic %q has name %q id %s", name, t.Name, t.ID)
+		}
+		for i, p := range t.Partitions {
+			if err := p.check(); err != nil {
+				return fmt.Errorf("quorum invariant: %s/%d: %v: %s", name, i, err, p)
+			}
+		}
+	}
+	return nil
+}
+
+func (p Partition) check() error {
+	if len(p.Replicas) == 0 || len(p.ISR) == 0 {
+		return fmt.Errorf("empty replicas or ISR")
+	}
+	for i, r := range p.Replicas {
+		if slices.Contains(p.Replicas[:i], r) {
+			return fmt.Errorf("replica %d repeated", r)
+		}
+	}
+	for i, r := range p.ISR {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ISR[:i], r) {
+			return fmt.Errorf("ISR member %d not a replica or repeated", r)
+		}
+	}
+	if p.Leader != NoLeader && !slices.Contains(p.ISR, p.Leader) {
+		return fmt.Errorf("leader %d not in ISR", p.Leader)
+	}
+	if p.StaleISR && (p.Leader != NoLeader || len(p.ISR) != 1) {
+		return fmt.Errorf("stale ISR with leader %d, ISR %v", p.Leader, p.ISR)
+	}
+	if p.LeaderEpoch < 0 || p.PartitionEpoch < p.LeaderEpoch {
+		return fmt.Errorf("epochs leader=%d partition=%d", p.LeaderEpoch, p.PartitionEpoch)
+	}
+	return nil
+}

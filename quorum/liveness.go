@@ -1,0 +1,82 @@
+package quorum
+
+import "time"
+
+// Liveness decides which brokers to fence and unfence. It is a pure state
+// machine: observations and the clock come in as arguments, commands go out;
+// the gossip driver (gossip.go) feeds it memberlist's view on the active
+// controller.
+//
+// Gossip is a fast hint, the Raft-committed broker epoch the authority:
+//   - A broker is fenced when gossip reports it dead, or when it has not been
+//     seen alive for SessionTimeout (counted from when this controller became
+//     active, so a new controller gives every broker a fresh session).
+//   - An unfenced broker seen alive with another epoch than its registration
+//     is a new incarnation (restarted, not registered yet): the registered one
+//     is fenced.
+//   - A fenced broker is unfenced when gossip sees it alive advertising the
+//     epoch of its current registration (a restarted broker advertises its
+//     new epoch only after it registered, and should only do so once it has
+//     caught up with the metadata log). Brokers in controlled shutdown are
+//     left alone.
+//   - Commands name the epoch they were decided for, so a fence or unfence
+//     that raced with a re-registration fails with STALE_BROKER_EPOCH.
+type Liveness struct {
+	SessionTimeout time.Duration
+
+	since time.Time
+	seen  map[int32]observation
+}
+
+type observation struct {
+	epoch int64
+	at    time.Time
+	dead  bool
+}
+
+// Reset starts a new session for every broker, at now: call it when this
+// node becomes the active controller.
+func (l *Liveness) Reset(now time.Time) {
+	l.since = now
+	l.seen = map[int32]observation{}
+}
+
+// Alive records that gossip sees broker id alive, advertising epoch.
+func (l *Liveness) Alive(id int32, epoch int64, now time.Time) {
+	if l.seen == nil {
+		l.seen = map[int32]observation{}
+	}
+	l.seen[id] = observation{epoch: epoch, at: now}
+}
+
+// Dead records that gossip declared broker id dead (or that it left).
+func (l *Liveness) Dead(id int32, now time.Time) {
+	if l.seen == nil {
+		l.seen = map[int32]observation{}
+	}
+	o := l.seen[id]
+	o.dead, o.at = true, now
+	l.seen[id] = o
+}
+
+// Decide returns the fence and unfence commands the image needs now, in
+// broker id order.
+func (l *Liveness) Decide(im *Image, now time.Time) []Command {
+	var out []Command
+	for _, id := range im.SortedBrokers() {
+		b := im.Brokers[id]
+		o, ok := l.seen[id]
+		last := l.since
+		if ok && o.at.After(last) {
+			last = o.at
+		}
+		expired := now.Sub(last) > l.SessionTimeout
+		switch {
+		case !b.Fenced && (expired || ok && (o.dead || o.epoch != b.Epoch)):
+			out = append(out, &FenceBroker{ID: id, Epoch: b.Epoch})
+		case b.Fenced && !b.ShuttingDown && ok && !o.dead && !expired && o.epoch == b.Epoch:
+			out = append(out, &UnfenceBroker{ID: id, Epoch: b.Epoch})
+		}
+	}
+	return out
+}

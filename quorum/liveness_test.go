@@ -1,0 +1,67 @@
+package quorum
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLiveness(t *testing.T) {
+	im := NewImage()
+	reg := func(id int32, fenced bool) {
+		im.LastBrokerEpoch++
+		im.Brokers[id] = &Broker{ID: id, Epoch: im.LastBrokerEpoch, Fenced: fenced}
+	}
+	reg(1, false) // epoch 1
+	reg(2, true)  // epoch 2
+	reg(3, false) // epoch 3
+	reg(4, true)  // epoch 4
+	t0 := time.Unix(1000, 0)
+	l := Liveness{SessionTimeout: 3 * time.Second}
+	l.Reset(t0)
+	decide := func(at time.Duration) string {
+		var s []string
+		for _, c := range l.Decide(im, t0.Add(at)) {
+			s = append(s, strings.NewReplacer("*quorum.", "", "&", "").Replace(fmt.Sprintf("%T%+v", c, c)))
+		}
+		return strings.Join(s, " ")
+	}
+	check := func(at time.Duration, want string) {
+		t.Helper()
+		if got := decide(at); got != want {
+			t.Fatalf("at %v: got %q, want %q", at, got, want)
+		}
+	}
+	// A new controller gives everybody a session: nothing happens at once.
+	check(0, "")
+	l.Alive(1, 1, t0.Add(time.Second))
+	l.Alive(2, 2, t0.Add(time.Second)) // fenced, alive with its current epoch
+	l.Alive(4, 3, t0.Add(time.Second)) // fenced, alive with an old epoch
+	check(time.Second, "UnfenceBroker{ID:2 Epoch:2}")
+	// Broker 3 was never seen: its session expires.
+	check(3*time.Second+1, "UnfenceBroker{ID:2 Epoch:2} FenceBroker{ID:3 Epoch:3}")
+	im.Brokers[2].Fenced = false
+	im.Brokers[3].Fenced = true
+	// Gossip declares 1 dead: fenced at once, before its session ends.
+	l.Dead(1, t0.Add(2*time.Second))
+	check(2*time.Second, "FenceBroker{ID:1 Epoch:1}")
+	im.Brokers[1].Fenced = true
+	// 1 restarts and registers again (epoch 5); gossip sees the new epoch.
+	im.LastBrokerEpoch++
+	im.Brokers[1] = &Broker{ID: 1, Epoch: im.LastBrokerEpoch, Fenced: true}
+	l.Alive(1, 5, t0.Add(4*time.Second))
+	l.Alive(2, 2, t0.Add(4*time.Second))
+	check(4*time.Second, "UnfenceBroker{ID:1 Epoch:5}")
+	// 3 comes back as a new process that has not registered yet (epoch 0)
+	// while its old registration is unfenced: the old one is fenced.
+	im.Brokers[3].Fenced = false
+	l.Alive(3, 0, t0.Add(4*time.Second))
+	check(4*time.Second, "UnfenceBroker{ID:1 Epoch:5} FenceBroker{ID:3 Epoch:3}")
+	im.Brokers[3].Fenced = true
+	// A broker shutting down is not unfenced.
+	im.Brokers[1].ShuttingDown = true
+	check(4*time.Second, "")
+	// Unseen for a session: 2 is fenced.
+	check(7*time.Second+1, "FenceBroker{ID:2 Epoch:2}")
+}

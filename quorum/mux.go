@@ -1,0 +1,120 @@
+package quorum
+
+import (
+	"bufio"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// forwardMagic is the first byte of a forwarding connection. The controller
+// port carries two protocols: hashicorp/raft's (every connection starts with
+// an RPC type byte, 0..4 in raft v1.7) and the forwarding protocol of
+// forward.go (starts with forwardMagic). muxListener reads the first byte of
+// each accepted connection and routes it.
+const forwardMagic byte = 0xF5
+
+// firstByteTimeout bounds how long an accepted connection may stay silent.
+const firstByteTimeout = 10 * time.Second
+
+// muxListener is the raft.StreamLayer of a Controller: it hands raft the
+// raft connections and gives forwarding connections to handle.
+type muxListener struct {
+	ln        net.Listener
+	advertise net.Addr
+	handle    func(net.Conn)
+
+	raftConns chan net.Conn
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+var _ raft.StreamLayer = (*muxListener)(nil)
+
+func newMuxListener(ln net.Listener, advertise net.Addr, handle func(net.Conn)) *muxListener {
+	m := &muxListener{
+		ln: ln, advertise: advertise, handle: handle,
+		raftConns: make(chan net.Conn), closed: make(chan struct{}),
+	}
+	go m.acceptLoop()
+	return m
+}
+
+func (m *muxListener) acceptLoop() {
+	for {
+		conn, err := m.ln.Accept()
+		if err != nil {
+			select {
+			case <-m.closed:
+				return
+			default:
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				continue
+			}
+			m.Close()
+			return
+		}
+		go m.route(conn)
+	}
+}
+
+func (m *muxListener) route(conn net.Conn) {
+	br := bufio.NewReader(conn)
+	_ = conn.SetReadDeadline(time.Now().Add(firstByteTimeout))
+	first, err := br.Peek(1)
+	_ = conn.SetReadDeadline(time.Time{})
+	if err != nil {
+		conn.Close()
+		return
+	}
+	pc := &peekedConn{Conn: conn, r: br}
+	if first[0] == forwardMagic {
+		_, _ = br.ReadByte()
+		m.handle(pc)
+		return
+	}
+	select {
+	case m.raftConns <- pc:
+	case <-m.closed:
+		conn.Close()
+	}
+}
+
+// Accept implements net.Listener for raft.
+func (m *muxListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-m.raftConns:
+		return c, nil
+	case <-m.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close implements net.Listener; it may be called more than once.
+func (m *muxListener) Close() error {
+	var err error
+	m.closeOnce.Do(func() {
+		close(m.closed)
+		err = m.ln.Close()
+	})
+	return err
+}
+
+// Addr is the advertised address: what raft tells its peers.
+func (m *muxListener) Addr() net.Addr { return m.advertise }
+
+// Dial implements raft.StreamLayer.
+func (m *muxListener) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return net.DialTimeout("tcp", string(addr), timeout)
+}
+
+// peekedConn is a connection whose first bytes were buffered by route.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }

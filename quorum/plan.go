@@ -1,0 +1,444 @@
+package quorum
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Topic config keys the controller interprets. Other keys are stored as given.
+const (
+	ConfigUncleanLeaderElection = "unclean.leader.election.enable"
+	ConfigMinInsyncReplicas     = "min.insync.replicas"
+)
+
+// DefaultProducerIDBlockSize is the size of a producer id block (Kafka's).
+const DefaultProducerIDBlockSize = 1000
+
+// Policy is the controller's static configuration that planning depends on.
+type Policy struct {
+	// UncleanLeaderElectionEnable is the broker default of
+	// unclean.leader.election.enable; a topic config overrides it.
+	UncleanLeaderElectionEnable bool
+	// ProducerIDBlockSize defaults to DefaultProducerIDBlockSize.
+	ProducerIDBlockSize int64
+	// NewUUID makes topic ids; nil means NewUUID. Tests make it deterministic.
+	NewUUID func() UUID
+}
+
+// Plan validates cmd against the image and returns the records that carry
+// it out and the command's reply. It does not change the image: the records
+// do, when replayed (through Raft, on every node). A rejected command returns
+// an error wrapping a kerr value. Plan is pure given pol.NewUUID.
+func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
+	p := planner{im: im, pol: pol}
+	switch c := cmd.(type) {
+	case *SetClusterID:
+		if im.ClusterID == c.ClusterID {
+			return nil, nil, nil
+		}
+		if im.ClusterID != "" {
+			return nil, nil, kerrf(kerr.InconsistentClusterID, "cluster id is %s, not %s", im.ClusterID, c.ClusterID)
+		}
+		return []Record{&ClusterIDRecord{ClusterID: c.ClusterID}}, nil, nil
+	case *RegisterBroker:
+		return p.registerBroker(c)
+	case *FenceBroker:
+		return p.fenceBroker(c)
+	case *UnfenceBroker:
+		return p.unfenceBroker(c)
+	case *ControlledShutdown:
+		return p.controlledShutdown(c)
+	case *CreateTopics:
+		return p.createTopics(c)
+	case *DeleteTopics:
+		return p.deleteTopics(c)
+	case *AlterConfigs:
+		return p.alterConfigs(c)
+	case *AlterPartition:
+		return p.alterPartition(c)
+	case *AlterPartitions:
+		return p.alterPartitions(c)
+	case *ElectLeaders:
+		return p.electLeaders(c)
+	case *AllocateProducerIDs:
+		b, err := p.broker(c.BrokerID, c.BrokerEpoch)
+		if err != nil {
+			return nil, nil, err
+		}
+		size := pol.ProducerIDBlockSize
+		if size <= 0 {
+			size = DefaultProducerIDBlockSize
+		}
+		rec := &ProducerIDsRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Start: im.NextProducerID, Len: size}
+		return []Record{rec}, &ProducerIDBlock{BrokerID: b.ID, Start: rec.Start, Len: size}, nil
+	}
+	return nil, nil, fmt.Errorf("%w: %T", ErrUnknownCommand, cmd)
+}
+
+type planner struct {
+	im  *Image
+	pol Policy
+}
+
+func kerrf(e *kerr.Error, format string, args ...any) error {
+	return fmt.Errorf("%w: %s", e, fmt.Sprintf(format, args...))
+}
+
+// ErrorCode returns the Kafka error code of err: 0 for nil, the kerr code
+// for an error wrapping a kerr value, UNKNOWN_SERVER_ERROR otherwise.
+func ErrorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+func (p *planner) broker(id int32, epoch int64) (*Broker, error) {
+	b := p.im.Brokers[id]
+	if b == nil {
+		return nil, kerrf(kerr.BrokerIDNotRegistered, "broker %d", id)
+	}
+	if epoch != AnyEpoch && b.Epoch != epoch {
+		return nil, kerrf(kerr.StaleBrokerEpoch, "broker %d has epoch %d, not %d", id, b.Epoch, epoch)
+	}
+	return b, nil
+}
+
+// uncleanAllowed resolves unclean.leader.election.enable for a topic.
+func (p *planner) uncleanAllowed(t *Topic) bool {
+	if v, ok := t.Configs[ConfigUncleanLeaderElection]; ok {
+		b, err := strconv.ParseBool(v)
+		return err == nil && b
+	}
+	return p.pol.UncleanLeaderElectionEnable
+}
+
+// acceptable returns the leader-acceptability test of the image, with one
+// broker forced out (out >= 0) or in (in >= 0).
+func (p *planner) acceptable(out, in int32) func(int32) bool {
+	return func(id int32) bool {
+		if id == out {
+			return false
+		}
+		b := p.im.Brokers[id]
+		if id == in {
+			return b != nil && !b.ShuttingDown
+		}
+		return b.Alive()
+	}
+}
+
+// forEachPartition visits partitions in topic-name order.
+func (p *planner) forEachPartition(fn func(t *Topic, i int32, part *Partition)) {
+	for _, name := range p.im.SortedTopics() {
+		t := p.im.Topics[name]
+		for i := range t.Partitions {
+			fn(t, int32(i), &t.Partitions[i])
+		}
+	}
+}
+
+// moveOff removes a broker from every ISR (keeping it as the last member of
+// an otherwise empty ISR, marked stale when unclean) and moves its
+// leaderships elsewhere.
+func (p *planner) moveOff(id int32, unclean bool) []Record {
+	var recs []Record
+	ok := p.acceptable(id, -1)
+	p.forEachPartition(func(t *Topic, i int32, part *Partition) {
+		if part.Leader != id && !slices.Contains(part.ISR, id) {
+			return
+		}
+		isr := slices.DeleteFunc(slices.Clone(part.ISR), func(r int32) bool { return r == id })
+		el := ElectClean
+		if p.uncleanAllowed(t) {
+			el = ElectUnclean
+		}
+		c := PartitionChange{TopicID: t.ID, Partition: i, Current: *part, Acceptable: ok, TargetISR: isr, Election: el, StaleIfKept: unclean}
+		if rec, changed := c.Build(); changed {
+			recs = append(recs, rec)
+		}
+	})
+	return recs
+}
+
+func (p *planner) registerBroker(c *RegisterBroker) ([]Record, any, error) {
+	if c.ID < 0 {
+		return nil, nil, kerrf(kerr.InvalidRequest, "broker id %d", c.ID)
+	}
+	if c.ClusterID != "" && p.im.ClusterID != "" && c.ClusterID != p.im.ClusterID {
+		return nil, nil, kerrf(kerr.InconsistentClusterID, "broker %d has cluster id %s, the quorum %s", c.ID, c.ClusterID, p.im.ClusterID)
+	}
+	var recs []Record
+	if _, ok := p.im.Brokers[c.ID]; ok {
+		recs = p.moveOff(c.ID, !c.CleanShutdown)
+	}
+	epoch := p.im.LastBrokerEpoch + 1
+	recs = append(recs, &RegisterBrokerRecord{
+		ID: c.ID, Epoch: epoch, Endpoints: slices.Clone(c.Endpoints), Rack: c.Rack, CleanShutdown: c.CleanShutdown,
+	})
+	return recs, &RegisterBrokerReply{Epoch: epoch}, nil
+}
+
+func (p *planner) fenceBroker(c *FenceBroker) ([]Record, any, error) {
+	b, err := p.broker(c.ID, c.Epoch)
+	if err != nil || b.Fenced {
+		return nil, nil, err
+	}
+	recs := []Record{&FenceBrokerRecord{ID: b.ID, Epoch: b.Epoch}}
+	return append(recs, p.moveOff(b.ID, false)...), nil, nil
+}
+
+func (p *planner) controlledShutdown(c *ControlledShutdown) ([]Record, any, error) {
+	b, err := p.broker(c.ID, c.Epoch)
+	if err != nil || b.ShuttingDown {
+		return nil, nil, err
+	}
+	recs := []Record{&BrokerShutdownRecord{ID: b.ID, Epoch: b.Epoch}}
+	return append(recs, p.moveOff(b.ID, false)...), nil, nil
+}
+
+func (p *planner) unfenceBroker(c *UnfenceBroker) ([]Record, any, error) {
+	b, err := p.broker(c.ID, c.Epoch)
+	if err != nil || !b.Fenced {
+		return nil, nil, err
+	}
+	recs := []Record{&UnfenceBrokerRecord{ID: b.ID, Epoch: b.Epoch}}
+	ok := p.acceptable(-1, b.ID)
+	p.forEachPartition(func(t *Topic, i int32, part *Partition) {
+		if part.Leader != NoLeader || !slices.Contains(part.Replicas, b.ID) {
+			return
+		}
+		el := ElectClean
+		if p.uncleanAllowed(t) {
+			el = ElectUnclean
+		}
+		pc := PartitionChange{TopicID: t.ID, Partition: i, Current: *part, Acceptable: ok, Election: el}
+		if rec, changed := pc.Build(); changed {
+			recs = append(recs, rec)
+		}
+	})
+	return recs, nil, nil
+}
+
+func (p *planner) alterPartition(c *AlterPartition) ([]Record, any, error) {
+	t := p.im.TopicByID(c.TopicID)
+	if t == nil {
+		return nil, nil, kerrf(kerr.UnknownTopicID, "topic id %s", c.TopicID)
+	}
+	if c.Partition < 0 || int(c.Partition) >= len(t.Partitions) {
+		return nil, nil, kerrf(kerr.UnknownTopicOrPartition, "%s/%d", t.Name, c.Partition)
+	}
+	if _, err := p.broker(c.BrokerID, c.BrokerEpoch); err != nil {
+		return nil, nil, err
+	}
+	part := t.Partitions[c.Partition]
+	where := fmt.Sprintf("%s/%d", t.Name, c.Partition)
+	if c.LeaderEpoch != part.LeaderEpoch {
+		return nil, nil, kerrf(kerr.FencedLeaderEpoch, "%s: leader epoch %d, current %d", where, c.LeaderEpoch, part.LeaderEpoch)
+	}
+	if part.Leader != c.BrokerID {
+		return nil, nil, kerrf(kerr.NotLeaderForPartition, "%s: broker %d is not the leader (%d is)", where, c.BrokerID, part.Leader)
+	}
+	if c.PartitionEpoch != part.PartitionEpoch {
+		return nil, nil, kerrf(kerr.InvalidUpdateVersion, "%s: partition epoch %d, current %d", where, c.PartitionEpoch, part.PartitionEpoch)
+	}
+	isr := make([]int32, 0, len(c.NewISR))
+	for _, m := range c.NewISR {
+		if !slices.Contains(part.Replicas, m.ID) || slices.Contains(isr, m.ID) {
+			return nil, nil, kerrf(kerr.InvalidRequest, "%s: ISR member %d is not a replica or is repeated", where, m.ID)
+		}
+		b := p.im.Brokers[m.ID]
+		switch {
+		case b == nil:
+			return nil, nil, kerrf(kerr.IneligibleReplica, "%s: replica %d is not registered", where, m.ID)
+		case b.Fenced:
+			return nil, nil, kerrf(kerr.IneligibleReplica, "%s: replica %d is fenced", where, m.ID)
+		case b.ShuttingDown:
+			return nil, nil, kerrf(kerr.IneligibleReplica, "%s: replica %d is shutting down", where, m.ID)
+		case m.Epoch != AnyEpoch && m.Epoch != b.Epoch:
+			return nil, nil, kerrf(kerr.IneligibleReplica, "%s: replica %d has broker epoch %d, not %d", where, m.ID, b.Epoch, m.Epoch)
+		}
+		isr = append(isr, m.ID)
+	}
+	if !slices.Contains(isr, c.BrokerID) {
+		return nil, nil, kerrf(kerr.InvalidRequest, "%s: the leader %d must stay in the ISR", where, c.BrokerID)
+	}
+	pc := PartitionChange{TopicID: t.ID, Partition: c.Partition, Current: part, Acceptable: p.acceptable(-1, -1), TargetISR: isr}
+	rec, changed := pc.Build()
+	if !changed {
+		res := part.clone()
+		return nil, &res, nil
+	}
+	res := part.clone()
+	res.Leader, res.ISR, res.LeaderEpoch, res.PartitionEpoch = rec.Leader, slices.Clone(rec.ISR), rec.LeaderEpoch, rec.PartitionEpoch
+	return []Record{rec}, &res, nil
+}
+
+func (p *planner) alterPartitions(c *AlterPartitions) ([]Record, any, error) {
+	if _, err := p.broker(c.BrokerID, c.BrokerEpoch); err != nil {
+		return nil, nil, err
+	}
+	var recs []Record
+	reply := &AlterPartitionsReply{}
+	seen := map[PartitionRef]bool{}
+	for _, it := range c.Partitions {
+		res := AlterPartitionResult{TopicID: it.TopicID, Partition: it.Partition}
+		ref := PartitionRef{TopicID: it.TopicID, Partition: it.Partition}
+		var err error
+		var state any
+		var rs []Record
+		if seen[ref] {
+			err = kerrf(kerr.InvalidRequest, "partition %s/%d repeated", it.TopicID, it.Partition)
+		} else {
+			rs, state, err = p.alterPartition(&AlterPartition{
+				BrokerID: c.BrokerID, BrokerEpoch: c.BrokerEpoch, TopicID: it.TopicID, Partition: it.Partition,
+				LeaderEpoch: it.LeaderEpoch, PartitionEpoch: it.PartitionEpoch, NewISR: it.NewISR,
+			})
+		}
+		seen[ref] = true
+		if err != nil {
+			res.Code, res.Message = ErrorCode(err), err.Error()
+		} else {
+			res.State = state.(*Partition)
+			recs = append(recs, rs...)
+		}
+		reply.Partitions = append(reply.Partitions, res)
+	}
+	return recs, reply, nil
+}
+
+func (p *planner) electLeaders(c *ElectLeaders) ([]Record, any, error) {
+	if c.Election != ElectPreferred && c.Election != ElectUnclean {
+		return nil, nil, kerrf(kerr.InvalidRequest, "election type %d", c.Election)
+	}
+	tps := c.Partitions
+	if len(tps) == 0 {
+		p.forEachPartition(func(t *Topic, i int32, _ *Partition) {
+			tps = append(tps, TopicPartition{Topic: t.Name, Partition: i})
+		})
+	}
+	var recs []Record
+	reply := &ElectLeadersReply{}
+	seen := map[TopicPartition]bool{}
+	ok := p.acceptable(-1, -1)
+	for _, tp := range tps {
+		if seen[tp] {
+			continue
+		}
+		seen[tp] = true
+		res := ElectResult{TopicPartition: tp}
+		var err error
+		t := p.im.Topics[tp.Topic]
+		switch {
+		case t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions):
+			err = kerrf(kerr.UnknownTopicOrPartition, "%s/%d", tp.Topic, tp.Partition)
+		case c.Election == ElectPreferred && len(t.Partitions[tp.Partition].Replicas) > 0 &&
+			t.Partitions[tp.Partition].Leader == t.Partitions[tp.Partition].Replicas[0]:
+			err = kerrf(kerr.ElectionNotNeeded, "preferred replica leads")
+		case c.Election == ElectUnclean && t.Partitions[tp.Partition].Leader != NoLeader:
+			err = kerrf(kerr.ElectionNotNeeded, "partition has a leader")
+		default:
+			part := t.Partitions[tp.Partition]
+			pc := PartitionChange{TopicID: t.ID, Partition: tp.Partition, Current: part, Acceptable: ok, Election: c.Election}
+			rec, changed := pc.Build()
+			switch {
+			case c.Election == ElectPreferred && (!changed || rec.Leader != part.Replicas[0]):
+				err = kerrf(kerr.PreferredLeaderNotAvailable, "replica %d is not alive or not in the ISR", part.Replicas[0])
+			case !changed || rec.Leader == NoLeader:
+				err = kerrf(kerr.EligibleLeadersNotAvailable, "no replica is alive")
+			default:
+				recs = append(recs, rec)
+			}
+		}
+		if err != nil {
+			res.Code, res.Message = ErrorCode(err), err.Error()
+		}
+		reply.Partitions = append(reply.Partitions, res)
+	}
+	return recs, reply, nil
+}
+
+func (p *planner) deleteTopics(c *DeleteTopics) ([]Record, any, error) {
+	var recs []Record
+	reply := &TopicsReply{}
+	seen := map[string]bool{}
+	for _, name := range c.Names {
+		res := TopicResult{Name: name}
+		if t := p.im.Topics[name]; t == nil || seen[name] {
+			res.Code = kerr.UnknownTopicOrPartition.Code
+			res.Message = "no topic " + strconv.Quote(name)
+		} else {
+			res.ID = t.ID
+			recs = append(recs, &RemoveTopicRecord{Name: name, ID: t.ID})
+		}
+		seen[name] = true
+		reply.Topics = append(reply.Topics, res)
+	}
+	return recs, reply, nil
+}
+
+func (p *planner) alterConfigs(c *AlterConfigs) ([]Record, any, error) {
+	t := p.im.Topics[c.Topic]
+	if t == nil {
+		return nil, nil, kerrf(kerr.UnknownTopicOrPartition, "no topic %q", c.Topic)
+	}
+	if err := validateConfigs(c.Set); err != nil {
+		return nil, nil, err
+	}
+	recs := []Record{&TopicConfigRecord{TopicID: t.ID, Set: c.Set, Delete: c.Delete}}
+	// Turning unclean election on elects leaders of offline partitions now.
+	after := &Topic{Configs: map[string]string{}}
+	for k, v := range t.Configs {
+		after.Configs[k] = v
+	}
+	for k, v := range c.Set {
+		after.Configs[k] = v
+	}
+	for _, k := range c.Delete {
+		delete(after.Configs, k)
+	}
+	if p.uncleanAllowed(after) {
+		ok := p.acceptable(-1, -1)
+		for i := range t.Partitions {
+			if t.Partitions[i].Leader != NoLeader {
+				continue
+			}
+			pc := PartitionChange{TopicID: t.ID, Partition: int32(i), Current: t.Partitions[i], Acceptable: ok, Election: ElectUnclean}
+			if rec, changed := pc.Build(); changed {
+				recs = append(recs, rec)
+			}
+		}
+	}
+	return recs, nil, nil
+}
+
+func validateConfigs(m map[string]string) error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := m[k]
+		switch k {
+		case ConfigUncleanLeaderElection:
+			if _, err := strconv.ParseBool(v); err != nil {
+				return kerrf(kerr.InvalidConfig, "%s=%q is not a boolean", k, v)
+			}
+		case ConfigMinInsyncReplicas:
+			if n, err := strconv.Atoi(v); err != nil || n < 1 {
+				return kerrf(kerr.InvalidConfig, "%s=%q is not a positive integer", k, v)
+			}
+		}
+	}
+	return nil
+}

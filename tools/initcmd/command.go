@@ -1,0 +1,84 @@
+package initcmd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sluice-log/sluice/quorum"
+	"github.com/spf13/cobra"
+)
+
+// NewCommand returns `sluice init` (format a node directory) with its
+// `random-uuid` subcommand.
+func NewCommand() *cobra.Command {
+	var (
+		dir, clusterID, controllers, controllerAddr string
+		nodeID                                      int32
+		standalone, ignoreFormatted                 bool
+	)
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Format a node directory (meta.properties) for a new or existing cluster",
+		Long: `init writes meta.properties into --dir: the cluster id, the node id, a new
+directory id and the initial controllers (the Raft voters that bootstrap the
+metadata quorum). Every node of a cluster is formatted with the same cluster id
+and the same --initial-controllers. It refuses a directory that is already
+formatted, unless --ignore-formatted, which leaves such a directory as it is.`,
+		Example: `  id=$(sluice init random-uuid)
+  sluice init --dir /var/lib/sluice --cluster-id $id --node-id 1 \
+      --initial-controllers 1@n1:9093,2@n2:9093,3@n3:9093
+  sluice init --dir ./data --cluster-id $id --node-id 1 --standalone`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" || clusterID == "" || !cmd.Flags().Changed("node-id") {
+				return errors.New("init: --dir, --cluster-id and --node-id are required (make a cluster id with `sluice init random-uuid`)")
+			}
+			if standalone == (controllers != "") {
+				return errors.New("init: give exactly one of --initial-controllers and --standalone")
+			}
+			m := Meta{ClusterID: clusterID, NodeID: nodeID}
+			if standalone {
+				m.InitialControllers = []quorum.Voter{{ID: nodeID, Addr: controllerAddr}}
+			} else {
+				vs, err := ParseControllers(controllers)
+				if err != nil {
+					return err
+				}
+				m.InitialControllers = vs
+			}
+			m, err := Format(dir, m)
+			if errors.Is(err, ErrFormatted) && ignoreFormatted {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is already formatted; left as is\n", dir)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			role := "broker (joins as a non-voter)"
+			if m.IsController() {
+				role = "controller (Raft voter)"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "formatted %s: cluster %s, node %d, %s, directory %s\n",
+				dir, m.ClusterID, m.NodeID, role, m.DirectoryID)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "node directory to format")
+	f.StringVarP(&clusterID, "cluster-id", "t", "", "cluster id (sluice init random-uuid)")
+	f.Int32Var(&nodeID, "node-id", -1, "this node's id")
+	f.StringVar(&controllers, "initial-controllers", "", "initial controllers: id@host:port,...")
+	f.BoolVar(&standalone, "standalone", false, "this node is the only initial controller")
+	f.StringVar(&controllerAddr, "controller-addr", "localhost:9093", "with --standalone: this node's controller address")
+	f.BoolVarP(&ignoreFormatted, "ignore-formatted", "g", false, "succeed without change if the directory is already formatted")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "random-uuid",
+		Short: "Print a new random cluster id",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), quorum.NewUUID())
+			return nil
+		},
+	})
+	return cmd
+}
