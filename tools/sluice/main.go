@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -21,6 +23,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.AddCommand(initcmd.NewCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice:", err)
 		os.Exit(1)
