@@ -85,6 +85,9 @@ func crashRun(t *testing.T, seed uint64, points int) int {
 		if l.LogEndOffset() != m.leo() || l.LogStartOffset() != m.logStart {
 			fail("log holds [%d, %d), model [%d, %d) (last op %d)", l.LogStartOffset(), l.LogEndOffset(), m.logStart, m.leo(), lastOp)
 		}
+		if err := l.checkIndex(); err != nil {
+			fail("after op %d: %v; %s", lastOp, err, l.debugString())
+		}
 		op := rng.IntN(100)
 		lastOp = op
 		switch {
@@ -182,6 +185,9 @@ func checkCrashImage(t *testing.T, seed uint64, fs *vfs.MemFS, opts Options, m *
 		fail("open log: %v", err)
 	}
 	leo := l.LogEndOffset()
+	if err := l.checkIndex(); err != nil {
+		fail("index after recovery: %v; %s; report %+v", err, l.debugString(), rep)
+	}
 	if segs := l.Segments(); segs[0] > l.LogStartOffset() {
 		names, _ := fs.List("/d/t-0")
 		fail("segments %v, log start %d, leo %d, files %v, report %+v", segs, l.LogStartOffset(), leo, names, rep)

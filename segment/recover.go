@@ -107,6 +107,13 @@ func (l *Log) open(rep *RecoveryReport) error {
 		bases = bases[1:]
 		rep.SegmentsDeleted++
 	}
+	if len(bases) > 0 {
+		// Index entries below the first segment describe deleted segments.
+		wb.DeleteRange(l.k.offset(0), l.k.offset(bases[0]), nil)
+		if err := l.dropTimeEntriesBelow(bases[0], wb); err != nil {
+			return err
+		}
+	}
 	for _, b := range bases {
 		f, err := l.fs.OpenReadWrite(l.fs.PathJoin(l.dir, segmentName(b)), vfs.WriteCategoryUnspecified)
 		if err != nil {
@@ -480,6 +487,26 @@ func (l *Log) dropTimeEntriesFrom(from int64, wb *pebble.Batch) error {
 	}
 	if first != nil {
 		wb.DeleteRange(first, l.k.upper(kindTime), nil)
+	}
+	return nil
+}
+
+// dropTimeEntriesBelow deletes the time index entries at offsets below
+// before: a prefix in key order, as in dropTimeEntriesFrom.
+func (l *Log) dropTimeEntriesBelow(before int64, wb *pebble.Batch) error {
+	it, err := l.idx.db.NewIter(&pebble.IterOptions{LowerBound: l.k.kind(kindTime), UpperBound: l.k.upper(kindTime)})
+	if err != nil {
+		return err
+	}
+	var last []byte
+	for ok := it.First(); ok && decodeU64(it.Value()) < before; ok = it.Next() {
+		last = append(last[:0], it.Key()...)
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if last != nil {
+		wb.DeleteRange(l.k.kind(kindTime), append(last, 0), nil)
 	}
 	return nil
 }

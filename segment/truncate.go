@@ -200,6 +200,9 @@ func (l *Log) deleteBelowLocked(start int64, n int) error {
 	}
 	gone := l.segs[:n]
 	l.segs = l.segs[n:]
+	if err := l.dropTimeEntriesBelow(l.segs[0].base, wb); err != nil {
+		return err
+	}
 	if !l.hasSegment(l.ckpt.rpBase) {
 		first := l.segs[0]
 		l.ckpt.recoveryPoint, l.ckpt.rpBase, l.ckpt.rpPos, l.ckpt.rpFirst, l.ckpt.rpMaxTs = first.base, first.base, 0, noTimestamp, noTimestamp
