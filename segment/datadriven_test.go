@@ -1,0 +1,256 @@
+package segment
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// TestScripts runs the scripts in testdata/*.txt against a log on a
+// crashable in-memory FS. Regenerate expectations with -rewrite.
+//
+//	open [segment-bytes=N] [index-interval=N] [retention-ms=N] [retention-bytes=N] [segment-ms=N]
+//	append epoch=E ts=T [records=N] [tag=S]         leader append of one batch
+//	append-replicated base=O epoch=E ts=T [records=N] [tag=S]
+//	read offset=O [max-bytes=N] [up-to=O]            batches returned
+//	truncate offset=O | truncate-fully offset=O | advance-start offset=O
+//	retention now=T hw=O                             now in ms
+//	flush | checkpoint | close | reopen | crash      crash: power cut keeping only synced bytes
+//	clock now=T                                      the clock for appends (segment.ms)
+//	state | epoch-end epoch=E | offset-for-ts ts=T
+func TestScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		s := &script{t: t, mem: vfs.NewCrashableMem()}
+		defer s.closeAll()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			out, err := s.run(d)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return out
+		})
+	})
+}
+
+type script struct {
+	t    *testing.T
+	mem  *vfs.MemFS
+	idx  *Index
+	l    *Log
+	opts Options
+	now  int64
+}
+
+func (s *script) closeAll() {
+	if s.l != nil {
+		_ = s.l.Close()
+	}
+	if s.idx != nil {
+		_ = s.idx.Close()
+	}
+}
+
+func (s *script) reopen() (RecoveryReport, error) {
+	var err error
+	if s.idx == nil {
+		if s.idx, err = OpenIndex(s.mem, "/data/index", 1<<20); err != nil {
+			return RecoveryReport{}, err
+		}
+	}
+	var rep RecoveryReport
+	s.l, rep, err = Open(s.mem, "/data/t-0", "t-0", s.idx, s.opts)
+	return rep, err
+}
+
+func (s *script) arg(d *datadriven.TestData, key string, def int64) int64 {
+	t := s.t
+	if !d.HasArg(key) {
+		return def
+	}
+	var v int64
+	d.ScanArgs(t, key, &v)
+	return v
+}
+
+func (s *script) run(d *datadriven.TestData) (string, error) {
+	switch d.Cmd {
+	case "open":
+		s.opts = Options{
+			SegmentBytes:       s.arg(d, "segment-bytes", 1<<20),
+			IndexIntervalBytes: s.arg(d, "index-interval", 4096),
+			RetentionMs:        time.Duration(s.arg(d, "retention-ms", -1)) * time.Millisecond,
+			RetentionBytes:     s.arg(d, "retention-bytes", -1),
+			SegmentMs:          time.Duration(s.arg(d, "segment-ms", 1e9)) * time.Millisecond,
+			Now:                func() time.Time { return time.UnixMilli(s.now) },
+		}
+		rep, err := s.reopen()
+		if err != nil {
+			return "", err
+		}
+		return report(rep) + s.state(), nil
+	case "clock":
+		s.now = s.arg(d, "now", 0)
+		return "", nil
+	case "append", "append-replicated":
+		n := int(s.arg(d, "records", 1))
+		tag := "v"
+		if d.HasArg("tag") {
+			d.ScanArgs(s.t, "tag", &tag)
+		}
+		b := batchOf(s.arg(d, "ts", 0), tag, n)
+		var info AppendInfo
+		var err error
+		if d.Cmd == "append" {
+			info, err = s.l.Append(b, int32(s.arg(d, "epoch", 0)))
+		} else {
+			setBaseOffset(b, s.arg(d, "base", 0))
+			setLeaderEpoch(b, int32(s.arg(d, "epoch", 0)))
+			info, err = s.l.AppendReplicated(b)
+		}
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("offsets %d..%d rolled=%v\n", info.FirstOffset, info.LastOffset, info.Rolled), nil
+	case "read":
+		c, err := s.l.Read(s.arg(d, "offset", 0), int(s.arg(d, "max-bytes", 1<<20)), s.arg(d, "up-to", 1<<62), nil)
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "segment %d, next %d\n", c.Segment, c.Next)
+		for p := 0; p < len(c.Data); {
+			h, n, err := checkBatch(c.Data[p:], DefaultMaxBatchBytes)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "  batch %d..%d epoch=%d ts=%d %s\n", h.BaseOffset, h.LastOffset(), h.LeaderEpoch, h.MaxTimestamp, firstValue(c.Data[p:p+n]))
+			p += n
+		}
+		return b.String(), nil
+	case "truncate":
+		return s.then(s.l.TruncateTo(s.arg(d, "offset", 0)))
+	case "truncate-fully":
+		return s.then(s.l.TruncateFullyAndStartAt(s.arg(d, "offset", 0)))
+	case "advance-start":
+		return s.then(s.l.AdvanceLogStart(s.arg(d, "offset", 0)))
+	case "retention":
+		res, err := s.l.EnforceRetention(time.UnixMilli(s.arg(d, "now", 0)), s.arg(d, "hw", 1<<62))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("deleted %d segments, %d bytes\n", res.SegmentsDeleted, res.BytesDeleted) + s.state(), nil
+	case "flush":
+		return s.then(s.l.Flush())
+	case "checkpoint":
+		return s.then(s.l.Checkpoint())
+	case "close":
+		err := s.l.Close()
+		s.l = nil
+		return "", err
+	case "reopen", "crash":
+		if d.Cmd == "crash" {
+			// Power cut: only fsynced bytes and directory entries survive.
+			clone := s.mem.CrashClone(vfs.CrashCloneCfg{})
+			s.closeAll()
+			s.mem, s.idx, s.l = clone, nil, nil
+		} else if s.l != nil {
+			if err := s.l.Close(); err != nil {
+				return "", err
+			}
+		}
+		rep, err := s.reopen()
+		if err != nil {
+			return "", err
+		}
+		return report(rep) + s.state(), nil
+	case "state":
+		return s.state(), nil
+	case "epoch-end":
+		e, off := s.l.EndOffsetForEpoch(int32(s.arg(d, "epoch", 0)))
+		return fmt.Sprintf("epoch %d ends at %d\n", e, off), nil
+	case "offset-for-ts":
+		off, ts, ok, err := s.l.OffsetForTimestamp(s.arg(d, "ts", 0))
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "none\n", nil
+		}
+		return fmt.Sprintf("offset %d (batch ts %d)\n", off, ts), nil
+	}
+	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// then is the state after an operation that returned err.
+func (s *script) then(err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	return s.state(), nil
+}
+
+func (s *script) state() string {
+	l := s.l
+	var segs []string
+	for _, b := range l.Segments() {
+		segs = append(segs, fmt.Sprint(b))
+	}
+	var eps []string
+	for _, e := range l.Epochs() {
+		eps = append(eps, fmt.Sprintf("%d@%d", e.Epoch, e.StartOffset))
+	}
+	return fmt.Sprintf("start=%d end=%d flushed=%d segments=[%s] epochs=[%s]\n",
+		l.LogStartOffset(), l.LogEndOffset(), l.FlushedOffset(), strings.Join(segs, " "), strings.Join(eps, " "))
+}
+
+func report(r RecoveryReport) string {
+	if r.Clean {
+		return "recovery: clean\n"
+	}
+	s := fmt.Sprintf("recovery: scanned %d batches from %d", r.BatchesScanned, r.ScannedFrom)
+	if r.CutReason != "" {
+		s += fmt.Sprintf("; cut %d bytes (%d batches), %d segments deleted", r.BytesCut, r.BatchesCut, r.SegmentsDeleted)
+	}
+	return s + "\n"
+}
+
+// firstValue returns the first record's value of an uncompressed batch built
+// by BuildBatch (test batches only).
+func firstValue(b []byte) string {
+	rec := b[BatchHeaderSize:]
+	// length, attributes, timestampDelta, offsetDelta, key length (-1), value length
+	p := 0
+	for i := 0; i < 5; i++ {
+		if i == 1 {
+			p++ // attributes is one byte
+			continue
+		}
+		_, n := varint(rec[p:])
+		p += n
+	}
+	vlen, n := varint(rec[p:])
+	p += n
+	return string(rec[p : p+int(vlen)])
+}
+
+func varint(b []byte) (int64, int) {
+	var ux uint64
+	var s uint
+	for i, c := range b {
+		if c < 0x80 {
+			ux |= uint64(c) << s
+			x := int64(ux >> 1)
+			if ux&1 != 0 {
+				x = ^x
+			}
+			return x, i + 1
+		}
+		ux |= uint64(c&0x7f) << s
+		s += 7
+	}
+	return 0, 0
+}
