@@ -406,6 +406,9 @@ func (l *Log) readFrom(seg *segment, pos, end, offset int64, maxBytes int, upTo 
 		p += size
 	}
 	if start < 0 {
+		if p == 0 {
+			return c, fmt.Errorf("%w: no batch holds offset %d at %s position %d", ErrCorruptBatch, offset, seg.path, pos)
+		}
 		// offset's batch starts beyond what was read: only when the index is
 		// sparser than IndexIntervalBytes (e.g. a changed setting). Walk on.
 		return l.readFrom(seg, pos+int64(p), end, offset, maxBytes, upTo, buf, c)
@@ -423,12 +426,13 @@ func (l *Log) readFrom(seg *segment, pos, end, offset int64, maxBytes int, upTo 
 		q += size
 	}
 	if q == start {
-		// The first batch is larger than what was read: read it whole.
+		// The first batch did not fit in what was read (it is larger than
+		// maxBytes, or starts far from the index entry): read from it.
 		size := frameLength(b[start:], l.opts.MaxBatchBytes)
-		if len(b)-start < BatchHeaderSize || size < 0 {
+		if len(b)-start < BatchHeaderSize || size < 0 || pos+int64(start+size) > end {
 			return c, fmt.Errorf("%w: truncated batch at %s position %d", ErrCorruptBatch, seg.path, pos+int64(start))
 		}
-		return l.readFrom(seg, pos+int64(start), end, offset, size, upTo, buf, c)
+		return l.readFrom(seg, pos+int64(start), end, offset, max(size, maxBytes), upTo, buf, c)
 	}
 	c.First = baseOffsetAt(b[start:])
 	c.Data = b[start:q]
