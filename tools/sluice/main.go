@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-log/sluice/tools/cluster"
 	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
@@ -23,7 +24,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(initcmd.NewCommand())
+	root.AddCommand(initcmd.NewCommand(), cluster.NewCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice:", err)
 		os.Exit(1)

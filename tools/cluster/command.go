@@ -1,0 +1,354 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/quorum"
+	"github.com/sluice-log/sluice/tools/initcmd"
+)
+
+// NewCommand returns `sluice cluster` and its subcommands.
+func NewCommand() *cobra.Command {
+	var dir string
+	root := &cobra.Command{
+		Use:   "cluster",
+		Short: "Run a local cluster of real node processes on 127.0.0.1",
+	}
+	root.PersistentFlags().StringVar(&dir, "dir", "./sluice-cluster", "the cluster's directory (data, logs, cluster.json)")
+
+	var nodes, basePort int
+	var timeout time.Duration
+	var props []string
+	start := &cobra.Command{
+		Use:   "start",
+		Short: "Format and start a cluster, wait until it is healthy, print the bootstrap servers",
+		Example: `  sluice cluster start --nodes 3 --dir ./demo
+  sluice cluster start --nodes 5 --dir /tmp/c --set log.segment.bytes=1048576`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			extra, err := parseProps(props)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			l, err := Start(ctx, cmd.OutOrStdout(), Options{Dir: dir, Nodes: nodes, BasePort: basePort, Properties: extra})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "cluster %s is up: %d nodes\n", l.ClusterID, len(l.Nodes))
+			fmt.Fprintf(out, "bootstrap servers: %s\n", l.BootstrapServers)
+			fmt.Fprintf(out, "layout:            %s\n", layoutPath(l.Dir))
+			fmt.Fprintf(out, "stop it with:      sluice cluster stop --dir %s\n", l.Dir)
+			return nil
+		},
+	}
+	start.Flags().IntVar(&nodes, "nodes", 3, "number of nodes (each controller and broker)")
+	start.Flags().IntVar(&basePort, "base-port", KafkaPort, "Kafka port of node 0; node i uses it + 100*i, and so on for each port")
+	start.Flags().DurationVar(&timeout, "timeout", 90*time.Second, "how long to wait for the cluster to become healthy")
+	start.Flags().StringArrayVar(&props, "set", nil, "extra server.properties line KEY=VALUE for every node (repeatable)")
+
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show which nodes run and what the cluster reports",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := readLayout(dir)
+			if err != nil {
+				return err
+			}
+			return printStatus(cmd.Context(), cmd.OutOrStdout(), l)
+		},
+	}
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop every node cleanly (SIGTERM; SIGKILL after 30s)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := readLayout(dir)
+			if err != nil {
+				return err
+			}
+			return Stop(cmd.Context(), cmd.OutOrStdout(), l)
+		},
+	}
+	kill := &cobra.Command{
+		Use:   "kill NODE",
+		Short: "SIGKILL one node (no clean shutdown)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return signalOne(cmd, dir, args[0], syscall.SIGKILL)
+		},
+	}
+	restart := &cobra.Command{
+		Use:   "restart NODE",
+		Short: "Start one node again with its config (stopping it first if it runs)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := readLayout(dir)
+			if err != nil {
+				return err
+			}
+			id, err := parseNodeID(args[0])
+			if err != nil {
+				return err
+			}
+			if err := Restart(cmd.Context(), l, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node %d restarted\n", id)
+			return nil
+		},
+	}
+	root.AddCommand(start, status, stop, kill, restart)
+	return root
+}
+
+// Options of Start.
+type Options struct {
+	Dir        string
+	Nodes      int
+	BasePort   int               // Kafka port of node 0 (node i adds 100*i); 0: 9092
+	Properties map[string]string // extra server.properties for every node
+	Executable string            // the sluice binary; "": this process's
+}
+
+// Start formats and starts a cluster in o.Dir, replacing any cluster there,
+// waits until every broker is registered and a controller is elected, and
+// writes cluster.json. Progress goes to w.
+func Start(ctx context.Context, w io.Writer, o Options) (Layout, error) {
+	if o.Nodes < 1 {
+		return Layout{}, fmt.Errorf("--nodes %d: need at least 1", o.Nodes)
+	}
+	if o.BasePort == 0 {
+		o.BasePort = KafkaPort
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return Layout{}, err
+	}
+	exe := o.Executable
+	if exe == "" {
+		if exe, err = os.Executable(); err != nil {
+			return Layout{}, err
+		}
+	}
+	if old, err := readLayout(dir); err == nil {
+		fmt.Fprintf(w, "replacing the cluster in %s\n", dir)
+		if err := Stop(ctx, w, old); err != nil {
+			return Layout{}, err
+		}
+	}
+	_ = os.Remove(layoutPath(dir))
+	l := newLayout(dir, quorum.NewUUID().String(), o.Nodes, o.BasePort)
+	voters, err := initcmd.ParseControllers(l.voters())
+	if err != nil {
+		return l, err
+	}
+	for _, n := range l.Nodes {
+		nd := filepath.Dir(n.Config)
+		if err := os.RemoveAll(nd); err != nil {
+			return l, err
+		}
+		if err := os.MkdirAll(nd, 0o755); err != nil {
+			return l, err
+		}
+		if _, err := initcmd.Format(n.DataDir, initcmd.Meta{ClusterID: l.ClusterID, NodeID: n.ID, InitialControllers: voters}); err != nil {
+			return l, fmt.Errorf("format node %d: %w", n.ID, err)
+		}
+		if err := os.WriteFile(n.Config, []byte(l.properties(n, o.Properties)), 0o644); err != nil {
+			return l, err
+		}
+	}
+	for i := range l.Nodes {
+		pid, err := startNode(exe, l.Nodes[i])
+		if err != nil {
+			return l, err
+		}
+		l.Nodes[i].PID = pid
+		fmt.Fprintf(w, "node %d started (pid %d), Kafka on %s, log %s\n", l.Nodes[i].ID, pid, l.Nodes[i].Kafka, l.Nodes[i].LogFile)
+	}
+	if err := writeLayout(l); err != nil {
+		return l, err
+	}
+	return l, waitHealthy(ctx, w, l)
+}
+
+// waitHealthy waits until every node process runs, every broker is in the
+// metadata and a controller is elected, printing progress every 2 s.
+func waitHealthy(ctx context.Context, w io.Writer, l Layout) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(l.BootstrapServers, ",")...), kgo.RequestRetries(0))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	lastSay := time.Now()
+	var why string
+	for {
+		why = ""
+		for _, n := range l.Nodes {
+			if !alive(n.PID) {
+				return fmt.Errorf("node %d (pid %d) exited while starting; see %s", n.ID, n.PID, n.LogFile)
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		md, err := adm.BrokerMetadata(rctx)
+		cancel()
+		switch {
+		case err != nil:
+			why = "no answer yet: " + err.Error()
+		case len(md.Brokers) < len(l.Nodes):
+			why = fmt.Sprintf("%d of %d brokers registered", len(md.Brokers), len(l.Nodes))
+		case md.Controller < 0:
+			why = "no active controller yet"
+		default:
+			return nil
+		}
+		if time.Since(lastSay) >= 2*time.Second {
+			fmt.Fprintf(w, "waiting for the cluster: %s\n", why)
+			lastSay = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster not healthy in time (%s); node logs are in %s/node-*/node.log", why, l.Dir)
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop stops every node cleanly (SIGTERM, then SIGKILL after 30 s).
+func Stop(ctx context.Context, w io.Writer, l Layout) error {
+	for _, n := range l.Nodes {
+		if !alive(n.PID) {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := stopNode(sctx, n, syscall.SIGTERM)
+		cancel()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "node %d stopped\n", n.ID)
+	}
+	return nil
+}
+
+// Restart starts node id again (stopping it first if it runs) and records
+// its new pid in cluster.json.
+func Restart(ctx context.Context, l Layout, id int32) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	for i, n := range l.Nodes {
+		if n.ID != id {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := stopNode(sctx, n, syscall.SIGTERM)
+		cancel()
+		if err != nil {
+			return err
+		}
+		pid, err := startNode(exe, n)
+		if err != nil {
+			return err
+		}
+		l.Nodes[i].PID = pid
+		return writeLayout(l)
+	}
+	return fmt.Errorf("no node %d in %s", id, layoutPath(l.Dir))
+}
+
+func signalOne(cmd *cobra.Command, dir, arg string, sig syscall.Signal) error {
+	l, err := readLayout(dir)
+	if err != nil {
+		return err
+	}
+	id, err := parseNodeID(arg)
+	if err != nil {
+		return err
+	}
+	n, ok := l.node(id)
+	if !ok {
+		return fmt.Errorf("no node %d in %s", id, layoutPath(dir))
+	}
+	if !alive(n.PID) {
+		return fmt.Errorf("node %d (pid %d) is not running", id, n.PID)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+	defer cancel()
+	if err := stopNode(ctx, n, sig); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "node %d killed (pid %d)\n", id, n.PID)
+	return nil
+}
+
+func printStatus(ctx context.Context, w io.Writer, l Layout) error {
+	fmt.Fprintf(w, "cluster %s in %s\n", l.ClusterID, l.Dir)
+	fmt.Fprintf(w, "%-5s %-8s %-8s %-22s %s\n", "NODE", "PID", "STATE", "KAFKA", "LOG")
+	up := 0
+	for _, n := range l.Nodes {
+		state := "down"
+		if alive(n.PID) {
+			state, up = "running", up+1
+		}
+		fmt.Fprintf(w, "%-5d %-8d %-8s %-22s %s\n", n.ID, n.PID, state, n.Kafka, n.LogFile)
+	}
+	if up == 0 {
+		return fmt.Errorf("no node is running; start them with `sluice cluster start --dir %s`", l.Dir)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(l.BootstrapServers, ",")...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(cl).BrokerMetadata(rctx)
+	if err != nil {
+		return fmt.Errorf("%d of %d nodes run, but none answered metadata: %w", up, len(l.Nodes), err)
+	}
+	fmt.Fprintf(w, "brokers registered: %d, active controller: %d\n", len(md.Brokers), md.Controller)
+	if up < len(l.Nodes) {
+		return fmt.Errorf("%d of %d nodes are down", len(l.Nodes)-up, len(l.Nodes))
+	}
+	return nil
+}
+
+func parseNodeID(s string) (int32, error) {
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("node %q: want a node id such as 1", s)
+	}
+	return int32(v), nil
+}
+
+func parseProps(kvs []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--set %q: want KEY=VALUE, e.g. log.segment.bytes=1048576", kv)
+		}
+		m[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return m, nil
+}

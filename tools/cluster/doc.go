@@ -1,0 +1,17 @@
+// Package cluster is `sluice cluster`: a local cluster of real node processes
+// on 127.0.0.1, for the demo, the soak and bench tools, and people trying
+// Sluice out.
+//
+//	sluice cluster start   --nodes 3 --dir DIR   format, start, wait until healthy
+//	sluice cluster status  --dir DIR             which nodes run, what the cluster says
+//	sluice cluster stop    --dir DIR             SIGTERM every node (clean shutdown)
+//	sluice cluster kill    --dir DIR NODE        SIGKILL one node
+//	sluice cluster restart --dir DIR NODE        start one stopped or killed node again
+//
+// Every node is controller and broker. Node i listens on the default ports
+// plus PortStep*i (Kafka 9092, controller 9093, gossip 7946, HTTP 9644), keeps
+// its data under DIR/node-i/data, its config in DIR/node-i/server.properties
+// and its output in DIR/node-i/node.log. DIR/cluster.json describes the
+// cluster for scripts (Layout). Starting over a running cluster in the same
+// DIR stops it and replaces it.
+package cluster

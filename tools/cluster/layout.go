@@ -1,0 +1,131 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Default ports of one node (DESIGN.md) and the step between nodes.
+const (
+	KafkaPort      = 9092
+	ControllerPort = 9093
+	GossipPort     = 7946
+	HTTPPort       = 9644
+	PortStep       = 100
+)
+
+// Layout is DIR/cluster.json: everything a script needs to reach the cluster.
+type Layout struct {
+	ClusterID        string `json:"cluster_id"`
+	Dir              string `json:"dir"`
+	BootstrapServers string `json:"bootstrap_servers"`
+	Nodes            []Node `json:"nodes"`
+}
+
+// Node is one node of the cluster.
+type Node struct {
+	ID         int32  `json:"id"`
+	PID        int    `json:"pid"`
+	Kafka      string `json:"kafka"`
+	Controller string `json:"controller"`
+	Gossip     string `json:"gossip"`
+	HTTP       string `json:"http"`
+	DataDir    string `json:"data_dir"`
+	Config     string `json:"config"`
+	LogFile    string `json:"log_file"`
+}
+
+// newLayout plans a cluster of n nodes in dir.
+func newLayout(dir, clusterID string, n int, basePort int) Layout {
+	l := Layout{ClusterID: clusterID, Dir: dir}
+	var boot []string
+	for i := 1; i <= n; i++ {
+		off := basePort - KafkaPort + PortStep*i
+		nd := filepath.Join(dir, fmt.Sprintf("node-%d", i))
+		node := Node{
+			ID:         int32(i),
+			Kafka:      fmt.Sprintf("127.0.0.1:%d", KafkaPort+off),
+			Controller: fmt.Sprintf("127.0.0.1:%d", ControllerPort+off),
+			Gossip:     fmt.Sprintf("127.0.0.1:%d", GossipPort+off),
+			HTTP:       fmt.Sprintf("127.0.0.1:%d", HTTPPort+off),
+			DataDir:    filepath.Join(nd, "data"),
+			Config:     filepath.Join(nd, "server.properties"),
+			LogFile:    filepath.Join(nd, "node.log"),
+		}
+		l.Nodes = append(l.Nodes, node)
+		boot = append(boot, node.Kafka)
+	}
+	l.BootstrapServers = strings.Join(boot, ",")
+	return l
+}
+
+// voters is controller.quorum.voters for the layout.
+func (l Layout) voters() string {
+	var vs []string
+	for _, n := range l.Nodes {
+		vs = append(vs, fmt.Sprintf("%d@%s", n.ID, n.Controller))
+	}
+	return strings.Join(vs, ",")
+}
+
+// properties is node n's server.properties, in Kafka's key names.
+func (l Layout) properties(n Node, extra map[string]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# written by sluice cluster start\n")
+	fmt.Fprintf(&b, "node.id=%d\n", n.ID)
+	fmt.Fprintf(&b, "process.roles=broker,controller\n")
+	fmt.Fprintf(&b, "controller.quorum.voters=%s\n", l.voters())
+	fmt.Fprintf(&b, "listeners=PLAINTEXT://%s,CONTROLLER://%s\n", n.Kafka, n.Controller)
+	fmt.Fprintf(&b, "log.dirs=%s\n", n.DataDir)
+	fmt.Fprintf(&b, "cluster.id=%s\n", l.ClusterID)
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		fmt.Fprintf(&b, "%s=%s\n", k, extra[k])
+	}
+	return b.String()
+}
+
+func (l Layout) node(id int32) (Node, bool) {
+	for _, n := range l.Nodes {
+		if n.ID == id {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+func layoutPath(dir string) string { return filepath.Join(dir, "cluster.json") }
+
+// readLayout reads DIR/cluster.json.
+func readLayout(dir string) (Layout, error) {
+	b, err := os.ReadFile(layoutPath(dir))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return Layout{}, fmt.Errorf("no cluster in %s (no cluster.json): start one with `sluice cluster start --dir %s`", dir, dir)
+		}
+		return Layout{}, err
+	}
+	var l Layout
+	if err := json.Unmarshal(b, &l); err != nil {
+		return Layout{}, fmt.Errorf("%s: %w", layoutPath(dir), err)
+	}
+	return l, nil
+}
+
+// writeLayout writes DIR/cluster.json atomically.
+func writeLayout(l Layout) error {
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := layoutPath(l.Dir) + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, layoutPath(l.Dir))
+}
+

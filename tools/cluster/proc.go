@@ -1,0 +1,81 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// alive reports whether pid is a running process (not a zombie we reaped).
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	// A zombie still answers kill 0; its /proc state says Z.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	for i := len(b) - 1; i > 0; i-- {
+		if b[i] == ')' && i+2 < len(b) {
+			return b[i+2] != 'Z'
+		}
+	}
+	return true
+}
+
+// startNode starts `<exe> node --config <cfg>` for n in its own session, so
+// that it outlives the command that started it, with its output in n's log
+// file. It returns the pid.
+func startNode(exe string, n Node) (int, error) {
+	logf, err := os.OpenFile(n.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "node", "--config", n.Config)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start node %d: %w", n.ID, err)
+	}
+	pid := cmd.Process.Pid
+	// Reap it if it dies while we still run, so that alive() sees it gone.
+	go func() { _ = cmd.Wait() }()
+	return pid, nil
+}
+
+// stopNode sends sig to n and waits until it exits or ctx ends; after a
+// SIGTERM that does not finish in time it sends SIGKILL.
+func stopNode(ctx context.Context, n Node, sig syscall.Signal) error {
+	if !alive(n.PID) {
+		return nil
+	}
+	if err := syscall.Kill(n.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal node %d (pid %d): %w", n.ID, n.PID, err)
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for alive(n.PID) {
+		select {
+		case <-ctx.Done():
+			if sig == syscall.SIGKILL {
+				return fmt.Errorf("node %d (pid %d) did not exit after SIGKILL", n.ID, n.PID)
+			}
+			_ = syscall.Kill(n.PID, syscall.SIGKILL)
+			kctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return stopNode(kctx, n, syscall.SIGKILL)
+		case <-tick.C:
+		}
+	}
+	return nil
+}
