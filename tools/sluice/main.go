@@ -4,11 +4,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-log/sluice/tools/admin"
 	"github.com/sluice-log/sluice/tools/cluster"
 	"github.com/sluice-log/sluice/tools/initcmd"
 )
@@ -24,8 +26,13 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(initcmd.NewCommand(), cluster.NewCommand())
+	clusterCmd := cluster.NewCommand()
+	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand())
+	root.AddCommand(initcmd.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand())
 	if err := root.Execute(); err != nil {
+		if errors.Is(err, admin.ErrProblem) {
+			os.Exit(2) // the command worked and found a problem (health, filters)
+		}
 		fmt.Fprintln(os.Stderr, "sluice:", err)
 		os.Exit(1)
 	}

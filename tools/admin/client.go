@@ -1,0 +1,112 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrProblem is returned when a command ran but found what its caller asked
+// about (an unhealthy cluster, partitions matching a filter); exit status 2.
+var ErrProblem = errors.New("problem found")
+
+// common are the flags every admin command takes.
+type common struct {
+	bootstrap string
+	format    string
+	timeout   time.Duration
+}
+
+func (c *common) register(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVar(&c.bootstrap, "bootstrap-server", "", "HOST:PORT,... of the cluster (default $SLUICE_BOOTSTRAP_SERVERS, ./sluice-cluster/cluster.json, 127.0.0.1:9092)")
+	cmd.PersistentFlags().StringVar(&c.format, "format", "text", "output format: text or json")
+	cmd.PersistentFlags().DurationVar(&c.timeout, "timeout", 30*time.Second, "how long to wait for the cluster")
+}
+
+// servers resolves the bootstrap servers.
+func (c *common) servers() []string {
+	s := c.bootstrap
+	if s == "" {
+		s = os.Getenv("SLUICE_BOOTSTRAP_SERVERS")
+	}
+	if s == "" {
+		var l struct {
+			BootstrapServers string `json:"bootstrap_servers"`
+		}
+		if b, err := os.ReadFile(filepath.Join("sluice-cluster", "cluster.json")); err == nil && json.Unmarshal(b, &l) == nil {
+			s = l.BootstrapServers
+		}
+	}
+	if s == "" {
+		s = "127.0.0.1:9092"
+	}
+	return strings.Split(s, ",")
+}
+
+// admin opens a kadm client; the caller closes it.
+func (c *common) admin() (*kadm.Client, func(), error) {
+	if c.format != "text" && c.format != "json" {
+		return nil, nil, fmt.Errorf("--format %q: want text or json", c.format)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.servers()...))
+	if err != nil {
+		return nil, nil, err
+	}
+	return kadm.NewClient(cl), cl.Close, nil
+}
+
+func (c *common) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, c.timeout)
+}
+
+// emit prints v as JSON when --format json, else calls text.
+func (c *common) emit(w io.Writer, v any, text func()) error {
+	if c.format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	text()
+	return nil
+}
+
+// unreachable turns a transport error into one that says what to check.
+func (c *common) unreachable(err error) error {
+	return fmt.Errorf("%w (bootstrap servers %s: is the cluster running? try `sluice cluster status`)", err, strings.Join(c.servers(), ","))
+}
+
+func joinIDs(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ",")
+}
+
+// parseKVs parses k=v,k2=v2 (repeatable flags, commas allowed inside).
+func parseKVs(vals []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, v := range vals {
+		for _, kv := range strings.Split(v, ",") {
+			if kv = strings.TrimSpace(kv); kv == "" {
+				continue
+			}
+			k, val, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("config %q: want KEY=VALUE, e.g. retention.ms=86400000", kv)
+			}
+			m[k] = val
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,13 @@
+// Package admin is Sluice's admin CLI: `sluice topics`, `sluice configs` and
+// `sluice cluster health|info`. It speaks only the Kafka admin APIs (through
+// franz-go's kadm), so it works against Apache Kafka too, and Kafka's own
+// tools work against Sluice.
+//
+// Conventions, after kafka-topics.sh, kafka-configs.sh and rpk:
+//   - --bootstrap-server HOST:PORT,... (default: $SLUICE_BOOTSTRAP_SERVERS,
+//     else the local cluster's cluster.json, else 127.0.0.1:9092);
+//   - text output in Kafka's shape, or --format json for scripts;
+//   - exit status 0 on success, 1 on an error, 2 when a describe filter or
+//     health check finds a problem (so scripts can tell "broken" from
+//     "could not ask").
+package admin

@@ -1,0 +1,187 @@
+package admin
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// Health is `sluice cluster health`, after `rpk cluster health`.
+type Health struct {
+	Healthy         bool     `json:"healthy"`
+	Reasons         []string `json:"unhealthy_reasons,omitempty"`
+	Controller      int32    `json:"controller_id"`
+	Brokers         []int32  `json:"all_nodes"`
+	NodesDown       []int32  `json:"nodes_down"`
+	Leaderless      []string `json:"leaderless_partitions"`
+	UnderReplicated []string `json:"under_replicated_partitions"`
+	UnderMinISR     []string `json:"under_min_isr_partitions"`
+}
+
+// NewHealthCommand returns `sluice cluster health`.
+func NewHealthCommand() *cobra.Command {
+	var c common
+	cmd := &cobra.Command{
+		Use:   "health",
+		Short: "Is the cluster healthy, and if not, why (exit 2 when not)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			adm, done, err := c.admin()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := c.ctx(cmd.Context())
+			defer cancel()
+			md, err := adm.Metadata(ctx)
+			if err != nil {
+				return c.unreachable(err)
+			}
+			h := health(md, topicMinISR(cmd, &c, adm, md))
+			err = c.emit(cmd.OutOrStdout(), h, func() {
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "CLUSTER HEALTH OVERVIEW\n=======================\n")
+				fmt.Fprintf(w, "Healthy:                     %v\n", h.Healthy)
+				fmt.Fprintf(w, "Unhealthy reasons:           %v\n", h.Reasons)
+				fmt.Fprintf(w, "Controller ID:               %d\n", h.Controller)
+				fmt.Fprintf(w, "All nodes:                   %v\n", h.Brokers)
+				fmt.Fprintf(w, "Nodes down:                  %v\n", h.NodesDown)
+				fmt.Fprintf(w, "Leaderless partitions:       %v\n", h.Leaderless)
+				fmt.Fprintf(w, "Under-replicated partitions: %v\n", h.UnderReplicated)
+				fmt.Fprintf(w, "Under-min-ISR partitions:    %v\n", h.UnderMinISR)
+			})
+			if err == nil && !h.Healthy {
+				return ErrProblem
+			}
+			return err
+		},
+	}
+	c.register(cmd)
+	return cmd
+}
+
+// topicMinISR reads each topic's min.insync.replicas (1 when unknown).
+func topicMinISR(cmd *cobra.Command, c *common, adm *kadm.Client, md kadm.Metadata) map[string]int {
+	out := map[string]int{}
+	ctx, cancel := c.ctx(cmd.Context())
+	defer cancel()
+	rc, err := adm.DescribeTopicConfigs(ctx, md.Topics.Names()...)
+	if err != nil {
+		return out
+	}
+	for _, r := range rc {
+		for _, e := range r.Configs {
+			if e.Key == "min.insync.replicas" && e.Value != nil {
+				out[r.Name] = minISRof("min.insync.replicas=" + *e.Value)
+			}
+		}
+	}
+	return out
+}
+
+// health judges a metadata snapshot. Brokers the controller fenced are not
+// in the metadata, so a node is down when it is some partition's replica
+// but not a live broker.
+func health(md kadm.Metadata, minISR map[string]int) Health {
+	h := Health{Controller: md.Controller}
+	live := map[int32]bool{}
+	for _, b := range md.Brokers {
+		live[b.NodeID] = true
+		h.Brokers = append(h.Brokers, b.NodeID)
+	}
+	down := map[int32]bool{}
+	for _, name := range md.Topics.Names() {
+		for _, p := range md.Topics[name].Partitions.Sorted() {
+			id := fmt.Sprintf("%s/%d", name, p.Partition)
+			for _, r := range p.Replicas {
+				if !live[r] {
+					down[r] = true
+				}
+			}
+			if p.Leader < 0 || !live[p.Leader] {
+				h.Leaderless = append(h.Leaderless, id)
+			}
+			if len(p.ISR) < len(p.Replicas) {
+				h.UnderReplicated = append(h.UnderReplicated, id)
+			}
+			if m, ok := minISR[name]; ok && len(p.ISR) < m {
+				h.UnderMinISR = append(h.UnderMinISR, id)
+			}
+		}
+	}
+	for id := range down {
+		h.NodesDown = append(h.NodesDown, id)
+	}
+	slices.Sort(h.Brokers)
+	slices.Sort(h.NodesDown)
+	if h.Controller < 0 {
+		h.Reasons = append(h.Reasons, "no_elected_controller")
+	}
+	if len(h.NodesDown) > 0 {
+		h.Reasons = append(h.Reasons, "nodes_down")
+	}
+	if len(h.Leaderless) > 0 {
+		h.Reasons = append(h.Reasons, "leaderless_partitions")
+	}
+	if len(h.UnderReplicated) > 0 {
+		h.Reasons = append(h.Reasons, "under_replicated_partitions")
+	}
+	if len(h.UnderMinISR) > 0 {
+		h.Reasons = append(h.Reasons, "under_min_isr_partitions")
+	}
+	h.Healthy = len(h.Reasons) == 0
+	return h
+}
+
+// NewInfoCommand returns `sluice cluster info`: the cluster id, controller
+// and brokers.
+func NewInfoCommand() *cobra.Command {
+	var c common
+	cmd := &cobra.Command{
+		Use:   "info",
+		Short: "Cluster id, controller and brokers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			adm, done, err := c.admin()
+			if err != nil {
+				return err
+			}
+			defer done()
+			ctx, cancel := c.ctx(cmd.Context())
+			defer cancel()
+			md, err := adm.BrokerMetadata(ctx)
+			if err != nil {
+				return c.unreachable(err)
+			}
+			type broker struct {
+				ID   int32   `json:"id"`
+				Host string  `json:"host"`
+				Port int32   `json:"port"`
+				Rack *string `json:"rack,omitempty"`
+			}
+			info := struct {
+				ClusterID  string   `json:"cluster_id"`
+				Controller int32    `json:"controller_id"`
+				Brokers    []broker `json:"brokers"`
+			}{ClusterID: md.Cluster, Controller: md.Controller}
+			for _, b := range md.Brokers {
+				info.Brokers = append(info.Brokers, broker{b.NodeID, b.Host, b.Port, b.Rack})
+			}
+			return c.emit(cmd.OutOrStdout(), info, func() {
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "CLUSTER\n=======\n%s\n\nBROKERS\n=======\nID    HOST            PORT\n", md.Cluster)
+				for _, b := range info.Brokers {
+					star := ""
+					if b.ID == md.Controller {
+						star = "*"
+					}
+					fmt.Fprintf(w, "%-5s %-15s %d\n", fmt.Sprint(b.ID)+star, b.Host, b.Port)
+				}
+			})
+		},
+	}
+	c.register(cmd)
+	return cmd
+}
