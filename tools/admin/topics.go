@@ -202,7 +202,9 @@ func (f *filters) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.unavailable, "unavailable-partitions", false, "only partitions without a live leader")
 }
 
-func (f *filters) any() bool { return f.underReplicated || f.underMinISR || f.atMinISR || f.unavailable }
+func (f *filters) any() bool {
+	return f.underReplicated || f.underMinISR || f.atMinISR || f.unavailable
+}
 
 // TopicRow is one topic of `topics describe`, as text or JSON.
 type TopicRow struct {

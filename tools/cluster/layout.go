@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -128,4 +128,3 @@ func writeLayout(l Layout) error {
 	}
 	return os.Rename(tmp, layoutPath(l.Dir))
 }
-
