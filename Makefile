@@ -27,8 +27,9 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./segment/
 
-# fuzz runs every fuzz target for FUZZTIME each; new interesting inputs land in
-# the package's testdata/fuzz/ corpus.
+# fuzz runs every fuzz target for FUZZTIME each, from the seed corpus kept in
+# each package's testdata/fuzz/; a failing input is written there too (commit
+# it with the fix). make test replays the seeds as ordinary tests.
 fuzz:
 	@set -e; for pkg in $$($(GO) list -f '{{if .TestGoFiles}}{{.Dir}}{{end}}' $(PKGS)); do \
 	  for t in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$pkg/*_test.go 2>/dev/null | sed 's/^func //'); do \
