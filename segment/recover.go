@@ -189,14 +189,11 @@ func (l *Log) open(rep *RecoveryReport) error {
 		wb.Delete(l.k.segment(l.active().base), nil)
 	}
 
-	act := l.active()
+	// The recovery point stays where it was: what the scan validated may not
+	// be fsynced yet (a process crash keeps the page cache). The next
+	// Checkpoint moves it.
 	l.ckpt = metaRecord{logStart: l.logStart, recoveryPoint: meta.recoveryPoint, rpBase: meta.rpBase,
 		rpPos: meta.rpPos, rpFirst: meta.rpFirst, rpMaxTs: meta.rpMaxTs}
-	if !clean {
-		// The scan validated everything up to the log end; recovery may
-		// start there next time once the segments are fsynced (Flush below).
-		l.ckpt.recoveryPoint, l.ckpt.rpBase, l.ckpt.rpPos = meta.recoveryPoint, meta.rpBase, meta.rpPos
-	}
 	if l.ckpt.recoveryPoint > l.leo || !l.hasSegment(l.ckpt.rpBase) {
 		first := l.segs[0]
 		l.ckpt.recoveryPoint, l.ckpt.rpBase, l.ckpt.rpPos = first.base, first.base, 0
@@ -210,7 +207,6 @@ func (l *Log) open(rep *RecoveryReport) error {
 	l.flushPos = position{offset: l.ckpt.recoveryPoint, base: l.ckpt.rpBase, pos: l.ckpt.rpPos,
 		firstTs: l.ckpt.rpFirst, maxTs: l.ckpt.rpMaxTs}
 	rep.LogEndOffset = l.leo
-	_ = act
 	return nil
 }
 
