@@ -1,0 +1,240 @@
+package partition
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// LogState is what the node knows of the local log when it creates the
+// replica: log end, high watermark (checkpointed) and flushed offsets.
+type LogState struct {
+	LEO, HW, Flushed int64
+}
+
+// Replica is one partition replica's replication state machine. It is not
+// safe for concurrent use: the node drives it from one goroutine (or under
+// one lock) with Step, Tick, Ready and Advance.
+type Replica struct {
+	cfg Config
+	log Log
+
+	now            int64 // ticks
+	role           Role
+	leader         int32
+	leaderEpoch    int32
+	partitionEpoch int32
+	replicas       []int32
+	isr            []int32
+
+	leo, hw, flushed int64
+
+	// leader
+	epochStart int64 // log end when this epoch began
+	followers  map[int32]*follower
+	waiting    []pending
+	inflight   *Proposal
+	holdISR    bool  // a stale proposal was refused: wait for new metadata
+	retryAt    int64 // no ISR proposal before this tick
+	fenced     bool
+
+	// follower
+	fetchSeq     uint64 // last FetchRequest sent
+	fetchPending bool   // fetchSeq awaits its response
+	fetchHeld    bool   // fenced by the leader: wait for new metadata
+	fetchAt      int64  // no fetch before this tick
+	trunc        *Truncation
+
+	// outputs since the last Advance
+	hwReported   int64
+	completed    []Completion
+	answers      []FetchAnswer
+	propose      *Proposal
+	invHW        int64 // invariants: HW when the current leadership began
+	invLeaderGen int64
+}
+
+type follower struct {
+	acked        int64 // fetch offset (page-cache) / fsynced offset (sync); -1: unknown
+	brokerEpoch  int64
+	caughtUp     int64 // tick it last was caught up with the leader's log end
+	lastFetchLEO int64 // leader log end at its previous fetch
+	lastFetchAt  int64
+}
+
+type pending struct {
+	id       uint64
+	last     int64
+	acks     int16
+	deadline int64
+}
+
+// New returns a follower replica without a leader; the node then steps the
+// metadata's BecomeLeader or BecomeFollower.
+func New(cfg Config, log Log, st LogState) (*Replica, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if st.LEO < 0 || st.HW < 0 || st.HW > st.LEO || st.Flushed < 0 || st.Flushed > st.LEO {
+		return nil, fmt.Errorf("%w: log state %+v", ErrInvalidConfig, st)
+	}
+	return &Replica{
+		cfg: cfg, log: log, role: Follower, leader: -1, leaderEpoch: -1, partitionEpoch: -1,
+		leo: st.LEO, hw: st.HW, flushed: st.Flushed, hwReported: st.HW,
+	}, nil
+}
+
+// Step applies one event. An error means the event was ignored (see the
+// Err values); the replica stays consistent.
+func (r *Replica) Step(m Msg) error {
+	prevHW := r.hw
+	var err error
+	switch m := m.(type) {
+	case BecomeLeader:
+		err = r.becomeLeader(m)
+	case BecomeFollower:
+		err = r.becomeFollower(m)
+	case LocalAppend:
+		err = r.localAppend(m)
+	case LocalFlush:
+		r.localFlush(m)
+	case FollowerFetch:
+		r.followerFetch(m)
+	case FetchResponse:
+		err = r.fetchResponse(m)
+	case AlterPartitionResult:
+		err = r.alterPartitionResult(m)
+	default:
+		err = fmt.Errorf("%w: %T", ErrUnknownMsg, m)
+	}
+	r.check(prevHW)
+	return err
+}
+
+// Tick advances the replica's clock by one tick: produce deadlines, the
+// replica lag check, fetch retries.
+func (r *Replica) Tick() {
+	prevHW := r.hw
+	r.now++
+	if r.role == Leader {
+		kept := r.waiting[:0]
+		for _, p := range r.waiting {
+			if p.deadline <= r.now {
+				r.complete(p.id, kerr.RequestTimedOut)
+				continue
+			}
+			kept = append(kept, p)
+		}
+		r.waiting = kept
+		r.maybeShrinkISR()
+	}
+	r.check(prevHW)
+}
+
+// CheckProduce says whether the node may append a produce request with acks
+// now: nil, NOT_LEADER_OR_FOLLOWER, or NOT_ENOUGH_REPLICAS (acks=all while
+// the ISR is below min.insync.replicas). On nil the node appends with
+// LeaderEpoch() and steps LocalAppend without releasing the replica.
+func (r *Replica) CheckProduce(acks int16) error {
+	if r.role != Leader || r.fenced {
+		return kerr.NotLeaderForPartition
+	}
+	if acks == AcksAll && len(r.isr) < r.cfg.minISR() {
+		return kerr.NotEnoughReplicas
+	}
+	return nil
+}
+
+// LeaderEpoch is the replica's current leader epoch.
+func (r *Replica) LeaderEpoch() int32 { return r.leaderEpoch }
+
+// ExpectsFetch says whether the FetchRequest seq is the one the follower
+// waits for: only then may the node append the response's records.
+func (r *Replica) ExpectsFetch(seq uint64) bool {
+	return r.role == Follower && r.fetchPending && seq == r.fetchSeq && r.trunc == nil
+}
+
+// Status returns a snapshot of the replica.
+func (r *Replica) Status() Status {
+	s := Status{
+		Role: r.role, Leader: r.leader, LeaderEpoch: r.leaderEpoch, PartitionEpoch: r.partitionEpoch,
+		ISR: slices.Clone(r.isr), LEO: r.leo, HW: r.hw, Flushed: r.flushed, Fenced: r.fenced,
+	}
+	if r.inflight != nil {
+		s.PendingISR = r.inflight.ids()
+	}
+	return s
+}
+
+// HasReady says whether Ready has something to do.
+func (r *Replica) HasReady() bool {
+	return r.hw != r.hwReported || r.trunc != nil || len(r.completed) > 0 ||
+		len(r.answers) > 0 || r.propose != nil || r.nextFetch() != nil
+}
+
+// Ready returns what the node must do now. It does not change the replica:
+// call Advance with it once done, before the next Step, Tick or Ready.
+func (r *Replica) Ready() Ready {
+	rd := Ready{
+		HW: r.hw, HWChanged: r.hw != r.hwReported,
+		FetchAnswers: r.answers, Completed: r.completed, AlterPartition: r.propose,
+	}
+	if r.trunc != nil {
+		t := *r.trunc
+		rd.Truncate = &t
+	} else {
+		rd.Fetch = r.nextFetch()
+	}
+	return rd
+}
+
+// Advance tells the replica that the node did everything in rd.
+func (r *Replica) Advance(rd Ready) {
+	prevHW := r.hw
+	r.hwReported = rd.HW
+	r.answers, r.completed, r.propose = nil, nil, nil
+	if rd.Truncate != nil && r.trunc != nil && *rd.Truncate == *r.trunc {
+		r.leo = r.trunc.Offset
+		r.hw = min(r.hw, r.leo)
+		r.flushed = min(r.flushed, r.leo)
+		r.trunc = nil
+		prevHW = r.hw
+	}
+	if rd.Fetch != nil && r.role == Follower && rd.Fetch.Seq == r.fetchSeq+1 {
+		r.fetchSeq = rd.Fetch.Seq
+		r.fetchPending = true
+	}
+	r.check(prevHW)
+}
+
+// nextFetch is the FetchRequest a follower should send now, if any: one at
+// a time, none while a truncation is pending or the leader fenced it, and in
+// sync mode only once everything fetched is fsynced — so that the fetch
+// offset the leader counts is the fsynced offset.
+func (r *Replica) nextFetch() *FetchRequest {
+	if r.role != Follower || r.leader < 0 || r.leader == r.cfg.ID || r.fetchPending || r.fetchHeld ||
+		r.trunc != nil || r.now < r.fetchAt {
+		return nil
+	}
+	if r.cfg.Durability == Sync && r.flushed < r.leo {
+		return nil
+	}
+	return &FetchRequest{
+		Seq: r.fetchSeq + 1, Leader: r.leader, FetchOffset: r.leo,
+		CurrentLeaderEpoch: r.leaderEpoch, LastFetchedEpoch: r.log.LatestEpoch(),
+	}
+}
+
+func (r *Replica) complete(id uint64, err error) {
+	r.completed = append(r.completed, Completion{ReqID: id, Err: err})
+}
+
+func (r *Replica) localFlush(m LocalFlush) {
+	if f := min(m.Flushed, r.leo); f > r.flushed {
+		r.flushed = f
+	}
+	if r.role == Leader {
+		r.advanceHW()
+	}
+}
