@@ -146,6 +146,24 @@ func (r *Replica) CheckProduce(acks int16) error {
 	return nil
 }
 
+// CheckLeaderEpoch applies KIP-320 to the leader epoch a client sent with a
+// Fetch, ListOffsets or OffsetForLeaderEpoch (-1: none): nil,
+// FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER.
+func (r *Replica) CheckLeaderEpoch(current int32) error {
+	switch {
+	case current >= 0 && current < r.leaderEpoch:
+		return kerr.FencedLeaderEpoch
+	case current > r.leaderEpoch:
+		return kerr.UnknownLeaderEpoch
+	case r.role != Leader || r.fenced:
+		return kerr.NotLeaderForPartition
+	}
+	return nil
+}
+
+// HW is the high watermark: consumers read only below it.
+func (r *Replica) HW() int64 { return r.hw }
+
 // LeaderEpoch is the replica's current leader epoch.
 func (r *Replica) LeaderEpoch() int32 { return r.leaderEpoch }
 
@@ -193,7 +211,19 @@ func (r *Replica) Ready() Ready {
 func (r *Replica) Advance(rd Ready) {
 	prevHW := r.hw
 	r.hwReported = rd.HW
-	r.answers, r.completed, r.propose = nil, nil, nil
+	// Drop only what rd carried, so that nothing is lost if the node broke
+	// the contract and stepped between Ready and Advance.
+	r.answers = r.answers[min(len(rd.FetchAnswers), len(r.answers)):]
+	r.completed = r.completed[min(len(rd.Completed), len(r.completed)):]
+	if len(r.answers) == 0 {
+		r.answers = nil
+	}
+	if len(r.completed) == 0 {
+		r.completed = nil
+	}
+	if r.propose == rd.AlterPartition {
+		r.propose = nil
+	}
 	if rd.Truncate != nil && r.trunc != nil && *rd.Truncate == *r.trunc {
 		r.leo = r.trunc.Offset
 		r.hw = min(r.hw, r.leo)

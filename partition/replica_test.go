@@ -1,0 +1,102 @@
+package partition
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+func newTestLeader(t *testing.T, cfg Config, isr ...int32) (*Replica, *fakeLog) {
+	t.Helper()
+	l := &fakeLog{}
+	r, err := New(cfg, l, LogState{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Step(BecomeLeader{LeaderEpoch: 1, ISR: isr, Replicas: []int32{1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	return r, l
+}
+
+func TestConfig(t *testing.T) {
+	for s, want := range map[string]Durability{"": PageCache, "page-cache": PageCache, "sync": Sync} {
+		if d, err := ParseDurability(s); err != nil || d != want {
+			t.Errorf("ParseDurability(%q) = %v, %v", s, d, err)
+		}
+	}
+	if _, err := ParseDurability("fsync"); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("ParseDurability(fsync): %v", err)
+	}
+	for _, c := range []Config{{ID: -1, LagTicks: 1}, {ID: 1}, {ID: 1, LagTicks: 1, MinInsyncReplicas: -1}, {ID: 1, LagTicks: 1, Durability: 7}} {
+		if _, err := New(c, &fakeLog{}, LogState{}); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New(%+v): %v", c, err)
+		}
+	}
+	if _, err := New(Config{ID: 1, LagTicks: 1}, &fakeLog{}, LogState{LEO: 1, HW: 2}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("New with HW > LEO: %v", err)
+	}
+}
+
+func TestCheckLeaderEpoch(t *testing.T) {
+	r, _ := newTestLeader(t, Config{ID: 1, LagTicks: 5}, 1)
+	for cur, want := range map[int32]error{-1: nil, 0: kerr.FencedLeaderEpoch, 1: nil, 2: kerr.UnknownLeaderEpoch} {
+		if err := r.CheckLeaderEpoch(cur); err != want {
+			t.Errorf("CheckLeaderEpoch(%d) = %v, want %v", cur, err, want)
+		}
+	}
+	if err := r.Step(BecomeFollower{Leader: 2, LeaderEpoch: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CheckLeaderEpoch(2); err != kerr.NotLeaderForPartition {
+		t.Errorf("follower: %v", err)
+	}
+}
+
+func TestStaleAndUnknown(t *testing.T) {
+	r, _ := newTestLeader(t, Config{ID: 1, LagTicks: 5}, 1)
+	if err := r.Step(FetchResponse{Seq: 1}); !errors.Is(err, ErrStaleResponse) {
+		t.Errorf("fetch response to a leader: %v", err)
+	}
+	if err := r.Step(AlterPartitionResult{}); !errors.Is(err, ErrStaleResponse) {
+		t.Errorf("AlterPartition result with nothing in flight: %v", err)
+	}
+	if err := r.Step(BecomeFollower{Leader: 2, LeaderEpoch: 0}); !errors.Is(err, ErrStaleEpoch) {
+		t.Errorf("stale BecomeFollower: %v", err)
+	}
+	if err := r.Step(nil); !errors.Is(err, ErrUnknownMsg) {
+		t.Errorf("nil message: %v", err)
+	}
+	if err := r.Step(LocalAppend{ReqID: 1, LastOffset: 4, Acks: AcksLeader}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Step(LocalAppend{ReqID: 2, LastOffset: 3, Acks: AcksLeader}); !errors.Is(err, ErrOffsetRegress) {
+		t.Errorf("append below the log end: %v", err)
+	}
+}
+
+// TestStepBetweenReadyAndAdvance: completions stepped after Ready are not
+// dropped by Advance (the contract forbids it, but the replica holds up).
+func TestStepBetweenReadyAndAdvance(t *testing.T) {
+	r, _ := newTestLeader(t, Config{ID: 1, LagTicks: 5}, 1)
+	if err := r.Step(LocalAppend{ReqID: 1, LastOffset: 0, Acks: AcksAll, Deadline: 100}); err != nil {
+		t.Fatal(err)
+	}
+	rd := r.Ready()
+	if len(rd.Completed) != 1 || rd.Completed[0].ReqID != 1 || !rd.HWChanged || rd.HW != 1 {
+		t.Fatalf("Ready = %+v", rd)
+	}
+	if err := r.Step(LocalAppend{ReqID: 2, LastOffset: 1, Acks: AcksAll, Deadline: 100}); err != nil {
+		t.Fatal(err)
+	}
+	r.Advance(rd)
+	rd = r.Ready()
+	if len(rd.Completed) != 1 || rd.Completed[0].ReqID != 2 || rd.HW != 2 {
+		t.Fatalf("second Ready = %+v", rd)
+	}
+	r.Advance(rd)
+	if r.HasReady() {
+		t.Fatalf("HasReady after everything was advanced: %+v", r.Ready())
+	}
+}
