@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -78,33 +79,10 @@ func newSim(seed int64) *sim {
 }
 
 func (s *sim) must(n *simNode, m Msg) {
-	if err := n.r.Step(m); err != nil && !errorsIsAny(err, ErrStaleResponse, ErrStaleEpoch) {
+	if err := n.r.Step(m); err != nil && !errors.Is(err, ErrStaleResponse) && !errors.Is(err, ErrStaleEpoch) {
 		panic(fmt.Sprintf("n%d: %T: %v", n.id, m, err))
 	}
 	s.drain(n)
-}
-
-func errorsIsAny(err error, targets ...error) bool {
-	for _, t := range targets {
-		if err != nil && (err == t || fmt.Sprint(err) != "" && unwrapIs(err, t)) {
-			return true
-		}
-	}
-	return false
-}
-
-func unwrapIs(err, target error) bool {
-	for err != nil {
-		if err == target {
-			return true
-		}
-		u, ok := err.(interface{ Unwrap() error })
-		if !ok {
-			return false
-		}
-		err = u.Unwrap()
-	}
-	return false
 }
 
 func (s *sim) drain(n *simNode) {
