@@ -428,6 +428,9 @@ func (h *harness) drain(n *tnode) {
 		if rd.HWChanged {
 			h.printf("n%d: hw=%d", n.id, rd.HW)
 		}
+		if rd.Flush > 0 {
+			h.printf("n%d: flush below %d", n.id, rd.Flush)
+		}
 		if rd.Fetch != nil {
 			n.fetch = rd.Fetch
 		}

@@ -22,7 +22,10 @@ func (r *Replica) becomeFollower(m BecomeFollower) error {
 	r.isr, r.fenced, r.holdISR = nil, false, false
 	// A new leader: whatever fetch was in flight answers an old question.
 	r.fetchPending, r.fetchHeld, r.fetchAt = false, false, 0
-	r.invLeaderGen++
+	// A truncation decided against the old leader's log is void; the first
+	// fetch to the new one decides again. (The node has not applied it:
+	// nothing is stepped between Ready and Advance.)
+	r.trunc = nil
 	return nil
 }
 

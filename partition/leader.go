@@ -18,6 +18,7 @@ func (r *Replica) becomeLeader(m BecomeLeader) error {
 		}
 		r.partitionEpoch, r.isr, r.replicas = m.PartitionEpoch, slices.Clone(m.ISR), slices.Clone(m.Replicas)
 		r.inflight, r.holdISR = nil, false
+		r.syncFollowers()
 		r.isrChanged()
 		return nil
 	}
@@ -27,21 +28,33 @@ func (r *Replica) becomeLeader(m BecomeLeader) error {
 	r.inflight, r.propose, r.holdISR, r.fenced, r.retryAt = nil, nil, false, false, 0
 	r.trunc, r.fetchPending, r.fetchHeld = nil, false, false
 	r.epochStart = r.leo
-	r.followers = map[int32]*follower{}
-	for _, id := range r.replicas {
-		if id != r.cfg.ID {
-			// Kafka resets followers this way: ISR members get a full lag
-			// period to fetch from the new leader.
-			r.followers[id] = &follower{acked: -1, brokerEpoch: AnyBrokerEpoch, caughtUp: r.now, lastFetchLEO: -1}
-		}
-	}
+	r.followers = nil
+	r.syncFollowers()
 	if !wasLeader {
 		r.waiting = nil
 	}
-	r.invLeaderGen++
 	r.invHW = r.hw
 	r.isrChanged()
 	return nil
+}
+
+// syncFollowers makes the follower table match the assigned replicas. A new
+// entry starts as Kafka resets followers on a leader change: nothing
+// acknowledged, and a full lag period to fetch before it counts as lagging.
+func (r *Replica) syncFollowers() {
+	if r.followers == nil {
+		r.followers = map[int32]*follower{}
+	}
+	for id := range r.followers {
+		if !slices.Contains(r.replicas, id) {
+			delete(r.followers, id)
+		}
+	}
+	for _, id := range r.replicas {
+		if id != r.cfg.ID && r.followers[id] == nil {
+			r.followers[id] = &follower{acked: -1, brokerEpoch: AnyBrokerEpoch, caughtUp: r.now, lastFetchLEO: -1}
+		}
+	}
 }
 
 // isrChanged runs after the committed ISR changed: acks=all requests that

@@ -114,8 +114,8 @@ func (FetchResponse) isMsg()        {}
 func (AlterPartitionResult) isMsg() {}
 
 // Ready is what the node must do, in this order, before Advance:
-// Truncate the log; then send Fetch, answer FetchAnswers and Completed,
-// propose AlterPartition, and publish HW.
+// Truncate the log; then start Flush, send Fetch, answer FetchAnswers and
+// Completed, propose AlterPartition, and publish HW.
 type Ready struct {
 	// HW is the high watermark; HWChanged says it moved since the last Ready.
 	HW        int64
@@ -123,6 +123,9 @@ type Ready struct {
 	// Truncate: a follower must truncate its log to Truncate.Offset
 	// (segment.Log.TruncateTo) before Advance.
 	Truncate *Truncation
+	// Flush (sync mode): fsync the log below this offset — the node may
+	// batch these (segment.Log.WaitFlushed) — then step LocalFlush. 0: none.
+	Flush int64
 	// Fetch: a follower must send this Fetch to its leader.
 	Fetch *FetchRequest
 	// FetchAnswers: the leader's decisions on follower fetches.

@@ -44,15 +44,15 @@ type Replica struct {
 	fetchPending bool   // fetchSeq awaits its response
 	fetchHeld    bool   // fenced by the leader: wait for new metadata
 	fetchAt      int64  // no fetch before this tick
+	flushAsked   int64  // sync mode: the last Ready.Flush
 	trunc        *Truncation
 
 	// outputs since the last Advance
-	hwReported   int64
-	completed    []Completion
-	answers      []FetchAnswer
-	propose      *Proposal
-	invHW        int64 // invariants: HW when the current leadership began
-	invLeaderGen int64
+	hwReported int64
+	completed  []Completion
+	answers    []FetchAnswer
+	propose    *Proposal
+	invHW      int64 // invariants: HW when the current leadership began
 }
 
 type follower struct {
@@ -188,7 +188,7 @@ func (r *Replica) Status() Status {
 // HasReady says whether Ready has something to do.
 func (r *Replica) HasReady() bool {
 	return r.hw != r.hwReported || r.trunc != nil || len(r.completed) > 0 ||
-		len(r.answers) > 0 || r.propose != nil || r.nextFetch() != nil
+		len(r.answers) > 0 || r.propose != nil || r.nextFetch() != nil || r.flushWanted() > 0
 }
 
 // Ready returns what the node must do now. It does not change the replica:
@@ -203,6 +203,7 @@ func (r *Replica) Ready() Ready {
 		rd.Truncate = &t
 	} else {
 		rd.Fetch = r.nextFetch()
+		rd.Flush = r.flushWanted()
 	}
 	return rd
 }
@@ -228,8 +229,12 @@ func (r *Replica) Advance(rd Ready) {
 		r.leo = r.trunc.Offset
 		r.hw = min(r.hw, r.leo)
 		r.flushed = min(r.flushed, r.leo)
+		r.flushAsked = min(r.flushAsked, r.leo)
 		r.trunc = nil
 		prevHW = r.hw
+	}
+	if rd.Flush > r.flushAsked {
+		r.flushAsked = rd.Flush
 	}
 	if rd.Fetch != nil && r.role == Follower && rd.Fetch.Seq == r.fetchSeq+1 {
 		r.fetchSeq = rd.Fetch.Seq
@@ -254,6 +259,16 @@ func (r *Replica) nextFetch() *FetchRequest {
 		Seq: r.fetchSeq + 1, Leader: r.leader, FetchOffset: r.leo,
 		CurrentLeaderEpoch: r.leaderEpoch, LastFetchedEpoch: r.log.LatestEpoch(),
 	}
+}
+
+// flushWanted is the offset below which the node should fsync in sync mode
+// (reported back with LocalFlush), or 0: everything appended and not yet
+// asked for. The node may batch these (group commit).
+func (r *Replica) flushWanted() int64 {
+	if r.cfg.Durability != Sync || r.flushed >= r.leo || r.flushAsked >= r.leo {
+		return 0
+	}
+	return r.leo
 }
 
 func (r *Replica) complete(id uint64, err error) {
