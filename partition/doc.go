@@ -16,11 +16,12 @@
 //	for r.HasReady() {
 //		rd := r.Ready()
 //		// 1. rd.Truncate: log.TruncateTo(rd.Truncate.Offset) (report BelowHW)
-//		// 2. rd.Fetch: send a replica Fetch to rd.Fetch.Leader
-//		// 3. rd.FetchAnswers: answer the follower fetches (read from ReadFrom)
-//		// 4. rd.Completed: answer produce requests (Err nil = NONE)
-//		// 5. rd.AlterPartition: propose it to the controller (quorum.AlterPartition)
-//		// 6. rd.HW: publish to consumers and checkpoint
+//		// 2. rd.Flush (sync mode): start log.WaitFlushed(rd.Flush), then Step(LocalFlush)
+//		// 3. rd.Fetch: send a replica Fetch to rd.Fetch.Leader
+//		// 4. rd.FetchAnswers: answer the follower fetches (read from ReadFrom)
+//		// 5. rd.Completed: answer produce requests (Err nil = NONE)
+//		// 6. rd.AlterPartition: propose it to the controller (quorum.AlterPartition)
+//		// 7. rd.HW: publish to consumers and checkpoint
 //		r.Advance(rd)
 //	}
 //
@@ -111,8 +112,9 @@
 //     what they appended; replication is the durability and flush.messages /
 //     flush.ms apply as usual.
 //   - sync (sync-before-ack): replicas count only with what they fsynced.
-//     The leader counts with its flushed offset (LocalFlush, from segment's
-//     group commit: WaitFlushed then FlushedOffset). A follower sends its next
+//     Ready.Flush asks the node to fsync (segment's group commit:
+//     WaitFlushed, which may batch several asks) and step LocalFlush with
+//     FlushedOffset; the leader counts with that. A follower sends its next
 //     fetch only once everything it appended is fsynced, so its fetch offset
 //     is its fsynced offset and the Fetch wire format needs no extra field.
 //     acks=1 waits for the leader's fsync. A correlated power loss of every
