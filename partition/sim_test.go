@@ -18,18 +18,24 @@ import (
 // from the leader's. In sync mode a restart also loses the unflushed tail
 // (power loss); in page-cache mode it is a process crash.
 func TestRandomFailovers(t *testing.T) {
-	seeds := 300
+	seeds := 500
 	if testing.Short() {
 		seeds = 30
 	}
+	var truncations, elections, acked int
 	for seed := range seeds {
 		s := newSim(int64(seed))
-		for i := 0; i < 400; i++ {
+		for i := 0; i < 600; i++ {
 			s.step()
 			if err := s.check(); err != nil {
 				t.Fatalf("seed %d step %d (%s): %v\n%s", seed, i, s.last, err, s.dump())
 			}
 		}
+		truncations, elections, acked = truncations+s.truncations, elections+s.elections, acked+len(s.acked)
+	}
+	t.Logf("%d seeds: %d elections, %d truncations, %d records acknowledged with acks=all", seeds, elections, truncations, acked)
+	if truncations == 0 || elections <= seeds || acked == 0 {
+		t.Errorf("the random walk no longer reaches failovers with divergence")
 	}
 }
 
@@ -55,6 +61,8 @@ type sim struct {
 	acked  map[int64]int32 // offset -> epoch of records acknowledged with acks=all
 	req    uint64
 	last   string
+	// counters, to show the test reaches what it means to test
+	truncations, elections int
 }
 
 func newSim(seed int64) *sim {
@@ -89,6 +97,11 @@ func (s *sim) drain(n *simNode) {
 	for n.r.HasReady() {
 		rd := n.r.Ready()
 		if rd.Truncate != nil {
+			if rd.Truncate.BelowHW >= 0 {
+				// Elections here are clean: nothing committed may go.
+				panic(fmt.Sprintf("n%d truncates below its HW: %+v", n.id, *rd.Truncate))
+			}
+			s.truncations++
 			n.log.epochs = n.log.epochs[:rd.Truncate.Offset]
 			n.log.flushed = min(n.log.flushed, rd.Truncate.Offset)
 		}
@@ -124,6 +137,7 @@ func (s *sim) elect() {
 		return
 	}
 	s.leader, s.isr = isr[0], isr
+	s.elections++
 	s.lepoch++
 	s.pepoch++
 	for _, n := range s.nodes {
