@@ -330,9 +330,9 @@ func (h *harness) alter() {
 		return
 	}
 	n.proposal = nil
-	res := AlterPartitionResult{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1, ISR: p.ids()}
+	res := AlterPartitionResult{Proposal: p, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1, ISR: p.ids()}
 	if s, ok := h.arg("err"); ok {
-		res = AlterPartitionResult{Err: kerr.TypedErrorForCode(h.code(s))}
+		res = AlterPartitionResult{Proposal: p, Err: kerr.TypedErrorForCode(h.code(s))}
 	}
 	h.step(n, res)
 }

@@ -269,7 +269,7 @@ func (r *Replica) proposeISR(isr []int32) {
 }
 
 func (r *Replica) alterPartitionResult(m AlterPartitionResult) error {
-	if r.role != Leader || r.inflight == nil {
+	if r.role != Leader || r.inflight == nil || (m.Proposal != nil && m.Proposal != r.inflight) {
 		return fmt.Errorf("%w: AlterPartition result", ErrStaleResponse)
 	}
 	r.inflight = nil

@@ -99,6 +99,10 @@ type FetchResponse struct {
 // AlterPartitionResult answers the AlterPartition in flight: Err nil and the
 // partition as the controller committed it, or the error (a *kerr.Error).
 type AlterPartitionResult struct {
+	// Proposal is the Ready.AlterPartition this answers; nil means the one
+	// in flight. A result for an older proposal (one dropped by a
+	// leadership or metadata change) is ignored with ErrStaleResponse.
+	Proposal       *Proposal
 	Err            error
 	LeaderEpoch    int32
 	PartitionEpoch int32

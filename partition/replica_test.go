@@ -100,3 +100,36 @@ func TestStepBetweenReadyAndAdvance(t *testing.T) {
 		t.Fatalf("HasReady after everything was advanced: %+v", r.Ready())
 	}
 }
+
+// TestLateAlterPartitionResult: the answer to a proposal dropped by a
+// metadata update does not settle the proposal made after it.
+func TestLateAlterPartitionResult(t *testing.T) {
+	r, _ := newTestLeader(t, Config{ID: 1, LagTicks: 1}, 1, 2, 3)
+	r.Tick()
+	r.Tick()
+	old := r.Ready().AlterPartition
+	if old == nil {
+		t.Fatal("no shrink proposal")
+	}
+	r.Advance(r.Ready())
+	if err := r.Step(BecomeLeader{LeaderEpoch: 1, PartitionEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	r.Tick()
+	r.Tick()
+	rd := r.Ready()
+	cur := rd.AlterPartition
+	if cur == nil || cur == old {
+		t.Fatalf("no new proposal: %+v", rd)
+	}
+	r.Advance(rd)
+	if err := r.Step(AlterPartitionResult{Proposal: old, LeaderEpoch: 1, PartitionEpoch: 1, ISR: []int32{1}}); !errors.Is(err, ErrStaleResponse) {
+		t.Fatalf("late result: %v", err)
+	}
+	if err := r.Step(AlterPartitionResult{Proposal: cur, LeaderEpoch: 1, PartitionEpoch: 2, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Status(); s.PartitionEpoch != 2 || len(s.ISR) != 1 {
+		t.Fatalf("status %+v", s)
+	}
+}
