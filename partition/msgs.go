@@ -45,6 +45,16 @@ type BecomeLeader struct {
 	Replicas       []int32
 }
 
+// Become returns the event for a partition state from the metadata image
+// (quorum.Partition) as seen by replica self: BecomeLeader when self leads,
+// else BecomeFollower.
+func Become(self, leader, leaderEpoch, partitionEpoch int32, isr, replicas []int32) Msg {
+	if leader == self {
+		return BecomeLeader{LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch, ISR: isr, Replicas: replicas}
+	}
+	return BecomeFollower{Leader: leader, LeaderEpoch: leaderEpoch, PartitionEpoch: partitionEpoch}
+}
+
 // BecomeFollower: the metadata made Leader (-1: none) the leader at
 // LeaderEpoch. Waiting produce requests fail with NOT_LEADER_OR_FOLLOWER.
 type BecomeFollower struct {
@@ -233,4 +243,17 @@ type Status struct {
 	// Fenced: a leader that learned a newer leader epoch exists; it
 	// acknowledges nothing more.
 	Fenced bool
+	// Followers (leader only), by id: for metrics such as under-replicated
+	// partitions and replica lag.
+	Followers []FollowerStatus
+}
+
+// FollowerStatus is the leader's view of one follower.
+type FollowerStatus struct {
+	ID int32
+	// Acked is the offset it acknowledged in this leader epoch, -1: none.
+	Acked int64
+	// BehindTicks is how long it has not been caught up with the log end.
+	BehindTicks int64
+	BrokerEpoch int64
 }

@@ -182,6 +182,10 @@ func (r *Replica) Status() Status {
 	if r.inflight != nil {
 		s.PendingISR = r.inflight.ids()
 	}
+	for id, f := range r.followers {
+		s.Followers = append(s.Followers, FollowerStatus{ID: id, Acked: f.acked, BehindTicks: r.now - f.caughtUp, BrokerEpoch: f.brokerEpoch})
+	}
+	slices.SortFunc(s.Followers, func(a, b FollowerStatus) int { return int(a.ID) - int(b.ID) })
 	return s
 }
 

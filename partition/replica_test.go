@@ -133,3 +133,22 @@ func TestLateAlterPartitionResult(t *testing.T) {
 		t.Fatalf("status %+v", s)
 	}
 }
+
+func TestBecomeAndFollowerStatus(t *testing.T) {
+	if m, ok := Become(1, 1, 4, 5, []int32{1}, []int32{1, 2}).(BecomeLeader); !ok || m.LeaderEpoch != 4 || m.PartitionEpoch != 5 {
+		t.Errorf("Become as leader = %#v", m)
+	}
+	if m, ok := Become(2, 1, 4, 5, []int32{1}, []int32{1, 2}).(BecomeFollower); !ok || m.Leader != 1 || m.LeaderEpoch != 4 {
+		t.Errorf("Become as follower = %#v", m)
+	}
+	r, _ := newTestLeader(t, Config{ID: 1, LagTicks: 5}, 1, 2)
+	if err := r.Step(FollowerFetch{ReqID: 1, Replica: 2, BrokerEpoch: 7, FetchOffset: 0, LastFetchedEpoch: -1, CurrentLeaderEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r.Tick()
+	got := r.Status().Followers
+	want := []FollowerStatus{{ID: 2, Acked: 0, BehindTicks: 1, BrokerEpoch: 7}, {ID: 3, Acked: -1, BehindTicks: 1, BrokerEpoch: AnyBrokerEpoch}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("Followers = %+v, want %+v", got, want)
+	}
+}
