@@ -63,11 +63,12 @@ func (r *Replica) fetchResponse(m FetchResponse) error {
 func (r *Replica) diverged(d EpochEndOffset) {
 	var off int64
 	switch fe, fend := r.log.EndOffsetForEpoch(d.Epoch); {
-	case d.Epoch == UndefinedEpoch || d.EndOffset < 0:
-		// The leader knows no epoch at or below ours: its log is empty
-		// where ours is not, and it is authoritative.
+	case d.EndOffset < 0:
+		// The leader's log has no epochs at all. Kafka falls back to the
+		// follower's HW here; we never do (KIP-101): the leader's empty log
+		// is authoritative. Our leader never answers this way.
 		off = 0
-	case fe == UndefinedEpoch:
+	case d.Epoch == UndefinedEpoch, fe == UndefinedEpoch:
 		off = min(d.EndOffset, r.leo)
 	case fe != d.Epoch:
 		// We lack the leader's epoch: cut at the end of our own older
