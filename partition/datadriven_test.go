@@ -230,6 +230,19 @@ func (h *harness) run() {
 				h.drain(n)
 			}
 		}
+	case "brokers":
+		// brokers id=1 epochs=(2:1,3:4): broker 2 at epoch 1, broker 3 at 4.
+		n := h.node("id")
+		s, _ := h.arg("epochs")
+		m := map[int32]int64{}
+		for _, kv := range strings.Split(s, ",") {
+			if k, v, ok := strings.Cut(kv, ":"); ok {
+				ki, _ := strconv.Atoi(k)
+				vi, _ := strconv.ParseInt(v, 10, 64)
+				m[int32(ki)] = vi
+			}
+		}
+		h.step(n, BrokerEpochs{Epochs: m})
 	case "alter":
 		h.alter()
 	case "flush":

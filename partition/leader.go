@@ -175,7 +175,7 @@ func (r *Replica) answerFetch(m FollowerFetch) FetchAnswer {
 		// Not an assigned replica (or ourselves): refused as Kafka does.
 		return FetchAnswer{Err: kerr.NotLeaderForPartition}
 	}
-	if m.BrokerEpoch >= 0 && m.BrokerEpoch < f.brokerEpoch {
+	if m.BrokerEpoch >= 0 && (m.BrokerEpoch < f.brokerEpoch || m.BrokerEpoch < r.brokers[m.Replica]) {
 		return FetchAnswer{Err: kerr.StaleBrokerEpoch}
 	}
 	if m.LastFetchedEpoch != UndefinedEpoch {
@@ -230,10 +230,16 @@ func (r *Replica) canPropose() bool {
 
 // maybeExpandISR proposes adding a follower that reached the HW and the
 // start of this leader epoch (so it holds everything committed, even if it
-// restarted with a lost tail; DESIGN.md, KIP-966).
+// restarted with a lost tail; DESIGN.md, KIP-966) and, once BrokerEpochs
+// came, is eligible with the broker epoch it fetches with (KIP-841/903).
 func (r *Replica) maybeExpandISR(id int32, f *follower) {
 	if slices.Contains(r.isr, id) || !r.canPropose() || f.acked < r.hw || f.acked < r.epochStart {
 		return
+	}
+	if r.brokers != nil {
+		if e, ok := r.brokers[id]; !ok || (f.brokerEpoch >= 0 && f.brokerEpoch != e) {
+			return // fenced, shutting down, or fetching as an older incarnation
+		}
 	}
 	r.proposeISR(append(slices.Clone(r.isr), id))
 }

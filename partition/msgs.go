@@ -119,6 +119,15 @@ type AlterPartitionResult struct {
 	ISR            []int32
 }
 
+// BrokerEpochs is the metadata's list of eligible brokers — registered,
+// unfenced, not shutting down — with their broker epochs (KIP-841/903). The
+// leader proposes only eligible followers fetching with their current
+// broker epoch for the ISR, and refuses fetches from older incarnations.
+// Until the first BrokerEpochs it trusts the epochs fetches carry. The map
+// is read, never changed, and must not change after Step: pass a new one.
+type BrokerEpochs struct{ Epochs map[int32]int64 }
+
+func (BrokerEpochs) isMsg()         {}
 func (BecomeLeader) isMsg()         {}
 func (BecomeFollower) isMsg()       {}
 func (LocalAppend) isMsg()          {}

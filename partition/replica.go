@@ -29,6 +29,7 @@ type Replica struct {
 	isr            []int32
 
 	leo, hw, flushed int64
+	brokers          map[int32]int64 // BrokerEpochs; nil until the first
 
 	// leader
 	epochStart int64 // log end when this epoch began
@@ -91,6 +92,8 @@ func (r *Replica) Step(m Msg) error {
 	prevHW := r.hw
 	var err error
 	switch m := m.(type) {
+	case BrokerEpochs:
+		r.brokers = m.Epochs
 	case BecomeLeader:
 		err = r.becomeLeader(m)
 	case BecomeFollower:
