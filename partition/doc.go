@@ -31,10 +31,11 @@
 // FollowerFetch (a replica's Fetch reached this leader), FetchResponse (this
 // follower's fetch came back; records, if any, already appended with
 // AppendReplicated — only when ExpectsFetch(seq)), AlterPartitionResult (the
-// controller's answer). Tick() is the only clock: produce deadlines and
-// replica.lag.time.max.ms are counted in ticks. Step returns an error only
-// for events it ignored (Err* values); Kafka error codes for clients are
-// *kerr.Error values in Ready.
+// controller's answer, naming its Proposal), BrokerEpochs (the eligible
+// brokers and their epochs from the metadata). Tick() is the only clock:
+// produce deadlines and replica.lag.time.max.ms are counted in ticks. Step
+// returns an error only for events it ignored (Err* values); Kafka error
+// codes for clients are *kerr.Error values in Ready.
 //
 // Contract: Ready does not change the replica; Advance(rd) must follow each
 // Ready before the next Step, Tick or Ready, after the node did everything
@@ -80,13 +81,14 @@
 //     a follower outside the ISR whose fetch offset reached the HW and the
 //     start of this leader epoch is proposed for addition (so a restarted
 //     broker that lost its unflushed tail rejoins only after catching up),
-//     with the broker epoch it fetched with (KIP-903). One AlterPartition in
-//     flight at most, carrying the leader and partition epochs; the ISR
-//     changes only when AlterPartitionResult (or BecomeLeader with the same
-//     leader epoch and a newer partition epoch) commits it. Refused with
-//     FENCED_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER: the leader fences itself;
-//     INVALID_UPDATE_VERSION: no proposal until new metadata; any other error:
-//     decided again from the next tick.
+//     with the broker epoch it fetched with (KIP-903) — once BrokerEpochs
+//     came, only if that broker is eligible at that epoch (KIP-841). One
+//     AlterPartition in flight at most, carrying the leader and partition
+//     epochs; the ISR changes only when AlterPartitionResult (or BecomeLeader
+//     with the same leader epoch and a newer partition epoch) commits it.
+//     Refused with FENCED_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER: the leader
+//     fences itself; INVALID_UPDATE_VERSION: no proposal until new metadata;
+//     any other error: decided again from the next tick.
 //
 // # Follower
 //
