@@ -65,7 +65,8 @@ type BecomeFollower struct {
 
 // LocalAppend: the node appended a produce request's records to the leader
 // log (segment.Log.Append with LeaderEpoch) up to LastOffset, after
-// CheckProduce allowed it. Deadline is the tick at which it times out.
+// CheckProduce allowed it. Deadline is the tick (on the replica's clock,
+// Now) at which it times out with REQUEST_TIMED_OUT; 0: never.
 type LocalAppend struct {
 	ReqID      uint64
 	LastOffset int64

@@ -123,7 +123,7 @@ func (r *Replica) Tick() {
 	if r.role == Leader {
 		kept := r.waiting[:0]
 		for _, p := range r.waiting {
-			if p.deadline <= r.now {
+			if p.deadline > 0 && p.deadline <= r.now {
 				r.complete(p.id, kerr.RequestTimedOut)
 				continue
 			}
@@ -166,6 +166,9 @@ func (r *Replica) CheckLeaderEpoch(current int32) error {
 
 // HW is the high watermark: consumers read only below it.
 func (r *Replica) HW() int64 { return r.hw }
+
+// Now is the replica's clock: the number of Ticks so far.
+func (r *Replica) Now() int64 { return r.now }
 
 // LeaderEpoch is the replica's current leader epoch.
 func (r *Replica) LeaderEpoch() int32 { return r.leaderEpoch }

@@ -152,3 +152,29 @@ func TestBecomeAndFollowerStatus(t *testing.T) {
 		t.Errorf("Followers = %+v, want %+v", got, want)
 	}
 }
+
+func TestDeadlines(t *testing.T) {
+	r, _ := newTestLeader(t, Config{ID: 1, LagTicks: 100}, 1, 2)
+	r.Tick()
+	if r.Now() != 1 {
+		t.Fatalf("Now = %d", r.Now())
+	}
+	_ = r.Step(LocalAppend{ReqID: 1, LastOffset: 0, Acks: AcksAll})                        // no deadline
+	_ = r.Step(LocalAppend{ReqID: 2, LastOffset: 1, Acks: AcksAll, Deadline: r.Now() + 2}) // two ticks
+	r.Tick()
+	if rd := r.Ready(); len(rd.Completed) != 0 {
+		t.Fatalf("completed early: %+v", rd.Completed)
+	}
+	r.Tick()
+	rd := r.Ready()
+	if len(rd.Completed) != 1 || rd.Completed[0].ReqID != 2 || rd.Completed[0].Err != kerr.RequestTimedOut {
+		t.Fatalf("completed %+v", rd.Completed)
+	}
+	r.Advance(rd)
+	for range 1000 {
+		r.Tick()
+	}
+	if rd := r.Ready(); len(rd.Completed) != 0 {
+		t.Fatalf("a request without a deadline timed out: %+v", rd.Completed)
+	}
+}
