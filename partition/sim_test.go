@@ -16,13 +16,14 @@ import (
 // product's promise after every step: a record acknowledged with acks=all is
 // in every later leader's log, and no replica's committed prefix differs
 // from the leader's. In sync mode a restart also loses the unflushed tail
-// (power loss); in page-cache mode it is a process crash.
+// (power loss), and sometimes every replica loses power at once; in
+// page-cache mode a restart is a process crash.
 func TestRandomFailovers(t *testing.T) {
 	seeds := 500
 	if testing.Short() {
 		seeds = 30
 	}
-	var truncations, elections, acked int
+	var truncations, elections, acked, powerLosses int
 	for seed := range seeds {
 		s := newSim(int64(seed))
 		for i := 0; i < 600; i++ {
@@ -32,9 +33,11 @@ func TestRandomFailovers(t *testing.T) {
 			}
 		}
 		truncations, elections, acked = truncations+s.truncations, elections+s.elections, acked+len(s.acked)
+		powerLosses += s.powerLosses
 	}
-	t.Logf("%d seeds: %d elections, %d truncations, %d records acknowledged with acks=all", seeds, elections, truncations, acked)
-	if truncations == 0 || elections <= seeds || acked == 0 {
+	t.Logf("%d seeds: %d elections, %d truncations, %d power losses (sync mode), %d records acknowledged with acks=all",
+		seeds, elections, truncations, powerLosses, acked)
+	if truncations == 0 || elections <= seeds || acked == 0 || powerLosses == 0 {
 		t.Errorf("the random walk no longer reaches failovers with divergence")
 	}
 }
@@ -62,7 +65,7 @@ type sim struct {
 	req    uint64
 	last   string
 	// counters, to show the test reaches what it means to test
-	truncations, elections int
+	truncations, elections, powerLosses int
 }
 
 func newSim(seed int64) *sim {
@@ -238,6 +241,16 @@ func (s *sim) step() {
 			s.isr = p.ids()
 			s.must(l, AlterPartitionResult{LeaderEpoch: s.lepoch, PartitionEpoch: s.pepoch, ISR: slices.Clone(s.isr)})
 		}
+	case k < 93 && s.cfg.Durability == Sync:
+		// A correlated power loss: every replica loses its unflushed tail
+		// at once. Sync mode promises nothing acknowledged is lost.
+		s.last = "power loss"
+		for _, n := range s.nodes {
+			s.restart(n, true)
+		}
+		s.powerLosses++
+		s.leader = -1
+		s.elect()
 	case k < 96: // crash a replica; the controller fences it
 		if len(live) < 2 {
 			return
@@ -270,18 +283,7 @@ func (s *sim) step() {
 		}
 		n := dead[s.rng.Intn(len(dead))]
 		s.last = fmt.Sprintf("restart n%d", n.id)
-		if s.cfg.Durability == Sync {
-			n.log.epochs = n.log.epochs[:n.log.flushed]
-		}
-		n.log.flushed = n.log.leo()
-		cfg := s.cfg
-		cfg.ID = n.id
-		r, err := New(cfg, n.log, LogState{LEO: n.log.leo(), HW: min(n.r.HW(), n.log.leo()), Flushed: n.log.flushed})
-		if err != nil {
-			panic(err)
-		}
-		n.r, n.alive, n.fetch, n.prop, n.answers = r, true, nil, nil, map[uint64]FetchAnswer{}
-		n.bepoch++
+		s.restart(n, s.cfg.Durability == Sync)
 		if s.leader < 0 {
 			if slices.Contains(s.isr, n.id) {
 				s.elect() // the last ISR is back: a clean election
@@ -292,6 +294,22 @@ func (s *sim) step() {
 		}
 		s.must(n, BecomeFollower{Leader: s.leader, LeaderEpoch: s.lepoch, PartitionEpoch: s.pepoch})
 	}
+}
+
+// restart recreates n as after a crash, losing its unflushed tail if lose.
+func (s *sim) restart(n *simNode, lose bool) {
+	if lose {
+		n.log.epochs = n.log.epochs[:n.log.flushed]
+	}
+	n.log.flushed = n.log.leo()
+	cfg := s.cfg
+	cfg.ID = n.id
+	r, err := New(cfg, n.log, LogState{LEO: n.log.leo(), HW: min(n.r.HW(), n.log.leo()), Flushed: n.log.flushed})
+	if err != nil {
+		panic(err)
+	}
+	n.r, n.alive, n.fetch, n.prop, n.answers = r, true, nil, nil, map[uint64]FetchAnswer{}
+	n.bepoch++
 }
 
 func (s *sim) check() error {
