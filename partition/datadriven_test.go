@@ -40,7 +40,8 @@ type fakeLog struct {
 	flushed int64
 }
 
-func (l *fakeLog) leo() int64 { return int64(len(l.epochs)) }
+// LogEndOffset is the offset after the last record.
+func (l *fakeLog) LogEndOffset() int64 { return int64(len(l.epochs)) }
 
 func (l *fakeLog) LatestEpoch() int32 {
 	if len(l.epochs) == 0 {
@@ -65,7 +66,7 @@ func (l *fakeLog) EndOffsetForEpoch(req int32) (int32, int64) {
 		return UndefinedEpoch, UndefinedOffset
 	}
 	if last := es[len(es)-1]; req == last.Epoch {
-		return req, l.leo()
+		return req, l.LogEndOffset()
 	}
 	hi := sort.Search(len(es), func(i int) bool { return es[i].Epoch > req })
 	switch hi {
@@ -247,7 +248,7 @@ func (h *harness) run() {
 		h.alter()
 	case "flush":
 		n := h.node("id")
-		n.log.flushed = min(h.int("to", n.log.leo()), n.log.leo())
+		n.log.flushed = min(h.int("to", n.log.LogEndOffset()), n.log.LogEndOffset())
 		h.step(n, LocalFlush{Flushed: n.log.flushed})
 	case "restart":
 		h.restart()
@@ -286,14 +287,14 @@ func (h *harness) newReplica() {
 	}
 	s, _ := h.arg("log")
 	l := &fakeLog{epochs: h.parseLog(s)}
-	l.flushed = h.int("flushed", l.leo())
-	r, err := New(cfg, l, LogState{LEO: l.leo(), HW: h.int("hw", 0), Flushed: l.flushed})
+	l.flushed = h.int("flushed", l.LogEndOffset())
+	r, err := New(cfg, l, LogState{LEO: l.LogEndOffset(), HW: h.int("hw", 0), Flushed: l.flushed})
 	if err != nil {
 		h.printf("error: %v", err)
 		return
 	}
 	h.nodes[id] = &tnode{id: id, cfg: cfg, r: r, log: l, brokerEpoch: h.int("broker-epoch", 1), answers: map[uint64]FetchAnswer{}}
-	h.printf("n%d: leo=%d log: %s", id, l.leo(), l)
+	h.printf("n%d: leo=%d log: %s", id, l.LogEndOffset(), l)
 }
 
 // restart recreates a replica as after a crash: the unflushed tail is lost
@@ -303,15 +304,15 @@ func (h *harness) restart() {
 	if _, ok := h.arg("lose-unflushed"); ok {
 		n.log.epochs = n.log.epochs[:n.log.flushed]
 	}
-	n.log.flushed = n.log.leo()
+	n.log.flushed = n.log.LogEndOffset()
 	st := n.r.Status()
-	r, err := New(n.cfg, n.log, LogState{LEO: n.log.leo(), HW: min(st.HW, n.log.leo()), Flushed: n.log.flushed})
+	r, err := New(n.cfg, n.log, LogState{LEO: n.log.LogEndOffset(), HW: min(st.HW, n.log.LogEndOffset()), Flushed: n.log.flushed})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	n.r, n.fetch, n.proposal, n.answers = r, nil, nil, map[uint64]FetchAnswer{}
 	n.brokerEpoch++
-	h.printf("n%d: restarted with broker epoch %d, leo=%d log: %s", n.id, n.brokerEpoch, n.log.leo(), n.log)
+	h.printf("n%d: restarted with broker epoch %d, leo=%d log: %s", n.id, n.brokerEpoch, n.log.LogEndOffset(), n.log)
 }
 
 func (h *harness) produce() {
@@ -327,12 +328,12 @@ func (h *harness) produce() {
 		return
 	}
 	count := h.int("n", 1)
-	first := n.log.leo()
+	first := n.log.LogEndOffset()
 	for range count {
 		n.log.epochs = append(n.log.epochs, n.r.LeaderEpoch())
 	}
-	h.printf("n%d: produce req=%d appended %d..%d", n.id, h.reqID, first, n.log.leo()-1)
-	h.step(n, LocalAppend{ReqID: h.reqID, LastOffset: n.log.leo() - 1, Acks: acks, Deadline: h.int("deadline", 1000)})
+	h.printf("n%d: produce req=%d appended %d..%d", n.id, h.reqID, first, n.log.LogEndOffset()-1)
+	h.step(n, LocalAppend{ReqID: h.reqID, LastOffset: n.log.LogEndOffset() - 1, Acks: acks, Deadline: h.int("deadline", 1000)})
 }
 
 func (h *harness) alter() {
@@ -395,11 +396,11 @@ func (h *harness) deliverFetch(n *tnode) {
 		if !n.r.ExpectsFetch(f.Seq) {
 			h.t.Fatalf("%s: n%d does not expect fetch %d", h.d.Pos, n.id, f.Seq)
 		}
-		if a.ReadFrom != n.log.leo() {
-			h.t.Fatalf("%s: leader reads from %d, n%d log ends at %d", h.d.Pos, a.ReadFrom, n.id, n.log.leo())
+		if a.ReadFrom != n.log.LogEndOffset() {
+			h.t.Fatalf("%s: leader reads from %d, n%d log ends at %d", h.d.Pos, a.ReadFrom, n.id, n.log.LogEndOffset())
 		}
 		n.log.epochs = append(n.log.epochs, l.log.epochs[a.ReadFrom:]...)
-		resp.LEO = n.log.leo()
+		resp.LEO = n.log.LogEndOffset()
 	}
 	h.step(n, resp)
 }
@@ -427,7 +428,7 @@ func (h *harness) drain(n *tnode) {
 			case a.Diverging != nil:
 				h.printf("n%d: answer fetch req=%d: diverging epoch=%d end=%d hw=%d", n.id, a.ReqID, a.Diverging.Epoch, a.Diverging.EndOffset, a.HW)
 			default:
-				h.printf("n%d: answer fetch req=%d: records from %d to %d hw=%d", n.id, a.ReqID, a.ReadFrom, n.log.leo(), a.HW)
+				h.printf("n%d: answer fetch req=%d: records from %d to %d hw=%d", n.id, a.ReqID, a.ReadFrom, n.log.LogEndOffset(), a.HW)
 			}
 			n.answers[a.ReqID] = a
 		}

@@ -43,7 +43,8 @@
 // fetch's lastFetchedEpoch is read from the truncated log). Queries
 // (CheckProduce, CheckLeaderEpoch, ExpectsFetch, HW, LeaderEpoch, Status)
 // never change it. The Log interface (implemented by *segment.Log) is only
-// read: its leader-epoch cache.
+// read: its leader-epoch cache, and its log end after a truncation (segment
+// cuts at a batch start, possibly below the offset asked for).
 //
 // # Leader
 //

@@ -23,7 +23,7 @@ func TestDiverged(t *testing.T) {
 		{"below the HW: reported", "1:5,2:3", 7, EpochEndOffset{1, 5}, 5},
 	} {
 		l := &fakeLog{epochs: h.parseLog(tc.log)}
-		r, err := New(Config{ID: 2, LagTicks: 1}, l, LogState{LEO: l.leo(), HW: tc.hw})
+		r, err := New(Config{ID: 2, LagTicks: 1}, l, LogState{LEO: l.LogEndOffset(), HW: tc.hw})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,10 @@ type Log interface {
 	// segment.Log does: the largest epoch <= epoch the log knows and the
 	// offset where it ends, or (-1, -1).
 	EndOffsetForEpoch(epoch int32) (int32, int64)
+	// LogEndOffset is the offset after the last record. The replica reads
+	// it only after a truncation: segment cuts at a batch start, which may
+	// lie below the offset asked for.
+	LogEndOffset() int64
 }
 
 // UndefinedEpoch and UndefinedOffset are Kafka's "unknown" values.

@@ -236,7 +236,7 @@ func (r *Replica) Advance(rd Ready) {
 		r.propose = nil
 	}
 	if rd.Truncate != nil && r.trunc != nil && *rd.Truncate == *r.trunc {
-		r.leo = r.trunc.Offset
+		r.leo = min(r.trunc.Offset, r.log.LogEndOffset())
 		r.hw = min(r.hw, r.leo)
 		r.flushed = min(r.flushed, r.leo)
 		r.flushAsked = min(r.flushAsked, r.leo)

@@ -178,3 +178,31 @@ func TestDeadlines(t *testing.T) {
 		t.Fatalf("a request without a deadline timed out: %+v", rd.Completed)
 	}
 }
+
+// TestTruncationBelowAsked: segment truncates at a batch start, which may be
+// below the offset asked for; the replica goes on from the real log end.
+func TestTruncationBelowAsked(t *testing.T) {
+	l := &fakeLog{epochs: []int32{1, 1, 1, 1, 1, 1, 1, 1}}
+	r, err := New(Config{ID: 2, LagTicks: 5}, l, LogState{LEO: 8, Flushed: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Step(BecomeFollower{Leader: 1, LeaderEpoch: 2}); err != nil {
+		t.Fatal(err)
+	}
+	rd := r.Ready()
+	r.Advance(rd)
+	if err := r.Step(FetchResponse{Seq: rd.Fetch.Seq, Diverging: &EpochEndOffset{Epoch: 1, EndOffset: 6}}); err != nil {
+		t.Fatal(err)
+	}
+	rd = r.Ready()
+	if rd.Truncate == nil || rd.Truncate.Offset != 6 {
+		t.Fatalf("Ready %+v", rd)
+	}
+	l.epochs = l.epochs[:4] // the batch holding 4..7 goes whole
+	r.Advance(rd)
+	rd = r.Ready()
+	if rd.Fetch == nil || rd.Fetch.FetchOffset != 4 || r.Status().LEO != 4 {
+		t.Fatalf("after truncation: Ready %+v, status %+v", rd, r.Status())
+	}
+}

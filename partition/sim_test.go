@@ -177,7 +177,7 @@ func (s *sim) step() {
 		if l.r.CheckProduce(acks) != nil {
 			return
 		}
-		off := l.log.leo()
+		off := l.log.LogEndOffset()
 		l.log.epochs = append(l.log.epochs, l.r.LeaderEpoch())
 		id := uint64(off)<<32 | uint64(l.r.LeaderEpoch())<<1
 		if acks == AcksAll {
@@ -199,17 +199,17 @@ func (s *sim) step() {
 		delete(l.answers, s.req)
 		resp := FetchResponse{Seq: f.Seq, Err: a.Err, HW: a.HW, Diverging: a.Diverging}
 		if a.Err == nil && a.Diverging == nil && n.r.ExpectsFetch(f.Seq) {
-			if a.ReadFrom != n.log.leo() {
-				panic(fmt.Sprintf("n%d: leader reads from %d, log ends at %d", n.id, a.ReadFrom, n.log.leo()))
+			if a.ReadFrom != n.log.LogEndOffset() {
+				panic(fmt.Sprintf("n%d: leader reads from %d, log ends at %d", n.id, a.ReadFrom, n.log.LogEndOffset()))
 			}
 			n.log.epochs = append(n.log.epochs, l.log.epochs[a.ReadFrom:]...)
-			resp.LEO = n.log.leo()
+			resp.LEO = n.log.LogEndOffset()
 		}
 		s.must(n, resp)
 	case k < 75: // flush
 		n := live[s.rng.Intn(len(live))]
 		s.last = fmt.Sprintf("n%d flushes", n.id)
-		n.log.flushed = n.log.leo()
+		n.log.flushed = n.log.LogEndOffset()
 		s.must(n, LocalFlush{Flushed: n.log.flushed})
 	case k < 85:
 		s.last = "tick"
@@ -301,10 +301,10 @@ func (s *sim) restart(n *simNode, lose bool) {
 	if lose {
 		n.log.epochs = n.log.epochs[:n.log.flushed]
 	}
-	n.log.flushed = n.log.leo()
+	n.log.flushed = n.log.LogEndOffset()
 	cfg := s.cfg
 	cfg.ID = n.id
-	r, err := New(cfg, n.log, LogState{LEO: n.log.leo(), HW: min(n.r.HW(), n.log.leo()), Flushed: n.log.flushed})
+	r, err := New(cfg, n.log, LogState{LEO: n.log.LogEndOffset(), HW: min(n.r.HW(), n.log.LogEndOffset()), Flushed: n.log.flushed})
 	if err != nil {
 		panic(err)
 	}
@@ -318,12 +318,12 @@ func (s *sim) check() error {
 	}
 	l := s.nodes[s.leader]
 	for off, ep := range s.acked {
-		if off >= l.log.leo() || l.log.epochs[off] != ep {
+		if off >= l.log.LogEndOffset() || l.log.epochs[off] != ep {
 			return fmt.Errorf("acknowledged record %d (epoch %d) is not in leader n%d's log", off, ep, l.id)
 		}
 	}
 	for _, n := range s.nodes {
-		hw := min(n.r.HW(), n.log.leo(), l.log.leo())
+		hw := min(n.r.HW(), n.log.LogEndOffset(), l.log.LogEndOffset())
 		if !slices.Equal(n.log.epochs[:hw], l.log.epochs[:hw]) {
 			return fmt.Errorf("n%d's committed prefix (hw %d) differs from leader n%d's", n.id, hw, l.id)
 		}
