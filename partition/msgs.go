@@ -2,7 +2,8 @@ package partition
 
 import "fmt"
 
-// Log is what the replica reads from its local log: the leader-epoch cache.
+// Log is what the replica reads from its local log: the leader-epoch cache
+// and, after a truncation, the log end.
 // *segment.Log implements it. Contract: calls are cheap (no I/O), made only
 // from inside Step, Tick, Ready and Advance on the goroutine driving the
 // replica, and the answers reflect every append the node told the replica
