@@ -104,8 +104,10 @@
 // fetch), and never to its own HW (KIP-101). A truncation below the HW (an
 // unclean election's loss) says so in Truncation.BelowHW. The follower's HW
 // is min(leader HW, LEO), never backwards except by truncation. After
-// FENCED_LEADER_EPOCH it waits for new metadata; after other errors it
-// fetches again on the next tick.
+// FENCED_LEADER_EPOCH it waits for new metadata; after OFFSET_OUT_OF_RANGE
+// with a leader log start past its log end (retention) it empties its log
+// and starts there (Truncation.Fully); after other errors it fetches again
+// on the next tick.
 //
 // # Durability modes
 //

@@ -36,10 +36,15 @@ func (r *Replica) fetchResponse(m FetchResponse) error {
 	r.fetchPending = false
 	switch {
 	case m.Err != nil:
-		if m.Err == kerr.FencedLeaderEpoch {
+		switch {
+		case m.Err == kerr.FencedLeaderEpoch:
 			// Our leader epoch is stale: only new metadata helps.
 			r.fetchHeld = true
-		} else {
+		case m.Err == kerr.OffsetOutOfRange && m.LogStartOffset > r.leo:
+			// Retention removed what we need next: start over at the
+			// leader's log start, which is at or below its HW.
+			r.trunc = &Truncation{Offset: m.LogStartOffset, From: r.leo, Fully: true, BelowHW: -1}
+		default:
 			r.fetchAt = r.now + 1
 		}
 		return nil

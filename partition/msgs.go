@@ -110,6 +110,10 @@ type FetchResponse struct {
 	HW        int64
 	Diverging *EpochEndOffset
 	LEO       int64
+	// LogStartOffset is the leader's log start (Kafka's Fetch response
+	// field); with OFFSET_OUT_OF_RANGE above this follower's log end it
+	// makes the follower start over there.
+	LogStartOffset int64
 }
 
 // AlterPartitionResult answers the AlterPartition in flight: Err nil and the
@@ -166,11 +170,15 @@ type Ready struct {
 	AlterPartition *Proposal
 }
 
-// Truncation removes the records [Offset, From) of a follower's log. Below
-// the old HW it is the loss of an unclean election and must be reported.
+// Truncation removes the records [Offset, From) of a follower's log
+// (segment.Log.TruncateTo). Below the old HW it is the loss of an unclean
+// election and must be reported. With Fully, the follower is behind the
+// leader's log start: empty the log and start it at Offset
+// (segment.Log.TruncateFullyAndStartAt), as Kafka does.
 type Truncation struct {
 	Offset int64
 	From   int64
+	Fully  bool
 	// BelowHW is the follower's HW before the truncation when Offset is
 	// below it (committed records go), else -1.
 	BelowHW int64

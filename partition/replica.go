@@ -235,8 +235,15 @@ func (r *Replica) Advance(rd Ready) {
 	if r.propose == rd.AlterPartition {
 		r.propose = nil
 	}
-	if rd.Truncate != nil && r.trunc != nil && *rd.Truncate == *r.trunc {
-		r.leo = min(r.trunc.Offset, r.log.LogEndOffset())
+	if t := rd.Truncate; t != nil && r.trunc != nil && *t == *r.trunc {
+		if t.Fully {
+			// Everything below the new start is gone from the log and
+			// committed at the leader (retention only deletes below the HW).
+			r.leo = r.log.LogEndOffset()
+			r.hw, r.flushed, r.flushAsked = r.leo, r.leo, r.leo
+		} else {
+			r.leo = min(t.Offset, r.log.LogEndOffset())
+		}
 		r.hw = min(r.hw, r.leo)
 		r.flushed = min(r.flushed, r.leo)
 		r.flushAsked = min(r.flushAsked, r.leo)

@@ -206,3 +206,31 @@ func TestTruncationBelowAsked(t *testing.T) {
 		t.Fatalf("after truncation: Ready %+v, status %+v", rd, r.Status())
 	}
 }
+
+// TestBehindLogStart: a follower whose next offset the leader's retention
+// already deleted empties its log and starts at the leader's log start.
+func TestBehindLogStart(t *testing.T) {
+	l := &fakeLog{epochs: []int32{1, 1}}
+	r, err := New(Config{ID: 2, LagTicks: 5}, l, LogState{LEO: 2, HW: 1, Flushed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Step(BecomeFollower{Leader: 1, LeaderEpoch: 3}); err != nil {
+		t.Fatal(err)
+	}
+	rd := r.Ready()
+	r.Advance(rd)
+	if err := r.Step(FetchResponse{Seq: rd.Fetch.Seq, Err: kerr.OffsetOutOfRange, LogStartOffset: 10}); err != nil {
+		t.Fatal(err)
+	}
+	rd = r.Ready()
+	if tr := rd.Truncate; tr == nil || !tr.Fully || tr.Offset != 10 || tr.From != 2 || tr.BelowHW != -1 {
+		t.Fatalf("Ready %+v", rd)
+	}
+	l.epochs = make([]int32, 10) // TruncateFullyAndStartAt(10): empty, log end 10
+	r.Advance(rd)
+	rd = r.Ready()
+	if s := r.Status(); rd.Fetch == nil || rd.Fetch.FetchOffset != 10 || s.LEO != 10 || s.HW != 10 {
+		t.Fatalf("after: Ready %+v status %+v", rd, s)
+	}
+}
