@@ -179,7 +179,7 @@ func (r *Replica) answerFetch(m FollowerFetch) FetchAnswer {
 		return FetchAnswer{Err: kerr.StaleBrokerEpoch}
 	}
 	if m.LastFetchedEpoch != UndefinedEpoch {
-		e, end := r.endOffsetForEpoch(m.LastFetchedEpoch)
+		e, end := r.EndOffsetForEpoch(m.LastFetchedEpoch)
 		if e < m.LastFetchedEpoch || end < m.FetchOffset {
 			return FetchAnswer{HW: r.hw, Diverging: &EpochEndOffset{Epoch: e, EndOffset: end}}
 		}
@@ -205,10 +205,16 @@ func (r *Replica) answerFetch(m FollowerFetch) FetchAnswer {
 	return FetchAnswer{HW: r.hw, ReadFrom: m.FetchOffset}
 }
 
-// endOffsetForEpoch answers OffsetForLeaderEpoch from the leader's epoch
-// cache as if the current epoch were in it from epochStart on: Kafka
-// assigns it on becoming leader, segment.Log only on the first append.
-func (r *Replica) endOffsetForEpoch(epoch int32) (int32, int64) {
+// EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101/279) for this
+// replica; the node serves the OffsetForLeaderEpoch API with it. A leader
+// answers from its epoch cache as if the current epoch were in it from the
+// log end at which it became leader: Kafka assigns the epoch then,
+// segment.Log only on the first append, and without this a follower whose
+// last epoch falls between the two would get no answer.
+func (r *Replica) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	if r.role != Leader {
+		return r.log.EndOffsetForEpoch(epoch)
+	}
 	if epoch >= r.leaderEpoch {
 		return r.leaderEpoch, r.leo
 	}

@@ -234,3 +234,23 @@ func TestBehindLogStart(t *testing.T) {
 		t.Fatalf("after: Ready %+v status %+v", rd, s)
 	}
 }
+
+func TestEndOffsetForEpoch(t *testing.T) {
+	h := &harness{}
+	l := &fakeLog{epochs: h.parseLog("1:5,2:3")}
+	r, err := New(Config{ID: 1, LagTicks: 5}, l, LogState{LEO: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, end := r.EndOffsetForEpoch(1); e != 1 || end != 5 {
+		t.Errorf("follower: epoch 1 -> (%d, %d)", e, end)
+	}
+	if err := r.Step(BecomeLeader{LeaderEpoch: 4, ISR: []int32{1}, Replicas: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	for req, want := range map[int32][2]int64{0: {0, 0}, 1: {1, 5}, 2: {2, 8}, 3: {2, 8}, 4: {4, 8}, 5: {4, 8}} {
+		if e, end := r.EndOffsetForEpoch(req); int64(e) != want[0] || end != want[1] {
+			t.Errorf("leader at 4: epoch %d -> (%d, %d), want %v", req, e, end, want)
+		}
+	}
+}
