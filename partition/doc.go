@@ -42,9 +42,10 @@
 // in rd (a truncation must be applied to the log before Advance: the next
 // fetch's lastFetchedEpoch is read from the truncated log). Queries
 // (CheckProduce, CheckLeaderEpoch, EndOffsetForEpoch, ExpectsFetch, HW,
-// LeaderEpoch, Now, Status) never change it. The Log interface (implemented by *segment.Log) is only
-// read: its leader-epoch cache, and its log end after a truncation (segment
-// cuts at a batch start, possibly below the offset asked for).
+// LeaderEpoch, Now, Status) never change it. The Log interface (implemented
+// by *segment.Log) is only read: its leader-epoch cache, and its log end
+// after a truncation (segment cuts at a batch start, possibly below the
+// offset asked for).
 //
 // # Leader
 //
