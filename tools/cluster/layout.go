@@ -80,7 +80,16 @@ func (l Layout) properties(n Node, extra map[string]string) string {
 	fmt.Fprintf(&b, "node.id=%d\n", n.ID)
 	fmt.Fprintf(&b, "process.roles=broker,controller\n")
 	fmt.Fprintf(&b, "controller.quorum.voters=%s\n", l.voters())
-	fmt.Fprintf(&b, "listeners=PLAINTEXT://%s,CONTROLLER://%s\n", n.Kafka, n.Controller)
+	fmt.Fprintf(&b, "listeners=PLAINTEXT://%s,CONTROLLER://%s,GOSSIP://%s,HTTP://%s\n", n.Kafka, n.Controller, n.Gossip, n.HTTP)
+	var seeds []string
+	for _, o := range l.Nodes {
+		if o.ID != n.ID {
+			seeds = append(seeds, o.Gossip)
+		}
+	}
+	if len(seeds) > 0 {
+		fmt.Fprintf(&b, "gossip.seeds=%s\n", strings.Join(seeds, ","))
+	}
 	fmt.Fprintf(&b, "log.dirs=%s\n", n.DataDir)
 	fmt.Fprintf(&b, "cluster.id=%s\n", l.ClusterID)
 	for _, k := range slices.Sorted(maps.Keys(extra)) {

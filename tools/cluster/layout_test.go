@@ -25,7 +25,7 @@ func TestLayout(t *testing.T) {
 		t.Fatalf("voters %s", got)
 	}
 	p := l.properties(l.Nodes[1], map[string]string{"log.segment.bytes": "1048576"})
-	for _, want := range []string{"node.id=2\n", "listeners=PLAINTEXT://127.0.0.1:9292,CONTROLLER://127.0.0.1:9293\n", "log.segment.bytes=1048576\n", "cluster.id=id\n"} {
+	for _, want := range []string{"node.id=2\n", "listeners=PLAINTEXT://127.0.0.1:9292,CONTROLLER://127.0.0.1:9293,GOSSIP://127.0.0.1:8146,HTTP://127.0.0.1:9844\n", "gossip.seeds=127.0.0.1:8046,127.0.0.1:8246\n", "log.segment.bytes=1048576\n", "cluster.id=id\n"} {
 		if !strings.Contains(p, want) {
 			t.Fatalf("properties lack %q:\n%s", want, p)
 		}
