@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-log/sluice/tools/admin"
 	"github.com/sluice-log/sluice/tools/cluster"
+	"github.com/sluice-log/sluice/tools/demo"
 	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
@@ -28,7 +29,7 @@ func main() {
 	}
 	clusterCmd := cluster.NewCommand()
 	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand())
-	root.AddCommand(initcmd.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand())
+	root.AddCommand(initcmd.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), demo.NewCommand())
 	if err := root.Execute(); err != nil {
 		if errors.Is(err, admin.ErrProblem) {
 			os.Exit(2) // the command worked and found a problem (health, filters)
