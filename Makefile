@@ -43,11 +43,18 @@ lint:
 	$(GO) vet -tags invariants $(PKGS)
 	$(GO) test -count=1 ./tools/lint/
 
-# demo starts a local cluster. Placeholder until the node process exists
-# (issue: tools, one-command local cluster).
+# demo starts a 3-node local cluster of real processes (embedded defaults, no
+# config to write), produces and consumes through it with a real Kafka client,
+# and leaves it running. A rerun replaces the old cluster.
+DEMO_DIR ?= ./sluice-cluster
 demo: build
-	@echo "bin/sluice is built. The local cluster (sluice cluster start) is not implemented yet;"
-	@echo "see the open issues: node (protocol server) and tools (local cluster)."
+	bin/sluice cluster start --nodes 3 --dir $(DEMO_DIR)
+	bin/sluice demo --dir $(DEMO_DIR)
+	@echo
+	@echo "The cluster keeps running. Try:"
+	@echo "  bin/sluice topics describe --bootstrap-server $$(sed -n 's/.*"bootstrap_servers": "\(.*\)".*/\1/p' $(DEMO_DIR)/cluster.json)"
+	@echo "  bin/sluice cluster status --dir $(DEMO_DIR)"
+	@echo "Stop it with: bin/sluice cluster stop --dir $(DEMO_DIR)"
 
 clean:
 	rm -rf bin
