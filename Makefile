@@ -52,7 +52,8 @@ demo: build
 	bin/sluice demo --dir $(DEMO_DIR)
 	@echo
 	@echo "The cluster keeps running. Try:"
-	@echo "  bin/sluice topics describe --bootstrap-server $$(sed -n 's/.*"bootstrap_servers": "\(.*\)".*/\1/p' $(DEMO_DIR)/cluster.json)"
+	@echo "  bin/sluice topics describe          (reads ./sluice-cluster/cluster.json)"
+	@echo "  bin/sluice cluster health"
 	@echo "  bin/sluice cluster status --dir $(DEMO_DIR)"
 	@echo "Stop it with: bin/sluice cluster stop --dir $(DEMO_DIR)"
 
