@@ -1,0 +1,216 @@
+package segment
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// fuzzBatches returns n valid batches with their offsets and epochs final
+// (as a log holds them), concatenated, and the end of each batch.
+func fuzzBatches(n int) ([]byte, []int) {
+	var out []byte
+	var ends []int
+	off := int64(0)
+	for i := 0; i < n; i++ {
+		b := batchOf(int64(1000+i), fmt.Sprint("f", i), 1+i%3)
+		setBaseOffset(b, off)
+		setLeaderEpoch(b, int32(i/2))
+		off = parseHeader(b).NextOffset()
+		out = append(out, b...)
+		ends = append(ends, len(out))
+	}
+	return out, ends
+}
+
+// FuzzValidateBatches: ValidateBatches (and checkBatch under it) never
+// panics, and whatever it accepts is a chain of whole v2 batches whose
+// CRC-32C, recomputed here, matches.
+func FuzzValidateBatches(f *testing.F) {
+	one := BuildBatch(1, []byte("a"), []byte("bc"))
+	two, _ := fuzzBatches(2)
+	f.Add([]byte{})
+	f.Add(one)
+	f.Add(two)
+	f.Add(one[:len(one)-1])
+	bad := append([]byte(nil), one...)
+	bad[len(bad)-1] ^= 1
+	f.Add(bad)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const maxSize = 1 << 16
+		n, recs, err := ValidateBatches(data, maxSize)
+		if err != nil {
+			if n != 0 || recs != 0 {
+				t.Fatalf("rejected with %d batches, %d records: %v", n, recs, err)
+			}
+			if !errors.Is(err, ErrInvalidBatch) && !errors.Is(err, ErrCorruptBatch) && !errors.Is(err, ErrBatchTooLarge) {
+				t.Fatalf("error wraps no sentinel: %v", err)
+			}
+			return
+		}
+		var batches int
+		var records int64
+		for p := 0; p < len(data); {
+			if len(data)-p < BatchHeaderSize {
+				t.Fatalf("accepted %d trailing bytes", len(data)-p)
+			}
+			size := int(int32(binary.BigEndian.Uint32(data[p+offBatchLength:]))) + logOverhead
+			if size < BatchHeaderSize || size > maxSize || p+size > len(data) {
+				t.Fatalf("accepted a batch of length %d at %d of %d", size, p, len(data))
+			}
+			b := data[p : p+size]
+			if b[offMagic] != 2 {
+				t.Fatalf("accepted magic %d", b[offMagic])
+			}
+			if got, want := crc32.Checksum(b[offAttributes:], crc32.MakeTable(crc32.Castagnoli)), binary.BigEndian.Uint32(b[offCRC:]); got != want {
+				t.Fatalf("accepted batch at %d with CRC %08x, computed %08x", p, want, got)
+			}
+			batches++
+			records += int64(int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:]))) + 1
+			p += size
+		}
+		if batches != n || records != recs || n == 0 {
+			t.Fatalf("accepted %d batches, %d records; walked %d, %d", n, recs, batches, records)
+		}
+	})
+}
+
+// FuzzRecovery writes a segment file made of valid batches (possibly with
+// one byte flipped) followed by arbitrary bytes — or puts the arbitrary
+// bytes in a second segment — and opens the log on it as after a crash.
+// Open must not panic; the log it returns must hold a prefix, in whole
+// batches, of the chain of valid batches in the bytes written, including
+// every written batch before the first damaged byte; every batch it returns
+// validates; and it takes a new append that reads back.
+func FuzzRecovery(f *testing.F) {
+	f.Add(uint8(0), uint16(0), false, []byte{})
+	f.Add(uint8(3), uint16(0), false, []byte{})
+	f.Add(uint8(3), uint16(0), false, []byte{0, 0, 0, 0})
+	f.Add(uint8(4), uint16(100), false, []byte("garbage"))
+	f.Add(uint8(2), uint16(0), true, BuildBatch(5, []byte("x")))
+	torn, _ := fuzzBatches(1)
+	f.Add(uint8(2), uint16(0), false, torn[:40])
+	f.Fuzz(func(t *testing.T, nBatches uint8, flip uint16, second bool, tail []byte) {
+		prefix, ends := fuzzBatches(int(nBatches % 8))
+		intact := len(prefix) // bytes of whole written batches before any damage
+		if flip != 0 && len(prefix) > 0 {
+			at := int(flip-1) % len(prefix)
+			prefix[at] ^= byte(flip>>8) | 1
+			intact = 0
+			for _, e := range ends {
+				if e > at {
+					break
+				}
+				intact = e
+			}
+		}
+		fs := vfs.NewMem()
+		const dir = "/data/topic-0"
+		if err := fs.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile := func(name string, data []byte) {
+			fl, err := fs.Create(fs.PathJoin(dir, name), vfs.WriteCategoryUnspecified)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fl.Write(data); err != nil {
+				t.Fatal(err)
+			}
+			if err := fl.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all := append(append([]byte(nil), prefix...), tail...)
+		if second && len(tail) > 0 {
+			writeFile(segmentName(0), prefix)
+			next := int64(0)
+			if intact > 0 {
+				next = nextOffsetAt(prefix[lastStart(prefix[:intact]):])
+			}
+			writeFile(segmentName(next), tail)
+		} else {
+			writeFile(segmentName(0), all)
+		}
+		// The longest chain of valid, contiguous batches in the bytes
+		// written: recovery may keep any whole-batch prefix of it.
+		chain := validChain(all)
+		if len(chain) < intact {
+			t.Fatalf("test bug: chain of %d bytes, %d intact", len(chain), intact)
+		}
+
+		idx, err := OpenIndex(fs, "/data/index", 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer idx.Close()
+		opts := Options{RetentionBytes: -1, SegmentBytes: 1 << 20}
+		l, _, err := Open(fs, dir, "topic-0", idx, opts)
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		var got []byte
+		for off := l.LogStartOffset(); off < l.LogEndOffset(); {
+			c, err := l.Read(off, 1<<20, l.LogEndOffset(), nil)
+			if err != nil {
+				t.Fatalf("read %d: %v", off, err)
+			}
+			if _, _, err := ValidateBatches(c.Data, DefaultMaxBatchBytes); err != nil {
+				t.Fatalf("read %d returned an invalid batch: %v", off, err)
+			}
+			got = append(got, c.Data...)
+			off = c.Next
+		}
+		if len(got) < intact || len(got) > len(chain) || !bytes.Equal(got, chain[:len(got)]) {
+			t.Fatalf("log holds %d bytes; valid chain %d bytes, %d intact written", len(got), len(chain), intact)
+		}
+		leo := l.LogEndOffset()
+		nb := BuildBatch(7, []byte("after"))
+		info, err := l.Append(nb, 100)
+		if err != nil {
+			t.Fatalf("append after recovery: %v", err)
+		}
+		if info.FirstOffset != leo {
+			t.Fatalf("append at %d, log end was %d", info.FirstOffset, leo)
+		}
+		c, err := l.Read(leo, 1<<20, leo+1, nil)
+		if err != nil || !bytes.Equal(c.Data, nb) {
+			t.Fatalf("read back the new append: %v", err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// validChain returns the longest prefix of b made of whole valid batches
+// with contiguous offsets from 0 and non-decreasing leader epochs.
+func validChain(b []byte) []byte {
+	p, expect, epoch := 0, int64(0), int32(-1)
+	for p < len(b) {
+		h, n, err := checkBatch(b[p:], DefaultMaxBatchBytes)
+		if err != nil || h.BaseOffset != expect || (h.LeaderEpoch >= 0 && h.LeaderEpoch < epoch) {
+			break
+		}
+		epoch = max(epoch, h.LeaderEpoch)
+		expect = h.NextOffset()
+		p += n
+	}
+	return b[:p]
+}
+
+// lastStart returns the position of the last batch of a chain of whole
+// batches.
+func lastStart(b []byte) int {
+	p, last := 0, 0
+	for p < len(b) {
+		last = p
+		p += int(int32(binary.BigEndian.Uint32(b[p+offBatchLength:]))) + logOverhead
+	}
+	return last
+}
