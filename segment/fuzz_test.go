@@ -128,10 +128,15 @@ func FuzzRecovery(f *testing.F) {
 		}
 		all := append(append([]byte(nil), prefix...), tail...)
 		if second && len(tail) > 0 {
-			writeFile(segmentName(0), prefix)
 			next := int64(0)
 			if intact > 0 {
 				next = nextOffsetAt(prefix[lastStart(prefix[:intact]):])
+			}
+			if next == 0 {
+				// The second segment would take the first one's name.
+				all = tail
+			} else {
+				writeFile(segmentName(0), prefix)
 			}
 			writeFile(segmentName(next), tail)
 		} else {
