@@ -309,3 +309,29 @@ func FuzzReadSequential(f *testing.F) {
 		}
 	})
 }
+
+// TestReadStaleHint plants wrong read hints (what a future in-place
+// truncation could leave behind): Read must notice and ask the index.
+func TestReadStaleHint(t *testing.T) {
+	e := newEnv(t, vfs.NewMem())
+	l, _ := e.open(Options{RetentionBytes: -1, IndexIntervalBytes: 128})
+	defer l.Close()
+	var batches [][]byte
+	for i := 0; i < 20; i++ {
+		b := batchOf(int64(i), fmt.Sprint("h", i), 2)
+		if _, err := l.Append(b, 1); err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, b)
+	}
+	seg := l.active()
+	for _, pos := range []int64{0, int64(len(batches[0])), 7, seg.size - BatchHeaderSize, seg.size - 61 - int64(len(batches[19]))} {
+		l.mu.Lock()
+		l.hints[0] = readHint{seg: seg, offset: 20, pos: pos}
+		l.mu.Unlock()
+		c, err := l.Read(20, 1, l.LogEndOffset(), nil)
+		if err != nil || !bytes.Equal(c.Data, batches[10]) {
+			t.Fatalf("stale hint at %d: read %d bytes at %d: %v", pos, len(c.Data), c.First, err)
+		}
+	}
+}

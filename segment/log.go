@@ -393,7 +393,7 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64, buf []byte) (Chunk, e
 // there starts at offset.
 func (l *Log) hintPos(seg *segment, offset int64) int64 {
 	for _, h := range l.hints {
-		if h.seg == seg && h.offset == offset && offset < seg.next && h.pos < seg.size {
+		if h.seg == seg && h.offset == offset && offset < seg.next && h.pos+BatchHeaderSize <= seg.size {
 			return h.pos
 		}
 	}
@@ -469,6 +469,11 @@ func (l *Log) readFrom(seg *segment, pos, end, offset int64, maxBytes int, upTo 
 		p += size
 	}
 	if start < 0 {
+		if p == 0 {
+			// Not even one batch header before the segment's end: the
+			// position did not lead to offset (a corrupt index or hint).
+			return c, fmt.Errorf("%w: offset %d not found in %s from position %d", ErrCorruptBatch, offset, seg.path, pos)
+		}
 		// offset's batch starts beyond what was read: only when the index is
 		// sparser than IndexIntervalBytes (e.g. a changed setting). Walk on.
 		return l.readFrom(seg, pos+int64(p), end, offset, maxBytes, upTo, buf, c)
