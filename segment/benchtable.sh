@@ -20,10 +20,11 @@ fi | awk '
 /^Benchmark/ {
 	name = $1
 	sub(/-[0-9]+$/, "", name)           # the GOMAXPROCS suffix
-	mbs = ""; allocs = ""
+	mbs = ""; allocs = ""; per = "-"
 	for (i = 2; i <= NF; i++) {
 		if ($i == "MB/s") mbs = $(i-1)
 		if ($i == "allocs/op") allocs = $(i-1)
+		if ($i == "batches/fsync") per = $(i-1)
 	}
 	if (mbs == "") next
 	group = name; sub(/\/[^\/]*$/, "", group)
@@ -32,9 +33,9 @@ fi | awk '
 		if (base[group] == "" || mbs + 0 > base[group] + 0) base[group] = mbs
 		next
 	}
-	if (!(name in idx)) { n++; idx[name] = n; g[n] = group; v[n] = variant; m[n] = mbs }
+	if (!(name in idx)) { n++; idx[name] = n; g[n] = group; v[n] = variant; m[n] = mbs; f[n] = per }
 	i = idx[name]
-	if (mbs + 0 > m[i] + 0) m[i] = mbs
+	if (mbs + 0 > m[i] + 0) { m[i] = mbs; f[i] = per }
 	a[i] = allocs
 }
 function target(group, variant) {
@@ -44,7 +45,7 @@ function target(group, variant) {
 	return 0
 }
 END {
-	printf "%-30s %-30s %10s %10s %7s %7s %10s\n", "group", "variant", "MB/s", "base MB/s", "ratio", "target", "allocs/op"
+	printf "%-26s %-30s %9s %9s %6s %6s %9s %13s\n", "group", "variant", "MB/s", "base MB/s", "ratio", "target", "allocs/op", "batches/fsync"
 	for (i = 1; i <= n; i++) {
 		b = base[g[i]]
 		ratio = (b > 0) ? sprintf("%.2f", m[i] / b) : "-"
@@ -52,6 +53,6 @@ END {
 		ts = (t > 0) ? sprintf("%.2f", t) : "-"
 		flag = ""
 		if (t > 0 && b > 0 && m[i] / b < t) flag = "  below target"
-		printf "%-30s %-30s %10s %10s %7s %7s %10s%s\n", g[i], v[i], m[i], b, ratio, ts, a[i], flag
+		printf "%-26s %-30s %9s %9s %6s %6s %9s %13s%s\n", g[i], v[i], m[i], b, ratio, ts, a[i], f[i], flag
 	}
 }'
