@@ -66,6 +66,12 @@ func writeback(b *testing.B, i int) {
 	}
 }
 
+// benchLogName is a realistic topic-partition name. Its length matters:
+// index keys embed it, and the compiler keeps small buffers (up to 32
+// bytes) on the stack, so a short name like "t-0" would hide allocations
+// that real names cause.
+const benchLogName = "payments.settlements.eu-west-1-17"
+
 // benchLog opens a log on real disk in a fresh temporary directory.
 func benchLog(b *testing.B, opts Options) *Log {
 	return benchLogOn(b, vfs.Default, opts)
@@ -80,7 +86,7 @@ func benchLogOn(b *testing.B, fs vfs.FS, opts Options) *Log {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, _, err := Open(fs, filepath.Join(dir, "topic-0"), "topic-0", idx, opts)
+	l, _, err := Open(fs, filepath.Join(dir, benchLogName), benchLogName, idx, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,7 @@ type Log struct {
 	lastTsKey int64 // timestamp of the newest time index entry
 	pending   []indexEntry
 	pendBatch *pebble.Batch // index writes not yet committed to Pebble
+	keyBuf    []byte        // scratch for index keys, under mu
 	unflushed int64         // records appended since the last fsync
 	unflushAt time.Time     // when the oldest unflushed append happened
 	dirDirty  bool          // a segment file was created since the last dir sync
@@ -246,10 +248,18 @@ func (l *Log) indexBatchLocked(seg *segment, h BatchHeader, pos int64) {
 	if pos > 0 && pos-seg.lastIndexPos >= l.opts.IndexIntervalBytes {
 		seg.lastIndexPos = pos
 		l.pending = append(l.pending, indexEntry{h.BaseOffset, pos})
-		l.pendBatch.Set(l.k.offset(h.BaseOffset), uvarint(pos), nil)
+		// Set copies key and value into the batch, so a scratch key serves:
+		// a fresh one per entry was an allocation per batch once the log's
+		// name made it too long for the stack.
+		l.keyBuf = l.k.appendOffset(l.keyBuf[:0], h.BaseOffset)
+		var v [binary.MaxVarintLen64]byte
+		l.pendBatch.Set(l.keyBuf, binary.AppendUvarint(v[:0], uint64(pos)), nil)
 		if l.maxTs > l.lastTsKey {
 			l.lastTsKey = l.maxTs
-			l.pendBatch.Set(l.k.time(l.maxTs), u64bytes(h.BaseOffset), nil)
+			l.keyBuf = l.k.appendTime(l.keyBuf[:0], l.maxTs)
+			var o [8]byte
+			binary.BigEndian.PutUint64(o[:], uint64(h.BaseOffset))
+			l.pendBatch.Set(l.keyBuf, o[:], nil)
 		}
 	}
 	if l.epochs.assign(h.LeaderEpoch, h.BaseOffset) {
