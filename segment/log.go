@@ -480,9 +480,7 @@ func (l *Log) readFrom(seg *segment, pos, end, offset int64, maxBytes int, upTo 
 	}
 	if start < 0 {
 		if p == 0 {
-			// Not even one batch header before the segment's end: the
-			// position did not lead to offset (a corrupt index or hint).
-			return c, fmt.Errorf("%w: offset %d not found in %s from position %d", ErrCorruptBatch, offset, seg.path, pos)
+			return c, fmt.Errorf("%w: no batch holds offset %d at %s position %d", ErrCorruptBatch, offset, seg.path, pos)
 		}
 		// offset's batch starts beyond what was read: only when the index is
 		// sparser than IndexIntervalBytes (e.g. a changed setting). Walk on.
