@@ -3,6 +3,7 @@ package segment
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -127,6 +128,11 @@ func (l *Log) WaitFlushed(ctx context.Context, next int64) error {
 		l.syncing = ch
 		l.syncMu.Unlock()
 
+		// Let the appenders that the last fsync just released append
+		// before this fsync picks its target: otherwise they miss it, and
+		// the waiters settle into two cohorts that take turns, each fsync
+		// covering half of them.
+		runtime.Gosched()
 		err := l.Flush()
 
 		l.syncMu.Lock()

@@ -86,6 +86,19 @@ func (k keys) u64(kind byte, v uint64) []byte {
 	return binary.BigEndian.AppendUint64(k.kind(kind), v)
 }
 
+// appendOffset appends off's offset key to dst: offset without an
+// allocation, for the append path's scratch buffer.
+func (k keys) appendOffset(dst []byte, off int64) []byte {
+	dst = append(append(dst, k.prefix...), kindOffset)
+	return binary.BigEndian.AppendUint64(dst, uint64(off))
+}
+
+// appendTime appends ts's time key to dst, as appendOffset.
+func (k keys) appendTime(dst []byte, ts int64) []byte {
+	dst = append(append(dst, k.prefix...), kindTime)
+	return binary.BigEndian.AppendUint64(dst, uint64(ts)^(1<<63))
+}
+
 // offset keys sort by offset (offsets are never negative).
 func (k keys) offset(off int64) []byte { return k.u64(kindOffset, uint64(off)) }
 

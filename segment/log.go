@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,7 @@ type Log struct {
 	lastTsKey int64 // timestamp of the newest time index entry
 	pending   []indexEntry
 	pendBatch *pebble.Batch // index writes not yet committed to Pebble
+	keyBuf    []byte        // scratch for index keys, under mu
 	unflushed int64         // records appended since the last fsync
 	unflushAt time.Time     // when the oldest unflushed append happened
 	dirDirty  bool          // a segment file was created since the last dir sync
@@ -47,6 +49,11 @@ type Log struct {
 	flushPos  position   // where flushed ends: recovery point candidate
 
 	flushed atomic.Int64 // every offset below is fsynced
+
+	// hints remember where recent reads ended, so that a sequential
+	// reader's next Read finds its position without an index lookup.
+	hints    [readHints]readHint
+	hintNext int // the slot to overwrite next
 
 	syncMu  sync.Mutex
 	syncing chan struct{} // closed when the fsync in flight ends; nil if none
@@ -60,6 +67,17 @@ type position struct {
 }
 
 type indexEntry struct{ offset, pos int64 }
+
+// readHint says that the batch at offset starts at pos in seg. It is checked
+// before use (see hintPos), never invalidated.
+type readHint struct {
+	seg         *segment
+	offset, pos int64
+}
+
+// readHints is how many concurrent sequential readers (followers and
+// consumers of one partition) Read keeps hints for.
+const readHints = 4
 
 // AppendInfo describes what an append wrote.
 type AppendInfo struct {
@@ -230,10 +248,18 @@ func (l *Log) indexBatchLocked(seg *segment, h BatchHeader, pos int64) {
 	if pos > 0 && pos-seg.lastIndexPos >= l.opts.IndexIntervalBytes {
 		seg.lastIndexPos = pos
 		l.pending = append(l.pending, indexEntry{h.BaseOffset, pos})
-		l.pendBatch.Set(l.k.offset(h.BaseOffset), uvarint(pos), nil)
+		// Set copies key and value into the batch, so a scratch key serves:
+		// a fresh one per entry was an allocation per batch once the log's
+		// name made it too long for the stack.
+		l.keyBuf = l.k.appendOffset(l.keyBuf[:0], h.BaseOffset)
+		var v [binary.MaxVarintLen64]byte
+		l.pendBatch.Set(l.keyBuf, binary.AppendUvarint(v[:0], uint64(pos)), nil)
 		if l.maxTs > l.lastTsKey {
 			l.lastTsKey = l.maxTs
-			l.pendBatch.Set(l.k.time(l.maxTs), u64bytes(h.BaseOffset), nil)
+			l.keyBuf = l.k.appendTime(l.keyBuf[:0], l.maxTs)
+			var o [8]byte
+			binary.BigEndian.PutUint64(o[:], uint64(h.BaseOffset))
+			l.pendBatch.Set(l.keyBuf, o[:], nil)
 		}
 	}
 	if l.epochs.assign(h.LeaderEpoch, h.BaseOffset) {
@@ -345,19 +371,66 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64, buf []byte) (Chunk, e
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
 	seg := l.segs[i]
 	end := seg.size
-	pos := l.pendingPos(seg, offset)
+	pos := l.hintPos(seg, offset)
+	hinted := pos >= 0
+	if !hinted {
+		pos = l.pendingPos(seg, offset)
+	}
 	seg.refs++
 	l.mu.Unlock()
-	defer l.release(seg)
 
-	if pos < 0 {
-		var err error
-		if pos, err = l.lookupPos(seg, offset); err != nil {
-			return c, err
+	c.Segment = seg.base
+	var err error
+	out := c
+	if pos >= 0 {
+		out, err = l.readFrom(seg, pos, end, offset, maxBytes, upTo, buf, c)
+	}
+	if pos < 0 || hinted && (err != nil || out.First != offset) {
+		// No hint or pending entry, or a hint that did not find offset's
+		// batch where it said: ask the index.
+		if pos, err = l.lookupPos(seg, offset); err == nil {
+			out, err = l.readFrom(seg, pos, end, offset, maxBytes, upTo, buf, c)
 		}
 	}
-	c.Segment = seg.base
-	return l.readFrom(seg, pos, end, offset, maxBytes, upTo, buf, c)
+	l.releaseRead(seg, out, err)
+	return out, err
+}
+
+// hintPos returns the position of the batch starting at offset in seg from
+// a read hint, or -1. A hint is used only while seg still holds offset:
+// truncation only cuts a segment (later appends go to a new one), so the
+// bytes before its end never move. Read still checks that the batch found
+// there starts at offset.
+func (l *Log) hintPos(seg *segment, offset int64) int64 {
+	for _, h := range l.hints {
+		if h.seg == seg && h.offset == offset && offset < seg.next && h.pos+BatchHeaderSize <= seg.size {
+			return h.pos
+		}
+	}
+	return -1
+}
+
+// releaseRead is release for Read: it also records where c ended as a hint
+// for the next sequential Read, replacing the hint c started from if any.
+func (l *Log) releaseRead(seg *segment, c Chunk, err error) {
+	if err != nil || c.Size == 0 {
+		l.release(seg)
+		return
+	}
+	l.mu.Lock()
+	slot := -1
+	for i, h := range l.hints {
+		if h.seg == seg && h.offset == c.First {
+			slot = i
+		}
+	}
+	if slot < 0 {
+		slot = l.hintNext
+		l.hintNext = (l.hintNext + 1) % readHints
+	}
+	l.hints[slot] = readHint{seg: seg, offset: c.Next, pos: c.Position + c.Size}
+	l.mu.Unlock()
+	l.release(seg)
 }
 
 // pendingPos finds offset's index position among not-yet-committed entries
