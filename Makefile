@@ -23,9 +23,11 @@ test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
 # bench prints the segment engine next to its baselines (plain sequential
-# file writes and reads of the same bytes) from one run.
+# file writes and reads of the same bytes, measured in the same run) as a
+# ratio table; raw go test -bench output is kept in bin/bench.txt.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./segment/
+	@mkdir -p bin
+	segment/benchtable.sh | tee bin/bench.txt
 
 # fuzz runs every fuzz target for FUZZTIME each, from the seed corpus kept in
 # each package's testdata/fuzz/; a failing input is written there too (commit

@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// TestScripts runs the scripts in testdata/*.txt against a log on a
+// TestScripts runs the scripts in testdata/scripts/*.txt against a log on a
 // crashable in-memory FS. Regenerate expectations with -rewrite.
 //
 //	open [segment-bytes=N] [index-interval=N] [retention-ms=N] [retention-bytes=N] [segment-ms=N]
@@ -23,7 +23,7 @@ import (
 //	clock now=T                                      the clock for appends (segment.ms)
 //	state | epoch-end epoch=E | offset-for-ts ts=T
 func TestScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, path string) {
 		s := &script{t: t, mem: vfs.NewCrashableMem()}
 		defer s.closeAll()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {

@@ -186,8 +186,6 @@ func decodeU32(b []byte) uint32 { return binary.BigEndian.Uint32(b) }
 
 func u64bytes(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 
-func uvarint(v int64) []byte { return binary.AppendUvarint(nil, uint64(v)) }
-
 func decodeUvarint(b []byte) int64 {
 	v, _ := binary.Uvarint(b)
 	return int64(v)
