@@ -90,7 +90,9 @@ func TestSourcesAndErrors(t *testing.T) {
 		{name: "voters", file: minimal + "controller.quorum.voters=1@h1:9093,2@h2:9093\n",
 			check: func(c *Config) bool { return len(c.ControllerQuorumVoters) == 2 }},
 		{name: "flush", file: minimal + "log.flush.interval.ms=100\nlog.flush.interval.messages=1\n",
-			check: func(c *Config) bool { return c.LogFlushInterval == 100*time.Millisecond && c.LogFlushIntervalMessages == 1 }},
+			check: func(c *Config) bool {
+				return c.LogFlushInterval == 100*time.Millisecond && c.LogFlushIntervalMessages == 1
+			}},
 
 		{name: "unknown file key", file: minimal + "log.dir=/x\n", err: `"log.dir"`},
 		{name: "unknown env", file: minimal, env: []string{"SLUICE_LOG_DIR=/x"}, err: "SLUICE_LOG_DIR"},
