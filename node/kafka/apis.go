@@ -27,7 +27,7 @@ type api struct {
 	maxBytes int32
 	// needsAdmin rows exist only when the Broker is a TopicAdmin,
 	// needsLogs when it implements Logs, needsPIDs when ProducerIDs.
-	needsAdmin, needsLogs, needsPIDs bool
+	needsAdmin, needsLogs, needsPIDs, needsConfigs bool
 }
 
 // table is the dispatch table of one server, indexed by API key.
@@ -44,6 +44,7 @@ func newTable(b Broker) *table {
 	_, admin := b.(TopicAdmin)
 	_, logs := b.(Logs)
 	_, pids := b.(ProducerIDs)
+	_, configs := b.(Configs)
 	rows := []api{
 		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata, maxBytes: metadataMaxBytes},
 		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
@@ -54,9 +55,12 @@ func newTable(b Broker) *table {
 		{key: kmsg.ListOffsets, min: 0, max: 8, handle: handleListOffsets, needsLogs: true},
 		{key: kmsg.OffsetForLeaderEpoch, min: 0, max: 4, handle: handleOffsetForLeaderEpoch, needsLogs: true},
 		{key: kmsg.InitProducerID, min: 0, max: 4, handle: handleInitProducerID, needsPIDs: true},
+		{key: kmsg.DescribeConfigs, min: 0, max: 4, handle: handleDescribeConfigs, needsConfigs: true},
+		{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, handle: handleIncrementalAlterConfigs, needsConfigs: true},
+		{key: kmsg.DescribeCluster, min: 0, max: 1, handle: handleDescribeCluster},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
-		return a.needsAdmin && !admin || a.needsLogs && !logs || a.needsPIDs && !pids
+		return a.needsAdmin && !admin || a.needsLogs && !logs || a.needsPIDs && !pids || a.needsConfigs && !configs
 	}))
 }
 

@@ -5,10 +5,12 @@
 // implements over the metadata quorum and the partition replicas, and from
 // optional capabilities of it (TopicAdmin) that switch their APIs on.
 //
-// APIs spoken today: ApiVersions 0-3, Metadata 0-12; with a TopicAdmin
+// APIs spoken today: ApiVersions 0-3, Metadata 0-12, DescribeCluster 0-1;
+// with a TopicAdmin
 // CreateTopics 0-7 and DeleteTopics 0-6 (request validation here, the work
 // in the Broker); with Logs Produce 3-9, Fetch 4-12, ListOffsets 0-8 and
-// OffsetForLeaderEpoch 0-4; with ProducerIDs InitProducerId 0-4.
+// OffsetForLeaderEpoch 0-4; with ProducerIDs InitProducerId 0-4; with
+// Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1.
 //
 // # Connection model
 //
