@@ -102,8 +102,16 @@ func (b *broker) Metadata(ctx context.Context, q kafka.MetadataQuery) (kafka.Clu
 // right after the answer finds its partition.
 func (b *broker) CreateTopics(ctx context.Context, topics []kafka.NewTopic, validateOnly bool) ([]kafka.CreatedTopic, error) {
 	n := b.node()
+	out := make([]kafka.CreatedTopic, len(topics))
 	cmd := &quorum.CreateTopics{}
-	for _, t := range topics {
+	var idx []int // out index of each topic in cmd
+	for i, t := range topics {
+		out[i] = kafka.CreatedTopic{NumPartitions: -1, ReplicationFactor: -1}
+		if err := validateTopicConfigs(n.cfg, t.Configs); err != nil {
+			out[i].Err, out[i].ErrMessage = kerr.InvalidConfig, err.Error()
+			continue
+		}
+		idx = append(idx, i)
 		spec := quorum.TopicSpec{Name: t.Name, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor, Assignments: t.Assignment, Configs: t.Configs}
 		if t.Assignment == nil {
 			if spec.Partitions < 0 {
@@ -115,6 +123,9 @@ func (b *broker) CreateTopics(ctx context.Context, topics []kafka.NewTopic, vali
 		}
 		cmd.Topics = append(cmd.Topics, spec)
 	}
+	if len(cmd.Topics) == 0 {
+		return out, nil
+	}
 	var reply any
 	var err error
 	if validateOnly {
@@ -123,26 +134,24 @@ func (b *broker) CreateTopics(ctx context.Context, topics []kafka.NewTopic, vali
 		reply, err = n.ctrl.Propose(ctx, cmd)
 		n.reconcile()
 	}
-	out := make([]kafka.CreatedTopic, len(topics))
 	if err != nil {
-		for i := range out {
-			out[i] = kafka.CreatedTopic{Err: controllerError(err), ErrMessage: err.Error(), NumPartitions: -1, ReplicationFactor: -1}
+		for _, i := range idx {
+			out[i].Err, out[i].ErrMessage = controllerError(err), err.Error()
 		}
 		return out, nil
 	}
 	res := reply.(*quorum.TopicsReply).Topics
-	for i := range out {
-		out[i] = kafka.CreatedTopic{NumPartitions: -1, ReplicationFactor: -1}
-		if i >= len(res) {
+	for j, i := range idx {
+		if j >= len(res) {
 			out[i].Err = kerr.UnknownServerError
 			continue
 		}
-		r := res[i]
+		r := res[j]
 		out[i].ID = kafka.TopicID(r.ID)
 		out[i].Err = kerr.ErrorForCode(r.Code)
 		out[i].ErrMessage = r.Message
 		if r.Code == 0 {
-			spec := cmd.Topics[i]
+			spec := cmd.Topics[j]
 			out[i].NumPartitions, out[i].ReplicationFactor = spec.Partitions, spec.ReplicationFactor
 			if spec.Assignments != nil {
 				out[i].NumPartitions, out[i].ReplicationFactor = int32(len(spec.Assignments)), int16(len(spec.Assignments[0]))
@@ -234,7 +243,7 @@ func (b *broker) Produce(ctx context.Context, p kafka.ProducePartition) kafka.Pr
 	if err != nil {
 		return kafka.ProduceResult{Err: err, BaseOffset: -1, LogStartOffset: -1}
 	}
-	res := r.produce(p, b.cfg.MinInsyncReplicas)
+	res := r.produce(p)
 	if res.Err == nil {
 		b.node().signal()
 	}

@@ -379,7 +379,7 @@ func (n *Node) reconcile() {
 					continue
 				}
 			}
-			r.become(p, self)
+			r.become(p, self, minISR(n.cfg, t.Configs))
 		}
 	}
 	n.mu.RLock()
@@ -401,12 +401,7 @@ func (n *Node) reconcile() {
 
 func (n *Node) openReplica(t *quorum.Topic, partition int32) (*replica, error) {
 	key := replicaKey(t.Name, partition)
-	c := n.cfg
-	opts := segment.Options{
-		SegmentBytes: c.LogSegmentBytes, SegmentMs: c.LogRoll, RetentionMs: c.LogRetention,
-		RetentionBytes: c.LogRetentionBytes, FlushMessages: c.LogFlushIntervalMessages,
-		FlushMs: c.LogFlushInterval, MaxBatchBytes: int(c.MessageMaxBytes),
-	}
+	opts := logOptions(n.cfg, t.Configs)
 	l, rep, err := segment.Open(vfs.Default, filepath.Join(n.dir, key), key, n.idx, opts)
 	if err != nil {
 		return nil, err

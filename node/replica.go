@@ -26,6 +26,7 @@ type replica struct {
 	leader      bool
 	leaderEpoch int32
 	isr         int
+	minISR      int32
 	producers   map[int64]*producerState
 }
 
@@ -34,12 +35,13 @@ func newReplica(topic string, id quorum.UUID, partition int32, log *segment.Log)
 }
 
 // become applies the partition's state from the metadata image.
-func (r *replica) become(p *quorum.Partition, self int32) {
+func (r *replica) become(p *quorum.Partition, self, minISR int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.leader = p.Leader == self
 	r.leaderEpoch = p.LeaderEpoch
 	r.isr = len(p.ISR)
+	r.minISR = minISR
 }
 
 // highWatermark is the log end offset: with replication factor 1 every
@@ -65,7 +67,7 @@ func (r *replica) checkEpoch(current int32) error {
 }
 
 // produce appends records as leader; see kafka.Logs.Produce.
-func (r *replica) produce(p kafka.ProducePartition, minISR int32) kafka.ProduceResult {
+func (r *replica) produce(p kafka.ProducePartition) kafka.ProduceResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := kafka.ProduceResult{BaseOffset: -1, LogStartOffset: -1}
@@ -73,7 +75,7 @@ func (r *replica) produce(p kafka.ProducePartition, minISR int32) kafka.ProduceR
 		res.Err = kerr.NotLeaderForPartition
 		return res
 	}
-	if p.Acks == -1 && int32(r.isr) < minISR {
+	if p.Acks == -1 && int32(r.isr) < r.minISR {
 		res.Err = kerr.NotEnoughReplicas
 		return res
 	}

@@ -83,6 +83,11 @@ type Config struct {
 	MessageMaxBytes          int32
 	SocketRequestMaxBytes    int32
 	AutoCreateTopicsEnable   bool
+
+	// Values holds every key's effective value as text, and Defaulted the
+	// keys left at their default (DescribeConfigs of the broker).
+	Values    map[string]string
+	Defaulted map[string]bool
 }
 
 // Listener returns the listener named name, and whether there is one.
@@ -247,9 +252,11 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 			}
 		}
 	}
-	c := &Config{}
+	c := &Config{Values: map[string]string{}, Defaulted: map[string]bool{}}
 	for _, k := range keys {
 		val := strings.TrimSpace(v.GetString(k.name))
+		c.Values[k.name] = val
+		c.Defaulted[k.name] = !v.InConfig(k.name) && val == k.def
 		if err := k.parse(c, val); err != nil {
 			return nil, fmt.Errorf("%w: %s=%q: %v", ErrInvalid, k.name, val, err)
 		}
