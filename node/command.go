@@ -19,7 +19,10 @@ const shutdownGrace = 30 * time.Second
 
 // NewCommand returns `sluice node`: run a node until SIGINT or SIGTERM,
 // then shut down cleanly (see Node.Close).
-func NewCommand() *cobra.Command {
+func NewCommand() *cobra.Command { return newCommand(nil) }
+
+// newCommand is NewCommand with a hook called once the node serves (tests).
+func newCommand(started func(*Node)) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "Run a Sluice node (broker and/or controller)",
@@ -42,6 +45,9 @@ sluice init. SIGINT or SIGTERM stops the node cleanly.`,
 			n, err := Open(cfg, Options{Logger: log})
 			if err != nil {
 				return err
+			}
+			if started != nil {
+				started(n)
 			}
 			log.Info("sluice node started", "node.id", cfg.NodeID, "kafka", n.KafkaAddr(), "controller", n.ControllerAddr())
 			<-ctx.Done()

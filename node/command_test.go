@@ -52,21 +52,26 @@ func TestCommandRunsAndStopsCleanly(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := NewCommand()
+	ready := make(chan struct{})
+	cmd := newCommand(func(*Node) { close(ready) })
 	cmd.SetArgs([]string{"--config", props})
 	var stderr strings.Builder
 	cmd.SetErr(&stderr)
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 
-	cl2, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.RequestRetries(100))
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("node stopped before serving: %v", err)
+	}
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl2.Close()
 	pctx, pcancel := context.WithTimeout(context.Background(), 30e9)
 	defer pcancel()
-	// kgo retries a refused connection with backoff until the node is up.
 	md, err := kadm.NewClient(cl2).BrokerMetadata(pctx)
 	if err != nil {
 		t.Fatalf("node never answered: %v (stderr: %s)", err, stderr.String())

@@ -74,7 +74,7 @@ type Node struct {
 
 // Open starts a node from cfg; see the package doc for the steps. It
 // returns once the broker is registered and the Kafka listener serves.
-func Open(cfg *config.Config, opts Options) (n *Node, err error) {
+func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -85,7 +85,7 @@ func Open(cfg *config.Config, opts Options) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n = &Node{
+	n := &Node{
 		cfg: cfg, log: opts.Logger, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
 		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, appended: make(chan struct{}),
 		stop: make(chan struct{}), served: make(chan struct{}),
