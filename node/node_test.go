@@ -21,7 +21,7 @@ type testNode struct {
 	dir  string
 	cfg  *config.Config
 	kl   net.Listener
-	ctrl net.Listener
+	ctrlL net.Listener
 }
 
 func listen(t testing.TB) net.Listener {
@@ -37,11 +37,11 @@ func listen(t testing.TB) net.Listener {
 // starts a node on it; extra are key=value settings.
 func startNode(t testing.TB, dir string, extra ...string) *testNode {
 	t.Helper()
-	tn := &testNode{dir: dir, kl: listen(t), ctrl: listen(t)}
+	tn := &testNode{dir: dir, kl: listen(t), ctrlL: listen(t)}
 	if _, err := initcmd.ReadMeta(dir); err != nil {
 		_, err := initcmd.Format(dir, initcmd.Meta{
 			ClusterID: quorum.NewUUID().String(), NodeID: 1,
-			InitialControllers: []quorum.Voter{{ID: 1, Addr: tn.ctrl.Addr().String()}},
+			InitialControllers: []quorum.Voter{{ID: 1, Addr: tn.ctrlL.Addr().String()}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -49,18 +49,18 @@ func startNode(t testing.TB, dir string, extra ...string) *testNode {
 	} else {
 		// A restart: the controller address is in meta.properties.
 		meta, _ := initcmd.ReadMeta(dir)
-		tn.ctrl.Close()
+		tn.ctrlL.Close()
 		ln, err := net.Listen("tcp", meta.InitialControllers[0].Addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tn.ctrl = ln
+		tn.ctrlL = ln
 	}
 	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
 	config.Flags(fs)
 	args := []string{"--node.id=1", "--log.dirs=" + dir,
 		"--listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-		"--advertised.listeners=PLAINTEXT://127.0.0.1:" + port(tn.kl) + ",CONTROLLER://127.0.0.1:" + port(tn.ctrl)}
+		"--advertised.listeners=PLAINTEXT://127.0.0.1:" + port(tn.kl) + ",CONTROLLER://127.0.0.1:" + port(tn.ctrlL)}
 	for _, e := range extra {
 		args = append(args, "--"+e)
 	}
@@ -72,7 +72,7 @@ func startNode(t testing.TB, dir string, extra ...string) *testNode {
 		t.Fatal(err)
 	}
 	tn.cfg = cfg
-	n, err := Open(cfg, Options{KafkaListener: tn.kl, ControllerListener: tn.ctrl})
+	n, err := Open(cfg, Options{KafkaListener: tn.kl, ControllerListener: tn.ctrlL})
 	if err != nil {
 		t.Fatal(err)
 	}
