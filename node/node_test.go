@@ -18,9 +18,9 @@ import (
 // with its data in a temporary directory, formatted with initcmd.
 type testNode struct {
 	*Node
-	dir  string
-	cfg  *config.Config
-	kl   net.Listener
+	dir   string
+	cfg   *config.Config
+	kl    net.Listener
 	ctrlL net.Listener
 }
 
