@@ -63,6 +63,31 @@ func BenchmarkProduce(b *testing.B) {
 	}
 }
 
+// BenchmarkProduceLatency: one record at a time (ProduceSync), acks=1:
+// the round trip of one produce request with nothing queued behind it.
+func BenchmarkProduceLatency(b *testing.B) {
+	tn := startNode(b, b.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cl := newClient(b, tn, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+		kgo.DefaultProduceTopic("bench"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(ctx, b, cl, "bench", 1)
+	value := make([]byte, 100)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		t0 := time.Now()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	reportLatency(b, lat, elapsed)
+}
+
 func reportLatency(b *testing.B, lat []time.Duration, elapsed time.Duration) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
