@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,18 +37,23 @@ type Options struct {
 	// binding listeners (tests bind :0 first to learn the ports; the
 	// controller address must be known to format the directory).
 	KafkaListener, ControllerListener net.Listener
+	// HTTPListener, when set, serves /health (else the HTTP listener of
+	// the config, if any, is bound).
+	HTTPListener net.Listener
 }
 
 // Node is one running Sluice process.
 type Node struct {
-	cfg    *config.Config
-	log    *slog.Logger
-	dir    string
-	ctrl   *quorum.Controller
-	idx    *segment.Index
-	srv    *kafka.Server
-	kafkaL net.Listener
-	epoch  int64 // broker epoch of this run's registration
+	cfg  *config.Config
+	log  *slog.Logger
+	dir  string
+	ctrl *quorum.Controller
+	idx  *segment.Index
+	srv  *kafka.Server
+	// httpSrv serves /health; nil without an HTTP listener.
+	httpSrv *http.Server
+	kafkaL  net.Listener
+	epoch   int64 // broker epoch of this run's registration
 
 	clusterID string
 
@@ -114,6 +120,15 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 	closers = append(closers, func() { n.kafkaL.Close() })
+	hl := opts.HTTPListener
+	if l, ok := cfg.Listener(config.ListenerHTTP); ok && hl == nil {
+		if hl, err = net.Listen("tcp", l.Addr()); err != nil {
+			return nil, fmt.Errorf("node: http listener: %w", err)
+		}
+	}
+	if hl != nil {
+		closers = append(closers, func() { hl.Close() })
+	}
 	cl, _ := cfg.Listener(config.ListenerController)
 	ctrlL := opts.ControllerListener
 	if ctrlL == nil {
@@ -176,6 +191,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}()
 	n.wg.Add(1)
 	go n.maintain()
+	if hl != nil {
+		n.serveHTTP(hl)
+	}
 	return n, nil
 }
 
@@ -227,6 +245,9 @@ func (n *Node) Close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("kafka server: %w", err))
 	}
 	<-n.served
+	if n.httpSrv != nil {
+		_ = n.httpSrv.Close()
+	}
 	close(n.stop)
 	n.wg.Wait()
 	n.reconcileMu.Lock()

@@ -2,8 +2,11 @@ package node
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -22,6 +25,7 @@ type testNode struct {
 	cfg   *config.Config
 	kl    net.Listener
 	ctrlL net.Listener
+	http  net.Listener
 }
 
 func listen(t testing.TB) net.Listener {
@@ -72,7 +76,8 @@ func startNode(t testing.TB, dir string, extra ...string) *testNode {
 		t.Fatal(err)
 	}
 	tn.cfg = cfg
-	n, err := Open(cfg, Options{KafkaListener: tn.kl, ControllerListener: tn.ctrlL})
+	tn.http = listen(t)
+	n, err := Open(cfg, Options{KafkaListener: tn.kl, ControllerListener: tn.ctrlL, HTTPListener: tn.http})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,5 +109,36 @@ func TestNodeStartsAndStops(t *testing.T) {
 	})
 	if brokers != 1 {
 		t.Fatalf("alive brokers = %d, want 1", brokers)
+	}
+	resp, err := http.Get("http://" + tn.http.Addr().String() + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h health
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || resp.StatusCode != 200 || h.NodeID != 1 || h.Controller != 1 || h.Status != "ok" || h.BrokerEpoch <= 0 {
+		t.Fatalf("/health: %d %+v %v", resp.StatusCode, h, err)
+	}
+}
+
+// TestOpenRefusesAnotherClustersDirectory: cluster.id must match
+// meta.properties, and the error says so.
+func TestOpenRefusesAnotherClustersDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := initcmd.Format(dir, initcmd.Meta{ClusterID: quorum.NewUUID().String(), NodeID: 1,
+		InitialControllers: []quorum.Voter{{ID: 1, Addr: "127.0.0.1:1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+	config.Flags(fs)
+	if err := fs.Parse([]string{"--node.id=1", "--log.dirs=" + dir, "--cluster.id=" + quorum.NewUUID().String()}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(fs, []string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(cfg, Options{}); !errors.Is(err, initcmd.ErrMismatch) {
+		t.Fatalf("Open: %v, want ErrMismatch", err)
 	}
 }

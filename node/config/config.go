@@ -8,8 +8,9 @@
 //
 // Listeners are Kafka's NAME://host:port lists. PLAINTEXT is the Kafka
 // protocol listener and CONTROLLER the Raft controller listener (which also
-// carries command forwarding); both are required when the node is a
-// controller, PLAINTEXT when it is a broker.
+// carries command forwarding): CONTROLLER is always required (every node
+// replays the metadata log over it), PLAINTEXT when the node is a broker.
+// HTTP, optional, serves /health.
 package config
 
 import (
@@ -38,6 +39,8 @@ var ErrInvalid = errors.New("config")
 const (
 	ListenerKafka      = "PLAINTEXT"
 	ListenerController = "CONTROLLER"
+	// ListenerHTTP (optional) serves /health (metrics later).
+	ListenerHTTP = "HTTP"
 )
 
 // Listener is one NAME://host:port entry of listeners or advertised.listeners.
@@ -340,8 +343,8 @@ func parseListeners(v string) ([]Listener, error) {
 			return nil, fmt.Errorf("%q is not NAME://host:port", part)
 		}
 		name = strings.ToUpper(name)
-		if name != ListenerKafka && name != ListenerController {
-			return nil, fmt.Errorf("unknown listener name %s (want %s or %s)", name, ListenerKafka, ListenerController)
+		if name != ListenerKafka && name != ListenerController && name != ListenerHTTP {
+			return nil, fmt.Errorf("unknown listener name %s (want %s, %s or %s)", name, ListenerKafka, ListenerController, ListenerHTTP)
 		}
 		host, ps, err := net.SplitHostPort(hp)
 		if err != nil {
