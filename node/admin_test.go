@@ -126,6 +126,15 @@ func TestAdmin(t *testing.T) {
 		t.Fatalf("empty partition end offset %+v", e1)
 	}
 
+	// A preferred election where the preferred replica leads already.
+	el, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"orders": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := el["orders"][0]; r.Err != kerr.ElectionNotNeeded {
+		t.Fatalf("elect leaders: %+v", r)
+	}
+
 	// DescribeCluster, raw.
 	dc := kmsg.NewPtrDescribeClusterRequest()
 	dresp, err := dc.RequestWith(ctx, cl)

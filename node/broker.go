@@ -307,3 +307,31 @@ func (b *broker) InitProducerID(ctx context.Context, producerID int64, producerE
 	b.pidNext++
 	return id, 0, nil
 }
+
+var _ kafka.Elector = (*broker)(nil)
+
+// ElectLeaders implements kafka.Elector through the quorum.
+func (b *broker) ElectLeaders(ctx context.Context, unclean bool, parts []kafka.PartitionRef) ([]kafka.ElectionResult, error) {
+	cmd := &quorum.ElectLeaders{Election: quorum.ElectPreferred}
+	if unclean {
+		cmd.Election = quorum.ElectUnclean
+	}
+	for _, p := range parts {
+		cmd.Partitions = append(cmd.Partitions, quorum.TopicPartition{Topic: p.Topic, Partition: p.Partition})
+	}
+	reply, err := b.ctrl.Propose(ctx, cmd)
+	b.node().reconcile()
+	if err != nil {
+		out := make([]kafka.ElectionResult, len(parts))
+		for i, p := range parts {
+			out[i] = kafka.ElectionResult{PartitionRef: p, Err: controllerError(err), ErrMessage: err.Error()}
+		}
+		return out, nil
+	}
+	res := reply.(*quorum.ElectLeadersReply).Partitions
+	out := make([]kafka.ElectionResult, len(res))
+	for i, r := range res {
+		out[i] = kafka.ElectionResult{PartitionRef: kafka.PartitionRef{Topic: r.Topic, Partition: r.Partition}, Err: kerr.ErrorForCode(r.Code), ErrMessage: r.Message}
+	}
+	return out, nil
+}

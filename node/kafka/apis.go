@@ -27,7 +27,7 @@ type api struct {
 	maxBytes int32
 	// needsAdmin rows exist only when the Broker is a TopicAdmin,
 	// needsLogs when it implements Logs, needsPIDs when ProducerIDs.
-	needsAdmin, needsLogs, needsPIDs, needsConfigs bool
+	needsAdmin, needsLogs, needsPIDs, needsConfigs, needsElector bool
 }
 
 // table is the dispatch table of one server, indexed by API key.
@@ -45,6 +45,7 @@ func newTable(b Broker) *table {
 	_, logs := b.(Logs)
 	_, pids := b.(ProducerIDs)
 	_, configs := b.(Configs)
+	_, elector := b.(Elector)
 	rows := []api{
 		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata, maxBytes: metadataMaxBytes},
 		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
@@ -58,9 +59,10 @@ func newTable(b Broker) *table {
 		{key: kmsg.DescribeConfigs, min: 0, max: 4, handle: handleDescribeConfigs, needsConfigs: true},
 		{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, handle: handleIncrementalAlterConfigs, needsConfigs: true},
 		{key: kmsg.DescribeCluster, min: 0, max: 1, handle: handleDescribeCluster},
+		{key: kmsg.ElectLeaders, min: 0, max: 2, handle: handleElectLeaders, needsElector: true},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
-		return a.needsAdmin && !admin || a.needsLogs && !logs || a.needsPIDs && !pids || a.needsConfigs && !configs
+		return a.needsAdmin && !admin || a.needsLogs && !logs || a.needsPIDs && !pids || a.needsConfigs && !configs || a.needsElector && !elector
 	}))
 }
 

@@ -113,3 +113,11 @@ func (f *fakeData) AlterConfigs(_ context.Context, rs []ConfigAlteration, _ bool
 	}
 	return out, nil
 }
+
+func (f *fakeData) ElectLeaders(_ context.Context, _ bool, parts []PartitionRef) ([]ElectionResult, error) {
+	out := make([]ElectionResult, len(parts))
+	for i, p := range parts {
+		out[i] = ElectionResult{PartitionRef: p, Err: kerr.ElectionNotNeeded}
+	}
+	return out, nil
+}

@@ -10,7 +10,8 @@
 // CreateTopics 0-7 and DeleteTopics 0-6 (request validation here, the work
 // in the Broker); with Logs Produce 3-9, Fetch 4-12, ListOffsets 0-8 and
 // OffsetForLeaderEpoch 0-4; with ProducerIDs InitProducerId 0-4; with
-// Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1.
+// Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
+// Elector ElectLeaders 0-2.
 //
 // # Connection model
 //

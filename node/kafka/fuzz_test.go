@@ -192,7 +192,17 @@ func fuzzSeeds() []fuzzSeed {
 		req.Version, req.EndpointType = v, 1
 		return enc(req, 1200+int32(v))
 	}
+	elect := func(v int16) []byte {
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.Version, req.ElectionType = v, 1
+		t := kmsg.NewElectLeadersRequestTopic()
+		t.Topic, t.Partitions = "orders", []int32{0, 1}
+		req.Topics = []kmsg.ElectLeadersRequestTopic{t}
+		return enc(req, 1300+int32(v))
+	}
 	return []fuzzSeed{
+		{"electleaders-v0", elect(0)},
+		{"electleaders-v2", elect(2)},
 		{"produce-v3", produce(3, 1)},
 		{"produce-v9-acks-all", produce(9, -1)},
 		{"produce-v7-acks-0", produce(7, 0)},
