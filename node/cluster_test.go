@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -71,7 +72,16 @@ func TestThreeNodeCluster(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "spread"); err != nil {
 		t.Fatal(err)
 	}
-	md, err := adm.Metadata(ctx, "spread")
+	// CreateTopics answered once the topic applied on the node asked;
+	// wait until every node has applied it.
+	for _, tn := range nodes {
+		waitUntil(ctx, t, tn, func() bool {
+			var ok bool
+			tn.ctrl.View(func(im *quorum.Image) { ok = im.Topics["spread"] != nil })
+			return ok
+		})
+	}
+	md, err := kadm.NewClient(newClient(t, nodes[0])).Metadata(ctx, "spread")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,5 +123,22 @@ func TestThreeNodeCluster(t *testing.T) {
 			got[r.Partition]++
 			total++
 		})
+	}
+}
+
+// waitUntil waits for cond, rechecking after every reconciliation and
+// append of tn (no polling), until ctx ends.
+func waitUntil(ctx context.Context, t *testing.T, tn *testNode, cond func() bool) {
+	t.Helper()
+	for {
+		changed := (*broker)(tn.Node).Appended()
+		if cond() {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("condition not met: %v", ctx.Err())
+		}
 	}
 }

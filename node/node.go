@@ -52,8 +52,10 @@ type Node struct {
 	srv  *kafka.Server
 	// httpSrv serves /health; nil without an HTTP listener.
 	httpSrv *http.Server
-	kafkaL  net.Listener
-	epoch   int64 // broker epoch of this run's registration
+	// gossip runs liveness gossip; nil without a GOSSIP listener.
+	gossip *quorum.Gossip
+	kafkaL net.Listener
+	epoch  int64 // broker epoch of this run's registration
 
 	clusterID string
 
@@ -173,6 +175,23 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	go n.reconcileLoop()
 	closers = append(closers, func() { close(n.stop); n.wg.Wait(); n.closeLogs() })
 
+	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
+		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port)}
+		if a, ok := cfg.Advertised(config.ListenerGossip); ok && a.Port != 0 {
+			gc.AdvertiseAddr, gc.AdvertisePort = a.Host, int(a.Port)
+		}
+		if n.gossip, err = quorum.StartGossip(gc, n.ctrl); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+		closers = append(closers, func() { n.gossip.Close() })
+		if len(cfg.GossipSeeds) > 0 {
+			if _, err := n.gossip.Join(cfg.GossipSeeds); err != nil {
+				// Not fatal: the others may start later and join us.
+				n.log.Warn("node: gossip join", "seeds", cfg.GossipSeeds, "err", err)
+			}
+		}
+	}
+
 	ctx, cancel := context.WithTimeout(context.Background(), opts.RegisterTimeout)
 	defer cancel()
 	if err = n.register(ctx, clean); err != nil {
@@ -215,13 +234,37 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 		return fmt.Errorf("node: register broker %d: %w", n.cfg.NodeID, err)
 	}
 	n.epoch = reply.(*quorum.RegisterBrokerReply).Epoch
-	// Liveness gossip is not wired yet: the broker unfences itself once
-	// registered, having replayed the metadata log up to its registration.
-	if _, err := n.ctrl.Propose(ctx, &quorum.UnfenceBroker{ID: n.cfg.NodeID, Epoch: n.epoch}); err != nil {
-		return fmt.Errorf("node: unfence broker %d: %w", n.cfg.NodeID, err)
+	if n.gossip == nil {
+		// Without gossip the broker unfences itself once registered,
+		// having replayed the metadata log up to its registration.
+		if _, err := n.ctrl.Propose(ctx, &quorum.UnfenceBroker{ID: n.cfg.NodeID, Epoch: n.epoch}); err != nil {
+			return fmt.Errorf("node: unfence broker %d: %w", n.cfg.NodeID, err)
+		}
+		n.reconcile()
+		return nil
 	}
-	n.reconcile()
-	return nil
+	// With gossip, advertising the new epoch asks the active controller
+	// to unfence this broker; wait until the image says it did.
+	if err := n.gossip.SetBrokerEpoch(n.epoch); err != nil {
+		return fmt.Errorf("node: gossip: %w", err)
+	}
+	for {
+		changed := (*broker)(n).Appended() // closed by every reconciliation
+		var alive bool
+		n.ctrl.View(func(im *quorum.Image) {
+			b := im.Brokers[n.cfg.NodeID]
+			alive = b.Alive() && b.Epoch == n.epoch
+		})
+		if alive {
+			n.reconcile()
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("node: broker %d epoch %d was not unfenced by the active controller (is gossip reaching it?): %w", n.cfg.NodeID, n.epoch, ctx.Err())
+		}
+	}
 }
 
 // KafkaAddr is the address the Kafka listener is bound to.
@@ -247,6 +290,11 @@ func (n *Node) Close(ctx context.Context) error {
 	<-n.served
 	if n.httpSrv != nil {
 		_ = n.httpSrv.Close()
+	}
+	if n.gossip != nil {
+		if err := n.gossip.Leave(2 * time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("gossip: %w", err))
+		}
 	}
 	close(n.stop)
 	n.wg.Wait()

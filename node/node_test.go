@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/quorum"
@@ -140,5 +141,23 @@ func TestOpenRefusesAnotherClustersDirectory(t *testing.T) {
 	}
 	if _, err := Open(cfg, Options{}); !errors.Is(err, initcmd.ErrMismatch) {
 		t.Fatalf("Open: %v, want ErrMismatch", err)
+	}
+}
+
+// TestGossipUnfences: with a GOSSIP listener the broker does not unfence
+// itself; the active controller's liveness gossip does, and the node serves.
+func TestGossipUnfences(t *testing.T) {
+	tn := startNode(t, t.TempDir(), "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0,GOSSIP://127.0.0.1:0")
+	if tn.gossip == nil {
+		t.Fatal("no gossip")
+	}
+	if tn.gossip.Proposed.Load() == 0 {
+		t.Fatal("the broker is unfenced but gossip proposed nothing")
+	}
+	ctx := testCtx(t)
+	cl := newClient(t, tn)
+	createTopic(ctx, t, cl, "g", 1)
+	if err := newClient(t, tn, kgo.DefaultProduceTopic("g")).ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
 	}
 }

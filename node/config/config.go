@@ -10,7 +10,8 @@
 // protocol listener and CONTROLLER the Raft controller listener (which also
 // carries command forwarding): CONTROLLER is always required (every node
 // replays the metadata log over it), PLAINTEXT when the node is a broker.
-// HTTP, optional, serves /health.
+// HTTP, optional, serves /health; GOSSIP, optional, runs liveness gossip
+// (memberlist) and joins gossip.seeds.
 package config
 
 import (
@@ -41,6 +42,10 @@ const (
 	ListenerController = "CONTROLLER"
 	// ListenerHTTP (optional) serves /health (metrics later).
 	ListenerHTTP = "HTTP"
+	// ListenerGossip (optional) runs memberlist liveness gossip (TCP and
+	// UDP); without it the broker unfences itself and nothing fences a
+	// dead broker.
+	ListenerGossip = "GOSSIP"
 )
 
 // Listener is one NAME://host:port entry of listeners or advertised.listeners.
@@ -68,6 +73,9 @@ type Config struct {
 	// ClusterID (cluster.id, a Sluice key) is checked against
 	// meta.properties when set.
 	ClusterID string
+	// GossipSeeds (gossip.seeds, a Sluice key) are host:port gossip
+	// addresses of other nodes to join.
+	GossipSeeds []string
 
 	NumPartitions               int32
 	DefaultReplicationFactor    int16
@@ -157,6 +165,18 @@ var keys = []key{
 		}
 		_, err := quorum.ParseUUID(v)
 		return err
+	}},
+	{"gossip.seeds", "", "host:port,... gossip listeners of other nodes to join", func(c *Config, v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(s); err != nil {
+				return err
+			}
+			c.GossipSeeds = append(c.GossipSeeds, s)
+		}
+		return nil
 	}},
 	{"num.partitions", "1", "default partitions of a new topic", func(c *Config, v string) error { return parseInt32(&c.NumPartitions, v, 1, math.MaxInt32) }},
 	{"default.replication.factor", "1", "default replication factor of a new topic", func(c *Config, v string) error {
@@ -343,8 +363,8 @@ func parseListeners(v string) ([]Listener, error) {
 			return nil, fmt.Errorf("%q is not NAME://host:port", part)
 		}
 		name = strings.ToUpper(name)
-		if name != ListenerKafka && name != ListenerController && name != ListenerHTTP {
-			return nil, fmt.Errorf("unknown listener name %s (want %s, %s or %s)", name, ListenerKafka, ListenerController, ListenerHTTP)
+		if name != ListenerKafka && name != ListenerController && name != ListenerHTTP && name != ListenerGossip {
+			return nil, fmt.Errorf("unknown listener name %s (want %s, %s, %s or %s)", name, ListenerKafka, ListenerController, ListenerHTTP, ListenerGossip)
 		}
 		host, ps, err := net.SplitHostPort(hp)
 		if err != nil {
