@@ -226,7 +226,7 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 	if port == 0 {
 		port = int32(n.kafkaL.Addr().(*net.TCPAddr).Port)
 	}
-	reply, err := n.ctrl.Propose(ctx, &quorum.RegisterBroker{
+	reply, err := n.proposeRetrying(ctx, &quorum.RegisterBroker{
 		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean,
 		Endpoints: []quorum.Endpoint{{Name: config.ListenerKafka, Host: host, Port: port}},
 	})
@@ -237,7 +237,7 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 	if n.gossip == nil {
 		// Without gossip the broker unfences itself once registered,
 		// having replayed the metadata log up to its registration.
-		if _, err := n.ctrl.Propose(ctx, &quorum.UnfenceBroker{ID: n.cfg.NodeID, Epoch: n.epoch}); err != nil {
+		if _, err := n.proposeRetrying(ctx, &quorum.UnfenceBroker{ID: n.cfg.NodeID, Epoch: n.epoch}); err != nil {
 			return fmt.Errorf("node: unfence broker %d: %w", n.cfg.NodeID, err)
 		}
 		n.reconcile()
@@ -264,6 +264,20 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 		case <-ctx.Done():
 			return fmt.Errorf("node: broker %d epoch %d was not unfenced by the active controller (is gossip reaching it?): %w", n.cfg.NodeID, n.epoch, ctx.Err())
 		}
+	}
+}
+
+// proposeRetrying proposes cmd again while the outcome is unknown
+// (leadership changed while committing, which happens while a new quorum
+// settles): only for commands that are safe to repeat (a repeated
+// registration only bumps the epoch again; a repeated unfence is a no-op).
+func (n *Node) proposeRetrying(ctx context.Context, cmd quorum.Command) (any, error) {
+	for {
+		reply, err := n.ctrl.Propose(ctx, cmd)
+		if err == nil || !errors.Is(err, quorum.ErrOutcomeUnknown) || ctx.Err() != nil {
+			return reply, err
+		}
+		n.log.Info("node: retrying a command whose outcome is unknown", "command", cmd.CommandType(), "err", err)
 	}
 }
 

@@ -151,9 +151,6 @@ func TestGossipUnfences(t *testing.T) {
 	if tn.gossip == nil {
 		t.Fatal("no gossip")
 	}
-	if tn.gossip.Proposed.Load() == 0 {
-		t.Fatal("the broker is unfenced but gossip proposed nothing")
-	}
 	ctx := testCtx(t)
 	cl := newClient(t, tn)
 	createTopic(ctx, t, cl, "g", 1)

@@ -44,6 +44,13 @@ func (r *replica) become(p *quorum.Partition, self, minISR int32) {
 	r.minISR = minISR
 }
 
+// epoch is the current leader epoch.
+func (r *replica) epoch() int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.leaderEpoch
+}
+
 // highWatermark is the log end offset: with replication factor 1 every
 // appended record is in the whole ISR.
 func (r *replica) highWatermark() int64 { return r.log.LogEndOffset() }

@@ -180,7 +180,7 @@ func TestFetch(t *testing.T) {
 	if p.ErrorCode != 0 || len(p.RecordBatches) != 0 || d < 50*time.Millisecond {
 		t.Fatalf("empty long poll: %+v after %v", p, d)
 	}
-	epoch := tn.replica("f", 0).leaderEpoch
+	epoch := tn.replica("f", 0).epoch()
 	if p, _ := fetchRaw(ctx, t, cl, "f", 0, 0, epoch+1, 0, 0); p.ErrorCode != kerr.UnknownLeaderEpoch.Code {
 		t.Fatalf("future epoch: %+v", p)
 	}
