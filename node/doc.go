@@ -8,11 +8,16 @@
 // the node's one segment Index (Pebble, <log.dirs>/index), starts the quorum
 // Controller (<log.dirs>/quorum; a voter bootstrapping with
 // controller.quorum.voters, or the initial controllers of meta.properties,
-// when the node is one of them), registers the broker (saying whether the
-// previous run shut down cleanly: the .clean_shutdown marker), unfences it,
-// and serves the Kafka protocol. Close stops the Kafka server (answering what
-// was read), closes every log (checkpoint and per-log clean marker), closes
-// the Index, writes the node's clean-shutdown marker, and stops the quorum.
+// when the node is one of them), starts liveness gossip when a GOSSIP
+// listener is configured, registers the broker (saying whether the previous
+// run shut down cleanly: the .clean_shutdown marker; retried while the
+// outcome is unknown), gets it unfenced (by the active controller's gossip
+// liveness once it advertises its new epoch, or, without gossip, by
+// proposing UnfenceBroker itself), serves the Kafka protocol and, with an
+// HTTP listener, /health. Close stops the Kafka server (answering what was
+// read), stops /health, leaves gossip, closes every log (checkpoint and
+// per-log clean marker), closes the Index, stops the quorum and writes the
+// node's clean-shutdown marker.
 //
 // # Partitions
 //
@@ -35,7 +40,8 @@
 //
 // # Goroutines and locks
 //
-// Besides the quorum's and the Kafka server's: the reconciler (one), the
-// maintenance ticker (flush.ms, retention) and the Serve loop. Lock order:
+// Besides the quorum's, gossip's and the Kafka server's: the reconciler
+// (one), the maintenance ticker (flush.ms, retention), the Serve loop and
+// the HTTP server. Lock order:
 // Node.reconcileMu → Node.mu → replica.mu. Node.sigMu is a leaf.
 package node
