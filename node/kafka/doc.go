@@ -54,7 +54,7 @@
 //   - A frame whose size prefix is negative or above Options.MaxRequestBytes
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,
-//     doubling), so a lying prefix never allocates the size it claims.
+//     quadrupling), so a lying prefix never allocates the size it claims.
 //   - An unknown API key, an unsupported version of any API but ApiVersions,
 //     a header or body that does not decode (truncated, garbled, a collection
 //     longer than the bytes left): the connection is closed with a log line,
