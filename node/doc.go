@@ -29,7 +29,9 @@
 // issue 5) slots in: today it only leads, and its high watermark is its log
 // end offset, which is right for replication factor 1 (the ISR is the leader
 // alone). acks=all still checks min.insync.replicas against the ISR of the
-// metadata (NOT_ENOUGH_REPLICAS).
+// metadata (NOT_ENOUGH_REPLICAS), and is refused the same way while the ISR
+// names followers, which would otherwise be claimed to hold copies they do
+// not have.
 //
 // Idempotent producers: a replica keeps, per producer id, its epoch and the
 // sequence ranges and offsets of its last five batches (producer.go): a

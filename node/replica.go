@@ -86,6 +86,12 @@ func (r *replica) produce(p kafka.ProducePartition) kafka.ProduceResult {
 		res.Err = kerr.NotEnoughReplicas
 		return res
 	}
+	if p.Acks == -1 && r.isr > 1 {
+		// Followers do not replicate yet (issue 5): acknowledging acks=all
+		// with other ISR members would claim copies that do not exist.
+		res.Err, res.ErrMessage = kerr.NotEnoughReplicas, "replication to followers is not implemented yet; acks=all is served for replication factor 1 only"
+		return res
+	}
 	heads, ok := parseBatches(p.Records)
 	var st *producerState
 	var idem *batchHead
