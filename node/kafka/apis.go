@@ -25,8 +25,9 @@ type api struct {
 	// struct and a pointer decoded), so an API whose real requests are
 	// small gets a cap that keeps a hostile frame's decoded size small.
 	maxBytes int32
-	// needsAdmin rows exist only when the Broker is a TopicAdmin.
-	needsAdmin bool
+	// needsAdmin rows exist only when the Broker is a TopicAdmin,
+	// needsLogs when it implements Logs, needsPIDs when ProducerIDs.
+	needsAdmin, needsLogs, needsPIDs, needsConfigs, needsElector bool
 }
 
 // table is the dispatch table of one server, indexed by API key.
@@ -41,13 +42,28 @@ type table struct {
 // row here (see doc.go).
 func newTable(b Broker) *table {
 	_, admin := b.(TopicAdmin)
+	_, logs := b.(Logs)
+	_, pids := b.(ProducerIDs)
+	_, configs := b.(Configs)
+	_, elector := b.(Elector)
 	rows := []api{
 		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata, maxBytes: metadataMaxBytes},
 		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
 		{key: kmsg.CreateTopics, min: 0, max: 7, handle: handleCreateTopics, needsAdmin: true},
 		{key: kmsg.DeleteTopics, min: 0, max: 6, handle: handleDeleteTopics, needsAdmin: true},
+		{key: kmsg.Produce, min: 3, max: 9, handle: handleProduce, needsLogs: true},
+		{key: kmsg.Fetch, min: 4, max: 12, handle: handleFetch, needsLogs: true},
+		{key: kmsg.ListOffsets, min: 0, max: 8, handle: handleListOffsets, needsLogs: true},
+		{key: kmsg.OffsetForLeaderEpoch, min: 0, max: 4, handle: handleOffsetForLeaderEpoch, needsLogs: true},
+		{key: kmsg.InitProducerID, min: 0, max: 4, handle: handleInitProducerID, needsPIDs: true},
+		{key: kmsg.DescribeConfigs, min: 0, max: 4, handle: handleDescribeConfigs, needsConfigs: true},
+		{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, handle: handleIncrementalAlterConfigs, needsConfigs: true},
+		{key: kmsg.DescribeCluster, min: 0, max: 1, handle: handleDescribeCluster},
+		{key: kmsg.ElectLeaders, min: 0, max: 2, handle: handleElectLeaders, needsElector: true},
 	}
-	return buildTable(slices.DeleteFunc(rows, func(a api) bool { return a.needsAdmin && !admin }))
+	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
+		return a.needsAdmin && !admin || a.needsLogs && !logs || a.needsPIDs && !pids || a.needsConfigs && !configs || a.needsElector && !elector
+	}))
 }
 
 // buildTable indexes rows and panics on a row kmsg cannot decode: a

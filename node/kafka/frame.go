@@ -44,12 +44,15 @@ func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
 }
 
 // readFrameBody reads the size bytes of a frame after its prefix, growing
-// the buffer as they arrive.
+// the buffer as they arrive: by four times, so a 1 MiB produce frame costs
+// three allocations and 320 KiB of copying (doubling cost five and 960 KiB,
+// the largest server-side item in the produce profile), while the buffer
+// stays within four times the bytes received.
 func readFrameBody(r io.Reader, size int32) ([]byte, error) {
 	buf := make([]byte, 0, min(int(size), firstChunk))
 	for len(buf) < int(size) {
 		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(int(size), 2*cap(buf)))
+			grown := make([]byte, len(buf), min(int(size), 4*cap(buf)))
 			copy(grown, buf)
 			buf = grown
 		}

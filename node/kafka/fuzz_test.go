@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/segment"
 )
 
 var rewriteSeeds = flag.Bool("rewrite-seeds", false, "rewrite testdata/fuzz/FuzzRequestFrame from fuzzSeeds")
@@ -25,16 +27,18 @@ const fuzzMaxFrame = 1 << 20
 // FuzzRequestFrame feeds a connection's byte stream through everything the
 // reader and the serve goroutine do with it, minus the socket: frame
 // reading, header and body decoding, the handler (against the fake broker
-// and topic admin)
+// and topic admin, with the data APIs)
 // and response encoding, decoded back as a client would. Any panic fails.
 func FuzzRequestFrame(f *testing.F) {
 	for _, seed := range fuzzSeeds() {
 		f.Add(seed.frame)
 	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		// A fresh server and fake per input: the fake admin keeps
 		// the topics it creates.
-		s, err := NewServer(&fakeAdmin{fakeBroker: newFakeBroker("127.0.0.1:9092")}, Options{MaxRequestBytes: fuzzMaxFrame})
+		s, err := NewServer(newFakeData("127.0.0.1:9092"), Options{MaxRequestBytes: fuzzMaxFrame})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,9 +55,14 @@ func FuzzRequestFrame(f *testing.F) {
 				}
 				return
 			}
-			resp, err := req.api.handle(context.Background(), s, req)
+			// A cancelled context: a long-polling Fetch answers at
+			// once instead of waiting out a fuzzed max_wait_ms.
+			resp, err := req.api.handle(done, s, req)
 			if err != nil {
 				return
+			}
+			if resp == nil { // acks=0 Produce: no answer
+				continue
 			}
 			checkResponse(appendResponse(nil, req.correlationID, resp), req, resp)
 		}
@@ -102,7 +111,113 @@ func fuzzSeeds() []fuzzSeed {
 		req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("orders")}, {TopicID: offsetID}, {}}
 		return enc(req, 400+int32(v))
 	}
+	batch := segment.BuildBatch(1, []byte("a"), []byte("bc"))
+	corrupt := append([]byte(nil), batch...)
+	corrupt[len(corrupt)-1] ^= 1
+	produce := func(v int16, acks int16) []byte {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = v, acks, 1000
+		t := kmsg.NewProduceRequestTopic()
+		t.Topic = "orders"
+		t.Partitions = []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: batch}, {Partition: 1, Records: corrupt}, {Partition: 9, Records: batch}}
+		req.Topics = []kmsg.ProduceRequestTopic{t}
+		return enc(req, 500+int32(v))
+	}
+	fetch := func(v int16) []byte {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxBytes, req.SessionEpoch = v, 1<<20, -1
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic = "orders"
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.PartitionMaxBytes, p.CurrentLeaderEpoch = 1<<16, 7
+		p2 := p
+		p2.Partition, p2.FetchOffset = 1, 5
+		t.Partitions = []kmsg.FetchRequestTopicPartition{p, p2}
+		req.Topics = []kmsg.FetchRequestTopic{t}
+		return enc(req, 600+int32(v))
+	}
+	listOffsets := func(v int16) []byte {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version = v
+		t := kmsg.NewListOffsetsRequestTopic()
+		t.Topic = "orders"
+		p := kmsg.NewListOffsetsRequestTopicPartition()
+		p.Timestamp, p.MaxNumOffsets = -1, 1
+		p2 := p
+		p2.Partition, p2.Timestamp = 1, -2
+		t.Partitions = []kmsg.ListOffsetsRequestTopicPartition{p, p2}
+		req.Topics = []kmsg.ListOffsetsRequestTopic{t}
+		return enc(req, 700+int32(v))
+	}
+	epochs := func(v int16) []byte {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.Version = v
+		t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		t.Topic = "orders"
+		p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		p.LeaderEpoch = 3
+		t.Partitions = []kmsg.OffsetForLeaderEpochRequestTopicPartition{p}
+		req.Topics = []kmsg.OffsetForLeaderEpochRequestTopic{t}
+		return enc(req, 800+int32(v))
+	}
+	initPID := func(v int16) []byte {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version = v
+		return enc(req, 900+int32(v))
+	}
+	describeConfigs := func(v int16) []byte {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.Version = v
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "orders"
+		r2 := r
+		r2.ResourceType, r2.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+		req.Resources = []kmsg.DescribeConfigsRequestResource{r, r2}
+		return enc(req, 1000+int32(v))
+	}
+	alterConfigs := func(v int16) []byte {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Version = v
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "orders"
+		r.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{
+			{Name: "retention.ms", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("5")},
+			{Name: "segment.ms", Op: kmsg.IncrementalAlterConfigOpDelete},
+		}
+		req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{r}
+		return enc(req, 1100+int32(v))
+	}
+	describeCluster := func(v int16) []byte {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.Version, req.EndpointType = v, 1
+		return enc(req, 1200+int32(v))
+	}
+	elect := func(v int16) []byte {
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.Version, req.ElectionType = v, 1
+		t := kmsg.NewElectLeadersRequestTopic()
+		t.Topic, t.Partitions = "orders", []int32{0, 1}
+		req.Topics = []kmsg.ElectLeadersRequestTopic{t}
+		return enc(req, 1300+int32(v))
+	}
 	return []fuzzSeed{
+		{"electleaders-v0", elect(0)},
+		{"electleaders-v2", elect(2)},
+		{"produce-v3", produce(3, 1)},
+		{"produce-v9-acks-all", produce(9, -1)},
+		{"produce-v7-acks-0", produce(7, 0)},
+		{"fetch-v4", fetch(4)},
+		{"fetch-v12", fetch(12)},
+		{"listoffsets-v0", listOffsets(0)},
+		{"listoffsets-v8", listOffsets(8)},
+		{"offsetforleaderepoch-v0", epochs(0)},
+		{"offsetforleaderepoch-v4", epochs(4)},
+		{"initproducerid-v0", initPID(0)},
+		{"initproducerid-v4", initPID(4)},
+		{"describeconfigs-v0", describeConfigs(0)},
+		{"describeconfigs-v4", describeConfigs(4)},
+		{"incrementalalterconfigs-v1", alterConfigs(1)},
+		{"describecluster-v1", describeCluster(1)},
 		{"createtopics-v0", create(0)},
 		{"createtopics-v5-flexible", create(5)},
 		{"createtopics-v7", create(7)},
@@ -151,7 +266,7 @@ func TestFuzzSeedCorpus(t *testing.T) {
 // answers (a corpus of only rejected inputs would fuzz nothing past the
 // header).
 func TestFuzzSeedsDecode(t *testing.T) {
-	s, err := NewServer(&fakeAdmin{fakeBroker: newFakeBroker("127.0.0.1:9092")}, Options{})
+	s, err := NewServer(newFakeData("127.0.0.1:9092"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

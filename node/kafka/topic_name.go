@@ -26,3 +26,7 @@ func validateTopicName(name string) error {
 	}
 	return nil
 }
+
+// ValidTopicName reports whether name is a legal Kafka topic name (for the
+// node's auto-creation, which must not create what CreateTopics refuses).
+func ValidTopicName(name string) bool { return validateTopicName(name) == nil }

@@ -24,6 +24,7 @@ func TestApiVersionsEveryVersion(t *testing.T) {
 		want := []kmsg.ApiVersionsResponseApiKey{
 			{ApiKey: kmsg.Metadata.Int16(), MinVersion: 0, MaxVersion: 12},
 			{ApiKey: kmsg.ApiVersions.Int16(), MinVersion: 0, MaxVersion: 3},
+			{ApiKey: kmsg.DescribeCluster.Int16(), MinVersion: 0, MaxVersion: 1},
 		}
 		if len(resp.ApiKeys) != len(want) {
 			t.Fatalf("v%d: %d api keys, want %d: %+v", v, len(resp.ApiKeys), len(want), resp.ApiKeys)

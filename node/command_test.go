@@ -1,0 +1,89 @@
+package node
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/quorum"
+	"github.com/sluice-log/sluice/tools/initcmd"
+)
+
+func TestCommandRejectsBadConfig(t *testing.T) {
+	cmd := NewCommand()
+	cmd.SetArgs([]string{"--node.id=1", "--num.partitions=0", "--log.dirs=" + t.TempDir()})
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetErr(&strings.Builder{})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "num.partitions") {
+		t.Fatalf("err = %v, want one naming num.partitions", err)
+	}
+	cmd = NewCommand()
+	cmd.SetArgs([]string{"--node.id=1", "--log.dirs=" + t.TempDir()})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "sluice init") {
+		t.Fatalf("unformatted dir: err = %v, want a hint to run sluice init", err)
+	}
+}
+
+// TestCommandRunsAndStopsCleanly runs `sluice node --config FILE` in
+// process until its context ends (what SIGTERM does), and checks that a
+// client was served and the clean-shutdown marker written.
+func TestCommandRunsAndStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	// The ports must be known before formatting: take free ones and
+	// release them for the node (a small race with other processes).
+	kl, cl := listen(t), listen(t)
+	kafkaAddr, ctrlAddr := kl.Addr().String(), cl.Addr().String()
+	kl.Close()
+	cl.Close()
+	if _, err := initcmd.Format(dir, initcmd.Meta{ClusterID: quorum.NewUUID().String(), NodeID: 7,
+		InitialControllers: []quorum.Voter{{ID: 7, Addr: ctrlAddr}}}); err != nil {
+		t.Fatal(err)
+	}
+	props := filepath.Join(dir, "server.properties")
+	if err := os.WriteFile(props, []byte("# test\nnode.id=7\nlog.dirs="+dir+
+		"\nlisteners=PLAINTEXT://"+kafkaAddr+",CONTROLLER://"+ctrlAddr+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{})
+	cmd := newCommand(func(*Node) { close(ready) })
+	cmd.SetArgs([]string{"--config", props})
+	var stderr strings.Builder
+	cmd.SetErr(&stderr)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("node stopped before serving: %v", err)
+	}
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	pctx, pcancel := context.WithTimeout(context.Background(), 30e9)
+	defer pcancel()
+	md, err := kadm.NewClient(cl2).BrokerMetadata(pctx)
+	if err != nil {
+		t.Fatalf("node never answered: %v (stderr: %s)", err, stderr.String())
+	}
+	if len(md.Brokers) != 1 || md.Brokers[0].NodeID != 7 {
+		t.Fatalf("brokers = %+v, want node 7", md.Brokers)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, cleanMarker)); err != nil {
+		t.Fatalf("no clean-shutdown marker after a clean stop: %v", err)
+	}
+}

@@ -1,0 +1,459 @@
+// Package config reads a node's configuration, and is the only package that
+// uses viper. Keys are Kafka's (server.properties) with Kafka's defaults.
+// Sources, strongest first: command-line flags named after the keys
+// (--log.dirs=/data), SLUICE_* environment variables (SLUICE_LOG_DIRS), the
+// properties file given with --config, and the defaults. Load validates
+// everything into a typed Config; an unknown key (in the file, or a SLUICE_*
+// variable) or an invalid value is an error that names the key.
+//
+// Listeners are Kafka's NAME://host:port lists. PLAINTEXT is the Kafka
+// protocol listener and CONTROLLER the Raft controller listener (which also
+// carries command forwarding): CONTROLLER is always required (every node
+// replays the metadata log over it), PLAINTEXT when the node is a broker.
+// HTTP, optional, serves /health; GOSSIP, optional, runs liveness gossip
+// (memberlist) and joins gossip.seeds.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/sluice-log/sluice/quorum"
+	"github.com/sluice-log/sluice/tools/initcmd"
+)
+
+// ErrInvalid wraps every configuration error.
+var ErrInvalid = errors.New("config")
+
+// Listener names understood by the node.
+const (
+	ListenerKafka      = "PLAINTEXT"
+	ListenerController = "CONTROLLER"
+	// ListenerHTTP (optional) serves /health (metrics later).
+	ListenerHTTP = "HTTP"
+	// ListenerGossip (optional) runs memberlist liveness gossip (TCP and
+	// UDP); without it the broker unfences itself and nothing fences a
+	// dead broker.
+	ListenerGossip = "GOSSIP"
+)
+
+// Listener is one NAME://host:port entry of listeners or advertised.listeners.
+type Listener struct {
+	Name string
+	Host string
+	Port int32
+}
+
+// Addr is host:port.
+func (l Listener) Addr() string { return net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))) }
+
+// Config is a node's validated configuration.
+type Config struct {
+	NodeID int32
+	// Broker and Controller are process.roles.
+	Broker, Controller bool
+	// ControllerQuorumVoters may be empty: the node then uses the
+	// initial controllers of meta.properties.
+	ControllerQuorumVoters []quorum.Voter
+	Listeners              []Listener
+	// AdvertisedListeners defaults to Listeners.
+	AdvertisedListeners []Listener
+	LogDirs             []string
+	// ClusterID (cluster.id, a Sluice key) is checked against
+	// meta.properties when set.
+	ClusterID string
+	// GossipSeeds (gossip.seeds, a Sluice key) are host:port gossip
+	// addresses of other nodes to join.
+	GossipSeeds []string
+
+	NumPartitions               int32
+	DefaultReplicationFactor    int16
+	MinInsyncReplicas           int32
+	UncleanLeaderElectionEnable bool
+	LogSegmentBytes             int64
+	LogRoll                     time.Duration
+	// LogRetention < 0 keeps forever; LogRetentionBytes < 0 is unlimited.
+	LogRetention      time.Duration
+	LogRetentionBytes int64
+	// LogFlushIntervalMessages math.MaxInt64 and LogFlushInterval 0 mean
+	// never (the OS writes back), Kafka's defaults.
+	LogFlushIntervalMessages int64
+	LogFlushInterval         time.Duration
+	ReplicaLagTimeMax        time.Duration
+	MessageMaxBytes          int32
+	SocketRequestMaxBytes    int32
+	AutoCreateTopicsEnable   bool
+
+	// Values holds every key's effective value as text, and Defaulted the
+	// keys left at their default (DescribeConfigs of the broker).
+	Values    map[string]string
+	Defaulted map[string]bool
+}
+
+// Listener returns the listener named name, and whether there is one.
+func (c *Config) Listener(name string) (Listener, bool) {
+	i := slices.IndexFunc(c.Listeners, func(l Listener) bool { return l.Name == name })
+	if i < 0 {
+		return Listener{}, false
+	}
+	return c.Listeners[i], true
+}
+
+// Advertised returns the advertised listener named name (falling back to the
+// listener itself).
+func (c *Config) Advertised(name string) (Listener, bool) {
+	if i := slices.IndexFunc(c.AdvertisedListeners, func(l Listener) bool { return l.Name == name }); i >= 0 {
+		return c.AdvertisedListeners[i], true
+	}
+	return c.Listener(name)
+}
+
+// key is one configuration key: its default and how it lands in Config.
+type key struct {
+	name  string
+	def   string
+	help  string
+	parse func(c *Config, v string) error
+}
+
+// keys is every key the node understands, in Kafka's names.
+var keys = []key{
+	{"node.id", "", "this node's id (required)", func(c *Config, v string) error { return parseInt32(&c.NodeID, v, 0, math.MaxInt32) }},
+	{"process.roles", "broker,controller", "broker, controller or both", parseRoles},
+	{"controller.quorum.voters", "", "id@host:port,... of the controllers (default: initial.controllers of meta.properties)", func(c *Config, v string) error {
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		vs, err := initcmd.ParseControllers(v)
+		c.ControllerQuorumVoters = vs
+		return err
+	}},
+	{"listeners", "PLAINTEXT://:9092,CONTROLLER://:9093", "NAME://host:port,...", func(c *Config, v string) (err error) {
+		c.Listeners, err = parseListeners(v)
+		return err
+	}},
+	{"advertised.listeners", "", "NAME://host:port,... clients and peers dial (default: listeners)", func(c *Config, v string) (err error) {
+		c.AdvertisedListeners, err = parseListeners(v)
+		return err
+	}},
+	{"log.dirs", "", "the node's data directory (required; one directory for now)", func(c *Config, v string) error {
+		for _, d := range strings.Split(v, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				c.LogDirs = append(c.LogDirs, d)
+			}
+		}
+		if len(c.LogDirs) != 1 {
+			return fmt.Errorf("want exactly one directory, got %d", len(c.LogDirs))
+		}
+		return nil
+	}},
+	{"cluster.id", "", "expected cluster id; checked against meta.properties", func(c *Config, v string) error {
+		c.ClusterID = v
+		if v == "" {
+			return nil
+		}
+		_, err := quorum.ParseUUID(v)
+		return err
+	}},
+	{"gossip.seeds", "", "host:port,... gossip listeners of other nodes to join", func(c *Config, v string) error {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(s); err != nil {
+				return err
+			}
+			c.GossipSeeds = append(c.GossipSeeds, s)
+		}
+		return nil
+	}},
+	{"num.partitions", "1", "default partitions of a new topic", func(c *Config, v string) error { return parseInt32(&c.NumPartitions, v, 1, math.MaxInt32) }},
+	{"default.replication.factor", "1", "default replication factor of a new topic", func(c *Config, v string) error {
+		var n int32
+		err := parseInt32(&n, v, 1, math.MaxInt16)
+		c.DefaultReplicationFactor = int16(n)
+		return err
+	}},
+	{"min.insync.replicas", "1", "acks=all needs this many in-sync replicas", func(c *Config, v string) error { return parseInt32(&c.MinInsyncReplicas, v, 1, math.MaxInt32) }},
+	{"unclean.leader.election.enable", "false", "elect leaders from outside the ISR", func(c *Config, v string) error { return parseBool(&c.UncleanLeaderElectionEnable, v) }},
+	{"log.segment.bytes", "1073741824", "segment size", func(c *Config, v string) error { return parseInt64(&c.LogSegmentBytes, v, 14, math.MaxInt32) }},
+	{"log.roll.ms", "604800000", "roll a segment this old", func(c *Config, v string) error { return parseMs(&c.LogRoll, v, 1) }},
+	{"log.retention.ms", "604800000", "delete segments older than this; -1 keeps forever", func(c *Config, v string) error { return parseMs(&c.LogRetention, v, -1) }},
+	{"log.retention.bytes", "-1", "delete the oldest segments past this size; -1 unlimited", func(c *Config, v string) error { return parseInt64(&c.LogRetentionBytes, v, -1, math.MaxInt64) }},
+	{"log.flush.interval.messages", "9223372036854775807", "fsync after this many records", func(c *Config, v string) error {
+		return parseInt64(&c.LogFlushIntervalMessages, v, 1, math.MaxInt64)
+	}},
+	{"log.flush.interval.ms", "", "fsync when the oldest unflushed record is this old (default: never)", func(c *Config, v string) error {
+		if v == "" {
+			return nil
+		}
+		return parseMs(&c.LogFlushInterval, v, 0)
+	}},
+	{"replica.lag.time.max.ms", "30000", "a follower this far behind leaves the ISR", func(c *Config, v string) error { return parseMs(&c.ReplicaLagTimeMax, v, 1) }},
+	{"message.max.bytes", "1048588", "largest record batch", func(c *Config, v string) error { return parseInt32(&c.MessageMaxBytes, v, 61, math.MaxInt32) }},
+	{"socket.request.max.bytes", "104857600", "largest request frame", func(c *Config, v string) error { return parseInt32(&c.SocketRequestMaxBytes, v, 10, math.MaxInt32) }},
+	{"auto.create.topics.enable", "true", "create a topic on first use", func(c *Config, v string) error { return parseBool(&c.AutoCreateTopicsEnable, v) }},
+}
+
+// EnvPrefix is the prefix of environment variables: SLUICE_LOG_DIRS is log.dirs.
+const EnvPrefix = "SLUICE"
+
+func envName(k string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(k))
+}
+
+// Flags registers --config and one flag per key on fs. Pass the same fs to
+// Load after parsing.
+func Flags(fs *pflag.FlagSet) {
+	fs.String("config", "", "server.properties file")
+	for _, k := range keys {
+		fs.String(k.name, k.def, k.help)
+	}
+}
+
+// Load reads the configuration from fs (parsed flags registered by Flags;
+// may be nil), the environment env (os.Environ form; nil means os.Environ())
+// and the file named by --config, and validates it. It does not touch the
+// data directory: see Verify.
+func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
+	if env == nil {
+		env = os.Environ()
+	}
+	// "::" keeps Kafka's dotted keys flat instead of nesting them.
+	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
+	known := map[string]bool{}
+	for _, k := range keys {
+		known[k.name] = true
+		v.SetDefault(k.name, k.def)
+	}
+	if fs != nil {
+		if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
+			m, err := readProperties(f.Value.String())
+			if err != nil {
+				return nil, err
+			}
+			for name := range m {
+				if !known[name] {
+					return nil, fmt.Errorf("%w: %s: unknown key %q", ErrInvalid, f.Value.String(), name)
+				}
+			}
+			if err := v.MergeConfigMap(m); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, f.Value.String(), err)
+			}
+		}
+	}
+	byEnv := map[string]string{}
+	for _, k := range keys {
+		byEnv[envName(k.name)] = k.name
+	}
+	for _, kv := range env {
+		name, val, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix+"_") {
+			continue
+		}
+		k, ok := byEnv[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: environment variable %s is not a known key", ErrInvalid, name)
+		}
+		v.Set(k, val)
+	}
+	if fs != nil {
+		for _, k := range keys {
+			if f := fs.Lookup(k.name); f != nil && f.Changed {
+				v.Set(k.name, f.Value.String())
+			}
+		}
+	}
+	c := &Config{Values: map[string]string{}, Defaulted: map[string]bool{}}
+	for _, k := range keys {
+		val := strings.TrimSpace(v.GetString(k.name))
+		c.Values[k.name] = val
+		c.Defaulted[k.name] = !v.InConfig(k.name) && val == k.def
+		if err := k.parse(c, val); err != nil {
+			return nil, fmt.Errorf("%w: %s=%q: %v", ErrInvalid, k.name, val, err)
+		}
+	}
+	if err := c.validate(v); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// validate checks what no single key can.
+func (c *Config) validate(v *viper.Viper) error {
+	if strings.TrimSpace(v.GetString("node.id")) == "" {
+		return fmt.Errorf("%w: node.id is required", ErrInvalid)
+	}
+	if len(c.LogDirs) == 0 {
+		return fmt.Errorf("%w: log.dirs is required", ErrInvalid)
+	}
+	if _, ok := c.Listener(ListenerKafka); c.Broker && !ok {
+		return fmt.Errorf("%w: listeners: a broker needs a %s listener", ErrInvalid, ListenerKafka)
+	}
+	if _, ok := c.Listener(ListenerController); !ok {
+		return fmt.Errorf("%w: listeners: a %s listener is required (every node replays the metadata log over it)", ErrInvalid, ListenerController)
+	}
+	for _, a := range c.AdvertisedListeners {
+		if _, ok := c.Listener(a.Name); !ok {
+			return fmt.Errorf("%w: advertised.listeners: %s is not in listeners", ErrInvalid, a.Name)
+		}
+		if a.Host == "" || a.Host == "0.0.0.0" || a.Host == "::" {
+			return fmt.Errorf("%w: advertised.listeners: %s needs a host clients can dial", ErrInvalid, a.Name)
+		}
+	}
+	if c.Controller && len(c.ControllerQuorumVoters) > 0 &&
+		!slices.ContainsFunc(c.ControllerQuorumVoters, func(q quorum.Voter) bool { return q.ID == c.NodeID }) {
+		return fmt.Errorf("%w: process.roles includes controller but node.id %d is not in controller.quorum.voters", ErrInvalid, c.NodeID)
+	}
+	return nil
+}
+
+// Verify checks that the data directory was formatted (sluice init) for
+// this node and, when cluster.id is set, this cluster, and returns its
+// meta.properties.
+func (c *Config) Verify() (initcmd.Meta, error) {
+	return initcmd.Verify(c.LogDirs[0], c.ClusterID, c.NodeID)
+}
+
+// Keys lists the known keys, sorted (documentation, tests).
+func Keys() []string {
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k.name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func parseRoles(c *Config, v string) error {
+	c.Broker, c.Controller = false, false
+	for _, r := range strings.Split(v, ",") {
+		switch strings.TrimSpace(r) {
+		case "broker":
+			c.Broker = true
+		case "controller":
+			c.Controller = true
+		default:
+			return fmt.Errorf("unknown role %q (want broker, controller)", strings.TrimSpace(r))
+		}
+	}
+	return nil
+}
+
+func parseListeners(v string) ([]Listener, error) {
+	var out []Listener
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, hp, ok := strings.Cut(part, "://")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q is not NAME://host:port", part)
+		}
+		name = strings.ToUpper(name)
+		if name != ListenerKafka && name != ListenerController && name != ListenerHTTP && name != ListenerGossip {
+			return nil, fmt.Errorf("unknown listener name %s (want %s, %s, %s or %s)", name, ListenerKafka, ListenerController, ListenerHTTP, ListenerGossip)
+		}
+		host, ps, err := net.SplitHostPort(hp)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", part, err)
+		}
+		port, err := strconv.ParseUint(ps, 10, 16)
+		if err != nil {
+			return nil, fmt.Errorf("%q: bad port", part)
+		}
+		if slices.ContainsFunc(out, func(l Listener) bool { return l.Name == name }) {
+			return nil, fmt.Errorf("listener %s given twice", name)
+		}
+		out = append(out, Listener{Name: name, Host: host, Port: int32(port)})
+	}
+	return out, nil
+}
+
+func parseInt64(dst *int64, v string, lo, hi int64) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	if n < lo || n > hi {
+		return fmt.Errorf("must be in [%d, %d]", lo, hi)
+	}
+	*dst = n
+	return nil
+}
+
+func parseInt32(dst *int32, v string, lo, hi int64) error {
+	var n int64
+	if err := parseInt64(&n, v, lo, hi); err != nil {
+		return err
+	}
+	*dst = int32(n)
+	return nil
+}
+
+// parseMs parses milliseconds; -1 (when lo allows it) means "forever".
+func parseMs(dst *time.Duration, v string, lo int64) error {
+	var n int64
+	if err := parseInt64(&n, v, lo, math.MaxInt64/int64(time.Millisecond)); err != nil {
+		return err
+	}
+	*dst = time.Duration(n) * time.Millisecond
+	if n < 0 {
+		*dst = -1
+	}
+	return nil
+}
+
+func parseBool(dst *bool, v string) error {
+	switch strings.ToLower(v) {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	default:
+		return errors.New("want true or false")
+	}
+	return nil
+}
+
+// readProperties reads a Java properties file: key=value or key:value lines,
+// # and ! comments, blank lines. Line continuations and escapes are not
+// supported: a line ending in a backslash is an error naming it.
+func readProperties(path string) (map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	m := map[string]any{}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		if strings.HasSuffix(line, `\`) {
+			return nil, fmt.Errorf("%w: %s:%d: line continuations are not supported", ErrInvalid, path, i+1)
+		}
+		sep := strings.IndexAny(line, "=:")
+		if sep <= 0 {
+			return nil, fmt.Errorf("%w: %s:%d: %q is not key=value", ErrInvalid, path, i+1, line)
+		}
+		k, val := strings.TrimSpace(line[:sep]), strings.TrimSpace(line[sep+1:])
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("%w: %s:%d: key %q given twice", ErrInvalid, path, i+1, k)
+		}
+		m[k] = val
+	}
+	return m, nil
+}

@@ -1,0 +1,132 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func load(t *testing.T, file string, env []string, args ...string) (*Config, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+	Flags(fs)
+	if file != "" {
+		p := filepath.Join(t.TempDir(), "server.properties")
+		if err := os.WriteFile(p, []byte(file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--config", p)
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	if env == nil {
+		env = []string{}
+	}
+	return Load(fs, env)
+}
+
+const minimal = "node.id=1\nlog.dirs=/data\n"
+
+func TestDefaults(t *testing.T) {
+	c, err := load(t, minimal, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		NodeID: 1, Broker: true, Controller: true, LogDirs: []string{"/data"},
+		NumPartitions: 1, DefaultReplicationFactor: 1, MinInsyncReplicas: 1,
+		LogSegmentBytes: 1 << 30, LogRoll: 7 * 24 * time.Hour, LogRetention: 7 * 24 * time.Hour,
+		LogRetentionBytes: -1, LogFlushIntervalMessages: 1<<63 - 1, ReplicaLagTimeMax: 30 * time.Second,
+		MessageMaxBytes: 1048588, SocketRequestMaxBytes: 104857600, AutoCreateTopicsEnable: true,
+	}
+	c.Listeners = nil
+	if got := *c; !equalish(got, want) {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func equalish(a, b Config) bool {
+	return a.NodeID == b.NodeID && a.Broker == b.Broker && a.Controller == b.Controller &&
+		strings.Join(a.LogDirs, ",") == strings.Join(b.LogDirs, ",") &&
+		a.NumPartitions == b.NumPartitions && a.DefaultReplicationFactor == b.DefaultReplicationFactor &&
+		a.MinInsyncReplicas == b.MinInsyncReplicas && a.UncleanLeaderElectionEnable == b.UncleanLeaderElectionEnable &&
+		a.LogSegmentBytes == b.LogSegmentBytes && a.LogRoll == b.LogRoll && a.LogRetention == b.LogRetention &&
+		a.LogRetentionBytes == b.LogRetentionBytes && a.LogFlushIntervalMessages == b.LogFlushIntervalMessages &&
+		a.LogFlushInterval == b.LogFlushInterval && a.ReplicaLagTimeMax == b.ReplicaLagTimeMax &&
+		a.MessageMaxBytes == b.MessageMaxBytes && a.SocketRequestMaxBytes == b.SocketRequestMaxBytes &&
+		a.AutoCreateTopicsEnable == b.AutoCreateTopicsEnable
+}
+
+func TestSourcesAndErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		file  string
+		env   []string
+		args  []string
+		check func(*Config) bool
+		err   string // substring naming the key
+	}{
+		{name: "file", file: minimal + "num.partitions=6\nlog.retention.ms=-1\n# comment\n! also\n\nauto.create.topics.enable : false\n",
+			check: func(c *Config) bool { return c.NumPartitions == 6 && c.LogRetention == -1 && !c.AutoCreateTopicsEnable }},
+		{name: "env beats file", file: minimal + "num.partitions=6\n", env: []string{"SLUICE_NUM_PARTITIONS=3", "PATH=/bin"},
+			check: func(c *Config) bool { return c.NumPartitions == 3 }},
+		{name: "flag beats env", file: minimal, env: []string{"SLUICE_NUM_PARTITIONS=3"}, args: []string{"--num.partitions=9"},
+			check: func(c *Config) bool { return c.NumPartitions == 9 }},
+		{name: "env only", env: []string{"SLUICE_NODE_ID=4", "SLUICE_LOG_DIRS=/d", "SLUICE_PROCESS_ROLES=broker"},
+			check: func(c *Config) bool { return c.NodeID == 4 && c.Broker && !c.Controller }},
+		{name: "listeners", file: minimal + "listeners=PLAINTEXT://127.0.0.1:0,controller://127.0.0.1:19093\nadvertised.listeners=PLAINTEXT://h1:9092\n",
+			check: func(c *Config) bool {
+				l, _ := c.Listener(ListenerController)
+				a, _ := c.Advertised(ListenerKafka)
+				ac, _ := c.Advertised(ListenerController)
+				return l.Port == 19093 && a.Host == "h1" && ac.Port == 19093
+			}},
+		{name: "voters", file: minimal + "controller.quorum.voters=1@h1:9093,2@h2:9093\n",
+			check: func(c *Config) bool { return len(c.ControllerQuorumVoters) == 2 }},
+		{name: "flush", file: minimal + "log.flush.interval.ms=100\nlog.flush.interval.messages=1\n",
+			check: func(c *Config) bool {
+				return c.LogFlushInterval == 100*time.Millisecond && c.LogFlushIntervalMessages == 1
+			}},
+
+		{name: "unknown file key", file: minimal + "log.dir=/x\n", err: `"log.dir"`},
+		{name: "unknown env", file: minimal, env: []string{"SLUICE_LOG_DIR=/x"}, err: "SLUICE_LOG_DIR"},
+		{name: "missing node.id", file: "log.dirs=/d\n", err: "node.id"},
+		{name: "missing log.dirs", file: "node.id=1\n", err: "log.dirs"},
+		{name: "bad int", file: minimal + "num.partitions=many\n", err: "num.partitions"},
+		{name: "zero partitions", file: minimal + "num.partitions=0\n", err: "num.partitions"},
+		{name: "bad bool", file: minimal + "unclean.leader.election.enable=yes\n", err: "unclean.leader.election.enable"},
+		{name: "bad role", file: minimal + "process.roles=broker,zookeeper\n", err: "process.roles"},
+		{name: "bad listener", file: minimal + "listeners=SSL://:9094,CONTROLLER://:9093\n", err: "listeners"},
+		{name: "no kafka listener", file: minimal + "listeners=CONTROLLER://:9093\n", err: "PLAINTEXT"},
+		{name: "advertised wildcard", file: minimal + "advertised.listeners=PLAINTEXT://0.0.0.0:9092\n", err: "advertised.listeners"},
+		{name: "not a voter", file: minimal + "controller.quorum.voters=2@h:9093\n", err: "controller.quorum.voters"},
+		{name: "bad voters", file: minimal + "controller.quorum.voters=h:9093\n", err: "controller.quorum.voters"},
+		{name: "segment too small", file: minimal + "log.segment.bytes=1\n", err: "log.segment.bytes"},
+		{name: "bad cluster id", file: minimal + "cluster.id=nope\n", err: "cluster.id"},
+		{name: "two dirs", file: "node.id=1\nlog.dirs=/a,/b\n", err: "log.dirs"},
+		{name: "not key=value", file: minimal + "garbage\n", err: "garbage"},
+		{name: "duplicate", file: minimal + "node.id=2\n", err: "node.id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := load(t, tc.file, tc.env, tc.args...)
+			if tc.err != "" {
+				if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(c) {
+				t.Fatalf("unexpected config %+v", c)
+			}
+		})
+	}
+}

@@ -1,0 +1,275 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/quorum"
+	"github.com/sluice-log/sluice/segment"
+)
+
+// Kafka ConfigType values used here.
+const (
+	typeBoolean int8 = 1
+	typeString  int8 = 2
+	typeInt     int8 = 3
+	typeLong    int8 = 5
+	typeList    int8 = 7
+)
+
+// topicConfig is one topic-level config key: its broker default key and
+// how a value is checked.
+type topicConfig struct {
+	name, brokerKey string
+	typ             int8
+	doc             string
+	// check validates a value; nil accepts only the default.
+	check func(string) error
+}
+
+func intIn(lo, hi int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("%q is not an integer in [%d, %d]", v, lo, hi)
+		}
+		return nil
+	}
+}
+
+func isBool(v string) error {
+	if v != "true" && v != "false" {
+		return fmt.Errorf("%q is not true or false", v)
+	}
+	return nil
+}
+
+// topicConfigs are the topic configs Sluice understands (Kafka's names).
+// Overrides of the log settings apply when the partition's log is opened.
+var topicConfigs = []topicConfig{
+	{"cleanup.policy", "", typeList, "only delete is supported", nil},
+	{"flush.messages", "log.flush.interval.messages", typeLong, "fsync after this many records", intIn(1, math.MaxInt64)},
+	{"flush.ms", "log.flush.interval.ms", typeLong, "fsync when the oldest unflushed record is this old", intIn(0, math.MaxInt64)},
+	{"max.message.bytes", "message.max.bytes", typeInt, "largest record batch", intIn(61, math.MaxInt32)},
+	{"message.timestamp.type", "", typeString, "only CreateTime is supported", nil},
+	{quorum.ConfigMinInsyncReplicas, "min.insync.replicas", typeInt, "acks=all needs this many in-sync replicas", intIn(1, math.MaxInt32)},
+	{"retention.bytes", "log.retention.bytes", typeLong, "delete the oldest segments past this size; -1 unlimited", intIn(-1, math.MaxInt64)},
+	{"retention.ms", "log.retention.ms", typeLong, "delete segments older than this; -1 forever", intIn(-1, math.MaxInt64)},
+	{"segment.bytes", "log.segment.bytes", typeInt, "segment size", intIn(14, math.MaxInt32)},
+	{"segment.ms", "log.roll.ms", typeLong, "roll a segment this old", intIn(1, math.MaxInt64)},
+	{quorum.ConfigUncleanLeaderElection, "unclean.leader.election.enable", typeBoolean, "elect leaders from outside the ISR", isBool},
+}
+
+// topicDefault is the value a topic without an override has for tc.
+func topicDefault(cfg *config.Config, tc topicConfig) string {
+	switch tc.name {
+	case "cleanup.policy":
+		return "delete"
+	case "message.timestamp.type":
+		return "CreateTime"
+	case "flush.ms":
+		if cfg.LogFlushInterval <= 0 {
+			return strconv.FormatInt(math.MaxInt64, 10)
+		}
+	}
+	return cfg.Values[tc.brokerKey]
+}
+
+// validateTopicConfigs checks override keys and values (INVALID_CONFIG).
+func validateTopicConfigs(cfg *config.Config, m map[string]string) error {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		i := sort.Search(len(topicConfigs), func(i int) bool { return topicConfigs[i].name >= k })
+		if i == len(topicConfigs) || topicConfigs[i].name != k {
+			return fmt.Errorf("%w: unknown topic config %s", kerr.InvalidConfig, k)
+		}
+		tc := topicConfigs[i]
+		if tc.check == nil {
+			if m[k] != topicDefault(cfg, tc) {
+				return fmt.Errorf("%w: %s=%s: only %s is supported", kerr.InvalidConfig, k, m[k], topicDefault(cfg, tc))
+			}
+			continue
+		}
+		if err := tc.check(m[k]); err != nil {
+			return fmt.Errorf("%w: %s: %v", kerr.InvalidConfig, k, err)
+		}
+	}
+	return nil
+}
+
+// logOptions are the segment options of a topic's logs: broker defaults
+// with the topic's overrides.
+func logOptions(cfg *config.Config, overrides map[string]string) segment.Options {
+	o := segment.Options{
+		SegmentBytes: cfg.LogSegmentBytes, SegmentMs: cfg.LogRoll, RetentionMs: cfg.LogRetention,
+		RetentionBytes: cfg.LogRetentionBytes, FlushMessages: cfg.LogFlushIntervalMessages,
+		FlushMs: cfg.LogFlushInterval, MaxBatchBytes: int(cfg.MessageMaxBytes),
+	}
+	num := func(k string) (int64, bool) {
+		v, ok := overrides[k]
+		if !ok {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		return n, err == nil
+	}
+	ms := func(n int64) time.Duration {
+		if n < 0 {
+			return -1
+		}
+		if n > math.MaxInt64/int64(time.Millisecond) {
+			return 0 // never
+		}
+		return time.Duration(n) * time.Millisecond
+	}
+	if n, ok := num("segment.bytes"); ok {
+		o.SegmentBytes = n
+	}
+	if n, ok := num("segment.ms"); ok {
+		o.SegmentMs = ms(n)
+	}
+	if n, ok := num("retention.ms"); ok {
+		o.RetentionMs = ms(n)
+	}
+	if n, ok := num("retention.bytes"); ok {
+		o.RetentionBytes = n
+	}
+	if n, ok := num("flush.messages"); ok {
+		o.FlushMessages = n
+	}
+	if n, ok := num("flush.ms"); ok {
+		o.FlushMs = ms(n)
+	}
+	if n, ok := num("max.message.bytes"); ok {
+		o.MaxBatchBytes = int(n)
+	}
+	return o
+}
+
+// minISR is the topic's min.insync.replicas.
+func minISR(cfg *config.Config, overrides map[string]string) int32 {
+	if v, ok := overrides[quorum.ConfigMinInsyncReplicas]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return int32(n)
+		}
+	}
+	return cfg.MinInsyncReplicas
+}
+
+var _ kafka.Configs = (*broker)(nil)
+
+// DescribeConfigs implements kafka.Configs for topics and this broker.
+func (b *broker) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource) ([]kafka.ConfigResult, error) {
+	out := make([]kafka.ConfigResult, len(rs))
+	im := b.ctrl.Image()
+	for i, r := range rs {
+		want := func(k string) bool {
+			if r.Keys == nil {
+				return true
+			}
+			for _, x := range r.Keys {
+				if x == k {
+					return true
+				}
+			}
+			return false
+		}
+		switch r.Type {
+		case kafka.ConfigResourceTopic:
+			t := im.Topics[r.Name]
+			if t == nil {
+				out[i].Err = kerr.UnknownTopicOrPartition
+				continue
+			}
+			for _, tc := range topicConfigs {
+				if !want(tc.name) {
+					continue
+				}
+				e := kafka.ConfigEntry{Name: tc.name, Value: topicDefault(b.cfg, tc), Source: kafka.ConfigSourceDefaultConfig, Type: tc.typ, Doc: tc.doc}
+				if v, ok := t.Configs[tc.name]; ok {
+					e.Value, e.Source = v, kafka.ConfigSourceTopic
+				} else if tc.brokerKey != "" && !b.cfg.Defaulted[tc.brokerKey] {
+					e.Source = kafka.ConfigSourceStaticBroker
+				}
+				out[i].Entries = append(out[i].Entries, e)
+			}
+		case kafka.ConfigResourceBroker:
+			if r.Name != "" && r.Name != strconv.Itoa(int(b.cfg.NodeID)) {
+				out[i].Err, out[i].ErrMessage = kerr.InvalidRequest, "describe the configs of broker "+strconv.Itoa(int(b.cfg.NodeID))+" on that broker"
+				continue
+			}
+			for _, k := range config.Keys() {
+				if !want(k) {
+					continue
+				}
+				e := kafka.ConfigEntry{Name: k, Value: b.cfg.Values[k], ReadOnly: true, Source: kafka.ConfigSourceStaticBroker, Type: typeString}
+				if b.cfg.Defaulted[k] {
+					e.Source = kafka.ConfigSourceDefaultConfig
+				}
+				out[i].Entries = append(out[i].Entries, e)
+			}
+		default:
+			out[i].Err, out[i].ErrMessage = kerr.InvalidRequest, fmt.Sprintf("resource type %d is not served", r.Type)
+		}
+	}
+	return out, nil
+}
+
+// AlterConfigs implements kafka.Configs: topic overrides go through the
+// quorum (AlterConfigs); broker configs are static.
+func (b *broker) AlterConfigs(ctx context.Context, rs []kafka.ConfigAlteration, validateOnly bool) ([]kafka.ConfigResult, error) {
+	out := make([]kafka.ConfigResult, len(rs))
+	for i, r := range rs {
+		if r.Type != kafka.ConfigResourceTopic {
+			out[i].Err, out[i].ErrMessage = kerr.InvalidRequest, "only topic configs can be altered; broker configs are static"
+			continue
+		}
+		if err := validateTopicConfigs(b.cfg, r.Set); err != nil {
+			out[i].Err, out[i].ErrMessage = kerr.InvalidConfig, err.Error()
+			continue
+		}
+		for _, k := range r.Delete {
+			if err := validateTopicConfigs(b.cfg, map[string]string{k: topicDefaultByName(b.cfg, k)}); err != nil {
+				out[i].Err, out[i].ErrMessage = kerr.InvalidConfig, err.Error()
+			}
+		}
+		if out[i].Err != nil {
+			continue
+		}
+		cmd := &quorum.AlterConfigs{Topic: r.Name, Set: r.Set, Delete: r.Delete}
+		var err error
+		if validateOnly {
+			_, _, err = quorum.Plan(b.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: b.cfg.UncleanLeaderElectionEnable}, cmd)
+		} else {
+			_, err = b.ctrl.Propose(ctx, cmd)
+		}
+		if err != nil {
+			out[i].Err, out[i].ErrMessage = controllerError(err), err.Error()
+		}
+	}
+	if !validateOnly {
+		b.node().reconcile()
+	}
+	return out, nil
+}
+
+func topicDefaultByName(cfg *config.Config, name string) string {
+	for _, tc := range topicConfigs {
+		if tc.name == name {
+			return topicDefault(cfg, tc)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,123 @@
+package kafka
+
+import (
+	"context"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluice-log/sluice/segment"
+)
+
+// fakeData is a FAKE node for the data APIs: a fakeAdmin plus one
+// in-memory log per partition of "orders" (Logs), producer ids
+// (ProducerIDs) and a fixed config table (Configs). It is what the fuzz
+// target runs every API against.
+type fakeData struct {
+	*fakeAdmin
+	dmu     sync.Mutex
+	logs    map[int32][][]byte // batches by partition
+	nextPID int64
+	sig     chan struct{}
+}
+
+func newFakeData(addr string) *fakeData {
+	return &fakeData{fakeAdmin: &fakeAdmin{fakeBroker: newFakeBroker(addr)}, logs: map[int32][][]byte{}, sig: make(chan struct{})}
+}
+
+func (f *fakeData) known(topic string, p int32) bool { return topic == "orders" && (p == 0 || p == 1) }
+
+func (f *fakeData) Produce(_ context.Context, p ProducePartition) ProduceResult {
+	if !f.known(p.Topic, p.Partition) {
+		return ProduceResult{Err: kerr.UnknownTopicOrPartition, BaseOffset: -1, LogStartOffset: -1}
+	}
+	if _, _, err := segment.ValidateBatches(p.Records, 1<<20); err != nil {
+		return ProduceResult{Err: kerr.CorruptMessage, ErrMessage: err.Error(), BaseOffset: -1, LogStartOffset: -1}
+	}
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	base := int64(len(f.logs[p.Partition]))
+	f.logs[p.Partition] = append(f.logs[p.Partition], p.Records)
+	close(f.sig)
+	f.sig = make(chan struct{})
+	return ProduceResult{BaseOffset: base}
+}
+
+func (f *fakeData) Fetch(_ context.Context, p FetchPartition) FetchResult {
+	if !f.known(p.Topic, p.Partition) {
+		return FetchResult{Err: kerr.UnknownTopicOrPartition, HighWatermark: -1, LogStartOffset: -1}
+	}
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	l := f.logs[p.Partition]
+	if p.Offset < 0 || p.Offset > int64(len(l)) {
+		return FetchResult{Err: kerr.OffsetOutOfRange, HighWatermark: -1, LogStartOffset: -1}
+	}
+	res := FetchResult{HighWatermark: int64(len(l))}
+	if p.Offset < int64(len(l)) {
+		res.Records = l[p.Offset]
+	}
+	return res
+}
+
+func (f *fakeData) Appended() <-chan struct{} {
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	return f.sig
+}
+
+func (f *fakeData) ListOffset(_ context.Context, p ListOffsetPartition) ListOffsetResult {
+	if !f.known(p.Topic, p.Partition) {
+		return ListOffsetResult{Err: kerr.UnknownTopicOrPartition}
+	}
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	return ListOffsetResult{Offset: int64(len(f.logs[p.Partition])), Timestamp: -1, LeaderEpoch: 7}
+}
+
+func (f *fakeData) EndOffsetForEpoch(_ context.Context, p EpochPartition) EpochResult {
+	if !f.known(p.Topic, p.Partition) {
+		return EpochResult{Err: kerr.UnknownTopicOrPartition}
+	}
+	return EpochResult{LeaderEpoch: min(p.LeaderEpoch, 7), EndOffset: 0}
+}
+
+func (f *fakeData) InitProducerID(_ context.Context, id int64, epoch int16) (int64, int16, error) {
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	if id >= 0 {
+		return id, epoch + 1, nil
+	}
+	f.nextPID++
+	return f.nextPID, 0, nil
+}
+
+func (f *fakeData) DescribeConfigs(_ context.Context, rs []ConfigResource) ([]ConfigResult, error) {
+	out := make([]ConfigResult, len(rs))
+	for i, r := range rs {
+		if r.Type != ConfigResourceTopic || r.Name != "orders" {
+			out[i].Err = kerr.UnknownTopicOrPartition
+			continue
+		}
+		out[i].Entries = []ConfigEntry{{Name: "retention.ms", Value: "1000", Source: ConfigSourceTopic, Type: 5, Doc: "doc"}}
+	}
+	return out, nil
+}
+
+func (f *fakeData) AlterConfigs(_ context.Context, rs []ConfigAlteration, _ bool) ([]ConfigResult, error) {
+	out := make([]ConfigResult, len(rs))
+	for i, r := range rs {
+		if r.Type != ConfigResourceTopic {
+			out[i].Err = kerr.InvalidRequest
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeData) ElectLeaders(_ context.Context, _ bool, parts []PartitionRef) ([]ElectionResult, error) {
+	out := make([]ElectionResult, len(parts))
+	for i, p := range parts {
+		out[i] = ElectionResult{PartitionRef: p, Err: kerr.ElectionNotNeeded}
+	}
+	return out, nil
+}

@@ -1,0 +1,53 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeConfigs (key 32), versions 0-4; served when the Broker implements
+// Configs.
+//
+// Topic (type 2) and broker (type 4) resources, every key or the keys
+// asked for, with value, read-only flag, source (v1+), type and
+// documentation (v3+) from Configs.DescribeConfigs. Synonyms are not listed
+// (include_synonyms answers an empty list). is_default (v0) is set for
+// values from the defaults.
+func handleDescribeConfigs(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.body.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	rs := make([]ConfigResource, len(req.Resources))
+	for i, res := range req.Resources {
+		rs[i] = ConfigResource{Type: int8(res.ResourceType), Name: res.ResourceName, Keys: res.ConfigNames}
+	}
+	results, err := s.broker.(Configs).DescribeConfigs(ctx, rs)
+	if err != nil {
+		return nil, fmt.Errorf("broker describe configs: %w", err)
+	}
+	for i, res := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		if i < len(results) {
+			out := results[i]
+			rr.ErrorCode = errorCode(out.Err)
+			if out.ErrMessage != "" {
+				rr.ErrorMessage = kmsg.StringPtr(out.ErrMessage)
+			}
+			for _, e := range out.Entries {
+				c := kmsg.NewDescribeConfigsResponseResourceConfig()
+				c.Name, c.Value, c.ReadOnly = e.Name, kmsg.StringPtr(e.Value), e.ReadOnly
+				c.Source = kmsg.ConfigSource(e.Source)
+				c.IsDefault = e.Source == ConfigSourceDefaultConfig
+				c.ConfigType = kmsg.ConfigType(e.Type)
+				if e.Doc != "" {
+					c.Documentation = kmsg.StringPtr(e.Doc)
+				}
+				rr.Configs = append(rr.Configs, c)
+			}
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp, nil
+}

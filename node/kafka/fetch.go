@@ -1,0 +1,98 @@
+package kafka
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Fetch (key 1), versions 4-12; served when the Broker implements Logs.
+//
+// Reads committed batches (below the high watermark) of each partition
+// through Logs.Fetch, in request order, within max_bytes for the response
+// and partition_max_bytes per partition, except that the first batch found
+// is returned whole however large (KIP-74). When fewer than min_bytes were
+// found and no partition has an error, the request waits up to max_wait_ms
+// for an append (Logs.Appended, no polling) and reads again. The current
+// leader epoch (v9+) is checked by the Broker (FENCED_LEADER_EPOCH,
+// UNKNOWN_LEADER_EPOCH). The last stable offset is the high watermark (no
+// transactions); no aborted transactions; no preferred read replica.
+//
+// Fetch sessions (KIP-227, v7+) are not kept: every answer carries session
+// id 0, which tells the client to send full requests. A request naming a
+// session (session_id not 0) answers FETCH_SESSION_ID_NOT_FOUND, so the
+// client falls back to a full fetch.
+func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.body.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	logs := s.broker.(Logs)
+	if req.SessionID != 0 {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return resp, nil
+	}
+	maxBytes := int(req.MaxBytes)
+	if maxBytes <= 0 {
+		maxBytes = int(^uint32(0) >> 1)
+	}
+	var deadline *time.Timer
+	for {
+		// Take the signal before reading: an append that lands after
+		// the read closes it, so no wake-up is lost.
+		appended := logs.Appended()
+		total, failed := fetchOnce(ctx, logs, req, resp, maxBytes)
+		if failed || total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
+			break
+		}
+		if deadline == nil {
+			deadline = time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+			defer deadline.Stop()
+		}
+		select {
+		case <-appended:
+			continue
+		case <-deadline.C:
+		case <-ctx.Done():
+		}
+		// One last read so the answer holds what arrived meanwhile.
+		fetchOnce(ctx, logs, req, resp, maxBytes)
+		break
+	}
+	return resp, nil
+}
+
+// fetchOnce fills resp.Topics from one pass over the partitions and
+// returns the record bytes found and whether any partition has an error.
+func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxBytes int) (total int, failed bool) {
+	resp.Topics = resp.Topics[:0]
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			room := min(int(p.PartitionMaxBytes), maxBytes-total)
+			if total > 0 && room <= 0 {
+				room = 0
+			}
+			fp := FetchPartition{Topic: t.Topic, Partition: p.Partition, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
+				Offset: p.FetchOffset, MaxBytes: max(room, 1), ReplicaID: req.ReplicaID}
+			res := logs.Fetch(ctx, fp)
+			rp.ErrorCode = errorCode(res.Err)
+			if res.Err != nil {
+				failed = true
+			} else {
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+				if room > 0 || total == 0 {
+					rp.RecordBatches = res.Records
+					total += len(res.Records)
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return total, failed
+}

@@ -1,0 +1,122 @@
+package kafka
+
+import "context"
+
+// Logs is the optional Broker capability to serve partition data: Produce,
+// Fetch, ListOffsets and OffsetForLeaderEpoch. The node implements it over
+// the partition replicas it hosts.
+//
+// Contract, besides Broker's:
+//   - Errors meant for the client are kerr errors in the result's Err
+//     (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE,
+//     OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH, ...); the methods have no
+//     connection-closing error.
+//   - Produce owns p.Records: the server never reads it again, so the
+//     implementation may rewrite it in place (base offsets, leader epoch).
+//   - Fetch returns Records the server only reads until the response is
+//     encoded.
+//   - CurrentLeaderEpoch -1 means "the client did not say" and skips the
+//     epoch check (KIP-320); otherwise an epoch below the partition's is
+//     FENCED_LEADER_EPOCH and one above it UNKNOWN_LEADER_EPOCH.
+type Logs interface {
+	// Produce appends p.Records (one or more RecordBatch v2) to one
+	// partition and returns once acks are satisfied (acks=all: the
+	// records are committed) or ctx ends (REQUEST_TIMED_OUT).
+	Produce(ctx context.Context, p ProducePartition) ProduceResult
+	// Fetch reads committed batches from one partition without waiting.
+	Fetch(ctx context.Context, p FetchPartition) FetchResult
+	// Appended returns a channel closed at the next append (or high
+	// watermark change) on any partition of this broker: long-polling
+	// fetches wait on it instead of polling.
+	Appended() <-chan struct{}
+	// ListOffset answers one partition of ListOffsets: Timestamp -2 is
+	// the log start, -1 the high watermark, -3 the offset of the largest
+	// timestamp; otherwise the first offset whose batch timestamp is at or
+	// after Timestamp (Offset -1 and Timestamp -1 when there is none).
+	ListOffset(ctx context.Context, p ListOffsetPartition) ListOffsetResult
+	// EndOffsetForEpoch answers one partition of OffsetForLeaderEpoch
+	// (KIP-101): the largest epoch at or below p.LeaderEpoch and the end
+	// offset of that epoch.
+	EndOffsetForEpoch(ctx context.Context, p EpochPartition) EpochResult
+}
+
+// ProducerIDs is the optional Broker capability to hand out producer ids
+// (InitProducerId for idempotent producers; transactions are not served).
+type ProducerIDs interface {
+	// InitProducerID returns a new producer id and epoch 0, or, when
+	// producerID is not -1, bumps that producer's epoch. Errors are kerr
+	// errors for the client.
+	InitProducerID(ctx context.Context, producerID int64, producerEpoch int16) (int64, int16, error)
+}
+
+// ProducePartition is one partition of a Produce request.
+type ProducePartition struct {
+	Topic     string
+	Partition int32
+	// Acks is 0, 1 or -1 (all).
+	Acks    int16
+	Records []byte
+}
+
+// ProduceResult is the outcome for one ProducePartition.
+type ProduceResult struct {
+	Err        error
+	ErrMessage string
+	// BaseOffset is the offset of the first record written, or, for a
+	// duplicate idempotent batch, of the first record written the first time.
+	BaseOffset     int64
+	LogStartOffset int64
+}
+
+// FetchPartition is one partition of a Fetch request.
+type FetchPartition struct {
+	Topic              string
+	Partition          int32
+	CurrentLeaderEpoch int32
+	Offset             int64
+	// MaxBytes bounds the batches returned, but the first batch is
+	// returned whole (KIP-74).
+	MaxBytes int
+	// ReplicaID is the fetching broker's id, or -1 for a consumer.
+	ReplicaID int32
+}
+
+// FetchResult is the outcome for one FetchPartition.
+type FetchResult struct {
+	Err            error
+	HighWatermark  int64
+	LogStartOffset int64
+	Records        []byte
+}
+
+// ListOffsetPartition is one partition of ListOffsets.
+type ListOffsetPartition struct {
+	Topic              string
+	Partition          int32
+	CurrentLeaderEpoch int32
+	Timestamp          int64
+}
+
+// ListOffsetResult is the outcome for one ListOffsetPartition.
+type ListOffsetResult struct {
+	Err         error
+	Offset      int64
+	Timestamp   int64
+	LeaderEpoch int32
+}
+
+// EpochPartition is one partition of OffsetForLeaderEpoch.
+type EpochPartition struct {
+	Topic              string
+	Partition          int32
+	CurrentLeaderEpoch int32
+	LeaderEpoch        int32
+}
+
+// EpochResult is the outcome for one EpochPartition: EndOffset -1 and
+// LeaderEpoch -1 when the epoch is unknown.
+type EpochResult struct {
+	Err         error
+	LeaderEpoch int32
+	EndOffset   int64
+}

@@ -1,0 +1,69 @@
+package kafka
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Produce (key 0), versions 3-9; served when the Broker implements Logs.
+//
+// acks must be 0, 1 or -1 (all); anything else answers every partition
+// INVALID_REQUIRED_ACKS and writes nothing. Each partition is appended on
+// its own, in request order, through Logs.Produce, and gets its own error
+// code (a batch with a bad CRC: CORRUPT_MESSAGE, nothing written; a
+// partition this broker does not lead: NOT_LEADER_OR_FOLLOWER). With acks=0
+// no response is sent, as the protocol says. timeout_ms bounds the wait
+// for acks=all (REQUEST_TIMED_OUT). Transactional produce is not served:
+// a request with a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+// Kafka's answer when the id may not be used. log_append_time is always -1
+// (CreateTime topics).
+func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.body.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	logs := s.broker.(Logs)
+
+	var reject error
+	switch {
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		reject = kerr.InvalidRequiredAcks
+	case req.TransactionID != nil:
+		reject = kerr.TransactionalIDAuthorizationFailed
+	}
+	if req.Acks == -1 && req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			if reject != nil {
+				rp.ErrorCode = errorCode(reject)
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			res := logs.Produce(ctx, ProducePartition{Topic: t.Topic, Partition: p.Partition, Acks: req.Acks, Records: p.Records})
+			rp.ErrorCode = errorCode(res.Err)
+			if res.Err == nil {
+				rp.BaseOffset = res.BaseOffset
+				rp.LogStartOffset = res.LogStartOffset
+			}
+			if res.ErrMessage != "" {
+				rp.ErrorMessage = kmsg.StringPtr(res.ErrMessage)
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if req.Acks == 0 {
+		return nil, nil
+	}
+	return resp, nil
+}

@@ -1,0 +1,531 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/quorum"
+	"github.com/sluice-log/sluice/segment"
+)
+
+// cleanMarker is the node's clean-shutdown marker in its data directory.
+const cleanMarker = ".clean_shutdown"
+
+// indexCacheBytes is the Pebble block cache of the node's segment Index.
+const indexCacheBytes = 64 << 20
+
+// Options are what a Node takes besides its Config.
+type Options struct {
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// RegisterTimeout bounds the wait for the quorum at start (30s).
+	RegisterTimeout time.Duration
+	// KafkaListener and ControllerListener, when set, are used instead of
+	// binding listeners (tests bind :0 first to learn the ports; the
+	// controller address must be known to format the directory).
+	KafkaListener, ControllerListener net.Listener
+	// HTTPListener, when set, serves /health (else the HTTP listener of
+	// the config, if any, is bound).
+	HTTPListener net.Listener
+}
+
+// Node is one running Sluice process.
+type Node struct {
+	cfg  *config.Config
+	log  *slog.Logger
+	dir  string
+	ctrl *quorum.Controller
+	idx  *segment.Index
+	srv  *kafka.Server
+	// httpSrv serves /health; nil without an HTTP listener.
+	httpSrv *http.Server
+	// gossip runs liveness gossip; nil without a GOSSIP listener.
+	gossip *quorum.Gossip
+	kafkaL net.Listener
+	epoch  int64 // broker epoch of this run's registration
+
+	clusterID string
+
+	// reconcileMu serialises reconciliations (lock order: first).
+	reconcileMu sync.Mutex
+	wake        chan struct{}
+
+	mu       sync.RWMutex
+	replicas map[string]*replica // by "<topic>-<partition>"
+	closed   bool
+
+	sigMu    sync.Mutex
+	appended chan struct{}
+
+	pidMu    sync.Mutex
+	pidNext  int64
+	pidLimit int64
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	// served is closed when the Kafka Serve loop returns.
+	served chan struct{}
+}
+
+// Open starts a node from cfg; see the package doc for the steps. It
+// returns once the broker is registered and the Kafka listener serves.
+func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.RegisterTimeout <= 0 {
+		opts.RegisterTimeout = 30 * time.Second
+	}
+	meta, err := cfg.Verify()
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg: cfg, log: opts.Logger, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
+		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, appended: make(chan struct{}),
+		stop: make(chan struct{}), served: make(chan struct{}),
+	}
+	var closers []func()
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
+		}
+	}()
+
+	clean := false
+	if _, err := os.Stat(filepath.Join(n.dir, cleanMarker)); err == nil {
+		clean = true
+		if err := os.Remove(filepath.Join(n.dir, cleanMarker)); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+	}
+
+	kl, _ := cfg.Listener(config.ListenerKafka)
+	if n.kafkaL = opts.KafkaListener; n.kafkaL == nil {
+		if n.kafkaL, err = net.Listen("tcp", kl.Addr()); err != nil {
+			return nil, fmt.Errorf("node: kafka listener: %w", err)
+		}
+	}
+	closers = append(closers, func() { n.kafkaL.Close() })
+	hl := opts.HTTPListener
+	if l, ok := cfg.Listener(config.ListenerHTTP); ok && hl == nil {
+		if hl, err = net.Listen("tcp", l.Addr()); err != nil {
+			return nil, fmt.Errorf("node: http listener: %w", err)
+		}
+	}
+	if hl != nil {
+		closers = append(closers, func() { hl.Close() })
+	}
+	cl, _ := cfg.Listener(config.ListenerController)
+	ctrlL := opts.ControllerListener
+	if ctrlL == nil {
+		if ctrlL, err = net.Listen("tcp", cl.Addr()); err != nil {
+			return nil, fmt.Errorf("node: controller listener: %w", err)
+		}
+	}
+
+	if n.idx, err = segment.OpenIndex(vfs.Default, filepath.Join(n.dir, "index"), indexCacheBytes); err != nil {
+		ctrlL.Close()
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	closers = append(closers, func() { n.idx.Close() })
+
+	voters := cfg.ControllerQuorumVoters
+	if len(voters) == 0 {
+		voters = meta.InitialControllers
+	}
+	qc := quorum.Config{
+		NodeID: cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
+		ClusterID: meta.ClusterID,
+		Policy:    quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
+		OnApply:   func(quorum.Change) { n.poke() },
+	}
+	if a, ok := cfg.Advertised(config.ListenerController); ok && a.Host != "" {
+		qc.AdvertiseAddr = net.JoinHostPort(a.Host, strconv.Itoa(int(ctrlL.Addr().(*net.TCPAddr).Port)))
+		if a.Port != 0 {
+			qc.AdvertiseAddr = a.Addr()
+		}
+	}
+	for _, v := range voters {
+		if v.ID == cfg.NodeID && cfg.Controller {
+			qc.InitialVoters = voters
+		}
+	}
+	if n.ctrl, err = quorum.Open(qc); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	closers = append(closers, func() { n.ctrl.Close() })
+
+	n.wg.Add(1)
+	go n.reconcileLoop()
+	closers = append(closers, func() { close(n.stop); n.wg.Wait(); n.closeLogs() })
+
+	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
+		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port)}
+		if a, ok := cfg.Advertised(config.ListenerGossip); ok && a.Port != 0 {
+			gc.AdvertiseAddr, gc.AdvertisePort = a.Host, int(a.Port)
+		}
+		if n.gossip, err = quorum.StartGossip(gc, n.ctrl); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
+		}
+		closers = append(closers, func() { n.gossip.Close() })
+		if len(cfg.GossipSeeds) > 0 {
+			if _, err := n.gossip.Join(cfg.GossipSeeds); err != nil {
+				// Not fatal: the others may start later and join us.
+				n.log.Warn("node: gossip join", "seeds", cfg.GossipSeeds, "err", err)
+			}
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), opts.RegisterTimeout)
+	defer cancel()
+	if err = n.register(ctx, clean); err != nil {
+		return nil, err
+	}
+
+	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log}
+	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
+		return nil, err
+	}
+	go func() {
+		defer close(n.served)
+		if err := n.srv.Serve(n.kafkaL); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+			n.log.Error("node: kafka listener failed", "err", err)
+		}
+	}()
+	n.wg.Add(1)
+	go n.maintain()
+	if hl != nil {
+		n.serveHTTP(hl)
+	}
+	return n, nil
+}
+
+// register registers this broker with the quorum and unfences it.
+func (n *Node) register(ctx context.Context, clean bool) error {
+	adv, _ := n.cfg.Advertised(config.ListenerKafka)
+	host, port := adv.Host, adv.Port
+	if host == "" {
+		host = "localhost"
+	}
+	if port == 0 {
+		port = int32(n.kafkaL.Addr().(*net.TCPAddr).Port)
+	}
+	reply, err := n.proposeRetrying(ctx, &quorum.RegisterBroker{
+		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean,
+		Endpoints: []quorum.Endpoint{{Name: config.ListenerKafka, Host: host, Port: port}},
+	})
+	if err != nil {
+		return fmt.Errorf("node: register broker %d: %w", n.cfg.NodeID, err)
+	}
+	n.epoch = reply.(*quorum.RegisterBrokerReply).Epoch
+	if n.gossip == nil {
+		// Without gossip the broker unfences itself once registered,
+		// having replayed the metadata log up to its registration.
+		if _, err := n.proposeRetrying(ctx, &quorum.UnfenceBroker{ID: n.cfg.NodeID, Epoch: n.epoch}); err != nil {
+			return fmt.Errorf("node: unfence broker %d: %w", n.cfg.NodeID, err)
+		}
+		n.reconcile()
+		return nil
+	}
+	// With gossip, advertising the new epoch asks the active controller
+	// to unfence this broker; wait until the image says it did.
+	if err := n.gossip.SetBrokerEpoch(n.epoch); err != nil {
+		return fmt.Errorf("node: gossip: %w", err)
+	}
+	for {
+		changed := (*broker)(n).Appended() // closed by every reconciliation
+		var alive bool
+		n.ctrl.View(func(im *quorum.Image) {
+			b := im.Brokers[n.cfg.NodeID]
+			alive = b.Alive() && b.Epoch == n.epoch
+		})
+		if alive {
+			n.reconcile()
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("node: broker %d epoch %d was not unfenced by the active controller (is gossip reaching it?): %w", n.cfg.NodeID, n.epoch, ctx.Err())
+		}
+	}
+}
+
+// proposeRetrying proposes cmd again while the outcome is unknown
+// (leadership changed while committing, which happens while a new quorum
+// settles): only for commands that are safe to repeat (a repeated
+// registration only bumps the epoch again; a repeated unfence is a no-op).
+func (n *Node) proposeRetrying(ctx context.Context, cmd quorum.Command) (any, error) {
+	for {
+		reply, err := n.ctrl.Propose(ctx, cmd)
+		if err == nil || !errors.Is(err, quorum.ErrOutcomeUnknown) || ctx.Err() != nil {
+			return reply, err
+		}
+		n.log.Info("node: retrying a command whose outcome is unknown", "command", cmd.CommandType(), "err", err)
+	}
+}
+
+// KafkaAddr is the address the Kafka listener is bound to.
+func (n *Node) KafkaAddr() string { return n.kafkaL.Addr().String() }
+
+// ControllerAddr is the address of the controller (Raft) listener.
+func (n *Node) ControllerAddr() string { return n.ctrl.Addr() }
+
+// Close shuts the node down cleanly; see the package doc. ctx bounds the
+// wait for Kafka requests in flight.
+func (n *Node) Close(ctx context.Context) error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.mu.Unlock()
+	var errs []error
+	if err := n.srv.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("kafka server: %w", err))
+	}
+	<-n.served
+	if n.httpSrv != nil {
+		_ = n.httpSrv.Close()
+	}
+	if n.gossip != nil {
+		if err := n.gossip.Leave(2 * time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("gossip: %w", err))
+		}
+	}
+	close(n.stop)
+	n.wg.Wait()
+	n.reconcileMu.Lock()
+	logErr := n.closeLogs()
+	n.reconcileMu.Unlock()
+	if logErr != nil {
+		errs = append(errs, logErr)
+	}
+	if err := n.idx.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("index: %w", err))
+	}
+	if err := n.ctrl.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("quorum: %w", err))
+	}
+	if len(errs) == 0 {
+		if err := writeMarker(filepath.Join(n.dir, cleanMarker)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// closeLogs closes every open log; each checkpoints with its clean marker.
+func (n *Node) closeLogs() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var errs []error
+	for k, r := range n.replicas {
+		if err := r.log.Close(); err != nil && !errors.Is(err, segment.ErrClosed) {
+			errs = append(errs, fmt.Errorf("log %s: %w", k, err))
+		}
+		delete(n.replicas, k)
+	}
+	return errors.Join(errs...)
+}
+
+func writeMarker(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("node: clean-shutdown marker: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("node: clean-shutdown marker: %w", err)
+	}
+	return f.Close()
+}
+
+// poke wakes the reconciler; it never blocks (OnApply runs on raft's FSM
+// goroutine).
+func (n *Node) poke() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) reconcileLoop() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.wake:
+			n.reconcile()
+		}
+	}
+}
+
+// maintain runs the time-driven log work: flush.ms and retention.
+func (n *Node) maintain() {
+	defer n.wg.Done()
+	period := 5 * time.Minute // log.retention.check.interval.ms
+	if f := n.cfg.LogFlushInterval; f > 0 && f < period {
+		period = f
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	lastRetention := time.Now()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case now := <-t.C:
+			retention := now.Sub(lastRetention) >= 5*time.Minute
+			if retention {
+				lastRetention = now
+			}
+			for _, r := range n.snapshotReplicas() {
+				if err := r.log.MaybeFlush(now); err != nil {
+					n.log.Warn("node: flush failed", "topic", r.topic, "partition", r.partition, "err", err)
+				}
+				if retention {
+					if _, err := r.log.EnforceRetention(now, r.highWatermark()); err != nil {
+						n.log.Warn("node: retention failed", "topic", r.topic, "partition", r.partition, "err", err)
+					}
+				}
+			}
+		}
+	}
+}
+
+func (n *Node) snapshotReplicas() []*replica {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	out := make([]*replica, 0, len(n.replicas))
+	for _, r := range n.replicas {
+		out = append(out, r)
+	}
+	return out
+}
+
+func replicaKey(topic string, partition int32) string {
+	return topic + "-" + strconv.Itoa(int(partition))
+}
+
+// reconcile makes the open logs match the metadata image: open a log for
+// every partition this node hosts, update roles and epochs, delete the logs
+// of removed topics.
+func (n *Node) reconcile() {
+	n.reconcileMu.Lock()
+	defer n.reconcileMu.Unlock()
+	im := n.ctrl.Image()
+	self := n.cfg.NodeID
+	want := map[string]bool{}
+	for _, name := range im.SortedTopics() {
+		t := im.Topics[name]
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			if !contains(p.Replicas, self) {
+				continue
+			}
+			key := replicaKey(name, int32(i))
+			want[key] = true
+			n.mu.RLock()
+			r, ok := n.replicas[key]
+			closed := n.closed
+			n.mu.RUnlock()
+			if closed {
+				return
+			}
+			if ok && r.topicID != t.ID {
+				n.dropReplica(key, r) // a new topic of the same name
+				ok = false
+			}
+			if !ok {
+				var err error
+				if r, err = n.openReplica(t, int32(i)); err != nil {
+					n.log.Error("node: open log", "partition", key, "err", err)
+					continue
+				}
+			}
+			r.become(p, self, minISR(n.cfg, t.Configs))
+		}
+	}
+	n.mu.RLock()
+	var drop []string
+	for key := range n.replicas {
+		if !want[key] {
+			drop = append(drop, key)
+		}
+	}
+	n.mu.RUnlock()
+	for _, key := range drop {
+		n.mu.RLock()
+		r := n.replicas[key]
+		n.mu.RUnlock()
+		n.dropReplica(key, r)
+	}
+	n.signal()
+}
+
+func (n *Node) openReplica(t *quorum.Topic, partition int32) (*replica, error) {
+	key := replicaKey(t.Name, partition)
+	opts := logOptions(n.cfg, t.Configs)
+	l, rep, err := segment.Open(vfs.Default, filepath.Join(n.dir, key), key, n.idx, opts)
+	if err != nil {
+		return nil, err
+	}
+	n.log.Debug("node: opened log", "partition", key, "recovery", fmt.Sprintf("%+v", rep))
+	r := newReplica(t.Name, t.ID, partition, l)
+	n.mu.Lock()
+	n.replicas[key] = r
+	n.mu.Unlock()
+	return r, nil
+}
+
+// dropReplica deletes the log of a partition that left this node.
+func (n *Node) dropReplica(key string, r *replica) {
+	n.mu.Lock()
+	delete(n.replicas, key)
+	n.mu.Unlock()
+	if err := r.log.Delete(); err != nil {
+		n.log.Error("node: delete log", "partition", key, "err", err)
+	}
+}
+
+func (n *Node) replica(topic string, partition int32) *replica {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.replicas[replicaKey(topic, partition)]
+}
+
+// signal wakes every long-polling fetch (kafka.Logs.Appended).
+func (n *Node) signal() {
+	n.sigMu.Lock()
+	close(n.appended)
+	n.appended = make(chan struct{})
+	n.sigMu.Unlock()
+}
+
+func contains(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,160 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/quorum"
+	"github.com/sluice-log/sluice/tools/initcmd"
+)
+
+// testNode is a one-node cluster (controller and broker) on 127.0.0.1
+// with its data in a temporary directory, formatted with initcmd.
+type testNode struct {
+	*Node
+	dir   string
+	cfg   *config.Config
+	kl    net.Listener
+	ctrlL net.Listener
+	http  net.Listener
+}
+
+func listen(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// startNode formats a directory (unless dir is already formatted) and
+// starts a node on it; extra are key=value settings.
+func startNode(t testing.TB, dir string, extra ...string) *testNode {
+	t.Helper()
+	tn := &testNode{dir: dir, kl: listen(t), ctrlL: listen(t)}
+	if _, err := initcmd.ReadMeta(dir); err != nil {
+		_, err := initcmd.Format(dir, initcmd.Meta{
+			ClusterID: quorum.NewUUID().String(), NodeID: 1,
+			InitialControllers: []quorum.Voter{{ID: 1, Addr: tn.ctrlL.Addr().String()}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		// A restart: the controller address is in meta.properties.
+		meta, _ := initcmd.ReadMeta(dir)
+		tn.ctrlL.Close()
+		ln, err := net.Listen("tcp", meta.InitialControllers[0].Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tn.ctrlL = ln
+	}
+	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+	config.Flags(fs)
+	args := []string{"--node.id=1", "--log.dirs=" + dir,
+		"--listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"--advertised.listeners=PLAINTEXT://127.0.0.1:" + port(tn.kl) + ",CONTROLLER://127.0.0.1:" + port(tn.ctrlL)}
+	for _, e := range extra {
+		args = append(args, "--"+e)
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(fs, []string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.cfg = cfg
+	tn.http = listen(t)
+	n, err := Open(cfg, Options{KafkaListener: tn.kl, ControllerListener: tn.ctrlL, HTTPListener: tn.http})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.Node = n
+	t.Cleanup(func() { tn.close(t) })
+	return tn
+}
+
+func port(ln net.Listener) string { return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port) }
+
+func (tn *testNode) close(t testing.TB) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tn.Node.Close(ctx); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
+
+func TestNodeStartsAndStops(t *testing.T) {
+	dir := t.TempDir()
+	tn := startNode(t, dir)
+	var brokers int
+	tn.Node.ctrl.View(func(im *quorum.Image) {
+		for _, b := range im.Brokers {
+			if b.Alive() {
+				brokers++
+			}
+		}
+	})
+	if brokers != 1 {
+		t.Fatalf("alive brokers = %d, want 1", brokers)
+	}
+	resp, err := http.Get("http://" + tn.http.Addr().String() + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h health
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || resp.StatusCode != 200 || h.NodeID != 1 || h.Controller != 1 || h.Status != "ok" || h.BrokerEpoch <= 0 {
+		t.Fatalf("/health: %d %+v %v", resp.StatusCode, h, err)
+	}
+}
+
+// TestOpenRefusesAnotherClustersDirectory: cluster.id must match
+// meta.properties, and the error says so.
+func TestOpenRefusesAnotherClustersDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := initcmd.Format(dir, initcmd.Meta{ClusterID: quorum.NewUUID().String(), NodeID: 1,
+		InitialControllers: []quorum.Voter{{ID: 1, Addr: "127.0.0.1:1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+	config.Flags(fs)
+	if err := fs.Parse([]string{"--node.id=1", "--log.dirs=" + dir, "--cluster.id=" + quorum.NewUUID().String()}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(fs, []string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(cfg, Options{}); !errors.Is(err, initcmd.ErrMismatch) {
+		t.Fatalf("Open: %v, want ErrMismatch", err)
+	}
+}
+
+// TestGossipUnfences: with a GOSSIP listener the broker does not unfence
+// itself; the active controller's liveness gossip does, and the node serves.
+func TestGossipUnfences(t *testing.T) {
+	tn := startNode(t, t.TempDir(), "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0,GOSSIP://127.0.0.1:0")
+	if tn.gossip == nil {
+		t.Fatal("no gossip")
+	}
+	ctx := testCtx(t)
+	cl := newClient(t, tn)
+	createTopic(ctx, t, cl, "g", 1)
+	if err := newClient(t, tn, kgo.DefaultProduceTopic("g")).ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
