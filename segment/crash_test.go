@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -151,7 +152,7 @@ func crashRun(t *testing.T, seed uint64, points int) int {
 			checked++
 			clone := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rng})
 			cidx, cl := checkCrashImage(t, seed, clone, opts, m)
-			if rng.IntN(4) == 0 {
+			if rng.IntN(4) == 0 && os.Getenv("NOCONT") == "" {
 				// Go on from the crash image, as a restarted node would.
 				_ = l.Close()
 				_ = idx.Close()
