@@ -200,6 +200,13 @@ func (l *Log) open(rep *RecoveryReport) error {
 		l.ckpt.rpFirst, l.ckpt.rpMaxTs = noTimestamp, noTimestamp
 	}
 	wb.Set(l.k.meta(), l.ckpt.encode(), nil) // clean=false while open
+	// Files removed above must be gone for good before their records are:
+	// a file that came back after a crash without its seal or log start
+	// record would be read as valid.
+	if err := l.syncDir(); err != nil {
+		return err
+	}
+	l.dirDirty = false
 	if err := wb.Commit(pebble.Sync); err != nil {
 		return err
 	}

@@ -218,6 +218,12 @@ func (l *Log) deleteBelowLocked(start int64, n int) error {
 	for _, s := range gone {
 		l.removeSegment(s, wb)
 	}
+	// The renames become durable before the records of the files go, so
+	// that no file comes back after a crash without its record.
+	if err := l.syncDir(); err != nil {
+		l.failed = fmt.Errorf("%w: log start: %v", ErrLogFailed, err)
+		return l.failed
+	}
 	return wb.Commit(pebble.NoSync)
 }
 
