@@ -172,13 +172,30 @@ func waitGone(ctx context.Context, adm *kadm.Client, topic string) error {
 	}
 }
 
+// describe waits until every partition of topic has a leader, then prints
+// them: metadata reaches each broker a moment after the topic is created.
 func describe(ctx context.Context, w io.Writer, adm *kadm.Client, topic string) error {
-	md, err := adm.Metadata(ctx, topic)
-	if err != nil {
-		return err
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			ps := md.Topics[topic].Partitions.Sorted()
+			ready := len(ps) > 0
+			for _, p := range ps {
+				ready = ready && p.Leader >= 0 && p.Err == nil
+			}
+			if ready {
+				for _, p := range ps {
+					fmt.Fprintf(w, "  partition %d: leader %d, replicas %v, isr %v\n", p.Partition, p.Leader, p.Replicas, p.ISR)
+				}
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s has no leader for every partition yet: check `sluice cluster health`", topic)
+		case <-tick.C:
+		}
 	}
-	for _, p := range md.Topics[topic].Partitions.Sorted() {
-		fmt.Fprintf(w, "  partition %d: leader %d, replicas %v, isr %v\n", p.Partition, p.Leader, p.Replicas, p.ISR)
-	}
-	return nil
 }
