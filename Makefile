@@ -22,6 +22,11 @@ test: lint
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
+# e2e is make demo as a test: it builds bin/sluice, starts three node
+# processes with the launcher, runs the demo twice and stops the cluster.
+e2e:
+	SLUICE_E2E=1 $(GO) test -count=1 -v -run TestLocalClusterDemo ./tools/demo/
+
 # bench prints the segment engine next to its baselines (plain sequential
 # file writes and reads of the same bytes, measured in the same run) as a
 # ratio table; raw go test -bench output is kept in bin/bench.txt.

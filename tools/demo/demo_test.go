@@ -1,0 +1,87 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluice-log/sluice/tools/cluster"
+)
+
+// TestLocalClusterDemo is what `make demo` does, end to end: build
+// bin/sluice, start three real node processes with the launcher, run the
+// demo against them (kgo, idempotent acks=all, read back and compared), run
+// it again on the same cluster, and stop the cluster.
+func TestLocalClusterDemo(t *testing.T) {
+	if os.Getenv("SLUICE_E2E") == "" {
+		t.Skip("builds bin/sluice and starts three node processes; run with SLUICE_E2E=1 (make e2e)")
+	}
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "sluice")
+	build := exec.Command("go", "build", "-o", exe, "../sluice")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	base := freeBase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	l, err := cluster.Start(ctx, &log, cluster.Options{Dir: filepath.Join(dir, "c"), Nodes: 3, BasePort: base, Executable: exe})
+	defer func() {
+		if err := cluster.Stop(context.Background(), &log, l); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		if t.Failed() {
+			t.Log(log.String())
+		}
+	}()
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	for run := 0; run < 2; run++ {
+		var out bytes.Buffer
+		if err := run1(ctx, &out, l.Dir); err != nil {
+			t.Fatalf("demo run %d: %v\n%s", run, err, out.String())
+		}
+		if !strings.Contains(out.String(), "every acknowledged record is there") {
+			t.Fatalf("demo run %d said:\n%s", run, out.String())
+		}
+	}
+}
+
+func run1(ctx context.Context, w *bytes.Buffer, dir string) error {
+	return run(ctx, w, options{dir: dir, topic: "demo", partitions: 3, rf: 1, records: 2000, timeout: time.Minute})
+}
+
+// freeBase finds a base port whose twelve derived ports are free now.
+func freeBase(t *testing.T) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		base := 20000 + rand.IntN(2000)*10
+		ok := true
+		for i := 1; i <= 3 && ok; i++ {
+			off := base - cluster.KafkaPort + cluster.PortStep*i
+			for _, p := range []int{cluster.KafkaPort, cluster.ControllerPort, cluster.GossipPort, cluster.HTTPPort} {
+				ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+off))
+				if err != nil {
+					ok = false
+					break
+				}
+				_ = ln.Close()
+			}
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no free port range found")
+	return 0
+}
