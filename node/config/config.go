@@ -259,8 +259,8 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 	}
 	for _, kv := range env {
 		name, val, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, EnvPrefix+"_") {
-			continue
+		if !strings.HasPrefix(name, EnvPrefix+"_") || strings.HasPrefix(name, EnvPrefix+"_CLI_") {
+			continue // SLUICE_CLI_* belong to the admin tools, not to a node
 		}
 		k, ok := byEnv[name]
 		if !ok {

@@ -76,6 +76,8 @@ func TestSourcesAndErrors(t *testing.T) {
 			check: func(c *Config) bool { return c.NumPartitions == 6 && c.LogRetention == -1 && !c.AutoCreateTopicsEnable }},
 		{name: "env beats file", file: minimal + "num.partitions=6\n", env: []string{"SLUICE_NUM_PARTITIONS=3", "PATH=/bin"},
 			check: func(c *Config) bool { return c.NumPartitions == 3 }},
+		{name: "admin tool env ignored", file: minimal, env: []string{"SLUICE_CLI_BOOTSTRAP_SERVERS=h:1"},
+			check: func(c *Config) bool { return c.NumPartitions == 1 }},
 		{name: "flag beats env", file: minimal, env: []string{"SLUICE_NUM_PARTITIONS=3"}, args: []string{"--num.partitions=9"},
 			check: func(c *Config) bool { return c.NumPartitions == 9 }},
 		{name: "env only", env: []string{"SLUICE_NODE_ID=4", "SLUICE_LOG_DIRS=/d", "SLUICE_PROCESS_ROLES=broker"},

@@ -28,7 +28,7 @@ type common struct {
 }
 
 func (c *common) register(cmd *cobra.Command) {
-	cmd.PersistentFlags().StringVar(&c.bootstrap, "bootstrap-server", "", "HOST:PORT,... of the cluster (default $SLUICE_BOOTSTRAP_SERVERS, ./sluice-cluster/cluster.json, 127.0.0.1:9092)")
+	cmd.PersistentFlags().StringVar(&c.bootstrap, "bootstrap-server", "", "HOST:PORT,... of the cluster (default $SLUICE_CLI_BOOTSTRAP_SERVERS, ./sluice-cluster/cluster.json, 127.0.0.1:9092)")
 	cmd.PersistentFlags().StringVar(&c.format, "format", "text", "output format: text or json")
 	cmd.PersistentFlags().DurationVar(&c.timeout, "timeout", 30*time.Second, "how long to wait for the cluster")
 }
@@ -37,7 +37,7 @@ func (c *common) register(cmd *cobra.Command) {
 func (c *common) servers() []string {
 	s := c.bootstrap
 	if s == "" {
-		s = os.Getenv("SLUICE_BOOTSTRAP_SERVERS")
+		s = os.Getenv("SLUICE_CLI_BOOTSTRAP_SERVERS")
 	}
 	if s == "" {
 		var l struct {

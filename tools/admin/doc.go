@@ -4,7 +4,7 @@
 // tools work against Sluice.
 //
 // Conventions, after kafka-topics.sh, kafka-configs.sh and rpk:
-//   - --bootstrap-server HOST:PORT,... (default: $SLUICE_BOOTSTRAP_SERVERS,
+//   - --bootstrap-server HOST:PORT,... (default: $SLUICE_CLI_BOOTSTRAP_SERVERS,
 //     else the local cluster's cluster.json, else 127.0.0.1:9092);
 //   - text output in Kafka's shape, or --format json for scripts;
 //   - exit status 0 on success, 1 on an error, 2 when a describe filter or

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -43,6 +44,17 @@ func startNode(exe string, n Node) (int, error) {
 	defer logf.Close()
 	cmd := exec.Command(exe, "node", "--config", n.Config)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// The node's settings come from its server.properties alone: SLUICE_*
+	// variables of the caller's shell (which a node would read as config
+	// keys) are not passed on.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SLUICE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start node %d: %w", n.ID, err)

@@ -41,6 +41,10 @@ func TestLocalClusterDemo(t *testing.T) {
 		}
 		if t.Failed() {
 			t.Log(log.String())
+			for _, n := range l.Nodes {
+				b, _ := os.ReadFile(n.LogFile)
+				t.Logf("node %d log:\n%s", n.ID, b)
+			}
 		}
 	}()
 	if err != nil {
