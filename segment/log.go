@@ -213,7 +213,7 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 	info.FirstOffset = l.leo
 	for p := 0; p < len(records); {
 		h := parseHeader(records[p:])
-		l.indexBatchLocked(act, h, act.size+int64(p))
+		l.indexBatchLocked(l.pendBatch, act, h, act.size+int64(p))
 		p += h.Size()
 	}
 	act.size += int64(len(records))
@@ -238,8 +238,10 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 const maxPending = 128
 
 // indexBatchLocked accounts for a batch written at pos of seg: offsets,
-// timestamps, the leader-epoch cache and the sparse offset and time indexes.
-func (l *Log) indexBatchLocked(seg *segment, h BatchHeader, pos int64) {
+// timestamps, the leader-epoch cache and the sparse offset and time indexes,
+// whose writes go into wb (the pending batch when appending, recovery's batch
+// when scanning).
+func (l *Log) indexBatchLocked(wb *pebble.Batch, seg *segment, h BatchHeader, pos int64) {
 	if seg.firstTs == noTimestamp {
 		seg.firstTs = h.MaxTimestamp
 	}
@@ -253,17 +255,17 @@ func (l *Log) indexBatchLocked(seg *segment, h BatchHeader, pos int64) {
 		// name made it too long for the stack.
 		l.keyBuf = l.k.appendOffset(l.keyBuf[:0], h.BaseOffset)
 		var v [binary.MaxVarintLen64]byte
-		l.pendBatch.Set(l.keyBuf, binary.AppendUvarint(v[:0], uint64(pos)), nil)
+		wb.Set(l.keyBuf, binary.AppendUvarint(v[:0], uint64(pos)), nil)
 		if l.maxTs > l.lastTsKey {
 			l.lastTsKey = l.maxTs
 			l.keyBuf = l.k.appendTime(l.keyBuf[:0], l.maxTs)
 			var o [8]byte
 			binary.BigEndian.PutUint64(o[:], uint64(h.BaseOffset))
-			l.pendBatch.Set(l.keyBuf, o[:], nil)
+			wb.Set(l.keyBuf, o[:], nil)
 		}
 	}
 	if l.epochs.assign(h.LeaderEpoch, h.BaseOffset) {
-		l.pendBatch.Set(l.k.epoch(h.LeaderEpoch), u64bytes(h.BaseOffset), nil)
+		wb.Set(l.k.epoch(h.LeaderEpoch), u64bytes(h.BaseOffset), nil)
 	}
 	seg.next = h.NextOffset()
 	l.leo = seg.next

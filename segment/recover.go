@@ -313,8 +313,7 @@ func (l *Log) scan(meta metaRecord, wb *pebble.Batch, rep *RecoveryReport) error
 			if err != nil {
 				return l.cut(i, pos, expect, fmt.Sprintf("%s position %d: %v", s.path, pos, err), wb, rep)
 			}
-			l.pendBatch = wb
-			l.indexBatchLocked(s, h, pos)
+			l.indexBatchLocked(wb, s, h, pos)
 			s.size = pos + int64(n)
 			pos += int64(n)
 			expect = h.NextOffset()
@@ -329,8 +328,7 @@ func (l *Log) scan(meta metaRecord, wb *pebble.Batch, rep *RecoveryReport) error
 			wb.Set(l.k.segment(s.base), segRecord{end: s.size, next: s.next, firstTs: s.firstTs, maxTs: s.maxTs}.encode(), nil)
 		}
 	}
-	l.pendBatch = l.idx.db.NewBatch()
-	l.pending = l.pending[:0]
+	l.pending = l.pending[:0] // scanned entries are in wb, committed by open
 	return nil
 }
 
@@ -366,8 +364,7 @@ func (l *Log) cut(i int, pos, next int64, reason string, wb *pebble.Batch, rep *
 		rep.SegmentsDeleted++
 	}
 	l.segs = l.segs[:i+1]
-	l.pendBatch = l.idx.db.NewBatch()
-	l.pending = l.pending[:0]
+	l.pending = l.pending[:0] // scanned entries are in wb, committed by open
 	return nil
 }
 
