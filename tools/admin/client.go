@@ -69,6 +69,17 @@ func (c *common) ctx(parent context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(parent, c.timeout)
 }
 
+// open is what every admin command starts with: a client and a context
+// bounded by --timeout; done releases both.
+func (c *common) open(cmd *cobra.Command) (*kadm.Client, context.Context, func(), error) {
+	adm, closeClient, err := c.admin()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := c.ctx(cmd.Context())
+	return adm, ctx, func() { cancel(); closeClient() }, nil
+}
+
 // emit prints v as JSON when --format json, else calls text.
 func (c *common) emit(w io.Writer, v any, text func()) error {
 	if c.format == "json" {

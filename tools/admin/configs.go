@@ -27,13 +27,11 @@ func NewConfigsCommand() *cobra.Command {
 		Example: "  sluice configs describe --entity-type topics --entity-name orders\n  sluice configs describe --entity-type brokers --entity-name 1 --all",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, done, err := c.admin()
+			adm, ctx, done, err := c.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := c.ctx(cmd.Context())
-			defer cancel()
 			var rc kadm.ResourceConfigs
 			switch entityType {
 			case "topics":
@@ -117,13 +115,11 @@ func NewConfigsCommand() *cobra.Command {
 			if len(changes) == 0 {
 				return fmt.Errorf("nothing to alter: give --add-config KEY=VALUE or --delete-config KEY")
 			}
-			adm, done, err := c.admin()
+			adm, ctx, done, err := c.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := c.ctx(cmd.Context())
-			defer cancel()
 			var resp kadm.AlterConfigsResponses
 			switch entityType {
 			case "topics":

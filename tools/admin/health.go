@@ -28,13 +28,11 @@ func NewHealthCommand() *cobra.Command {
 		Short: "Is the cluster healthy, and if not, why (exit 2 when not)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, done, err := c.admin()
+			adm, ctx, done, err := c.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := c.ctx(cmd.Context())
-			defer cancel()
 			md, err := adm.Metadata(ctx)
 			if err != nil {
 				return c.unreachable(err)
@@ -144,13 +142,11 @@ func NewInfoCommand() *cobra.Command {
 		Short: "Cluster id, controller and brokers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, done, err := c.admin()
+			adm, ctx, done, err := c.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := c.ctx(cmd.Context())
-			defer cancel()
 			md, err := adm.BrokerMetadata(ctx)
 			if err != nil {
 				return c.unreachable(err)

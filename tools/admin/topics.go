@@ -30,13 +30,11 @@ func NewTopicsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			adm, done, err := c.admin()
+			adm, ctx, done, err := c.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := c.ctx(cmd.Context())
-			defer cancel()
 			kcfg := map[string]*string{}
 			for k, v := range cfg {
 				kcfg[k] = &v
@@ -73,13 +71,11 @@ func NewTopicsCommand() *cobra.Command {
 		Short: "Delete topics",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, done, err := c.admin()
+			adm, ctx, done, err := c.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := c.ctx(cmd.Context())
-			defer cancel()
 			resp, err := adm.DeleteTopics(ctx, args...)
 			if err != nil {
 				return c.unreachable(err)
@@ -128,13 +124,11 @@ func NewTopicsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			adm, done, err := c.admin()
+			adm, ctx, done, err := c.open(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
-			ctx, cancel := c.ctx(cmd.Context())
-			defer cancel()
 			brokers, err := adm.BrokerMetadata(ctx)
 			if err != nil {
 				return c.unreachable(err)
@@ -171,13 +165,11 @@ func NewTopicsCommand() *cobra.Command {
 
 // describe fetches metadata of the named topics (all when none).
 func describe(c *common, cmd *cobra.Command, topics []string) (kadm.TopicDetails, error) {
-	adm, done, err := c.admin()
+	adm, ctx, done, err := c.open(cmd)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	ctx, cancel := c.ctx(cmd.Context())
-	defer cancel()
 	md, err := adm.Metadata(ctx, topics...)
 	if err != nil {
 		return nil, c.unreachable(err)
