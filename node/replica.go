@@ -143,7 +143,7 @@ func (r *replica) fetch(p kafka.FetchPartition) kafka.FetchResult {
 		res.Err = readError(err)
 		return res
 	}
-	res.HighWatermark, res.LogStartOffset, res.Records = hw, c.StartFirst, c.Data
+	res.HighWatermark, res.LogStartOffset, res.Records = hw, c.LogStart, c.Data
 	return res
 }
 

@@ -57,7 +57,6 @@ type Log struct {
 
 	syncMu  sync.Mutex
 	syncing chan struct{} // closed when the fsync in flight ends; nil if none
-	syncErr error
 }
 
 // position names a batch boundary: offset and where it sits on disk.
@@ -338,14 +337,14 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 // Segment and Position name the same bytes on disk for a zero-copy (sendfile)
 // path.
 type Chunk struct {
-	Data       []byte // whole batches; aliases the buffer passed to Read
-	First      int64  // base offset of the first batch
-	Next       int64  // offset after the last batch
-	Segment    int64  // base offset of the segment read
-	Position   int64  // file position of Data[0]
-	Size       int64  // len(Data)
-	LogEnd     int64  // log end offset when read
-	StartFirst int64  // log start offset when read
+	Data     []byte // whole batches; aliases the buffer passed to Read
+	First    int64  // base offset of the first batch
+	Next     int64  // offset after the last batch
+	Segment  int64  // base offset of the segment read
+	Position int64  // file position of Data[0]
+	Size     int64  // len(Data)
+	LogEnd   int64  // log end offset when read
+	LogStart int64  // log start offset when read
 }
 
 // Read returns whole batches from the one containing offset, at most maxBytes
@@ -356,7 +355,7 @@ type Chunk struct {
 // start or past the log end, ErrOffsetOutOfRange.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64, buf []byte) (Chunk, error) {
 	l.mu.Lock()
-	c := Chunk{LogEnd: l.leo, StartFirst: l.logStart, First: offset, Next: offset}
+	c := Chunk{LogEnd: l.leo, LogStart: l.logStart, First: offset, Next: offset}
 	if l.closed {
 		l.mu.Unlock()
 		return c, ErrClosed

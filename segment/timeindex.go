@@ -31,7 +31,8 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, batchTs int64, ok bool, err 
 		l.mu.Unlock()
 		return 0, 0, false, ErrClosed
 	}
-	start = max(start, l.logStart)
+	logStart := l.logStart
+	start = max(start, logStart)
 	// Pending (uncommitted) time entries are not in Pebble; starting earlier
 	// is always safe, only slower.
 	segs := append([]*segment(nil), l.segs...)
@@ -66,8 +67,8 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, batchTs int64, ok bool, err 
 				return 0, 0, false, err
 			}
 			h := parseHeader(hdr[:])
-			if h.MaxTimestamp >= ts && h.NextOffset() > l.LogStartOffset() {
-				return max(h.BaseOffset, l.LogStartOffset()), h.MaxTimestamp, true, nil
+			if h.MaxTimestamp >= ts && h.NextOffset() > logStart {
+				return max(h.BaseOffset, logStart), h.MaxTimestamp, true, nil
 			}
 			pos += int64(h.Size())
 		}
