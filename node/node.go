@@ -40,12 +40,17 @@ type Options struct {
 	// HTTPListener, when set, serves /health (else the HTTP listener of
 	// the config, if any, is bound).
 	HTTPListener net.Listener
+	// FS holds the partition logs and their index; nil is the real disk
+	// (vfs.Default). Tests cut power with vfs.NewCrashableMem; the soak
+	// tool wraps the disk to forget unsynced writes.
+	FS vfs.FS
 }
 
 // Node is one running Sluice process.
 type Node struct {
 	cfg  *config.Config
 	log  *slog.Logger
+	fs   vfs.FS
 	dir  string
 	ctrl *quorum.Controller
 	idx  *segment.Index
@@ -89,12 +94,15 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	if opts.RegisterTimeout <= 0 {
 		opts.RegisterTimeout = 30 * time.Second
 	}
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
 	meta, err := cfg.Verify()
 	if err != nil {
 		return nil, err
 	}
 	n := &Node{
-		cfg: cfg, log: opts.Logger, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
+		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
 		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, appended: make(chan struct{}),
 		stop: make(chan struct{}), served: make(chan struct{}),
 	}
@@ -139,7 +147,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 
-	if n.idx, err = segment.OpenIndex(vfs.Default, filepath.Join(n.dir, "index"), indexCacheBytes); err != nil {
+	if n.idx, err = segment.OpenIndex(n.fs, filepath.Join(n.dir, "index"), indexCacheBytes); err != nil {
 		ctrlL.Close()
 		return nil, fmt.Errorf("node: %w", err)
 	}
@@ -485,7 +493,7 @@ func (n *Node) reconcile() {
 func (n *Node) openReplica(t *quorum.Topic, partition int32) (*replica, error) {
 	key := replicaKey(t.Name, partition)
 	opts := logOptions(n.cfg, t.Configs)
-	l, rep, err := segment.Open(vfs.Default, filepath.Join(n.dir, key), key, n.idx, opts)
+	l, rep, err := segment.Open(n.fs, filepath.Join(n.dir, key), key, n.idx, opts)
 	if err != nil {
 		return nil, err
 	}
