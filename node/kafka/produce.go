@@ -14,7 +14,9 @@ import (
 // INVALID_REQUIRED_ACKS and writes nothing. Each partition is appended on
 // its own, in request order, through Logs.Produce, and gets its own error
 // code (a batch with a bad CRC: CORRUPT_MESSAGE, nothing written; a
-// partition this broker does not lead: NOT_LEADER_OR_FOLLOWER). With acks=0
+// partition this broker does not lead: NOT_LEADER_OR_FOLLOWER); then the
+// request waits for the acknowledgements of all its partitions together
+// (ProduceResult.Pending). With acks=0
 // no response is sent, as the protocol says. timeout_ms bounds the wait
 // for acks=all (REQUEST_TIMED_OUT). Transactional produce is not served:
 // a request with a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
@@ -37,6 +39,11 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
 		defer cancel()
 	}
+	type waiting struct {
+		t, p    int // indexes in resp.Topics and its Partitions
+		pending <-chan error
+	}
+	var wait []waiting
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -59,8 +66,26 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 				rp.ErrorMessage = kmsg.StringPtr(res.ErrMessage)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
+			if res.Err == nil && res.Pending != nil && req.Acks != 0 {
+				wait = append(wait, waiting{t: len(resp.Topics), p: len(rt.Partitions) - 1, pending: res.Pending})
+			}
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	// Every partition is appended; now wait for their acknowledgements
+	// together, so a request's partitions replicate in parallel.
+	for _, w := range wait {
+		var err error
+		select {
+		case err = <-w.pending:
+		case <-ctx.Done():
+			err = kerr.RequestTimedOut
+		}
+		if err != nil {
+			rp := &resp.Topics[w.t].Partitions[w.p]
+			rp.ErrorCode = errorCode(err)
+			rp.BaseOffset, rp.LogStartOffset = -1, -1
+		}
 	}
 	if req.Acks == 0 {
 		return nil, nil
