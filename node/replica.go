@@ -39,7 +39,7 @@ type replica struct {
 	brokers   map[int32]int64 // the BrokerEpochs last stepped
 	producers map[int64]*producerState
 	nextID    uint64
-	waiters   map[uint64]chan error             // produce requests by ReqID
+	waiters   map[uint64]chan error            // produce requests by ReqID
 	answers   map[uint64]partition.FetchAnswer // follower fetch answers by ReqID
 	// hwWaits are acks=all duplicates of batches not yet committed: they
 	// complete when the HW passes their last offset.
