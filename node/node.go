@@ -161,6 +161,10 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 
+	if err := n.fs.MkdirAll(n.dir, 0o755); err != nil {
+		ctrlL.Close()
+		return nil, fmt.Errorf("node: %w", err)
+	}
 	if n.idx, err = segment.OpenIndex(n.fs, filepath.Join(n.dir, "index"), indexCacheBytes); err != nil {
 		ctrlL.Close()
 		return nil, fmt.Errorf("node: %w", err)
@@ -204,7 +208,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	closers = append(closers, func() { n.stopLoops(); n.closeLogs() })
 
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
-		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port)}
+		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port), SessionTimeout: cfg.BrokerSessionTimeout}
 		if a, ok := cfg.Advertised(config.ListenerGossip); ok && a.Port != 0 {
 			gc.AdvertiseAddr, gc.AdvertisePort = a.Host, int(a.Port)
 		}

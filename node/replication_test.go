@@ -1,0 +1,381 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/quorum"
+	"github.com/sluice-log/sluice/tools/initcmd"
+)
+
+// replNode is one node of a replicated test cluster: its logs live on a
+// crashable in-memory filesystem (Raft's store is on the real disk), so
+// the test can take what survives a process kill (everything written) or
+// a power cut (only what was fsynced).
+type replNode struct {
+	*Node
+	id     int32
+	dir    string
+	ctrlAddr string // controller (Raft) address: fixed, it is in meta.properties
+	gossip string
+	fs     *vfs.MemFS
+	extra  []string
+}
+
+// replCluster is n controller+broker nodes with gossip liveness on
+// 127.0.0.1, started together.
+type replCluster struct {
+	t     *testing.T
+	nodes []*replNode
+	seeds []string
+}
+
+// freeAddr finds a port free for TCP and UDP (memberlist needs both).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		pc, err := net.ListenPacket("udp", addr)
+		ln.Close()
+		if err == nil {
+			pc.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free TCP+UDP port")
+	return ""
+}
+
+func startReplCluster(t *testing.T, n int, extra ...string) *replCluster {
+	t.Helper()
+	c := &replCluster{t: t}
+	var voters []quorum.Voter
+	for i := range n {
+		rn := &replNode{id: int32(i + 1), dir: t.TempDir(), ctrlAddr: freeAddr(t), gossip: freeAddr(t), fs: vfs.NewCrashableMem(), extra: extra}
+		voters = append(voters, quorum.Voter{ID: rn.id, Addr: rn.ctrlAddr})
+		c.seeds = append(c.seeds, rn.gossip)
+		c.nodes = append(c.nodes, rn)
+	}
+	clusterID := quorum.NewUUID().String()
+	for _, rn := range c.nodes {
+		if _, err := initcmd.Format(rn.dir, initcmd.Meta{ClusterID: clusterID, NodeID: rn.id, InitialControllers: voters}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, rn := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.open(rn)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, rn := range c.nodes {
+			if rn.Node != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_ = rn.Close(ctx)
+				cancel()
+			}
+		}
+	})
+	return c
+}
+
+// open starts rn on its directory and filesystem.
+func (c *replCluster) open(rn *replNode) error {
+	var seeds []string
+	for _, s := range c.seeds {
+		if s != rn.gossip {
+			seeds = append(seeds, s)
+		}
+	}
+	kl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+	config.Flags(fs)
+	args := []string{fmt.Sprintf("--node.id=%d", rn.id), "--log.dirs=" + rn.dir,
+		"--listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://" + rn.ctrlAddr + ",GOSSIP://" + rn.gossip,
+		"--advertised.listeners=PLAINTEXT://" + kl.Addr().String(),
+		"--gossip.seeds=" + strings.Join(seeds, ","),
+		"--broker.session.timeout.ms=2000", "--replica.lag.time.max.ms=3000"}
+	for _, e := range rn.extra {
+		args = append(args, "--"+e)
+	}
+	if err := fs.Parse(args); err != nil {
+		kl.Close()
+		return err
+	}
+	cfg, err := config.Load(fs, []string{})
+	if err != nil {
+		kl.Close()
+		return err
+	}
+	nd, err := Open(cfg, Options{KafkaListener: kl, FS: rn.fs, RegisterTimeout: 45 * time.Second})
+	if err != nil {
+		kl.Close()
+		return err
+	}
+	rn.Node = nd
+	return nil
+}
+
+// kill stops rn the way SIGKILL does: nothing is closed cleanly, and what
+// survives is what the kernel had — every write, synced or not.
+func (c *replCluster) kill(rn *replNode) {
+	c.crash(rn, 100)
+}
+
+// crash stops rn keeping unsyncedPercent of its unsynced writes (0: a
+// power cut), as a new filesystem for the restart.
+func (c *replCluster) crash(rn *replNode, unsyncedPercent int) {
+	clone := rn.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsyncedPercent, RNG: rand.New(rand.NewPCG(1, 2))})
+	rn.Node.abort()
+	rn.Node, rn.fs = nil, clone
+}
+
+func (c *replCluster) restart(rn *replNode) {
+	c.t.Helper()
+	if err := c.open(rn); err != nil {
+		c.t.Fatalf("restart node %d: %v", rn.id, err)
+	}
+}
+
+func (c *replCluster) live() *replNode {
+	for _, rn := range c.nodes {
+		if rn.Node != nil {
+			return rn
+		}
+	}
+	c.t.Fatal("no live node")
+	return nil
+}
+
+func (c *replCluster) client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	var seeds []string
+	for _, rn := range c.nodes {
+		if rn.Node != nil {
+			seeds = append(seeds, rn.KafkaAddr())
+		}
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// waitImage waits until cond holds on the metadata image of a live node.
+func (c *replCluster) waitImage(ctx context.Context, what string, cond func(im *quorum.Image) bool) {
+	c.t.Helper()
+	for {
+		rn := c.live()
+		changed := (*broker)(rn.Node).Appended()
+		var ok bool
+		rn.ctrl.View(func(im *quorum.Image) { ok = cond(im) })
+		if ok {
+			return
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			c.t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		}
+		t.Stop()
+	}
+}
+
+// abort stops the node without its clean path: no clean-shutdown marker,
+// no high-watermark checkpoint, no gossip leave. The logs are closed only
+// to release them; a test that calls abort has taken a CrashClone of the
+// node's filesystem first, and restarts on that.
+func (n *Node) abort() {
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+	_ = n.srv.Close()
+	<-n.served
+	if n.httpSrv != nil {
+		_ = n.httpSrv.Close()
+	}
+	if n.gossip != nil {
+		_ = n.gossip.Close()
+	}
+	n.stopLoops()
+	_ = n.ctrl.Close()
+	n.reconcileMu.Lock()
+	_ = n.closeLogs()
+	n.reconcileMu.Unlock()
+	_ = n.idx.Close()
+}
+
+// ackLog records what an idempotent producer had acknowledged.
+type ackLog struct {
+	mu    sync.Mutex
+	acked map[string]int64 // value -> offset
+	order map[int32][]string
+}
+
+func (a *ackLog) add(r *kgo.Record) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.acked[string(r.Value)] = r.Offset
+	a.order[r.Partition] = append(a.order[r.Partition], string(r.Value))
+}
+
+func (a *ackLog) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.acked)
+}
+
+// leaderOf is the partition's leader in the image of a live node.
+func (c *replCluster) leaderOf(topic string, p int) *replNode {
+	var id int32 = -1
+	c.live().ctrl.View(func(im *quorum.Image) {
+		if t := im.Topics[topic]; t != nil {
+			id = t.Partitions[p].Leader
+		}
+	})
+	for _, rn := range c.nodes {
+		if rn.id == id {
+			return rn
+		}
+	}
+	return nil
+}
+
+// checkAllAcked reads every partition from the start and checks that each
+// acknowledged record is there exactly once, at the offset it was
+// acknowledged with, in the order it was acknowledged.
+func (c *replCluster) checkAllAcked(ctx context.Context, topic string, partitions int, acks *ackLog) {
+	c.t.Helper()
+	offsets := map[int32]kgo.Offset{}
+	for p := range int32(partitions) {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	cons := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}), kgo.FetchMaxWait(200*time.Millisecond))
+	want := acks.count()
+	seen := map[string]int64{}
+	got := map[int32][]string{}
+	for len(seen) < want {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			c.t.Fatalf("read %d of %d acknowledged records: %v", len(seen), want, ctx.Err())
+		}
+		fs.EachError(func(_ string, p int32, err error) { c.t.Logf("fetch partition %d: %v", p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			v := string(r.Value)
+			if off, dup := seen[v]; dup {
+				c.t.Fatalf("%s at offsets %d and %d: duplicated", v, off, r.Offset)
+			}
+			seen[v] = r.Offset
+			if _, ok := acks.acked[v]; ok {
+				got[r.Partition] = append(got[r.Partition], v)
+			}
+		})
+	}
+	for v, off := range acks.acked {
+		if seen[v] != off {
+			c.t.Errorf("%s acknowledged at offset %d, read at %d", v, off, seen[v])
+		}
+	}
+	for p, vs := range acks.order {
+		if strings.Join(vs, ",") != strings.Join(got[p], ",") {
+			c.t.Errorf("partition %d: acknowledged order differs from the log's", p)
+		}
+	}
+}
+
+// TestReplicationSurvivesLeaderKill: RF=3, min.insync.replicas=2, kgo's
+// idempotent acks=all producer; the leader of partition 0 is killed (no
+// clean shutdown) mid-stream and restarted. Every acknowledged record is
+// read back exactly once, in order, and the restarted broker rejoins the
+// ISR after catching up.
+func TestReplicationSurvivesLeaderKill(t *testing.T) {
+	c := startReplCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(c.client())
+	const topic, parts = "repl", 3
+	if _, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	c.waitImage(ctx, "the topic on every node", func(im *quorum.Image) bool { return im.Topics[topic] != nil })
+
+	prod := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	acks := &ackLog{acked: map[string]int64{}, order: map[int32][]string{}}
+	const total = 3000
+	var failed sync.Map
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			prod.Produce(ctx, &kgo.Record{Partition: int32(i % parts), Value: fmt.Appendf(nil, "v%05d", i)}, func(r *kgo.Record, err error) {
+				if err != nil {
+					failed.Store(string(r.Value), err)
+					return
+				}
+				acks.add(r)
+			})
+		}
+	}
+	produce(0, total/2)
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	victim := c.leaderOf(topic, 0)
+	if victim == nil {
+		t.Fatal("partition 0 has no leader")
+	}
+	t.Logf("killing node %d, leader of partition 0, after %d acknowledged records", victim.id, acks.count())
+	c.kill(victim)
+	produce(total/2, total)
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	failed.Range(func(k, v any) bool {
+		t.Errorf("record %s failed: %v", k, v)
+		return true
+	})
+	if acks.count() != total {
+		t.Fatalf("%d of %d records acknowledged", acks.count(), total)
+	}
+	c.restart(victim)
+	c.waitImage(ctx, "the restarted broker back in every ISR", func(im *quorum.Image) bool {
+		for _, p := range im.Topics[topic].Partitions {
+			if len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	c.checkAllAcked(ctx, topic, parts, acks)
+}
