@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -87,6 +88,9 @@ type Node struct {
 	alterer      *alterer
 	// hwCkpt is the high-watermark checkpoint read at start.
 	hwCkpt map[string]int64
+	// lostOnRecovery counts committed records the logs no longer held at
+	// start (checkpointed high watermark above the recovered log end).
+	lostOnRecovery atomic.Int64
 
 	// ctx is cancelled when the node stops; stop is closed then too.
 	ctx    context.Context
@@ -161,10 +165,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 
-	if err := n.fs.MkdirAll(n.dir, 0o755); err != nil {
-		ctrlL.Close()
-		return nil, fmt.Errorf("node: %w", err)
-	}
+	// OpenIndex creates the data directory (with durable parents).
 	if n.idx, err = segment.OpenIndex(n.fs, filepath.Join(n.dir, "index"), indexCacheBytes); err != nil {
 		ctrlL.Close()
 		return nil, fmt.Errorf("node: %w", err)

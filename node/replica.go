@@ -57,6 +57,14 @@ type hwWait struct {
 
 func newReplica(n *Node, t *quorum.Topic, partitionID int32, log *segment.Log, cfg partition.Config, hw int64) (*replica, error) {
 	leo := log.LogEndOffset()
+	if hw > leo {
+		// The log lost committed records: a power cut took its unflushed
+		// tail (page-cache durability) or the disk lost data. Say so; the
+		// replica catches up from the leader if another replica kept them.
+		n.lostOnRecovery.Add(hw - leo)
+		n.log.Warn("node: log ends below its checkpointed high watermark: committed records lost on this replica (unflushed at a power cut?)",
+			"topic", t.Name, "partition", partitionID, "high_watermark", hw, "log_end", leo, "lost", hw-leo)
+	}
 	st := partition.LogState{LEO: leo, HW: min(max(hw, 0), leo), Flushed: min(log.FlushedOffset(), leo)}
 	pr, err := partition.New(cfg, log, st)
 	if err != nil {

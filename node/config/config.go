@@ -94,10 +94,10 @@ type Config struct {
 	// BrokerSessionTimeout (broker.session.timeout.ms): a broker the
 	// active controller has not seen alive through gossip for this long is
 	// fenced and its partitions get new leaders.
-	BrokerSessionTimeout time.Duration
-	MessageMaxBytes          int32
-	SocketRequestMaxBytes    int32
-	AutoCreateTopicsEnable   bool
+	BrokerSessionTimeout   time.Duration
+	MessageMaxBytes        int32
+	SocketRequestMaxBytes  int32
+	AutoCreateTopicsEnable bool
 
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
