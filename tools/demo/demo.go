@@ -152,7 +152,9 @@ func run(ctx context.Context, w io.Writer, o options) error {
 	// rejoins the ISR.
 	restart := cluster.Restart
 	if o.exe != "" {
-		restart = func(ctx context.Context, l cluster.Layout, id int32) error { return cluster.RestartWith(ctx, l, id, o.exe) }
+		restart = func(ctx context.Context, l cluster.Layout, id int32) error {
+			return cluster.RestartWith(ctx, l, id, o.exe)
+		}
 	}
 	if err := restart(ctx, layout, victim.ID); err != nil {
 		return fmt.Errorf("restart node %d: %w", victim.ID, err)
