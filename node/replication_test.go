@@ -37,13 +37,13 @@ type replNode struct {
 // replCluster is n controller+broker nodes with gossip liveness on
 // 127.0.0.1, started together.
 type replCluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*replNode
 	seeds []string
 }
 
 // freeAddr finds a port free for TCP and UDP (memberlist needs both).
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	for range 50 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -62,12 +62,21 @@ func freeAddr(t *testing.T) string {
 	return ""
 }
 
-func startReplCluster(t *testing.T, n int, extra ...string) *replCluster {
+func startReplCluster(t testing.TB, n int, extra ...string) *replCluster {
+	return startReplClusterOn(t, n, false, extra...)
+}
+
+// startReplClusterOn is startReplCluster with the logs on the real disk
+// when disk is set (benchmarks), else on crashable in-memory filesystems.
+func startReplClusterOn(t testing.TB, n int, disk bool, extra ...string) *replCluster {
 	t.Helper()
 	c := &replCluster{t: t}
 	var voters []quorum.Voter
 	for i := range n {
-		rn := &replNode{id: int32(i + 1), dir: t.TempDir(), ctrlAddr: freeAddr(t), gossip: freeAddr(t), fs: vfs.NewCrashableMem(), extra: extra}
+		rn := &replNode{id: int32(i + 1), dir: t.TempDir(), ctrlAddr: freeAddr(t), gossip: freeAddr(t), extra: extra}
+		if !disk {
+			rn.fs = vfs.NewCrashableMem()
+		}
 		voters = append(voters, quorum.Voter{ID: rn.id, Addr: rn.ctrlAddr})
 		c.seeds = append(c.seeds, rn.gossip)
 		c.nodes = append(c.nodes, rn)
@@ -136,7 +145,11 @@ func (c *replCluster) open(rn *replNode) error {
 		kl.Close()
 		return err
 	}
-	nd, err := Open(cfg, Options{KafkaListener: kl, FS: rn.fs, RegisterTimeout: 45 * time.Second})
+	opts := Options{KafkaListener: kl, RegisterTimeout: 45 * time.Second}
+	if rn.fs != nil {
+		opts.FS = rn.fs
+	}
+	nd, err := Open(cfg, opts)
 	if err != nil {
 		kl.Close()
 		return err
