@@ -448,8 +448,12 @@ func (n *Node) reconcileLoop() {
 // hwCheckpointInterval is replica.high.watermark.checkpoint.interval.ms.
 const hwCheckpointInterval = 5 * time.Second
 
-// maintain runs the time-driven log work: flush.ms, retention and the
-// high-watermark checkpoint.
+// recoveryCheckpointInterval is log.flush.offset.checkpoint.interval.ms:
+// each log's recovery point is recorded (after an fsync) this often.
+const recoveryCheckpointInterval = 60 * time.Second
+
+// maintain runs the time-driven log work: flush.ms, retention, the
+// recovery-point and high-watermark checkpoints.
 func (n *Node) maintain() {
 	defer n.wg.Done()
 	period := hwCheckpointInterval
@@ -458,7 +462,7 @@ func (n *Node) maintain() {
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()
-	lastRetention, lastHWCkpt := time.Now(), time.Now()
+	lastRetention, lastHWCkpt, lastRecovery := time.Now(), time.Now(), time.Now()
 	for {
 		select {
 		case <-n.stop:
@@ -474,9 +478,20 @@ func (n *Node) maintain() {
 			if retention {
 				lastRetention = now
 			}
+			recovery := now.Sub(lastRecovery) >= recoveryCheckpointInterval
+			if recovery {
+				lastRecovery = now
+			}
 			for _, r := range n.snapshotReplicas() {
 				if err := r.log.MaybeFlush(now); err != nil {
 					n.log.Warn("node: flush failed", "topic", r.topic, "partition", r.partition, "err", err)
+				}
+				if recovery {
+					// Record the recovery point, so that recovery after a
+					// crash scans only what came after it.
+					if err := r.log.Checkpoint(); err != nil {
+						n.log.Warn("node: recovery-point checkpoint failed", "topic", r.topic, "partition", r.partition, "err", err)
+					}
 				}
 				if retention {
 					if _, err := r.log.EnforceRetention(now, r.highWatermark()); err != nil {
