@@ -180,7 +180,8 @@ func minISR(cfg *config.Config, overrides map[string]string) int32 {
 func (n *Node) replicaConfig(overrides map[string]string) (partition.Config, error) {
 	d, err := partition.ParseDurability(overrides[partition.ConfigDurability])
 	lag := max(int64(n.cfg.ReplicaLagTimeMax/tickInterval), 1)
-	return partition.Config{ID: n.cfg.NodeID, MinInsyncReplicas: int(minISR(n.cfg, overrides)), LagTicks: lag, Durability: d}, err
+	return partition.Config{ID: n.cfg.NodeID, MinInsyncReplicas: int(minISR(n.cfg, overrides)), LagTicks: lag, Durability: d,
+		FetchBackoffTicks: int64(partitionFetchBackoff / tickInterval)}, err
 }
 
 var _ kafka.Configs = (*broker)(nil)

@@ -25,6 +25,11 @@ const (
 	replicaFetchResponseMaxBytes = 10 << 20               // replica.fetch.response.max.bytes
 	replicaFetchBackoff          = time.Second            // replica.fetch.backoff.ms
 	replicaSocketTimeout         = 30 * time.Second       // replica.socket.timeout.ms
+	// partitionFetchBackoff is how long a follower whose partition got an
+	// error in a fetch answer (NOT_LEADER_OR_FOLLOWER while the metadata
+	// moves, say) waits before asking again: shorter than Kafka's 1 s
+	// replica.fetch.backoff.ms, because a new leader is usually known by then.
+	partitionFetchBackoff = 100 * time.Millisecond
 	// maxResponseFrame bounds a response frame read from a leader.
 	maxResponseFrame = replicaFetchResponseMaxBytes + 1<<20
 )

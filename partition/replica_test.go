@@ -280,3 +280,32 @@ func TestSetConfig(t *testing.T) {
 		t.Errorf("CheckProduce(acks=all) with ISR 2 < 3: %v", err)
 	}
 }
+
+// TestFetchBackoff: after a failed fetch the follower asks again only
+// after FetchBackoffTicks.
+func TestFetchBackoff(t *testing.T) {
+	r, err := New(Config{ID: 2, LagTicks: 5, FetchBackoffTicks: 3}, &fakeLog{}, LogState{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Step(BecomeFollower{Leader: 1, LeaderEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rd := r.Ready()
+	if rd.Fetch == nil {
+		t.Fatal("no first fetch")
+	}
+	r.Advance(rd)
+	if err := r.Step(FetchResponse{Seq: rd.Fetch.Seq, Err: kerr.NotLeaderForPartition}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if r.HasReady() && r.Ready().Fetch != nil {
+			t.Fatalf("fetch again %d ticks after the error", i)
+		}
+		r.Tick()
+	}
+	if rd := r.Ready(); rd.Fetch == nil {
+		t.Fatal("no fetch after the backoff")
+	}
+}
