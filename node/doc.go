@@ -64,8 +64,10 @@
 // duplicate answers the original offsets without writing (acks=all: once
 // they are committed), a gap answers OUT_OF_ORDER_SEQUENCE_NUMBER. Followers
 // keep the same state from the batches they replicate, so a new leader
-// recognises retries; a truncation drops the batches it removed. The state
-// is not yet rebuilt from the log after a restart.
+// recognises retries; a truncation drops the batches it removed. At open a
+// replica rebuilds the state from the batch headers of its log's last
+// 20,000 offsets (producerScanOffsets), so retries across a restart are
+// recognised too.
 //
 // # Goroutines and locks
 //

@@ -75,7 +75,34 @@ func newReplica(n *Node, t *quorum.Topic, partitionID int32, log *segment.Log, c
 		producers: map[int64]*producerState{}, waiters: map[uint64]chan error{}, answers: map[uint64]partition.FetchAnswer{},
 	}
 	r.hw.Store(st.HW)
+	r.rebuildProducers()
 	return r, nil
+}
+
+// producerScanOffsets is how far back from the log end a replica looks, at
+// open, for the batches of idempotent producers (their last five each).
+const producerScanOffsets = 20000
+
+// rebuildProducers restores the idempotent-producer state from the tail of
+// the log, reading batch headers only, so that a producer's retry of a
+// batch written before a restart is still recognised as a duplicate. Only
+// the last producerScanOffsets offsets are read: a producer silent for
+// longer starts over, as after Kafka's producer.id.expiration.ms.
+func (r *replica) rebuildProducers() {
+	end := r.log.LogEndOffset()
+	off := max(r.log.LogStartOffset(), end-producerScanOffsets)
+	var buf []byte
+	for off < end {
+		c, err := r.log.Read(off, 1<<20, end, buf)
+		if err != nil || c.Next <= off {
+			if err != nil {
+				r.n.log.Warn("node: rebuilding idempotent producer state", "topic", r.topic, "partition", r.partition, "err", err)
+			}
+			return
+		}
+		r.recordReplicated(c.Data)
+		buf, off = c.Data[:0], c.Next
+	}
 }
 
 // become steps the partition's state from the metadata image, the

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -127,5 +129,45 @@ func TestReplicaAcksAllWaitsForFollower(t *testing.T) {
 	// A broker that is not a replica may not fetch.
 	if f := r.fetch(kafka.FetchPartition{Topic: "t", CurrentLeaderEpoch: 3, Offset: 0, MaxBytes: 1 << 20, ReplicaID: 9, LastFetchedEpoch: -1}); f.Err != kerr.NotLeaderForPartition {
 		t.Fatalf("fetch by a non-replica: %v", f.Err)
+	}
+}
+
+// idemBatch is a batch of an idempotent producer.
+func idemBatch(pid int64, seq int32, values ...[]byte) []byte {
+	b := segment.BuildBatch(1, values...)
+	be := binary.BigEndian
+	be.PutUint64(b[43:], uint64(pid))
+	be.PutUint16(b[51:], 0)
+	be.PutUint32(b[53:], uint32(seq))
+	be.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// TestProducerStateRebuiltFromLog: a replica opened on a log that already
+// holds an idempotent producer's batches (a restart) recognises a retry of
+// the last one as a duplicate and answers its original offset.
+func TestProducerStateRebuiltFromLog(t *testing.T) {
+	r := openTestReplica(t)
+	lead := func(r *replica, epoch int32) {
+		r.become(&quorum.Partition{Replicas: []int32{1}, ISR: []int32{1}, Leader: 1, LeaderEpoch: epoch}, partition.Config{ID: 1, LagTicks: 100}, nil)
+	}
+	lead(r, 1)
+	ctx := context.Background()
+	for seq := int32(0); seq < 6; seq += 2 {
+		if res := r.produce(ctx, kafka.ProducePartition{Topic: "t", Acks: 1, Records: idemBatch(7, seq, []byte("a"), []byte("b"))}); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	r2, err := newReplica(r.n, &quorum.Topic{Name: "t", ID: r.topicID}, 0, r.log, partition.Config{ID: 1, LagTicks: 100}, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead(r2, 2)
+	res := r2.produce(ctx, kafka.ProducePartition{Topic: "t", Acks: 1, Records: idemBatch(7, 4, []byte("a"), []byte("b"))})
+	if res.Err != nil || res.BaseOffset != 4 || r2.log.LogEndOffset() != 6 {
+		t.Fatalf("retry of the last batch after reopening: %+v, log end %d; want its original offset 4 and nothing written", res, r2.log.LogEndOffset())
+	}
+	if res := r2.produce(ctx, kafka.ProducePartition{Topic: "t", Acks: 1, Records: idemBatch(7, 8, []byte("c"))}); res.Err != kerr.OutOfOrderSequenceNumber {
+		t.Fatalf("a sequence gap after reopening: %v", res.Err)
 	}
 }
