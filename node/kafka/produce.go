@@ -15,8 +15,9 @@ import (
 // its own, in request order, through Logs.Produce, and gets its own error
 // code (a batch with a bad CRC: CORRUPT_MESSAGE, nothing written; a
 // partition this broker does not lead: NOT_LEADER_OR_FOLLOWER); then the
-// request waits for the acknowledgements of all its partitions together
-// (ProduceResult.Pending). With acks=0
+// acknowledgements of all its partitions are waited for together
+// (ProduceResult.Pending), after the handler returned (deferredResponse),
+// so that pipelined requests append while earlier ones wait. With acks=0
 // no response is sent, as the protocol says. timeout_ms bounds the wait
 // for acks=all (REQUEST_TIMED_OUT). Transactional produce is not served:
 // a request with a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
@@ -34,10 +35,9 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 	case req.TransactionID != nil:
 		reject = kerr.TransactionalIDAuthorizationFailed
 	}
+	cancel := context.CancelFunc(func() {})
 	if req.Acks == -1 && req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
 	}
 	type waiting struct {
 		t, p    int // indexes in resp.Topics and its Partitions
@@ -72,23 +72,40 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	// Every partition is appended; now wait for their acknowledgements
-	// together, so a request's partitions replicate in parallel.
-	for _, w := range wait {
-		var err error
-		select {
-		case err = <-w.pending:
-		case <-ctx.Done():
-			err = kerr.RequestTimedOut
+	if req.Acks == 0 || len(wait) == 0 {
+		cancel()
+		if req.Acks == 0 {
+			return nil, nil
 		}
-		if err != nil {
-			rp := &resp.Topics[w.t].Partitions[w.p]
-			rp.ErrorCode = errorCode(err)
-			rp.BaseOffset, rp.LogStartOffset = -1, -1
+		return resp, nil
+	}
+	// Every partition is appended. The acknowledgements are waited for
+	// after the handler returns (deferredResponse): the connection reads
+	// and appends the next pipelined requests meanwhile, in order, and
+	// answers in order, so one replication round acknowledges them all.
+	return &deferredResponse{Response: resp, wait: func() {
+		defer cancel()
+		for _, w := range wait {
+			var err error
+			select {
+			case err = <-w.pending:
+			case <-ctx.Done():
+				err = kerr.RequestTimedOut
+			}
+			if err != nil {
+				rp := &resp.Topics[w.t].Partitions[w.p]
+				rp.ErrorCode = errorCode(err)
+				rp.BaseOffset, rp.LogStartOffset = -1, -1
+			}
 		}
-	}
-	if req.Acks == 0 {
-		return nil, nil
-	}
-	return resp, nil
+	}}, nil
+}
+
+// deferredResponse is a response that is complete only once wait returns.
+// The connection calls wait on its own goroutine, in request order, while
+// it goes on handling the requests after this one (Redpanda's two-stage
+// produce: appends in order now, acknowledgements later).
+type deferredResponse struct {
+	kmsg.Response
+	wait func()
 }
