@@ -150,6 +150,7 @@ func (f *fetcher) run() {
 			failing = nil
 		}
 		answered := make(map[*replica]bool, len(items))
+		var flushes []<-chan struct{}
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
@@ -157,7 +158,9 @@ func (f *fetcher) run() {
 				for _, it := range items {
 					if it.r.topic == t.Topic && it.r.partition == rp.Partition && !answered[it.r] {
 						answered[it.r] = true
-						it.r.fetched(it.req, rp, nil)
+						if ch := it.r.fetched(it.req, rp, nil); ch != nil {
+							flushes = append(flushes, ch)
+						}
 						break
 					}
 				}
@@ -166,6 +169,17 @@ func (f *fetcher) run() {
 		for _, it := range items {
 			if !answered[it.r] {
 				it.r.fetched(it.req, nil, errLeaderUnreachable)
+			}
+		}
+		// Sync durability: a follower fetches again only once it fsynced
+		// what it got. Wait for those fsyncs (they run in parallel) so the
+		// next request carries every partition, instead of leaving one
+		// behind a long poll of the others.
+		for _, ch := range flushes {
+			select {
+			case <-ch:
+			case <-f.n.stop:
+				return
 			}
 		}
 	}

@@ -44,8 +44,9 @@ type replica struct {
 	// hwWaits are acks=all duplicates of batches not yet committed: they
 	// complete when the HW passes their last offset.
 	hwWaits   []hwWait
-	flushing  bool  // a flush goroutine runs
-	flushWant int64 // the offset it must fsync below
+	flushing  bool          // a flush goroutine runs
+	flushDone chan struct{} // closed when it ends
+	flushWant int64         // the offset it must fsync below
 	lastErr   string
 	dead      bool // the log is closed or deleted: no more work
 }
@@ -244,6 +245,7 @@ func (r *replica) startFlush(off int64) {
 		return
 	}
 	r.flushing = true
+	r.flushDone = make(chan struct{})
 	go r.flushLoop()
 }
 
@@ -268,6 +270,7 @@ func (r *replica) flushLoop() {
 		r.process()
 	}
 	r.flushing = false
+	close(r.flushDone)
 }
 
 // kill ends the replica's work before its log is closed or deleted:

@@ -171,13 +171,20 @@ func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 
 // fetched handles this follower's fetch response for req: append the
 // records (only if the state machine still waits for this fetch), then
-// step the response.
-func (r *replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopicPartition, fetchErr error) {
+// step the response. When that started an fsync (sync durability: the next
+// fetch waits for it), it returns a channel closed when the fsync is done,
+// so the fetcher can send the next request with this partition in it.
+func (r *replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopicPartition, fetchErr error) (flushing <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.dead || !r.part.ExpectsFetch(req.Seq) {
-		return
+		return nil
 	}
+	defer func() {
+		if r.flushing {
+			flushing = r.flushDone
+		}
+	}()
 	m := partition.FetchResponse{Seq: req.Seq, HW: -1, LogStartOffset: -1}
 	switch {
 	case fetchErr != nil:
@@ -204,6 +211,7 @@ func (r *replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopi
 		r.logErr("fetch response", err)
 	}
 	r.process()
+	return nil // the deferred check fills in the flush in progress
 }
 
 // recordReplicated keeps the idempotent-producer state on a follower from
