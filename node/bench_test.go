@@ -188,7 +188,10 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 				opts := []kgo.Opt{kgo.RequiredAcks(cell.acks), kgo.ProducerBatchCompression(kgo.NoCompression()),
 					kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner())}
 				if cell.acks != kgo.AllISRAcks() {
-					opts = append(opts, kgo.DisableIdempotentWrite())
+					// kgo's idempotent producer needs acks=all; without it
+					// kgo keeps one request in flight unless told otherwise,
+					// and the cells would not compare.
+					opts = append(opts, kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5))
 				}
 				cl := c.client(opts...)
 				// Wait for the partition to take writes (leader elected,
