@@ -55,14 +55,20 @@ func (c *common) servers() []string {
 
 // admin opens a kadm client; the caller closes it.
 func (c *common) admin() (*kadm.Client, func(), error) {
-	if c.format != "text" && c.format != "json" {
-		return nil, nil, fmt.Errorf("--format %q: want text or json", c.format)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.servers()...))
+	cl, err := c.client()
 	if err != nil {
 		return nil, nil, err
 	}
 	return kadm.NewClient(cl), cl.Close, nil
+}
+
+// client opens a kgo client, for requests kadm has no call for; the
+// caller closes it.
+func (c *common) client() (*kgo.Client, error) {
+	if c.format != "text" && c.format != "json" {
+		return nil, fmt.Errorf("--format %q: want text or json", c.format)
+	}
+	return kgo.NewClient(kgo.SeedBrokers(c.servers()...))
 }
 
 func (c *common) ctx(parent context.Context) (context.Context, context.CancelFunc) {

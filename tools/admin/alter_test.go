@@ -1,0 +1,58 @@
+package admin
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTopicsAlterPartitions: `sluice topics alter --partitions` grows a
+// topic on a real cluster; validate-only, shrinking, an unknown topic and
+// a missing count are refused with errors that say what to do.
+func TestTopicsAlterPartitions(t *testing.T) {
+	_, bootstrap := startCluster(t, 3)
+	mustRun(t, bootstrap, "topics", "create", "grow", "--partitions", "2", "--replication-factor", "1")
+	partitions := func() int {
+		rows := decode[[]TopicRow](t, mustRun(t, bootstrap, "topics", "describe", "grow", "--format", "json"))
+		return rows[0].PartitionCount
+	}
+
+	out := mustRun(t, bootstrap, "topics", "alter", "grow", "--partitions", "5", "--validate-only")
+	if !strings.Contains(out, "validate only") || partitions() != 2 {
+		t.Fatalf("validate-only changed the topic or said nothing: %q, %d partitions", out, partitions())
+	}
+	out = mustRun(t, bootstrap, "topics", "alter", "grow", "--partitions", "5")
+	if out != "Topic grow now has 5 partitions.\n" {
+		t.Fatalf("alter output %q", out)
+	}
+	if n := partitions(); n != 5 {
+		t.Fatalf("%d partitions after alter to 5", n)
+	}
+	rows := decode[[]TopicRow](t, mustRun(t, bootstrap, "topics", "describe", "grow", "--format", "json"))
+	leaders := map[int32]bool{}
+	for _, p := range rows[0].Partitions {
+		if p.Leader < 1 || len(p.Replicas) != 1 {
+			t.Fatalf("partition %+v", p)
+		}
+		leaders[p.Leader] = true
+	}
+	if len(leaders) != 3 {
+		t.Fatalf("five partitions led by %v: new partitions not spread over the brokers", leaders)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"topics", "alter", "grow", "--partitions", "3"}, "INVALID_PARTITIONS"},
+		{[]string{"topics", "alter", "nope", "--partitions", "3"}, "UNKNOWN_TOPIC_OR_PARTITION"},
+		{[]string{"topics", "alter", "grow"}, "--partitions N is required"},
+	} {
+		if _, err := run(t, bootstrap, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error naming %s", c.args, err, c.want)
+		}
+	}
+	res := decode[[]AlterResult](t, mustRun(t, bootstrap, "topics", "alter", "grow", "--partitions", "6", "--format", "json"))
+	if len(res) != 1 || res[0].Topic != "grow" || res[0].Partitions != 6 || res[0].Error != "" {
+		t.Fatalf("json %+v", res)
+	}
+}
