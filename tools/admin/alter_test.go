@@ -1,16 +1,26 @@
 package admin
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestTopicsAlterPartitions: `sluice topics alter --partitions` grows a
 // topic on a real cluster; validate-only, shrinking, an unknown topic and
 // a missing count are refused with errors that say what to do.
 func TestTopicsAlterPartitions(t *testing.T) {
-	_, bootstrap := startCluster(t, 3)
+	nodes, bootstrap := startCluster(t, 3)
 	mustRun(t, bootstrap, "topics", "create", "grow", "--partitions", "2", "--replication-factor", "1")
+	hasPartitions := func(n int) {
+		onEveryNode(t, nodes, fmt.Sprintf("grow to have %d partitions", n), func(ctx context.Context, b *kgo.Broker) bool {
+			return partitionCount(ctx, b, "grow") == n
+		})
+	}
+	hasPartitions(2)
 	partitions := func() int {
 		rows := decode[[]TopicRow](t, mustRun(t, bootstrap, "topics", "describe", "grow", "--format", "json"))
 		return rows[0].PartitionCount
@@ -24,6 +34,7 @@ func TestTopicsAlterPartitions(t *testing.T) {
 	if out != "Topic grow now has 5 partitions.\n" {
 		t.Fatalf("alter output %q", out)
 	}
+	hasPartitions(5)
 	if n := partitions(); n != 5 {
 		t.Fatalf("%d partitions after alter to 5", n)
 	}
