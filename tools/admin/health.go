@@ -39,13 +39,11 @@ func NewHealthCommand() *cobra.Command {
 		Short: "Is the cluster healthy, and if not, why (exit 2 when not)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := c.client()
+			cl, ctx, done, err := c.openClient(cmd)
 			if err != nil {
 				return err
 			}
-			defer cl.Close()
-			ctx, cancel := c.ctx(cmd.Context())
-			defer cancel()
+			defer done()
 			md, err := kadm.NewClient(cl).Metadata(ctx)
 			if err != nil {
 				return c.unreachable(err)

@@ -63,13 +63,11 @@ timestamps are approximate (see ARCHITECTURE.md, "Metadata quorum").`,
 			if status == replication {
 				return errors.New("give exactly one of --status or --replication")
 			}
-			cl, err := c.client()
+			cl, ctx, done, err := c.openClient(cmd)
 			if err != nil {
 				return err
 			}
-			defer cl.Close()
-			ctx, cancel := c.ctx(cmd.Context())
-			defer cancel()
+			defer done()
 			md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
 			if err != nil {
 				return c.unreachable(err)
