@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,5 +66,26 @@ func TestTopicsAlterPartitions(t *testing.T) {
 	res := decode[[]AlterResult](t, mustRun(t, bootstrap, "topics", "alter", "grow", "--partitions", "6", "--format", "json"))
 	if len(res) != 1 || res[0].Topic != "grow" || res[0].Partitions != 6 || res[0].Error != "" {
 		t.Fatalf("json %+v", res)
+	}
+
+	// kafka-topics.sh's --replica-assignment: every partition listed, the
+	// new ones' replicas used.
+	hasPartitions(6)
+	mustRun(t, bootstrap, "topics", "alter", "grow", "--partitions", "8", "--replica-assignment", "1,1,1,1,1,1,3,2")
+	hasPartitions(8)
+	rows = decode[[]TopicRow](t, mustRun(t, bootstrap, "topics", "describe", "grow", "--format", "json"))
+	if p := rows[0].Partitions; len(p) != 8 || !slices.Equal(p[6].Replicas, []int32{3}) || !slices.Equal(p[7].Replicas, []int32{2}) {
+		t.Fatalf("after an assigned alter: %+v", p)
+	}
+	for _, c := range []struct {
+		assign, want string
+	}{
+		{"1,1,1,1,1,1,1,1,2", "lists 9 partitions, --partitions asks for 10"},
+		{"1,1,1,1,1,1,1,1,x,2", "is not a broker id"},
+		{"1,1,1,1,1,1,1,1,9,2", "INVALID_REPLICA_ASSIGNMENT"},
+	} {
+		if _, err := run(t, bootstrap, "topics", "alter", "grow", "--partitions", "10", "--replica-assignment", c.assign); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("assignment %s: %v, want an error naming %q", c.assign, err, c.want)
+		}
 	}
 }
