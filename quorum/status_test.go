@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -69,5 +70,39 @@ func TestDescribeQuorum(t *testing.T) {
 		if v.ID == f.id && v.LastCaughtUp.IsZero() {
 			t.Fatalf("stopped voter forgot when it was last caught up: %+v", v)
 		}
+	}
+}
+
+// TestAddPartitionsReplayIsChecked: an add_partitions record replays only
+// onto the partition count it was planned from, so a duplicate is stale.
+func TestAddPartitionsReplayIsChecked(t *testing.T) {
+	h := newHarness()
+	for _, cmd := range []Command{&RegisterBroker{ID: 1}, &UnfenceBroker{ID: 1, Epoch: AnyEpoch},
+		&CreateTopics{Topics: []TopicSpec{{Name: "t", Partitions: 1, ReplicationFactor: 1}}}} {
+		recs, _, err := Plan(h.im, h.pol, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if err := h.im.Replay(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	recs, _, err := Plan(h.im, h.pol, &CreatePartitions{Topics: []PartitionsSpec{{Name: "t", Count: 3}}})
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("plan: %v %v", recs, err)
+	}
+	if err := h.im.Replay(recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.im.Replay(recs[0]); !errors.Is(err, ErrStaleRecord) {
+		t.Fatalf("replayed twice: %v, want ErrStaleRecord", err)
+	}
+	if n := len(h.im.Topics["t"].Partitions); n != 3 {
+		t.Fatalf("%d partitions", n)
+	}
+	if err := h.im.CheckInvariants(); err != nil {
+		t.Fatal(err)
 	}
 }
