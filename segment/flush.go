@@ -43,6 +43,7 @@ func (l *Log) flushLocked() error {
 	l.dirDirty = false
 	l.mu.Unlock()
 
+	start := l.opts.Now()
 	var err error
 	for _, s := range todo {
 		if err == nil {
@@ -54,6 +55,9 @@ func (l *Log) flushLocked() error {
 	}
 	if err == nil && syncDir {
 		err = l.syncDir()
+	}
+	if err == nil && l.opts.OnFlush != nil {
+		l.opts.OnFlush(l.opts.Now().Sub(start))
 	}
 
 	l.mu.Lock()

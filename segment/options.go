@@ -34,6 +34,9 @@ type Options struct {
 	MaxBatchBytes int
 	// Now is the clock; time.Now when nil. Tests inject their own.
 	Now func() time.Time
+	// OnFlush, when set, is told how long each successful fsync pass of
+	// Flush took (by Now): LogFlushRateAndTimeMs. It must not block.
+	OnFlush func(time.Duration)
 }
 
 // Kafka's defaults for the settings above.
