@@ -91,6 +91,8 @@ type Controller struct {
 
 	// caught is the leader's memory for DescribeQuorum (status.go).
 	caught caughtUp
+
+	commits commitStats // RaftStats
 }
 
 // Open starts a controller: opens (or creates) Dir, starts Raft on the
@@ -318,6 +320,7 @@ func (c *Controller) proposeLocal(ctx context.Context, cmd Command) (any, error)
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
+	start := time.Now()
 	reply, f, err := c.appendCommand(cmd, timeout)
 	if err != nil || f == nil {
 		return reply, err
@@ -334,6 +337,7 @@ func (c *Controller) proposeLocal(ctx context.Context, cmd Command) (any, error)
 		c.dropSpec()
 		return nil, outcomeUnknown(rerr)
 	}
+	c.commits.observe(time.Since(start))
 	return reply, nil
 }
 
