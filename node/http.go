@@ -2,10 +2,14 @@ package node
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"errors"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // health is the body of GET /health.
@@ -18,10 +22,29 @@ type health struct {
 	Status      string `json:"status"`
 }
 
-// serveHTTP serves /health on ln until the node closes: 200 while the node
-// serves, 503 once it is shutting down.
+// serveHTTP serves on ln until the node closes:
+//   - /health: JSON; 200 while the node serves, 503 once it is shutting down;
+//   - /metrics: the Prometheus text format (node/metrics);
+//   - /healthz: 200 while the process answers (liveness);
+//   - /readyz: 200 when the broker is registered, unfenced with this run's
+//     epoch, and serving Kafka requests; 503 with the reason otherwise
+//     (readiness).
 func (n *Node) serveHTTP(ln net.Listener) {
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", n.metrics.m.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if why := n.notReady(); why != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, why+"\n")
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		h := health{NodeID: n.cfg.NodeID, BrokerEpoch: n.epoch, ClusterID: n.clusterID, Status: "ok"}
 		h.Controller, _ = n.ctrl.Leader()
@@ -44,4 +67,32 @@ func (n *Node) serveHTTP(ln net.Listener) {
 			n.log.Error("node: http listener failed", "err", err)
 		}
 	}()
+}
+
+// notReady says why the node should not get traffic, "" when it should.
+func (n *Node) notReady() string {
+	n.mu.RLock()
+	closing := n.closed
+	n.mu.RUnlock()
+	if closing {
+		return "shutting down"
+	}
+	if n.epoch == 0 {
+		return "not registered with the controller yet"
+	}
+	var why string
+	n.ctrl.View(func(im *quorum.Image) {
+		b := im.Brokers[n.cfg.NodeID]
+		switch {
+		case b == nil:
+			why = fmt.Sprintf("broker %d is not registered in the metadata", n.cfg.NodeID)
+		case b.Epoch != n.epoch:
+			why = fmt.Sprintf("broker %d is registered with epoch %d, this process has epoch %d", n.cfg.NodeID, b.Epoch, n.epoch)
+		case b.Fenced:
+			why = fmt.Sprintf("broker %d is fenced: the active controller has not seen it alive (gossip)", n.cfg.NodeID)
+		case b.ShuttingDown:
+			why = fmt.Sprintf("broker %d is shutting down", n.cfg.NodeID)
+		}
+	})
+	return why
 }

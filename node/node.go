@@ -99,6 +99,8 @@ type Node struct {
 	wg     sync.WaitGroup
 	// served is closed when the Kafka Serve loop returns.
 	served chan struct{}
+
+	metrics nodeMetrics // node/metrics.go
 }
 
 // Open starts a node from cfg; see the package doc for the steps. It
@@ -124,6 +126,8 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.alterer = newAlterer(n)
+	n.metrics.m = newMetrics(n)
+	n.checkWriteback("/proc")
 	var closers []func()
 	defer func() {
 		if err != nil {
@@ -184,7 +188,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		NodeID: cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
 		ClusterID: meta.ClusterID,
 		Policy:    quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
-		OnApply:   func(quorum.Change) { n.poke() },
+		OnApply:   func(c quorum.Change) { n.metrics.isr.apply(c, cfg.NodeID); n.poke() },
 	}
 	if a, ok := cfg.Advertised(config.ListenerController); ok && a.Host != "" {
 		qc.AdvertiseAddr = net.JoinHostPort(a.Host, strconv.Itoa(int(ctrlL.Addr().(*net.TCPAddr).Port)))
@@ -236,7 +240,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		return nil, err
 	}
 
-	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log}
+	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log, Observer: n.metrics.m.Requests}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
 		return nil, err
 	}
@@ -593,6 +597,7 @@ func (n *Node) reconcile() {
 func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config) (*replica, error) {
 	key := replicaKey(t.Name, partition)
 	opts := logOptions(n.cfg, t.Configs)
+	opts.OnFlush = n.metrics.m.ObserveFlush
 	l, rep, err := segment.Open(n.fs, filepath.Join(n.dir, key), key, n.idx, opts)
 	if err != nil {
 		return nil, err

@@ -43,9 +43,9 @@ type conn struct {
 	queue chan *request
 	// fin holds the answers in request order, each a function that returns
 	// the encoded response (waiting first for a deferred one); the
-	// finisher calls them in order and passes the bytes to out.
-	fin    chan func() []byte
-	out    chan []byte
+	// finisher calls them in order and passes the responses to out.
+	fin    chan func() response
+	out    chan response
 	free   chan []byte // recycled response buffers
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -56,22 +56,42 @@ type conn struct {
 	// answered; answered signals the reader waiting for them to drop.
 	queuedBytes atomic.Int64
 	answered    chan struct{}
+
+	// obs is the server's Observer, nil if none. remote accumulates the
+	// remote time of the request being handled (BeginRemote finds it
+	// through ctx). serveTiming and writeTiming are the RequestTiming
+	// passed to obs by the serve and writer goroutines, reused.
+	obs                      Observer
+	remote                   atomic.Int64
+	serveTiming, writeTiming RequestTiming
+	pending                  []*request // written, not yet flushed
+}
+
+// response is one encoded response on its way to the writer, with its
+// request for the Observer.
+type response struct {
+	buf []byte
+	r   *request
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &conn{
+	c := &conn{
 		s:        s,
 		nc:       nc,
 		log:      s.opts.Logger.With("remote", nc.RemoteAddr().String()),
 		queue:    make(chan *request, s.opts.MaxQueuedRequests),
-		out:      make(chan []byte, outQueueLen),
-		fin:      make(chan func() []byte, outQueueLen),
+		out:      make(chan response, outQueueLen),
+		fin:      make(chan func() response, outQueueLen),
 		free:     make(chan []byte, outQueueLen+1),
 		answered: make(chan struct{}, 1),
-		ctx:      ctx,
-		cancel:   cancel,
+		obs:      s.opts.Observer,
 	}
+	ctx := context.Background()
+	if c.obs != nil {
+		ctx = context.WithValue(ctx, remoteKey{}, &c.remote)
+	}
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	return c
 }
 
 // serve runs the connection until the peer leaves, a request is bad, or the
@@ -87,12 +107,16 @@ func (c *conn) serve() {
 	go func() {
 		defer close(c.out)
 		for f := range c.fin {
-			if buf := f(); buf != nil {
-				c.out <- buf
+			if m := f(); m.buf != nil {
+				c.out <- m
 			}
 		}
 	}()
 	for r := range c.queue {
+		if c.obs != nil {
+			r.stamps.dequeued = time.Now()
+			c.remote.Store(0)
+		}
 		ok := c.answer(r)
 		c.queuedBytes.Add(-int64(r.size))
 		select {
@@ -117,11 +141,19 @@ func (c *conn) serve() {
 func (c *conn) writeLoop() {
 	bw := bufio.NewWriterSize(c.nc, writeBufferSize)
 	failed := false
-	for buf := range c.out {
+	for m := range c.out {
+		buf := m.buf
 		if !failed {
+			if c.obs != nil {
+				m.r.stamps.picked = time.Now()
+				c.pending = append(c.pending, m.r)
+			}
 			_, err := bw.Write(buf)
 			if err == nil && len(c.out) == 0 {
 				err = bw.Flush()
+				if err == nil && c.obs != nil {
+					c.observeSent()
+				}
 			}
 			if err != nil {
 				failed = true
@@ -138,9 +170,20 @@ func (c *conn) writeLoop() {
 			}
 		}
 	}
-	if !failed {
-		_ = bw.Flush()
+	if !failed && bw.Flush() == nil && c.obs != nil {
+		c.observeSent()
 	}
+}
+
+// observeSent reports the requests whose responses the last flush sent.
+func (c *conn) observeSent() {
+	sent := time.Now()
+	for i, r := range c.pending {
+		r.timing(&c.writeTiming, sent)
+		c.obs.ObserveRequest(&c.writeTiming)
+		c.pending[i] = nil
+	}
+	c.pending = c.pending[:0]
 }
 
 // drain makes the reader stop at its next read; queued requests are still
@@ -174,6 +217,10 @@ func (c *conn) readLoop() {
 			c.readFailed(err)
 			return
 		}
+		var received time.Time
+		if c.obs != nil {
+			received = time.Now()
+		}
 		r, err := decodeRequest(frame, c.s.table)
 		if err != nil {
 			attrs := []any{"err", err}
@@ -183,6 +230,7 @@ func (c *conn) readLoop() {
 			c.log.Warn("kafka: closing connection: bad request", attrs...)
 			return
 		}
+		r.stamps.received = received
 		select {
 		case c.queue <- r:
 		case <-c.ctx.Done():
@@ -236,23 +284,34 @@ func isTimeout(err error) bool {
 // It returns false when the connection must close.
 func (c *conn) answer(r *request) bool {
 	resp, err := r.api.handle(c.ctx, c.s, r)
+	if c.obs != nil {
+		r.stamps.handled = time.Now()
+		r.stamps.remote = time.Duration(c.remote.Load())
+	}
 	if err != nil {
 		c.log.Warn("kafka: closing connection: request failed", "err", err,
 			"api", kmsg.NameForKey(r.key), "api_version", r.version, "correlation_id", r.correlationID, "client_id", derefOr(r.clientID, ""))
 		return false
 	}
 	if resp == nil {
+		if c.obs != nil {
+			r.timing(&c.serveTiming, r.stamps.handled)
+			c.obs.ObserveRequest(&c.serveTiming)
+		}
 		return true // the API sends no response (Produce with acks=0)
 	}
 	if d, ok := resp.(*deferredResponse); ok {
-		c.fin <- func() []byte {
+		c.fin <- func() response {
 			d.wait()
-			return c.encode(r, d.Response)
+			if c.obs != nil {
+				r.stamps.waited()
+			}
+			return response{buf: c.encode(r, d.Response), r: r}
 		}
 		return c.ctx.Err() == nil
 	}
 	buf := c.encode(r, resp)
-	c.fin <- func() []byte { return buf }
+	c.fin <- func() response { return response{buf: buf, r: r} }
 	return c.ctx.Err() == nil
 }
 

@@ -51,16 +51,20 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 			deadline = time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 			defer deadline.Stop()
 		}
+		wait := BeginRemote(ctx)
 		select {
 		case <-appended:
+			wait.End()
 			continue
 		case <-deadline.C:
 		case <-ctx.Done():
 		}
+		wait.End()
 		// One last read so the answer holds what arrived meanwhile.
 		fetchOnce(ctx, logs, req, resp, maxBytes)
 		break
 	}
+	s.fetched(req, resp)
 	return resp, nil
 }
 

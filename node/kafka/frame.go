@@ -82,6 +82,8 @@ type request struct {
 	// size is the frame's payload size, counted against the connection's
 	// MaxQueuedBytes until the request is answered.
 	size int32
+	// stamps time the request when the server has an Observer.
+	stamps stamps
 }
 
 // decodeRequest parses a frame payload: the request header (v1, or v2 for

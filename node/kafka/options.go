@@ -34,6 +34,10 @@ type Options struct {
 	// max(MaxRequestBytes, MaxQueuedBytes) of frames (Kafka, which reads
 	// nothing while a request is in flight, holds one).
 	MaxQueuedBytes int32
+	// Observer, when set, receives the timing of every request, and its
+	// TopicObserver capability, if any, the per-topic traffic (metrics).
+	// Nil takes no timestamps.
+	Observer Observer
 	// Logger receives one line per closed-on-error connection and per
 	// Broker failure. Nil discards.
 	Logger *slog.Logger

@@ -16,6 +16,8 @@ type Server struct {
 	broker Broker
 	opts   Options
 	table  *table
+	// topics is opts.Observer's TopicObserver capability, nil if none.
+	topics TopicObserver
 
 	closing atomic.Bool
 	// done is closed when Shutdown or Close begins.
@@ -39,7 +41,9 @@ func NewServer(b Broker, opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	topics, _ := opts.Observer.(TopicObserver)
 	return &Server{
+		topics:    topics,
 		broker:    b,
 		opts:      opts,
 		table:     newTable(b),

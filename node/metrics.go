@@ -1,0 +1,199 @@
+package node
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/sluice-log/sluice/node/metrics"
+	"github.com/sluice-log/sluice/node/writeback"
+	"github.com/sluice-log/sluice/partition"
+	"github.com/sluice-log/sluice/quorum"
+)
+
+// nodeMetrics is the node's part of its metrics: the registry (built in
+// Open) and the ISR change counts, which come from the metadata stream
+// (OnApply) because they are events, not state.
+type nodeMetrics struct {
+	m   *metrics.Metrics
+	isr isrChanges
+}
+
+// metricsSource is the Node seen by the metrics collectors.
+type metricsSource Node
+
+var _ metrics.Source = (*metricsSource)(nil)
+
+// newMetrics builds the registry over n; Open calls it.
+func newMetrics(n *Node) *metrics.Metrics {
+	return metrics.New((*metricsSource)(n), metrics.Options{})
+}
+
+// Partitions implements metrics.Source: the replica set from the metadata
+// image, the rest from each replica's partition.Status and its log.
+func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.PartitionStat {
+	n := (*Node)(s)
+	replicas := map[string]int{}
+	n.ctrl.View(func(im *quorum.Image) {
+		for name, t := range im.Topics {
+			for i, p := range t.Partitions {
+				if contains(p.Replicas, n.cfg.NodeID) {
+					replicas[replicaKey(name, int32(i))] = len(p.Replicas)
+				}
+			}
+		}
+	})
+	for _, r := range n.snapshotReplicas() {
+		nr, ok := replicas[replicaKey(r.topic, r.partition)]
+		if !ok {
+			continue // being dropped
+		}
+		st := r.status()
+		r.mu.Lock()
+		minISR := max(r.cfg.MinInsyncReplicas, 1)
+		r.mu.Unlock()
+		u := r.log.Unflushed()
+		ps := metrics.PartitionStat{
+			Topic: r.topic, Partition: r.partition, Leader: st.Role == partition.Leader,
+			Replicas: nr, ISR: len(st.ISR), MinISR: minISR,
+			LogStart: r.log.LogStartOffset(), LogEnd: st.LEO, HighWatermark: st.HW,
+			Flushed: u.Offset, Size: r.log.Size(), UnflushedBytes: u.Bytes, UnflushedSince: u.Since,
+		}
+		for _, f := range st.Followers {
+			if f.Acked >= 0 {
+				ps.FollowerLag = max(ps.FollowerLag, st.LEO-f.Acked)
+			}
+		}
+		buf = append(buf, ps)
+	}
+	return buf
+}
+
+// Broker implements metrics.Source.
+func (s *metricsSource) Broker() metrics.BrokerStat {
+	shrinks, expands := s.metrics.isr.counts()
+	return metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands}
+}
+
+// Controller implements metrics.Source.
+func (s *metricsSource) Controller() metrics.ControllerStat {
+	rs := s.ctrl.RaftStats()
+	st := metrics.ControllerStat{Raft: metrics.RaftStat{
+		State: strings.ToLower(rs.State), Leader: rs.Leader, Term: rs.Term,
+		LastIndex: rs.LastIndex, CommitIndex: rs.CommitIndex, AppliedIndex: rs.AppliedIndex,
+		Commits: rs.Commits, CommitTime: rs.CommitTime,
+	}}
+	if st.Active = rs.State == "Leader"; !st.Active {
+		return st
+	}
+	s.ctrl.View(func(im *quorum.Image) {
+		for _, b := range im.Brokers {
+			switch {
+			case b.Alive():
+				st.ActiveBrokers++
+			case b.Fenced:
+				st.FencedBrokers++
+			}
+		}
+		for _, t := range im.Topics {
+			for _, p := range t.Partitions {
+				if p.Leader == quorum.NoLeader {
+					st.OfflinePartitions++
+				}
+				st.UncleanElections += int64(len(p.UncleanElections))
+			}
+		}
+	})
+	return st
+}
+
+// checkWriteback logs the vm.dirty_* settings and a warning for each stall
+// rule they break (node/writeback); Open calls it once.
+func (n *Node) checkWriteback(procRoot string) {
+	s, err := writeback.Read(procRoot)
+	if err != nil {
+		n.log.Debug("node: cannot read the writeback settings", "err", err)
+		return
+	}
+	mem, err := writeback.ReadMemory(procRoot)
+	if err != nil {
+		n.log.Debug("node: cannot read the memory size", "err", err)
+		return
+	}
+	attrs := []any{"mem_total_bytes", mem.Total}
+	for _, name := range writeback.Names {
+		attrs = append(attrs, "vm."+name, s[name])
+	}
+	n.log.Info("node: page-cache writeback settings", attrs...)
+	for _, w := range writeback.Check(s, mem.Total) {
+		n.log.Warn("node: writeback: " + w)
+	}
+}
+
+// isrChanges counts the ISR shrinks and expansions of the partitions this
+// node leads, from the applied metadata stream: a partition_change that
+// keeps this node as leader and changes the ISR's size. It keeps the last
+// leader and ISR size of every partition to compare with.
+type isrChanges struct {
+	mu               sync.Mutex
+	last             map[isrKey]isrState
+	shrinks, expands int64
+}
+
+type isrKey struct {
+	topic     quorum.UUID
+	partition int32
+}
+
+type isrState struct {
+	leader int32
+	isr    int
+}
+
+// apply follows one applied change (the quorum's OnApply).
+func (c *isrChanges) apply(ch quorum.Change, self int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil || ch.Restored {
+		c.last = map[isrKey]isrState{}
+	}
+	if ch.Restored {
+		for _, t := range ch.Image.Topics {
+			for i, p := range t.Partitions {
+				c.last[isrKey{t.ID, int32(i)}] = isrState{p.Leader, len(p.ISR)}
+			}
+		}
+		return
+	}
+	for _, r := range ch.Records {
+		switch r := r.(type) {
+		case *quorum.CreateTopicRecord:
+			for i, p := range r.Partitions {
+				c.last[isrKey{r.ID, int32(i)}] = isrState{p.Leader, len(p.ISR)}
+			}
+		case *quorum.PartitionChangeRecord:
+			k := isrKey{r.TopicID, r.Partition}
+			prev, ok := c.last[k]
+			if ok && prev.leader == self && r.Leader == self {
+				switch {
+				case len(r.ISR) < prev.isr:
+					c.shrinks++
+				case len(r.ISR) > prev.isr:
+					c.expands++
+				}
+			}
+			c.last[k] = isrState{r.Leader, len(r.ISR)}
+		case *quorum.RemoveTopicRecord:
+			for k := range c.last {
+				if k.topic == r.ID {
+					delete(c.last, k)
+				}
+			}
+		}
+	}
+}
+
+func (c *isrChanges) counts() (shrinks, expands int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.shrinks, c.expands
+}

@@ -1,0 +1,177 @@
+package metrics
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// desc builds the Desc of a metric this package collects.
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// Descs of the source collector, by Kafka name (see the package doc).
+var (
+	underReplicated = desc("kafka_server_replicamanager_underreplicatedpartitions", "Kafka ReplicaManager UnderReplicatedPartitions: partitions led here whose ISR is smaller than their replica set.")
+	underMinISR     = desc("kafka_server_replicamanager_underminisrpartitioncount", "Kafka ReplicaManager UnderMinIsrPartitionCount: partitions led here whose ISR is below min.insync.replicas (acks=all fails).")
+	atMinISR        = desc("kafka_server_replicamanager_atminisrpartitioncount", "Kafka ReplicaManager AtMinIsrPartitionCount: partitions led here whose ISR is exactly min.insync.replicas (one more loss stops acks=all).")
+	leaderCount     = desc("kafka_server_replicamanager_leadercount", "Kafka ReplicaManager LeaderCount: partitions led here.")
+	partitionCount  = desc("kafka_server_replicamanager_partitioncount", "Kafka ReplicaManager PartitionCount: partition replicas hosted here.")
+	isrShrinks      = desc("kafka_server_replicamanager_isrshrinks_total", "Kafka ReplicaManager IsrShrinksPerSec: ISR shrinks of partitions led here.")
+	isrExpands      = desc("kafka_server_replicamanager_isrexpands_total", "Kafka ReplicaManager IsrExpandsPerSec: ISR expansions of partitions led here.")
+	maxLag          = desc("kafka_server_replicafetchermanager_maxlag", "Kafka ReplicaFetcherManager MaxLag: the largest lag, in offsets, of a follower replica here behind its leader.", "clientId")
+
+	partUnderReplicated = desc("kafka_cluster_partition_underreplicated", "Kafka Partition UnderReplicated (1/0), on the leader.", "topic", "partition")
+	partISR             = desc("kafka_cluster_partition_insyncreplicascount", "Kafka Partition InSyncReplicasCount, on the leader.", "topic", "partition")
+	partReplicas        = desc("kafka_cluster_partition_replicascount", "Kafka Partition ReplicasCount, on the leader.", "topic", "partition")
+	logEnd              = desc("kafka_log_log_logendoffset", "Kafka Log LogEndOffset of the local replica.", "topic", "partition")
+	logStart            = desc("kafka_log_log_logstartoffset", "Kafka Log LogStartOffset of the local replica.", "topic", "partition")
+	logSize             = desc("kafka_log_log_size", "Kafka Log Size: bytes of the local replica's log.", "topic", "partition")
+	highWatermark       = desc("sluice_partition_high_watermark", "High watermark of the local replica: records below it are committed.", "topic", "partition")
+	flushedOffset       = desc("sluice_log_flushed_offset", "Every offset below it is fsynced on this node.", "topic", "partition")
+	unflushedBytes      = desc("sluice_log_unflushed_bytes", "Bytes of the local log past the flushed offset: what a power cut of this node would take from this replica.", "topic", "partition")
+	unflushedAge        = desc("sluice_log_unflushed_age_seconds", "Age of the oldest record of the local log not yet fsynced (0: none).", "topic", "partition")
+
+	activeController  = desc("kafka_controller_kafkacontroller_activecontrollercount", "Kafka KafkaController ActiveControllerCount: 1 on the active controller.")
+	offlinePartitions = desc("kafka_controller_kafkacontroller_offlinepartitionscount", "Kafka KafkaController OfflinePartitionsCount: partitions without a leader (active controller only).")
+	activeBrokers     = desc("kafka_controller_kafkacontroller_activebrokercount", "Kafka KafkaController ActiveBrokerCount: registered, unfenced brokers (active controller only).")
+	fencedBrokers     = desc("kafka_controller_kafkacontroller_fencedbrokercount", "Kafka KafkaController FencedBrokerCount (active controller only).")
+	uncleanElections  = desc("kafka_controller_controllerstats_uncleanleaderelections_total", "Kafka ControllerStats UncleanLeaderElectionsPerSec: unclean elections recorded in the metadata (active controller only).")
+
+	raftState        = desc("kafka_server_raftmetrics_current_state", "Kafka raft-metrics current-state: 1 for this node's Raft state.", "current_state")
+	raftLeader       = desc("kafka_server_raftmetrics_current_leader", "Kafka raft-metrics current-leader: the quorum leader's node id, -1 if unknown.")
+	raftEpoch        = desc("kafka_server_raftmetrics_current_epoch", "Kafka raft-metrics current-epoch: the Raft term.")
+	raftHW           = desc("kafka_server_raftmetrics_high_watermark", "Kafka raft-metrics high-watermark: the Raft commit index.")
+	raftLEO          = desc("kafka_server_raftmetrics_log_end_offset", "Kafka raft-metrics log-end-offset: the last Raft log index.")
+	raftApplied      = desc("kafka_server_brokermetadatametrics_last_applied_record_offset", "Kafka broker-metadata-metrics last-applied-record-offset: the Raft index applied to the local metadata image.")
+	raftCommitAvg    = desc("kafka_server_raftmetrics_commit_latency_avg", "Kafka raft-metrics commit-latency-avg: mean milliseconds from proposal to commit over the last 30-60 s, on the leader.")
+	raftCommitsTotal = desc("sluice_raft_commits_total", "Metadata commands committed by this node as Raft leader.")
+	raftCommitSecs   = desc("sluice_raft_commit_seconds_total", "Total seconds from proposal to commit of sluice_raft_commits_total.")
+)
+
+// sourceCollector turns a Source into metrics at each scrape.
+type sourceCollector struct {
+	src Source
+	now func() time.Time
+
+	mu     sync.Mutex
+	parts  []PartitionStat // reused between scrapes, under mu
+	window commitWindow
+}
+
+func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{underReplicated, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag,
+		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unflushedAge,
+		activeController, offlinePartitions, activeBrokers, fencedBrokers, uncleanElections,
+		raftState, raftLeader, raftEpoch, raftHW, raftLEO, raftApplied, raftCommitAvg, raftCommitsTotal, raftCommitSecs} {
+		ch <- d
+	}
+}
+
+func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	c.parts = c.src.Partitions(c.parts[:0])
+	var under, underMin, atMin, leaders int
+	var lag int64
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for i := range c.parts {
+		p := &c.parts[i]
+		t, n := p.Topic, strconv.Itoa(int(p.Partition))
+		if p.Leader {
+			leaders++
+			ur := 0.0
+			if p.ISR < p.Replicas {
+				under++
+				ur = 1
+			}
+			if p.ISR < p.MinISR {
+				underMin++
+			} else if p.ISR == p.MinISR {
+				atMin++
+			}
+			gauge(partUnderReplicated, ur, t, n)
+			gauge(partISR, float64(p.ISR), t, n)
+			gauge(partReplicas, float64(p.Replicas), t, n)
+		}
+		lag = max(lag, p.FollowerLag)
+		gauge(logEnd, float64(p.LogEnd), t, n)
+		gauge(logStart, float64(p.LogStart), t, n)
+		gauge(logSize, float64(p.Size), t, n)
+		gauge(highWatermark, float64(p.HighWatermark), t, n)
+		gauge(flushedOffset, float64(p.Flushed), t, n)
+		gauge(unflushedBytes, float64(p.UnflushedBytes), t, n)
+		age := 0.0
+		if !p.UnflushedSince.IsZero() {
+			age = max(now.Sub(p.UnflushedSince).Seconds(), 0)
+		}
+		gauge(unflushedAge, age, t, n)
+		p.Topic = "" // do not keep topic names alive between scrapes
+	}
+	gauge(underReplicated, float64(under))
+	gauge(underMinISR, float64(underMin))
+	gauge(atMinISR, float64(atMin))
+	gauge(leaderCount, float64(leaders))
+	gauge(partitionCount, float64(len(c.parts)))
+	gauge(maxLag, float64(lag), "Replica")
+	b := c.src.Broker()
+	ch <- prometheus.MustNewConstMetric(isrShrinks, prometheus.CounterValue, float64(b.IsrShrinks))
+	ch <- prometheus.MustNewConstMetric(isrExpands, prometheus.CounterValue, float64(b.IsrExpands))
+
+	ctl := c.src.Controller()
+	active := 0.0
+	if ctl.Active {
+		active = 1
+	}
+	gauge(activeController, active)
+	gauge(offlinePartitions, float64(ctl.OfflinePartitions))
+	gauge(activeBrokers, float64(ctl.ActiveBrokers))
+	gauge(fencedBrokers, float64(ctl.FencedBrokers))
+	ch <- prometheus.MustNewConstMetric(uncleanElections, prometheus.CounterValue, float64(ctl.UncleanElections))
+	r := ctl.Raft
+	gauge(raftState, 1, r.State)
+	gauge(raftLeader, float64(r.Leader))
+	gauge(raftEpoch, float64(r.Term))
+	gauge(raftHW, float64(r.CommitIndex))
+	gauge(raftLEO, float64(r.LastIndex))
+	gauge(raftApplied, float64(r.AppliedIndex))
+	gauge(raftCommitAvg, c.window.avgMs(now, r.Commits, r.CommitTime))
+	ch <- prometheus.MustNewConstMetric(raftCommitsTotal, prometheus.CounterValue, float64(r.Commits))
+	ch <- prometheus.MustNewConstMetric(raftCommitSecs, prometheus.CounterValue, r.CommitTime.Seconds())
+}
+
+// commitWindow turns cumulative commit counts into Kafka's windowed
+// average: over the time since a mark at least 30 s old (at most about
+// 60 s), like Kafka's two 30 s samples.
+type commitWindow struct {
+	prev, cur commitMark
+}
+
+type commitMark struct {
+	at    time.Time
+	count int64
+	total time.Duration
+}
+
+const commitWindowLen = 30 * time.Second
+
+func (w *commitWindow) avgMs(now time.Time, count int64, total time.Duration) float64 {
+	if w.cur.at.IsZero() {
+		w.cur = commitMark{at: now}
+		w.prev = w.cur
+	}
+	if now.Sub(w.cur.at) >= commitWindowLen {
+		w.prev, w.cur = w.cur, commitMark{at: now, count: count, total: total}
+	}
+	n := count - w.prev.count
+	if n <= 0 {
+		return 0
+	}
+	return ms((total - w.prev.total) / time.Duration(n))
+}

@@ -1,0 +1,105 @@
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluice-log/sluice/node/writeback"
+)
+
+// Options configure New.
+type Options struct {
+	// ProcRoot is where /proc is ("/proc" when empty); tests point it at a
+	// fake tree.
+	ProcRoot string
+	// Now is the clock of the age and window metrics; time.Now when nil.
+	Now func() time.Time
+}
+
+// Metrics is one node's registry: the request observer, the flush
+// observer and the collectors over its Source. Safe for concurrent use.
+type Metrics struct {
+	reg *prometheus.Registry
+	// Requests is the kafka.Observer to put in kafka.Options.
+	Requests *Requests
+	flush    prometheus.Observer
+}
+
+// New builds the registry of a node whose state src describes.
+func New(src Source, opts Options) *Metrics {
+	if opts.ProcRoot == "" {
+		opts.ProcRoot = "/proc"
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	reg := prometheus.NewRegistry()
+	m := &Metrics{reg: reg, Requests: newRequests(reg)}
+	flush := prometheus.NewSummary(prometheus.SummaryOpts{
+		Name:       "kafka_log_logflushstats_logflushrateandtimems",
+		Help:       "Kafka LogFlushStats LogFlushRateAndTimeMs: milliseconds per log fsync pass (count: flushes).",
+		Objectives: kafkaObjectives,
+		MaxAge:     5 * time.Minute,
+	})
+	m.flush = flush
+	reg.MustRegister(flush,
+		&sourceCollector{src: src, now: opts.Now},
+		&writebackCollector{procRoot: opts.ProcRoot},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// ObserveFlush records one log fsync pass; give it to segment.Options.OnFlush.
+func (m *Metrics) ObserveFlush(d time.Duration) { m.flush.Observe(ms(d)) }
+
+// Handler serves the registry in the Prometheus text format (/metrics).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Gatherer is the registry, for tests and embedding.
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
+
+var (
+	vmSetting      = desc("sluice_vm_dirty_setting", "A vm.dirty_* sysctl of this machine (name: without vm.), read at each scrape.", "name")
+	vmThreshold    = desc("sluice_vm_dirty_threshold_bytes", "The effective dirty thresholds in bytes: background (writeback starts) and throttle (writers stall).", "threshold")
+	memDirty       = desc("sluice_memory_dirty_bytes", "Page cache dirty bytes (/proc/meminfo Dirty).")
+	memWriteback   = desc("sluice_memory_writeback_bytes", "Page cache bytes under writeback (/proc/meminfo Writeback).")
+	writebackWarns = desc("sluice_vm_writeback_warnings", "How many of the writeback stall rules (node/writeback) the current vm.dirty_* settings break.")
+)
+
+// writebackCollector reads the vm.dirty_* sysctls and /proc/meminfo at each
+// scrape; on a machine without them it reports nothing.
+type writebackCollector struct{ procRoot string }
+
+func (c *writebackCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{vmSetting, vmThreshold, memDirty, memWriteback, writebackWarns} {
+		ch <- d
+	}
+}
+
+func (c *writebackCollector) Collect(ch chan<- prometheus.Metric) {
+	mem, err := writeback.ReadMemory(c.procRoot)
+	if err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(memDirty, prometheus.GaugeValue, float64(mem.Dirty))
+	ch <- prometheus.MustNewConstMetric(memWriteback, prometheus.GaugeValue, float64(mem.Writeback))
+	s, err := writeback.Read(c.procRoot)
+	if err != nil {
+		return
+	}
+	for _, name := range writeback.Names {
+		ch <- prometheus.MustNewConstMetric(vmSetting, prometheus.GaugeValue, float64(s[name]), name)
+	}
+	th := writeback.Effective(s, mem.Total)
+	ch <- prometheus.MustNewConstMetric(vmThreshold, prometheus.GaugeValue, float64(th.Background), "background")
+	ch <- prometheus.MustNewConstMetric(vmThreshold, prometheus.GaugeValue, float64(th.Throttle), "throttle")
+	ch <- prometheus.MustNewConstMetric(writebackWarns, prometheus.GaugeValue, float64(len(writeback.Check(s, mem.Total))))
+}

@@ -1,0 +1,82 @@
+package metrics
+
+import "time"
+
+// Source is what the collectors read at each scrape; the node implements
+// it. Its methods are called from the scraping goroutine, concurrently
+// with everything else the node does, and must not block on I/O; returned
+// values belong to the caller.
+type Source interface {
+	// Partitions appends one PartitionStat for each partition replica
+	// hosted on this node to buf and returns it.
+	Partitions(buf []PartitionStat) []PartitionStat
+	// Broker describes this broker's own state.
+	Broker() BrokerStat
+	// Controller describes the metadata quorum as this node sees it.
+	Controller() ControllerStat
+}
+
+// PartitionStat is one partition replica hosted on this node.
+type PartitionStat struct {
+	Topic     string
+	Partition int32
+	// Leader is set when this node leads the partition.
+	Leader bool
+	// Replicas and ISR are the sizes of the assigned replica set and of
+	// the in-sync replica set; MinISR is min.insync.replicas.
+	Replicas, ISR, MinISR int
+	// LogStart, LogEnd and HighWatermark are offsets of the local log;
+	// Flushed is the local flushed offset (every offset below is
+	// fsynced here). Size is the log's size in bytes.
+	LogStart, LogEnd, HighWatermark, Flushed, Size int64
+	// UnflushedBytes are the bytes of the local log past Flushed: what a
+	// power cut of this node now would take from this replica.
+	UnflushedBytes int64
+	// UnflushedSince is when the oldest of them was appended; zero when
+	// there are none or the time is unknown (after recovery).
+	UnflushedSince time.Time
+	// FollowerLag, on a leader, is how many offsets its furthest-behind
+	// follower (of those that fetched in this leader epoch) is behind the
+	// log end; 0 on a follower. Kafka measures MaxLag on the followers;
+	// the leader's view gives the same cluster-wide maximum.
+	FollowerLag int64
+}
+
+// BrokerStat is this broker's own state.
+type BrokerStat struct {
+	// IsrShrinks and IsrExpands count the ISR changes of partitions this
+	// broker led, since the process started.
+	IsrShrinks, IsrExpands int64
+}
+
+// ControllerStat is the metadata quorum as this node sees it. The cluster
+// counts (offline partitions, brokers, unclean elections) are reported by
+// the active controller only, as Kafka does, so that a sum over the
+// cluster counts each once; on other nodes they are zero.
+type ControllerStat struct {
+	Active            bool
+	OfflinePartitions int
+	ActiveBrokers     int
+	FencedBrokers     int
+	// UncleanElections counts the unclean elections recorded in the
+	// metadata of the existing partitions (it drops when a topic that had
+	// some is deleted).
+	UncleanElections int64
+	Raft             RaftStat
+}
+
+// RaftStat is the local Raft member of the metadata quorum.
+type RaftStat struct {
+	// State is "leader", "follower", "candidate" or "shutdown".
+	State string
+	// Leader is the leader's node id, -1 when unknown.
+	Leader int32
+	// Term is the current term (Kafka's epoch).
+	Term uint64
+	// LastIndex, CommitIndex and AppliedIndex are Raft log indexes.
+	LastIndex, CommitIndex, AppliedIndex uint64
+	// Commits and CommitTime count the commands this node committed as
+	// leader and the total time from proposal to commit.
+	Commits    int64
+	CommitTime time.Duration
+}

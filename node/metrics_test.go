@@ -1,0 +1,217 @@
+package node
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/quorum"
+)
+
+// scrape GETs /metrics from tn and parses it.
+func scrape(t *testing.T, tn *testNode) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get("http://" + tn.http.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %s", resp.Status)
+	}
+	var p expfmt.TextParser
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
+// value returns the value of the series of family name whose labels
+// include labels ("k=v" each); it fails the test when there is none.
+func value(t *testing.T, mfs map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	mf := mfs[name]
+	if mf == nil {
+		t.Fatalf("no metric %s", name)
+	}
+next:
+	for _, m := range mf.Metric {
+		for _, l := range labels {
+			k, v, _ := strings.Cut(l, "=")
+			found := false
+			for _, lp := range m.Label {
+				if lp.GetName() == k && lp.GetValue() == v {
+					found = true
+				}
+			}
+			if !found && v != "" {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Summary != nil:
+			return float64(m.Summary.GetSampleCount())
+		}
+	}
+	t.Fatalf("no series %s%v", name, labels)
+	return 0
+}
+
+// scrapeUntil scrapes until cond holds of the result, for up to 10s.
+func scrapeUntil(t *testing.T, tn *testNode, cond func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		mfs := scrape(t, tn)
+		if cond(mfs) {
+			return mfs
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the metrics")
+		}
+		<-tick.C
+	}
+}
+
+func getStatus(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestMetricsScrape: a real node and franz-go clients; after a produce and
+// a consume, /metrics over HTTP shows the traffic, the request times, the
+// replica counts and the controller; the durability window is there until
+// a flush and drops to zero after it; /healthz and /readyz answer 200.
+func TestMetricsScrape(t *testing.T) {
+	tn := startNode(t, t.TempDir())
+	ctx := testCtx(t)
+	base := "http://" + tn.http.Addr().String()
+	if code, body := getStatus(t, base+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	if code, _ := getStatus(t, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d", code)
+	}
+
+	createTopic(ctx, t, newClient(t, tn), "m", 2)
+	prod := newClient(t, tn, kgo.DefaultProduceTopic("m"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	const records = 20
+	for i := 0; i < records; i++ {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 2), Value: []byte(fmt.Sprintf("value-%d", i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons := newClient(t, tn, kgo.ConsumeTopics("m"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for got := 0; got < records; {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+
+	// A request is observed once its response has left, which may be
+	// just after the client read it: wait for the last ones.
+	mfs := scrapeUntil(t, tn, func(mfs map[string]*dto.MetricFamily) bool {
+		return value(t, mfs, "kafka_network_requestmetrics_totaltimems", "request=Produce") >= records &&
+			value(t, mfs, "kafka_network_requestmetrics_localtimems", "request=FetchConsumer") >= 1
+	})
+	for _, topic := range []string{"m", ""} {
+		if v := value(t, mfs, "kafka_server_brokertopicmetrics_messagesin_total", "topic="+topic); v != records {
+			t.Errorf("MessagesIn{topic=%q} = %v, want %d", topic, v, records)
+		}
+		if v := value(t, mfs, "kafka_server_brokertopicmetrics_bytesin_total", "topic="+topic); v < records*61 {
+			t.Errorf("BytesIn{topic=%q} = %v, want at least %d batch headers", topic, v, records)
+		}
+	}
+	if v := value(t, mfs, "kafka_server_brokertopicmetrics_bytesout_total", "topic=m"); v <= 0 {
+		t.Errorf("BytesOut{topic=m} = %v, want > 0", v)
+	}
+	if v := value(t, mfs, "kafka_network_requestmetrics_totaltimems", "request=Produce"); v < records {
+		t.Errorf("TotalTimeMs{request=Produce} count = %v, want >= %d", v, records)
+	}
+	if v := value(t, mfs, "kafka_network_requestmetrics_localtimems", "request=FetchConsumer"); v < 1 {
+		t.Errorf("LocalTimeMs{request=FetchConsumer} count = %v, want >= 1", v)
+	}
+	for name, want := range map[string]float64{
+		"kafka_server_replicamanager_partitioncount":              2,
+		"kafka_server_replicamanager_leadercount":                 2,
+		"kafka_server_replicamanager_underreplicatedpartitions":   0,
+		"kafka_server_replicamanager_atminisrpartitioncount":      2, // ISR 1 = min.insync.replicas 1
+		"kafka_controller_kafkacontroller_activecontrollercount":  1,
+		"kafka_controller_kafkacontroller_activebrokercount":      1,
+		"kafka_controller_kafkacontroller_offlinepartitionscount": 0,
+	} {
+		if v := value(t, mfs, name); v != want {
+			t.Errorf("%s = %v, want %v", name, v, want)
+		}
+	}
+	if v := value(t, mfs, "kafka_server_raftmetrics_current_state", "current_state=leader"); v != 1 {
+		t.Errorf("raft current_state{leader} = %v", v)
+	}
+	if v := value(t, mfs, "sluice_raft_commits_total"); v < 2 {
+		t.Errorf("raft commits = %v, want the registration and the topic at least", v)
+	}
+	if v := value(t, mfs, "kafka_log_log_logendoffset", "topic=m", "partition=0"); v != records/2 {
+		t.Errorf("LogEndOffset{m,0} = %v, want %d", v, records/2)
+	}
+
+	// The durability window: nothing is fsynced (flush.messages is off),
+	// so every byte of the partition is in it, until a flush.
+	r := tn.replica("m", 0)
+	size := float64(r.log.Size())
+	if v := value(t, mfs, "sluice_log_unflushed_bytes", "topic=m", "partition=0"); v != size || v == 0 {
+		t.Errorf("unflushed bytes = %v, want the log's %v", v, size)
+	}
+	flushesBefore := value(t, mfs, "kafka_log_logflushstats_logflushrateandtimems")
+	if err := r.log.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mfs = scrape(t, tn)
+	if v := value(t, mfs, "sluice_log_unflushed_bytes", "topic=m", "partition=0"); v != 0 {
+		t.Errorf("unflushed bytes after flush = %v, want 0", v)
+	}
+	if v := value(t, mfs, "sluice_log_unflushed_age_seconds", "topic=m", "partition=0"); v != 0 {
+		t.Errorf("unflushed age after flush = %v, want 0", v)
+	}
+	if v := value(t, mfs, "sluice_log_flushed_offset", "topic=m", "partition=0"); v != records/2 {
+		t.Errorf("flushed offset = %v, want %d", v, records/2)
+	}
+	if v := value(t, mfs, "kafka_log_logflushstats_logflushrateandtimems"); v != flushesBefore+1 {
+		t.Errorf("LogFlushRateAndTimeMs count = %v, want %v", v, flushesBefore+1)
+	}
+}
+
+// TestReadyzNotReady: a node whose broker the metadata shows fenced is
+// not ready, and says why.
+func TestReadyzNotReady(t *testing.T) {
+	tn := startNode(t, t.TempDir())
+	ctx := testCtx(t)
+	if _, err := tn.ctrl.Propose(ctx, &quorum.FenceBroker{ID: 1, Epoch: tn.epoch}); err != nil {
+		t.Fatalf("fence through the quorum: %v", err)
+	}
+	code, body := getStatus(t, "http://"+tn.http.Addr().String()+"/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "fenced") {
+		t.Fatalf("/readyz of a fenced broker: %d %q", code, body)
+	}
+}
