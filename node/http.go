@@ -2,9 +2,9 @@ package node
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"errors"
 	"net"
 	"net/http"
 	"time"

@@ -1,0 +1,70 @@
+// Package metrics is a node's Prometheus registry (prometheus/client_golang),
+// served as text on the node's HTTP listener at /metrics.
+//
+// # Names
+//
+// Metrics that Kafka has carry Kafka's names as Prometheus sees them through
+// the jmx_exporter rules of Strimzi's kafka-metrics.yaml (lowercased
+// "kafka_<domain>_<type>_<name>", "PerSec" meters as "_total" counters,
+// histograms as summaries with Kafka's percentiles as quantiles), so existing
+// dashboards and alerts fit. Ours start with "sluice_".
+//
+//	Kafka MBean                                                   Prometheus name
+//	kafka.network:type=RequestMetrics,name=<X>TimeMs,request=R    kafka_network_requestmetrics_<x>timems{request} (summary, ms)
+//	  X: RequestQueue, Local, Remote, ResponseQueue, ResponseSend, Total; R: Produce, FetchConsumer, FetchFollower
+//	kafka.network:type=RequestMetrics,name=RequestsPerSec          kafka_network_requestmetrics_requests_total{request,version}
+//	kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec     kafka_server_brokertopicmetrics_messagesin_total{topic}
+//	  also BytesIn, BytesOut, ReplicationBytesOut, FailedProduceRequests, TotalProduceRequests, TotalFetchRequests
+//	  (topic="" is the broker-wide total, Kafka's MBean without a topic)
+//	kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions kafka_server_replicamanager_underreplicatedpartitions
+//	  also UnderMinIsrPartitionCount, AtMinIsrPartitionCount, LeaderCount, PartitionCount
+//	kafka.server:type=ReplicaManager,name=IsrShrinksPerSec         kafka_server_replicamanager_isrshrinks_total (and isrexpands_total)
+//	kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica  kafka_server_replicafetchermanager_maxlag{clientId}
+//	kafka.cluster:type=Partition,name=UnderReplicated,topic,partition     kafka_cluster_partition_underreplicated{topic,partition}
+//	  also InSyncReplicasCount, ReplicasCount (on the leader)
+//	kafka.log:type=Log,name=LogEndOffset,topic,partition           kafka_log_log_logendoffset{topic,partition} (and logstartoffset, size)
+//	kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs        kafka_log_logflushstats_logflushrateandtimems (summary, ms)
+//	kafka.controller:type=KafkaController,name=ActiveControllerCount kafka_controller_kafkacontroller_activecontrollercount
+//	  also OfflinePartitionsCount, ActiveBrokerCount, FencedBrokerCount (active controller only)
+//	kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec kafka_controller_controllerstats_uncleanleaderelections_total
+//	kafka.server:type=raft-metrics current-state, current-leader,  kafka_server_raftmetrics_current_state{current_state}, _current_leader,
+//	  current-epoch, high-watermark, log-end-offset, commit-latency-avg  _current_epoch, _high_watermark, _log_end_offset, _commit_latency_avg
+//	kafka.server:type=broker-metadata-metrics last-applied-record-offset kafka_server_brokermetadatametrics_last_applied_record_offset
+//
+// Ours:
+//
+//	sluice_log_unflushed_bytes{topic,partition}        bytes of the local log not yet fsynced
+//	sluice_log_unflushed_age_seconds{topic,partition}  age of the oldest of them (0: none)
+//	sluice_log_flushed_offset{topic,partition}         every offset below is fsynced on this node
+//	sluice_partition_high_watermark{topic,partition}   records below are committed
+//	sluice_raft_commits_total, sluice_raft_commit_seconds_total  metadata commit latency, as counters
+//	sluice_memory_dirty_bytes, sluice_memory_writeback_bytes     /proc/meminfo Dirty, Writeback
+//	sluice_vm_dirty_setting{name}                      each vm.dirty_* sysctl (name without "vm.")
+//	sluice_vm_dirty_threshold_bytes{threshold}         effective background and throttle thresholds
+//	sluice_vm_writeback_warnings                       stall rules of node/writeback the settings break
+//
+// plus the Go runtime and process collectors (go_*, process_*).
+//
+// # The durability window
+//
+// The per-partition unflushed metrics are this replica's window: what a
+// power cut of this node alone would take. Acknowledged data is lost only
+// when every replica that has it loses power before writeback, so the
+// partition's window is the part of the log above the highest flushed
+// offset of any replica, in records:
+//
+//	max by (topic, partition) (sluice_partition_high_watermark)
+//	  - max by (topic, partition) (sluice_log_flushed_offset)
+//
+// which the dashboard (dashboards/sluice.json) plots next to the bytes and
+// age of each replica.
+//
+// # How values are gathered
+//
+// Request timings arrive through Requests, the node/kafka Observer (one
+// call per request, a few summary observations, no allocation), and log
+// flush times through ObserveFlush (segment.Options.OnFlush). Everything
+// else is pulled at scrape time from a Source the node implements:
+// collectors, not gauges set by the code they describe, so the state is
+// read in one place and costs nothing between scrapes.
+package metrics
