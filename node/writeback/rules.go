@@ -60,12 +60,12 @@ func Recommend(profile string, memTotal int64) (Settings, error) {
 	if profile != "streaming" {
 		return nil, fmt.Errorf("writeback: unknown profile %q (known: %v)", profile, Profiles)
 	}
-	bg := clamp(memTotal/100, 64<<20, 512<<20)
+	bg := clamp(memTotal/100, 64<<20, 256<<20) &^ (1<<20 - 1) // whole MiB
 	return Settings{
 		"dirty_background_ratio":    0,
 		"dirty_background_bytes":    bg,
 		"dirty_ratio":               0,
-		"dirty_bytes":               clamp(4*bg, 256<<20, 2<<30),
+		"dirty_bytes":               clamp(4*bg, 256<<20, 1<<30),
 		"dirty_expire_centisecs":    500,
 		"dirty_writeback_centisecs": 100,
 	}, nil

@@ -50,7 +50,8 @@
 // Start writeback early and keep it steady, throttle late enough that a
 // healthy disk never lets writers reach the limit, and bound the age of
 // dirty data: dirty_background_bytes = 1 % of MemTotal clamped to
-// [64 MiB, 512 MiB]; dirty_bytes = 4 × that clamped to [256 MiB, 2 GiB];
+// [64 MiB, 256 MiB]; dirty_bytes = 4 × that clamped to [256 MiB, 1 GiB]
+// (at most about 5 s of writeback at the assumed rate);
 // dirty_expire_centisecs = 500 (5 s); dirty_writeback_centisecs = 100 (1 s).
 // The _bytes forms are used so that the profile does not scale with memory
 // size past the clamps. Apply writes them (after saving the current values
