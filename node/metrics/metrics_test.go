@@ -1,0 +1,259 @@
+package metrics
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/node/kafka"
+)
+
+// staticSource is a Source with fixed answers: the collectors' input
+// without a node, so the aggregation can be checked exactly.
+type staticSource struct {
+	parts []PartitionStat
+	b     BrokerStat
+	c     ControllerStat
+}
+
+func (s *staticSource) Partitions(buf []PartitionStat) []PartitionStat {
+	return append(buf, s.parts...)
+}
+func (s *staticSource) Broker() BrokerStat         { return s.b }
+func (s *staticSource) Controller() ControllerStat { return s.c }
+
+// fakeProc writes a proc tree with writeback settings and meminfo.
+func fakeProc(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	vm := filepath.Join(root, "sys", "vm")
+	if err := os.MkdirAll(vm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]string{"dirty_background_ratio": "10", "dirty_background_bytes": "0", "dirty_ratio": "20",
+		"dirty_bytes": "0", "dirty_expire_centisecs": "3000", "dirty_writeback_centisecs": "500"} {
+		if err := os.WriteFile(filepath.Join(vm, name), []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mi := "MemTotal: 1048576 kB\nMemAvailable: 524288 kB\nDirty: 4096 kB\nWriteback: 1024 kB\n"
+	if err := os.WriteFile(filepath.Join(root, "meminfo"), []byte(mi), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+var now = time.Unix(10_000, 0)
+
+func newTestMetrics(t *testing.T, src Source) *Metrics {
+	t.Helper()
+	return New(src, Options{ProcRoot: fakeProc(t), Now: func() time.Time { return now }})
+}
+
+func gather(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := m.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+// get returns the value of the series of name with exactly these labels
+// ("k=v" each), a summary's sample count; ok false when there is none.
+func get(mfs map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
+	mf := mfs[name]
+	if mf == nil {
+		return 0, false
+	}
+	want := strings.Join(labels, ",")
+	for _, m := range mf.Metric {
+		var have []string
+		for _, l := range m.Label {
+			have = append(have, l.GetName()+"="+l.GetValue())
+		}
+		if strings.Join(have, ",") != want {
+			continue
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Summary != nil:
+			return float64(m.Summary.GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+func expect(t *testing.T, mfs map[string]*dto.MetricFamily, want float64, name string, labels ...string) {
+	t.Helper()
+	v, ok := get(mfs, name, labels...)
+	if !ok {
+		t.Errorf("no series %s%v", name, labels)
+		return
+	}
+	if v != want {
+		t.Errorf("%s%v = %v, want %v", name, labels, v, want)
+	}
+}
+
+// TestCollectorsAggregate: the ReplicaManager gauges count only the
+// partitions led here, by their ISR against replicas and min ISR; MaxLag is
+// the worst follower; the window's age comes from the clock; the
+// controller and raft values pass through.
+func TestCollectorsAggregate(t *testing.T) {
+	src := &staticSource{
+		parts: []PartitionStat{
+			{Topic: "a", Partition: 0, Leader: true, Replicas: 3, ISR: 3, MinISR: 2, LogEnd: 10, Flushed: 4, UnflushedBytes: 600, UnflushedSince: now.Add(-1500 * time.Millisecond)},
+			{Topic: "a", Partition: 1, Leader: true, Replicas: 3, ISR: 2, MinISR: 2},
+			{Topic: "b", Partition: 0, Leader: true, Replicas: 3, ISR: 1, MinISR: 2},
+			{Topic: "b", Partition: 1, Leader: false, Replicas: 3, ISR: 1, MinISR: 2, FollowerLag: 42},
+		},
+		b: BrokerStat{IsrShrinks: 3, IsrExpands: 1},
+		c: ControllerStat{Active: true, OfflinePartitions: 1, ActiveBrokers: 2, FencedBrokers: 1, UncleanElections: 1,
+			Raft: RaftStat{State: "leader", Leader: 1, Term: 7, CommitIndex: 99, LastIndex: 100, AppliedIndex: 98, Commits: 4, CommitTime: 8 * time.Millisecond}},
+	}
+	mfs := gather(t, newTestMetrics(t, src))
+	expect(t, mfs, 4, "kafka_server_replicamanager_partitioncount")
+	expect(t, mfs, 3, "kafka_server_replicamanager_leadercount")
+	expect(t, mfs, 2, "kafka_server_replicamanager_underreplicatedpartitions")
+	expect(t, mfs, 1, "kafka_server_replicamanager_underminisrpartitioncount")
+	expect(t, mfs, 1, "kafka_server_replicamanager_atminisrpartitioncount")
+	expect(t, mfs, 3, "kafka_server_replicamanager_isrshrinks_total")
+	expect(t, mfs, 1, "kafka_server_replicamanager_isrexpands_total")
+	expect(t, mfs, 42, "kafka_server_replicafetchermanager_maxlag", "clientId=Replica")
+	expect(t, mfs, 1, "kafka_cluster_partition_underreplicated", "partition=0", "topic=b")
+	expect(t, mfs, 600, "sluice_log_unflushed_bytes", "partition=0", "topic=a")
+	expect(t, mfs, 1.5, "sluice_log_unflushed_age_seconds", "partition=0", "topic=a")
+	expect(t, mfs, 0, "sluice_log_unflushed_age_seconds", "partition=1", "topic=a")
+	expect(t, mfs, 4, "sluice_log_flushed_offset", "partition=0", "topic=a")
+	expect(t, mfs, 1, "kafka_controller_kafkacontroller_activecontrollercount")
+	expect(t, mfs, 1, "kafka_controller_kafkacontroller_offlinepartitionscount")
+	expect(t, mfs, 2, "kafka_controller_kafkacontroller_activebrokercount")
+	expect(t, mfs, 1, "kafka_controller_kafkacontroller_fencedbrokercount")
+	expect(t, mfs, 1, "kafka_controller_controllerstats_uncleanleaderelections_total")
+	expect(t, mfs, 1, "kafka_server_raftmetrics_current_state", "current_state=leader")
+	expect(t, mfs, 7, "kafka_server_raftmetrics_current_epoch")
+	expect(t, mfs, 99, "kafka_server_raftmetrics_high_watermark")
+	expect(t, mfs, 2, "kafka_server_raftmetrics_commit_latency_avg") // 8ms / 4
+	expect(t, mfs, 4<<20, "sluice_memory_dirty_bytes")
+	expect(t, mfs, 20, "sluice_vm_dirty_setting", "name=dirty_ratio")
+	expect(t, mfs, 1<<30/5, "sluice_vm_dirty_threshold_bytes", "threshold=throttle")
+}
+
+// TestRequestsObserve: request timings land in their request's summaries
+// (Fetch split by follower), RequestsPerSec counts by name and version, and
+// the topic counters count records, bytes and failures, per topic and in
+// the topic="" total.
+func TestRequestsObserve(t *testing.T) {
+	m := newTestMetrics(t, &staticSource{})
+	r := m.Requests
+	r.ObserveRequest(&kafka.RequestTiming{Key: int16(kmsg.Produce), Version: 9, Total: 3 * time.Millisecond, Local: time.Millisecond, Remote: 2 * time.Millisecond})
+	r.ObserveRequest(&kafka.RequestTiming{Key: int16(kmsg.Fetch), Version: 12, Follower: true, Total: time.Millisecond})
+	r.ObserveRequest(&kafka.RequestTiming{Key: int16(kmsg.Fetch), Version: 12, Total: time.Millisecond})
+	r.ObserveRequest(&kafka.RequestTiming{Key: int16(kmsg.Fetch), Version: 12, Total: time.Millisecond})
+	r.ObserveRequest(&kafka.RequestTiming{Key: int16(kmsg.Metadata), Version: 12})
+	r.Produced("t", 5, 500, nil)
+	r.Produced("t", 2, 100, kerr.CorruptMessage)
+	r.Produced("t", 2, 100, kerr.NotLeaderForPartition)
+	r.Fetched("t", 300, false)
+	r.Fetched("t", 700, true)
+	mfs := gather(t, m)
+	expect(t, mfs, 1, "kafka_network_requestmetrics_totaltimems", "request=Produce")
+	expect(t, mfs, 1, "kafka_network_requestmetrics_remotetimems", "request=FetchFollower")
+	expect(t, mfs, 2, "kafka_network_requestmetrics_totaltimems", "request=FetchConsumer")
+	expect(t, mfs, 2, "kafka_network_requestmetrics_requests_total", "request=FetchConsumer", "version=12")
+	expect(t, mfs, 1, "kafka_network_requestmetrics_requests_total", "request=Metadata", "version=12")
+	for _, topic := range []string{"t", ""} {
+		expect(t, mfs, 5, "kafka_server_brokertopicmetrics_messagesin_total", "topic="+topic)
+		expect(t, mfs, 500, "kafka_server_brokertopicmetrics_bytesin_total", "topic="+topic)
+		expect(t, mfs, 1, "kafka_server_brokertopicmetrics_failedproducerequests_total", "topic="+topic)
+		expect(t, mfs, 3, "kafka_server_brokertopicmetrics_totalproducerequests_total", "topic="+topic)
+		expect(t, mfs, 300, "kafka_server_brokertopicmetrics_bytesout_total", "topic="+topic)
+		expect(t, mfs, 700, "kafka_server_brokertopicmetrics_replicationbytesout_total", "topic="+topic)
+	}
+	var sum float64
+	for _, mm := range mfs["kafka_network_requestmetrics_remotetimems"].Metric {
+		if mm.Label[0].GetValue() == "Produce" {
+			sum = mm.Summary.GetSampleSum()
+		}
+	}
+	if sum != 2 {
+		t.Errorf("Produce RemoteTimeMs sum = %v, want 2 (ms)", sum)
+	}
+	r.ForgetTopic("t")
+	if _, ok := get(gather(t, m), "kafka_server_brokertopicmetrics_messagesin_total", "topic=t"); ok {
+		t.Error("a forgotten topic still has series")
+	}
+}
+
+// metricName matches the metric names of this package in a PromQL query.
+var metricName = regexp.MustCompile(`\b(?:kafka|sluice)_[a-z0-9_]+\b`)
+
+// TestDashboardNames: every metric a query of the Grafana dashboard names
+// is one the registry exports (a summary's _count and _sum included), so
+// renaming a metric breaks this test rather than the dashboard.
+func TestDashboardNames(t *testing.T) {
+	b, err := os.ReadFile("dashboards/sluice.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	src := &staticSource{parts: []PartitionStat{{Topic: "a", Leader: true, Replicas: 1, ISR: 1, MinISR: 1}}, c: ControllerStat{Raft: RaftStat{State: "leader"}}}
+	m := newTestMetrics(t, src)
+	m.Requests.Produced("a", 1, 1, nil)
+	m.Requests.ObserveRequest(&kafka.RequestTiming{Key: int16(kmsg.Produce), Version: 9}) // series appear on first use
+	m.ObserveFlush(time.Millisecond)
+	registered := map[string]bool{}
+	for name, mf := range gather(t, m) {
+		registered[name] = true
+		if mf.GetType() == dto.MetricType_SUMMARY {
+			registered[name+"_count"], registered[name+"_sum"] = true, true
+		}
+	}
+	used := map[string]bool{}
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, name := range metricName.FindAllString(tg.Expr, -1) {
+				used[name] = true
+				if !registered[name] {
+					t.Errorf("panel %q queries %s, which node/metrics does not export", p.Title, name)
+				}
+			}
+		}
+	}
+	if len(used) < 30 {
+		names := make([]string, 0, len(used))
+		for n := range used {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		t.Errorf("the dashboard uses only %d metrics (%v): did the parsing break?", len(used), names)
+	}
+}
