@@ -64,57 +64,73 @@ func BenchmarkDispatch(b *testing.B) {
 // responses. req/s is the connection's throughput.
 func BenchmarkWire(b *testing.B) {
 	for name, req := range benchRequests() {
-		b.Run(name, func(b *testing.B) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			s, err := NewServer(newFakeBroker(ln.Addr().String()), Options{Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			go func() { _ = s.Serve(ln) }()
-			defer s.Close()
-			nc, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
-			if err := nc.SetDeadline(time.Now().Add(5 * time.Minute)); err != nil {
-				b.Fatal(err)
-			}
-
-			frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
-			n := b.N
-			go func() {
-				bw := bufio.NewWriterSize(nc, 64<<10)
-				for i := 0; i < n; i++ {
-					if _, err := bw.Write(frame); err != nil {
-						return
-					}
-				}
-				_ = bw.Flush()
-			}()
-			br := bufio.NewReaderSize(nc, 64<<10)
-			var prefix [4]byte
-			buf := make([]byte, 0, 4096)
-			b.SetBytes(int64(len(frame)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < n; i++ {
-				if _, err := io.ReadFull(br, prefix[:]); err != nil {
-					b.Fatal(err)
-				}
-				size := int(binary.BigEndian.Uint32(prefix[:]))
-				if cap(buf) < size {
-					buf = make([]byte, size)
-				}
-				buf = buf[:size]
-				if _, err := io.ReadFull(br, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "req/s")
-		})
+		b.Run(name, func(b *testing.B) { benchWire(b, req, Options{}) })
 	}
+}
+
+// BenchmarkWireObserver is BenchmarkWire's Metadata with and without an
+// Observer that does nothing: the cost of timing each request.
+func BenchmarkWireObserver(b *testing.B) {
+	req := benchRequests()["Metadata"]
+	b.Run("none", func(b *testing.B) { benchWire(b, req, Options{}) })
+	b.Run("nop", func(b *testing.B) { benchWire(b, req, Options{Observer: nopObserver{}}) })
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ObserveRequest(*RequestTiming) {}
+
+// benchWire sends req pipelined on one connection to a server with opts.
+func benchWire(b *testing.B, req kmsg.Request, opts Options) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	s, err := NewServer(newFakeBroker(ln.Addr().String()), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	defer s.Close()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	if err := nc.SetDeadline(time.Now().Add(5 * time.Minute)); err != nil {
+		b.Fatal(err)
+	}
+
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 1)
+	n := b.N
+	go func() {
+		bw := bufio.NewWriterSize(nc, 64<<10)
+		for i := 0; i < n; i++ {
+			if _, err := bw.Write(frame); err != nil {
+				return
+			}
+		}
+		_ = bw.Flush()
+	}()
+	br := bufio.NewReaderSize(nc, 64<<10)
+	var prefix [4]byte
+	buf := make([]byte, 0, 4096)
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < n; i++ {
+		if _, err := io.ReadFull(br, prefix[:]); err != nil {
+			b.Fatal(err)
+		}
+		size := int(binary.BigEndian.Uint32(prefix[:]))
+		if cap(buf) < size {
+			buf = make([]byte, size)
+		}
+		buf = buf[:size]
+		if _, err := io.ReadFull(br, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "req/s")
 }

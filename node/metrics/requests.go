@@ -65,6 +65,7 @@ func newRequests(reg prometheus.Registerer) *Requests {
 			Help:       "Kafka RequestMetrics " + m + " (milliseconds) by request.",
 			Objectives: kafkaObjectives,
 			MaxAge:     5 * time.Minute,
+			AgeBuckets: 2,
 		}, []string{"request"})
 		reg.MustRegister(sv)
 		for i, name := range timedRequests {
