@@ -71,6 +71,17 @@
 // 20,000 offsets (producerScanOffsets), so retries across a restart are
 // recognised too.
 //
+// # Metrics and health
+//
+// The HTTP listener also serves /metrics (node/metrics, Kafka's metric
+// names), /healthz (the process answers) and /readyz (registered, unfenced
+// with this run's epoch, serving). metrics.go is the node's side: the
+// metrics.Source over the replicas and the image, the ISR change counts
+// taken from the metadata stream, and the vm.dirty_* check logged at start
+// (node/writeback). The Kafka server reports request times to the
+// registry through kafka.Options.Observer, the logs their fsyncs through
+// segment.Options.OnFlush.
+//
 // # Goroutines and locks
 //
 // Besides the quorum's, gossip's and the Kafka server's: the reconciler
