@@ -10,7 +10,7 @@
 // protocol listener and CONTROLLER the Raft controller listener (which also
 // carries command forwarding): CONTROLLER is always required (every node
 // replays the metadata log over it), PLAINTEXT when the node is a broker.
-// HTTP, optional, serves /health; GOSSIP, optional, runs liveness gossip
+// HTTP, optional, serves /health, /healthz, /readyz and /metrics; GOSSIP, optional, runs liveness gossip
 // (memberlist) and joins gossip.seeds.
 package config
 
@@ -40,7 +40,7 @@ var ErrInvalid = errors.New("config")
 const (
 	ListenerKafka      = "PLAINTEXT"
 	ListenerController = "CONTROLLER"
-	// ListenerHTTP (optional) serves /health (metrics later).
+	// ListenerHTTP (optional) serves /health, /healthz, /readyz and /metrics.
 	ListenerHTTP = "HTTP"
 	// ListenerGossip (optional) runs memberlist liveness gossip (TCP and
 	// UDP); without it the broker unfences itself and nothing fences a
