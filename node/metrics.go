@@ -18,6 +18,17 @@ type nodeMetrics struct {
 	isr isrChanges
 }
 
+// apply follows one applied metadata change (the quorum's OnApply): ISR
+// changes are counted, a removed topic's traffic series dropped.
+func (nm *nodeMetrics) apply(ch quorum.Change, self int32) {
+	nm.isr.apply(ch, self)
+	for _, r := range ch.Records {
+		if rt, ok := r.(*quorum.RemoveTopicRecord); ok {
+			nm.m.Requests.ForgetTopic(rt.Name)
+		}
+	}
+}
+
 // metricsSource is the Node seen by the metrics collectors.
 type metricsSource Node
 
