@@ -1,77 +1,112 @@
 package node
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-log/sluice/quorum"
 )
 
-// TestMetricsISRShrinkExpand: two real nodes, a partition with replicas on
-// both; its leader shrinks the ISR to itself through the quorum, then
-// expands it back. The leader's /metrics count one shrink and one
-// expansion, and show the partition under-replicated in between; the
-// follower counts none (Kafka counts ISR changes on the leader).
-func TestMetricsISRShrinkExpand(t *testing.T) {
-	nodes := startCluster(t, 2)
-	ctx := testCtx(t)
-	if _, err := kadm.NewClient(newClient(t, nodes[0])).CreateTopic(ctx, 1, 2, nil, "isr"); err != nil {
+// gatherNode reads a node's registry in process (the replicated test
+// cluster has no HTTP listeners; the HTTP path is TestMetricsScrape's).
+func gatherNode(t *testing.T, n *Node) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := n.metrics.m.Gatherer().Gather()
+	if err != nil {
 		t.Fatal(err)
 	}
-	var p quorum.Partition
-	var id quorum.UUID
-	for _, tn := range nodes {
-		waitUntil(ctx, t, tn, func() bool {
-			var ok bool
-			tn.ctrl.View(func(im *quorum.Image) {
-				if tp := im.Topics["isr"]; tp != nil {
-					ok, p, id = true, tp.Partitions[0], tp.ID
-				}
-			})
-			return ok && tn.replica("isr", 0) != nil
-		})
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
 	}
-	leader, follower := nodes[p.Leader-1], nodes[2-p.Leader]
-	alter := func(isr ...*testNode) {
-		t.Helper()
-		var members []quorum.ISRMember
-		for _, tn := range isr {
-			members = append(members, quorum.ISRMember{ID: tn.cfg.NodeID, Epoch: tn.epoch})
-		}
-		reply, err := leader.ctrl.Propose(ctx, &quorum.AlterPartitions{BrokerID: leader.cfg.NodeID, BrokerEpoch: leader.epoch,
-			Partitions: []quorum.AlterPartitionItem{{TopicID: id, Partition: 0, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, NewISR: members}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := reply.(*quorum.AlterPartitionsReply).Partitions[0]
-		if res.Code != 0 {
-			t.Fatalf("AlterPartition: code %d %s", res.Code, res.Message)
-		}
-		p = *res.State
-	}
+	return out
+}
 
-	alter(leader)
-	mfs := scrapeUntil(t, leader, func(mfs map[string]*dto.MetricFamily) bool {
-		return value(t, mfs, "kafka_server_replicamanager_isrshrinks_total") >= 1
-	})
-	if v := value(t, mfs, "kafka_server_replicamanager_isrshrinks_total"); v != 1 {
-		t.Errorf("IsrShrinks = %v, want 1", v)
+// waitMetrics gathers n's metrics until cond holds, for up to 30s.
+func waitMetrics(t *testing.T, n *Node, what string, cond func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		mfs := gatherNode(t, n)
+		if cond(mfs) {
+			return mfs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
 	}
-	if v := value(t, mfs, "kafka_server_replicamanager_underreplicatedpartitions"); v != 1 {
-		t.Errorf("UnderReplicatedPartitions = %v, want 1", v)
-	}
+}
 
-	alter(leader, follower)
-	mfs = scrapeUntil(t, leader, func(mfs map[string]*dto.MetricFamily) bool {
-		return value(t, mfs, "kafka_server_replicamanager_isrexpands_total") >= 1
-	})
-	if v := value(t, mfs, "kafka_server_replicamanager_underreplicatedpartitions"); v != 0 {
-		t.Errorf("UnderReplicatedPartitions after expansion = %v, want 0", v)
+// TestMetricsReplication: three real nodes replicating one partition.
+// An acks=all produce spends remote time waiting for the followers; a
+// follower killed drops out of the ISR, which the leader counts as an ISR
+// shrink and shows as under-replicated; restarted, it catches up, the ISR
+// expands and the partition is fully replicated again.
+func TestMetricsReplication(t *testing.T) {
+	c := startReplCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := c.client(kgo.DefaultProduceTopic("rm"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, nil, "rm"); err != nil {
+		t.Fatal(err)
 	}
-	fm := scrape(t, follower)
-	if s, e := value(t, fm, "kafka_server_replicamanager_isrshrinks_total"), value(t, fm, "kafka_server_replicamanager_isrexpands_total"); s != 0 || e != 0 {
-		t.Errorf("the follower counted %v shrinks and %v expansions, want none", s, e)
+	c.waitImage(ctx, "a full ISR", func(im *quorum.Image) bool {
+		tp := im.Topics["rm"]
+		return tp != nil && tp.Partitions[0].Leader >= 0 && len(tp.Partitions[0].ISR) == 3
+	})
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("replicated")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	leader := c.leaderOf("rm", 0)
+	waitMetrics(t, leader.Node, "an acks=all produce with remote time", func(mfs map[string]*dto.MetricFamily) bool {
+		for _, m := range mfs["kafka_network_requestmetrics_remotetimems"].GetMetric() {
+			if m.Label[0].GetValue() == "Produce" && m.Summary.GetSampleCount() > 0 && m.Summary.GetSampleSum() > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	waitMetrics(t, leader.Node, "replication bytes out", func(mfs map[string]*dto.MetricFamily) bool {
+		return value(t, mfs, "kafka_server_brokertopicmetrics_replicationbytesout_total", "topic=rm") > 0
+	})
+
+	var follower *replNode
+	for _, rn := range c.nodes {
+		if rn != leader {
+			follower = rn
+		}
+	}
+	c.kill(follower)
+	mfs := waitMetrics(t, leader.Node, "an ISR shrink", func(mfs map[string]*dto.MetricFamily) bool {
+		return value(t, mfs, "kafka_server_replicamanager_isrshrinks_total") >= 1 &&
+			value(t, mfs, "kafka_server_replicamanager_underreplicatedpartitions") == 1
+	})
+	if v := value(t, mfs, "kafka_cluster_partition_underreplicated", "topic=rm", "partition=0"); v != 1 {
+		t.Errorf("partition underreplicated = %v, want 1", v)
+	}
+	c.restart(follower)
+	waitMetrics(t, leader.Node, "an ISR expansion", func(mfs map[string]*dto.MetricFamily) bool {
+		return value(t, mfs, "kafka_server_replicamanager_isrexpands_total") >= 1 &&
+			value(t, mfs, "kafka_server_replicamanager_underreplicatedpartitions") == 0
+	})
+	for _, rn := range c.nodes {
+		if rn == leader {
+			continue
+		}
+		mfs := gatherNode(t, rn.Node)
+		if s := value(t, mfs, "kafka_server_replicamanager_isrshrinks_total"); s != 0 {
+			t.Errorf("follower %d counted %v ISR shrinks: Kafka counts them on the leader", rn.id, s)
+		}
+		if v := value(t, mfs, "kafka_server_replicamanager_leadercount"); v != 0 {
+			t.Errorf("follower %d leads %v partitions", rn.id, v)
+		}
 	}
 }
