@@ -82,7 +82,7 @@ func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.Partit
 // Broker implements metrics.Source.
 func (s *metricsSource) Broker() metrics.BrokerStat {
 	shrinks, expands := s.metrics.isr.counts()
-	return metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands}
+	return metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands, LostOnRecovery: s.lostOnRecovery.Load()}
 }
 
 // Controller implements metrics.Source.

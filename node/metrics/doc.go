@@ -20,6 +20,7 @@
 //	  also UnderMinIsrPartitionCount, AtMinIsrPartitionCount, LeaderCount, PartitionCount
 //	kafka.server:type=ReplicaManager,name=IsrShrinksPerSec         kafka_server_replicamanager_isrshrinks_total (and isrexpands_total)
 //	kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica  kafka_server_replicafetchermanager_maxlag{clientId}
+//	  (measured on the leaders here: their furthest-behind follower; Kafka measures it on the followers)
 //	kafka.cluster:type=Partition,name=UnderReplicated,topic,partition     kafka_cluster_partition_underreplicated{topic,partition}
 //	  also InSyncReplicasCount, ReplicasCount (on the leader)
 //	kafka.log:type=Log,name=LogEndOffset,topic,partition           kafka_log_log_logendoffset{topic,partition} (and logstartoffset, size)
@@ -37,6 +38,7 @@
 //	sluice_log_unflushed_age_seconds{topic,partition}  age of the oldest of them (0: none)
 //	sluice_log_flushed_offset{topic,partition}         every offset below is fsynced on this node
 //	sluice_partition_high_watermark{topic,partition}   records below are committed
+//	sluice_log_lost_on_recovery_records_total          committed records a log no longer held when opened (power cut)
 //	sluice_raft_commits_total, sluice_raft_commit_seconds_total  metadata commit latency, as counters
 //	sluice_memory_dirty_bytes, sluice_memory_writeback_bytes     /proc/meminfo Dirty, Writeback
 //	sluice_vm_dirty_setting{name}                      each vm.dirty_* sysctl (name without "vm.")

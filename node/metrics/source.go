@@ -47,6 +47,11 @@ type BrokerStat struct {
 	// IsrShrinks and IsrExpands count the ISR changes of partitions this
 	// broker led, since the process started.
 	IsrShrinks, IsrExpands int64
+	// LostOnRecovery counts committed records the logs no longer held
+	// when they were opened (below their checkpointed high watermark): a
+	// power cut took an unflushed tail. They are fetched back from a
+	// replica that kept them, if any did.
+	LostOnRecovery int64
 }
 
 // ControllerStat is the metadata quorum as this node sees it. The cluster
