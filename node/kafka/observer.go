@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -155,17 +156,22 @@ func (s *Server) produced(topic string, records []byte, err error) {
 	}
 }
 
-// fetched reports the bytes of a Fetch response by topic.
+// fetched reports the bytes of a Fetch response by topic, leaving out
+// topics unknown here.
 func (s *Server) fetched(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 	if s.topics == nil {
 		return
 	}
 	for i := range resp.Topics {
-		n := 0
+		n, known := 0, false
 		for j := range resp.Topics[i].Partitions {
-			n += len(resp.Topics[i].Partitions[j].RecordBatches)
+			p := &resp.Topics[i].Partitions[j]
+			n += len(p.RecordBatches)
+			known = known || p.ErrorCode != kerr.UnknownTopicOrPartition.Code
 		}
-		s.topics.Fetched(resp.Topics[i].Topic, n, req.ReplicaID >= 0)
+		if known { // a client may name any topic: report only those served
+			s.topics.Fetched(resp.Topics[i].Topic, n, req.ReplicaID >= 0)
+		}
 	}
 }
 

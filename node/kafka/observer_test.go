@@ -128,6 +128,15 @@ func TestObserver(t *testing.T) {
 	if f := <-rec.fetched; f[0] != len(batch) || f[1] != 1 {
 		t.Errorf("Fetched = %v, want %d bytes, follower", f, len(batch))
 	}
+	unknown := fetchReq(-1, 0, 0)
+	unknown.Topics[0].Topic = "no-such-topic"
+	c.roundTrip(unknown)
+	rec.next(t)
+	select {
+	case f := <-rec.fetched:
+		t.Errorf("a fetch of an unknown topic was reported: %v", f)
+	default:
+	}
 	c.roundTrip(kmsg.NewPtrMetadataRequest())
 	if tm := rec.next(t); tm.Name() != "Metadata" {
 		t.Errorf("metadata observed as %q", tm.Name())

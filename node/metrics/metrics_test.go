@@ -172,6 +172,7 @@ func TestRequestsObserve(t *testing.T) {
 	r.Produced("t", 5, 500, nil)
 	r.Produced("t", 2, 100, kerr.CorruptMessage)
 	r.Produced("t", 2, 100, kerr.NotLeaderForPartition)
+	r.Produced("nosuchtopic", 1, 100, kerr.UnknownTopicOrPartition)
 	r.Fetched("t", 300, false)
 	r.Fetched("t", 700, true)
 	mfs := gather(t, m)
@@ -180,14 +181,18 @@ func TestRequestsObserve(t *testing.T) {
 	expect(t, mfs, 2, "kafka_network_requestmetrics_totaltimems", "request=FetchConsumer")
 	expect(t, mfs, 2, "kafka_network_requestmetrics_requests_total", "request=FetchConsumer", "version=12")
 	expect(t, mfs, 1, "kafka_network_requestmetrics_requests_total", "request=Metadata", "version=12")
+	expect(t, mfs, 2, "kafka_server_brokertopicmetrics_totalproducerequests_total", "topic=t")
 	for _, topic := range []string{"t", ""} {
 		expect(t, mfs, 5, "kafka_server_brokertopicmetrics_messagesin_total", "topic="+topic)
 		expect(t, mfs, 500, "kafka_server_brokertopicmetrics_bytesin_total", "topic="+topic)
 		expect(t, mfs, 1, "kafka_server_brokertopicmetrics_failedproducerequests_total", "topic="+topic)
-		expect(t, mfs, 3, "kafka_server_brokertopicmetrics_totalproducerequests_total", "topic="+topic)
 		expect(t, mfs, 300, "kafka_server_brokertopicmetrics_bytesout_total", "topic="+topic)
 		expect(t, mfs, 700, "kafka_server_brokertopicmetrics_replicationbytesout_total", "topic="+topic)
 	}
+	if _, ok := get(mfs, "kafka_server_brokertopicmetrics_totalproducerequests_total", "topic=nosuchtopic"); ok {
+		t.Error("a produce to an unknown topic created per-topic series")
+	}
+	expect(t, mfs, 4, "kafka_server_brokertopicmetrics_totalproducerequests_total", "topic=")
 	var sum float64
 	for _, mm := range mfs["kafka_network_requestmetrics_remotetimems"].Metric {
 		if mm.Label[0].GetValue() == "Produce" {

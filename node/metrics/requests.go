@@ -177,18 +177,20 @@ func (r *Requests) count(t *kafka.RequestTiming) {
 	(*c).Inc()
 }
 
-// Produced implements kafka.TopicObserver.
+// Produced implements kafka.TopicObserver. A partition answered
+// NOT_LEADER_OR_FOLLOWER or UNKNOWN_TOPIC_OR_PARTITION only redirects the
+// client: as in Kafka it is not a failure, and it creates no per-topic
+// series (a client may name any topic; series are for topics served here).
 func (r *Requests) Produced(topic string, records, bytes int, err error) {
+	r.total.totalProduce.Inc()
+	if errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return
+	}
 	tc := r.topic(topic)
 	tc.totalProduce.Inc()
-	r.total.totalProduce.Inc()
 	if err != nil {
-		// As in Kafka, answers that only redirect the client are not
-		// failures of the broker.
-		if !errors.Is(err, kerr.NotLeaderForPartition) && !errors.Is(err, kerr.UnknownTopicOrPartition) {
-			tc.failedProduce.Inc()
-			r.total.failedProduce.Inc()
-		}
+		tc.failedProduce.Inc()
+		r.total.failedProduce.Inc()
 		return
 	}
 	tc.messagesIn.Add(float64(records))
