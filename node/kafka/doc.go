@@ -58,9 +58,11 @@
 // write buffer holding the response was flushed (observer.go): Kafka's
 // RequestQueue, Local, Remote, ResponseQueue and ResponseSend times, which
 // add up to the total. Remote time is what a handler, or the Broker it
-// calls, spends waiting between BeginRemote(ctx) and End: the long poll of
-// a Fetch, the acks=all wait of a Produce (produce.go). The cost is five time.Now calls
-// per request, no allocation; without an Observer, none. The Observer's
+// calls, spends waiting between BeginRemote(ctx) and End (the long poll of
+// a Fetch), plus, for a deferred response (a Produce waiting for acks=all),
+// the time from its handler's return until the finisher has it complete.
+// The cost is five time.Now calls per request (six for a deferred one), no
+// allocation; without an Observer, none. The Observer's
 // TopicObserver capability hears the records and bytes of each produced
 // partition and fetched topic (Kafka's BrokerTopicMetrics).
 //
