@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// series is one group of points in the picture.
+type series struct {
+	label string
+	pts   plotter.XYs
+}
+
+// plotGroups groups the measured cells by system and durability, the axes
+// the picture is about; every other axis is a point within the group.
+func plotGroups(rep *Report) []series {
+	var out []series
+	idx := map[string]int{}
+	add := func(label string, r Result) {
+		if !r.OK() || r.Cell.RateMBps > 0 {
+			return
+		}
+		i, ok := idx[label]
+		if !ok {
+			i = len(out)
+			idx[label] = i
+			out = append(out, series{label: label})
+		}
+		out[i].pts = append(out[i].pts, plotter.XY{X: r.MBPerSec, Y: math.Max(r.Produce.P99, 0.01)})
+	}
+	for _, r := range rep.Sluice {
+		add("sluice "+r.Cell.Durability, r)
+	}
+	for _, r := range rep.Peer {
+		add(rep.PeerName+" "+r.Note, r)
+	}
+	return out
+}
+
+var palette = []color.RGBA{
+	{R: 0x1f, G: 0x77, B: 0xb4, A: 255}, {R: 0xff, G: 0x7f, B: 0x0e, A: 255}, {R: 0x2c, G: 0xa0, B: 0x2c, A: 255},
+	{R: 0xd6, G: 0x27, B: 0x28, A: 255}, {R: 0x94, G: 0x67, B: 0xbd, A: 255}, {R: 0x8c, G: 0x56, B: 0x4b, A: 255},
+}
+
+// WritePlot draws p99 produce latency (log scale) against throughput, one
+// colour and glyph per system and durability, to a PNG file.
+func WritePlot(path string, rep *Report) error {
+	groups := plotGroups(rep)
+	if len(groups) == 0 {
+		return fmt.Errorf("no cell measured anything to plot")
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Throughput vs p99 produce latency (%d nodes, %gs per cell)", rep.Nodes, rep.CellSeconds)
+	p.X.Label.Text = "throughput (MB/s of record values)"
+	p.Y.Label.Text = "p99 produce latency (ms, log scale)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	glyphs := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}, draw.RingGlyph{}}
+	for i, g := range groups {
+		s, err := plotter.NewScatter(g.pts)
+		if err != nil {
+			return err
+		}
+		s.GlyphStyle.Color = palette[i%len(palette)]
+		s.GlyphStyle.Shape = glyphs[i%len(glyphs)]
+		s.GlyphStyle.Radius = vg.Points(4)
+		p.Add(s)
+		p.Legend.Add(g.label, s)
+	}
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}
