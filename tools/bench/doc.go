@@ -27,7 +27,8 @@
 // version; it is a separate program, not a dependency of this module (only
 // the client, nats.go, is). Each acks=all Sluice cell maps to one peer cell
 // (PeerCell): RF replicas per stream, one stream per partition, async
-// publish with a 4,096-message window and an ack per message, the same
+// publish with kgo's window of 50,000 unacknowledged records and an ack
+// per message, the same
 // record sizes, duration and offered load. What is not equivalent:
 //   - fsync: JetStream's sync_interval is server-wide and defaults to 2
 //     minutes, so its default is closest to page-cache; sync and

@@ -59,19 +59,14 @@ func (k *KafkaTarget) Run(ctx context.Context, w io.Writer, c Cell, d time.Durat
 	if err := waitLeaders(sctx, adm, topic); err != nil {
 		return fail("%v", err)
 	}
+	if err := k.probe(sctx, c, topic, d); err != nil {
+		return fail("probe produce (acks=%s): %v", c.Acks, err)
+	}
 	prod, err := kgo.NewClient(k.producerOpts(c, topic, d)...)
 	if err != nil {
 		return fail("producer: %v", err)
 	}
 	defer prod.Close()
-	// One probe record: a cell the broker refuses (NOT_ENOUGH_REPLICAS is
-	// retriable, kgo would retry it for the whole cell) fails here, fast.
-	pctx, pcancel := context.WithTimeout(sctx, 10*time.Second)
-	err = prod.ProduceSync(pctx, &kgo.Record{Value: make([]byte, c.Size)}).FirstErr()
-	pcancel()
-	if err != nil {
-		return fail("probe produce (acks=%s): %v", c.Acks, err)
-	}
 	cons, err := kgo.NewClient(kgo.SeedBrokers(k.Seeds...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
@@ -79,6 +74,21 @@ func (k *KafkaTarget) Run(ctx context.Context, w io.Writer, c Cell, d time.Durat
 	}
 	defer cons.Close()
 	return k.load(ctx, w, c, d, prod, cons)
+}
+
+// probe produces one record with few retries: a cell the broker refuses
+// (NOT_ENOUGH_REPLICAS is retriable, and kgo would retry it for the whole
+// cell) fails here, fast, with the broker's error.
+func (k *KafkaTarget) probe(ctx context.Context, c Cell, topic string, d time.Duration) error {
+	cl, err := kgo.NewClient(append(k.producerOpts(c, topic, d), kgo.RecordRetries(3))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// A zero stamp: the consumer does not count it.
+	return cl.ProduceSync(pctx, &kgo.Record{Value: make([]byte, c.Size)}).FirstErr()
 }
 
 func configString(c Cell) string {

@@ -25,6 +25,11 @@ const (
 	NATSServerVersion = "v2.15.2"
 )
 
+// kgoMaxBuffered is kgo's default MaxBufferedRecords: the peer gets the
+// same window of unacknowledged records, so that latencies under an
+// unpaced load (window / throughput, by Little's law) compare.
+const kgoMaxBuffered = 50000
+
 // Peer durability labels: JetStream's fsync policy is server-wide
 // (jetstream.sync_interval), not per stream.
 const (
@@ -258,7 +263,7 @@ func (p *NATSPeer) Run(ctx context.Context, w io.Writer, c Cell, d time.Duration
 	m := newMeter()
 	vals := newValuePool(c.Size)
 	js, err := jetstream.New(p.nc,
-		jetstream.WithPublishAsyncMaxPending(4096),
+		jetstream.WithPublishAsyncMaxPending(kgoMaxBuffered),
 		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, msg *nats.Msg, _ *jetstream.PubAck) {
 			now := time.Now()
 			if sent, ok := stamp(msg.Data); ok {

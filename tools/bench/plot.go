@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -35,10 +36,10 @@ func plotGroups(rep *Report) []series {
 		out[i].pts = append(out[i].pts, plotter.XY{X: r.MBPerSec, Y: math.Max(r.Produce.P99, 0.01)})
 	}
 	for _, r := range rep.Sluice {
-		add("sluice "+r.Cell.Durability, r)
+		add(fmt.Sprintf("sluice rf%d %s", r.Cell.RF, r.Cell.Durability), r)
 	}
 	for _, r := range rep.Peer {
-		add(rep.PeerName+" "+r.Note, r)
+		add(fmt.Sprintf("%s R%d %s", rep.PeerName, r.Cell.RF, r.Cell.Durability), r)
 	}
 	return out
 }
@@ -60,7 +61,7 @@ func WritePlot(path string, rep *Report) error {
 	p.X.Label.Text = "throughput (MB/s of record values)"
 	p.Y.Label.Text = "p99 produce latency (ms, log scale)"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = ticks125{}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	glyphs := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}, draw.RingGlyph{}}
@@ -76,4 +77,21 @@ func WritePlot(path string, rep *Report) error {
 		p.Legend.Add(g.label, s)
 	}
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}
+
+// ticks125 marks 1, 2, 5 of every decade in the range: plot.LogTicks marks
+// only powers of ten, too few for latencies spanning one or two decades.
+type ticks125 struct{}
+
+func (ticks125) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for dec := math.Pow(10, math.Floor(math.Log10(lo))); dec <= hi; dec *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			v := dec * m
+			if v >= lo && v <= hi {
+				out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+			}
+		}
+	}
+	return out
 }

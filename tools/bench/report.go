@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -70,13 +71,17 @@ func WriteTable(w io.Writer, rep *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	hdr := "cell\trecords/s\tMB/s\tp50 ms\tp99 ms\tp99.9 ms\te2e p50\te2e p99\te2e p99.9\t"
 	if len(rep.Peer) > 0 {
-		hdr += rep.PeerName + " rec/s\t" + rep.PeerName + " p99\trec/s ratio\tp99 ratio\t"
+		hdr += rep.PeerName + " rec/s\t" + rep.PeerName + " p99\trec/s sluice/" + rep.PeerName + "\tp99 sluice/" + rep.PeerName + "\t"
 	}
 	fmt.Fprintln(tw, hdr)
 	var failed []Result
 	for _, r := range rep.Sluice {
 		if r.Err != "" {
-			fmt.Fprintf(tw, "%s\tFAILED\t\n", r.Name)
+			line := r.Name + "\tFAILED" + strings.Repeat("\t-", 8) + "\t"
+			if len(rep.Peer) > 0 {
+				line += strings.Repeat("-\t", 4)
+			}
+			fmt.Fprintln(tw, line)
 			failed = append(failed, r)
 			continue
 		}

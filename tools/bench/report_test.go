@@ -110,7 +110,7 @@ func TestTableShowsRatiosAndFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	for _, want := range []string{"rec/s ratio", "4.00x", "0.50x", "FAILED sluice rf3 acks=all sync 1KiB p6 default: create topic: INVALID_CONFIG"} {
+	for _, want := range []string{"rec/s sluice/nats", "4.00x", "0.50x", "FAILED sluice rf3 acks=all sync 1KiB p6 default: create topic: INVALID_CONFIG"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
