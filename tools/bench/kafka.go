@@ -88,7 +88,11 @@ func (k *KafkaTarget) probe(ctx context.Context, c Cell, topic string, d time.Du
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	// A zero stamp: the consumer does not count it.
-	return cl.ProduceSync(pctx, &kgo.Record{Value: make([]byte, c.Size)}).FirstErr()
+	err = cl.ProduceSync(pctx, &kgo.Record{Value: make([]byte, c.Size)}).FirstErr()
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return fmt.Errorf("no acknowledgement within 10s: the cluster took the record but did not answer (acks=%s, RF %d)", c.Acks, c.RF)
+	}
+	return err
 }
 
 func configString(c Cell) string {

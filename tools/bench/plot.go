@@ -57,7 +57,7 @@ func WritePlot(path string, rep *Report) error {
 		return fmt.Errorf("no cell measured anything to plot")
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Throughput vs p99 produce latency (%d nodes, %gs per cell)", rep.Nodes, rep.CellSeconds)
+	p.Title.Text = fmt.Sprintf("Throughput vs p99 produce latency, unpaced cells (%d nodes, %gs per cell)", rep.Nodes, rep.CellSeconds)
 	p.X.Label.Text = "throughput (MB/s of record values)"
 	p.Y.Label.Text = "p99 produce latency (ms, log scale)"
 	p.Y.Scale = plot.LogScale{}
@@ -76,6 +76,11 @@ func WritePlot(path string, rep *Report) error {
 		p.Add(s)
 		p.Legend.Add(g.label, s)
 	}
+	// Room around the points, so that none sits on an axis or under the legend.
+	p.X.Min = 0
+	p.X.Max *= 1.15
+	p.Y.Min /= 1.5
+	p.Y.Max *= 3
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
 }
 
