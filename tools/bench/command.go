@@ -170,7 +170,7 @@ func Run(ctx context.Context, w io.Writer, o Options) (*Report, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		fmt.Fprintf(w, "[%d/%d] sluice %s\n", i+1, total, c.Name())
+		fmt.Fprintf(w, "[%d/%d] sluice %s (about %v left)\n", i+1, total, c.Name(), estimate(total-i, o.CellDuration).Round(time.Second))
 		r := k.Run(ctx, w, c, o.CellDuration)
 		printResult(w, r)
 		rep.Sluice = append(rep.Sluice, r)
@@ -209,7 +209,8 @@ func startCluster(ctx context.Context, w io.Writer, o Options) ([]string, func()
 		}
 		dir, tmp = d, true
 	}
-	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	// Longer than `sluice cluster start`'s 90 s: a bench machine is busy.
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	fmt.Fprintf(w, "starting a %d-node local cluster in %s\n", o.Nodes, dir)
 	l, err := cluster.Start(sctx, w, cluster.Options{Dir: dir, Nodes: o.Nodes, BasePort: o.BasePort})
@@ -252,7 +253,7 @@ func runPeer(ctx context.Context, w io.Writer, o Options, rep *Report, cells []C
 		if ctx.Err() != nil {
 			break
 		}
-		fmt.Fprintf(w, "[%d/%d] nats %s\n", done+i+1, total, c.Name())
+		fmt.Fprintf(w, "[%d/%d] nats %s (about %v left)\n", done+i+1, total, c.Name(), estimate(len(cells)-i, o.CellDuration).Round(time.Second))
 		r := p.Run(ctx, w, c, o.CellDuration)
 		printResult(w, r)
 		rep.Peer = append(rep.Peer, r)
