@@ -18,7 +18,7 @@
 // end-to-end latency from the Produce call to the consumer receiving the
 // record, read from the send time the first 8 bytes of every value carry.
 // Both go into a lock-free log-linear histogram (Histogram: exact below
-// 64 µs, ~3% relative error above). Values come from a pool and go back
+// 64 µs, ~3% relative error above). Values come from a free list and go back
 // after the ack: the load loop allocates only kgo's Record.
 //
 // The peer (--peer nats) is a 3-node NATS JetStream cluster of nats-server

@@ -166,8 +166,7 @@ func (k *KafkaTarget) load(ctx context.Context, w io.Writer, c Cell, d time.Dura
 		} else if sent, ok := stamp(r.Value); ok {
 			m.ack(sent, len(r.Value), now)
 		}
-		v := r.Value
-		vals.put(&v)
+		vals.put(r.Value)
 	}
 loop:
 	for {
@@ -177,7 +176,7 @@ loop:
 			// Produce blocks while kgo's buffer is full: that is the
 			// back-pressure of an unpaced cell.
 			// With acks=0 the promise runs once the request is written.
-			prod.Produce(ctx, &kgo.Record{Value: *v}, promise)
+			prod.Produce(ctx, &kgo.Record{Value: v}, promise)
 		}
 		pace.sent += n
 		select {

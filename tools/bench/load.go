@@ -13,11 +13,13 @@ import (
 
 // valuePool hands out record values of one size whose first 8 bytes are
 // overwritten with the send time (UnixNano) and whose rest is random (so
-// that nothing compresses it). A value goes back after its ack.
+// that nothing compresses it). A value goes back after its ack. The free
+// list is a buffered channel of slices: unlike a sync.Pool of *[]byte, a
+// put allocates nothing.
 type valuePool struct {
 	size int
 	fill []byte
-	pool sync.Pool
+	free chan []byte
 }
 
 // minSize holds the timestamp.
@@ -27,27 +29,37 @@ func newValuePool(size int) *valuePool {
 	if size < minSize {
 		size = minSize
 	}
-	p := &valuePool{size: size, fill: make([]byte, size)}
+	p := &valuePool{size: size, fill: make([]byte, size), free: make(chan []byte, kgoMaxBuffered+4096)}
 	r := rand.New(rand.NewPCG(uint64(size), 8))
 	for i := range p.fill {
 		p.fill[i] = byte(r.Uint32())
-	}
-	p.pool.New = func() any {
-		b := make([]byte, p.size)
-		copy(b, p.fill)
-		return &b
 	}
 	return p
 }
 
 // get returns a value stamped with now.
-func (p *valuePool) get(now time.Time) *[]byte {
-	b := p.pool.Get().(*[]byte)
-	binary.BigEndian.PutUint64(*b, uint64(now.UnixNano()))
+func (p *valuePool) get(now time.Time) []byte {
+	var b []byte
+	select {
+	case b = <-p.free:
+	default:
+		b = make([]byte, p.size)
+		copy(b, p.fill)
+	}
+	binary.BigEndian.PutUint64(b, uint64(now.UnixNano()))
 	return b
 }
 
-func (p *valuePool) put(b *[]byte) { p.pool.Put(b) }
+// put gives a value back once nothing refers to it.
+func (p *valuePool) put(b []byte) {
+	if len(b) != p.size {
+		return
+	}
+	select {
+	case p.free <- b:
+	default:
+	}
+}
 
 // stamp reads the send time of a value.
 func stamp(v []byte) (time.Time, bool) {

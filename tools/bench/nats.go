@@ -269,8 +269,7 @@ func (p *NATSPeer) Run(ctx context.Context, w io.Writer, c Cell, d time.Duration
 			if sent, ok := stamp(msg.Data); ok {
 				m.ack(sent, len(msg.Data), now)
 			}
-			v := msg.Data
-			vals.put(&v)
+			vals.put(msg.Data)
 		}),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, _ *nats.Msg, err error) {
 			m.fail(fmt.Errorf("publish: %w", err))
@@ -338,7 +337,7 @@ loop:
 			next++
 			for {
 				// A full window stalls the publish: back-pressure.
-				_, err := js.PublishAsync(subj, *v, jetstream.WithStallWait(time.Second))
+				_, err := js.PublishAsync(subj, v, jetstream.WithStallWait(time.Second))
 				if err == nil {
 					break
 				}
