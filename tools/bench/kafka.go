@@ -45,8 +45,11 @@ func (k *KafkaTarget) Run(ctx context.Context, w io.Writer, c Cell, d time.Durat
 	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	resp, err := adm.CreateTopic(sctx, int32(c.Partitions), int16(c.RF), c.TopicConfigs(), topic)
-	if err == nil {
+	if err == nil && resp.Err != nil {
 		err = resp.Err
+		if resp.ErrMessage != "" {
+			err = fmt.Errorf("%w (%s)", resp.Err, resp.ErrMessage)
+		}
 	}
 	if err != nil {
 		return fail("create topic (rf %d, %d partitions, %v): %v", c.RF, c.Partitions, configString(c), err)

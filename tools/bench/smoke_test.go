@@ -99,4 +99,13 @@ func TestSmokeAgainstOneNode(t *testing.T) {
 	if r.OK() || !strings.Contains(r.Err, "create topic") {
 		t.Fatalf("RF 3 on one broker: want a create-topic error, got %+v", r)
 	}
+
+	// sync-before-ack: measured where the broker knows the config, else
+	// reported as the broker's refusal, never a hang or a half result.
+	sync := Cell{Acks: "all", Durability: DurSync, Size: 100, RF: 1, Partitions: 1, Batching: BatchDefault}
+	r = k.Run(ctx, &out, sync, time.Second)
+	if !r.OK() && !strings.Contains(r.Err, "sluice.durability") {
+		t.Fatalf("%s: %+v", sync.Name(), r)
+	}
+	t.Logf("%s: %s", sync.Name(), PerfLine(r))
 }
