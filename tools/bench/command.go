@@ -163,7 +163,7 @@ func Run(ctx context.Context, w io.Writer, o Options) (*Report, error) {
 		return nil, err
 	}
 	if o.Bootstrap != "" {
-		rep.Nodes = 0 // unknown: someone else's cluster
+		rep.Nodes = len(seeds) // the bootstrap servers given: a lower bound
 	}
 	k := &KafkaTarget{Seeds: seeds, Linger: o.Linger, Prefix: "sluice-bench"}
 	for i, c := range cells {
