@@ -113,6 +113,14 @@ func (p *planner) broker(id int32, epoch int64) (*Broker, error) {
 	return b, nil
 }
 
+// ConfigDurability is the topic config partition.ConfigDurability
+// (sluice.durability); the value "sync" means every replica counted towards
+// the high watermark only with what it had fsynced.
+const ConfigDurability = "sluice.durability"
+
+// syncDurable says whether the topic acknowledges only fsynced records.
+func syncDurable(t *Topic) bool { return t.Configs[ConfigDurability] == "sync" }
+
 // uncleanAllowed resolves unclean.leader.election.enable for a topic.
 func (p *planner) uncleanAllowed(t *Topic) bool {
 	if v, ok := t.Configs[ConfigUncleanLeaderElection]; ok {
@@ -162,7 +170,10 @@ func (p *planner) moveOff(id int32, unclean bool) []Record {
 		if p.uncleanAllowed(t) {
 			el = ElectUnclean
 		}
-		c := PartitionChange{TopicID: t.ID, Partition: i, Current: *part, Acceptable: ok, TargetISR: isr, Election: el, StaleIfKept: unclean}
+		// With sync durability an unclean shutdown loses nothing
+		// acknowledged (every ack waited for the fsync), so the last ISR
+		// member stays electable.
+		c := PartitionChange{TopicID: t.ID, Partition: i, Current: *part, Acceptable: ok, TargetISR: isr, Election: el, StaleIfKept: unclean && !syncDurable(t)}
 		if rec, changed := c.Build(); changed {
 			recs = append(recs, rec)
 		}
