@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -44,13 +45,18 @@ func plotGroups(rep *Report) []series {
 	return out
 }
 
+// palette has ten distinct colours (the series of a full run with a peer
+// number ten at most: 2 RF × 3 durabilities + 2 RF × 2 sync settings).
 var palette = []color.RGBA{
 	{R: 0x1f, G: 0x77, B: 0xb4, A: 255}, {R: 0xff, G: 0x7f, B: 0x0e, A: 255}, {R: 0x2c, G: 0xa0, B: 0x2c, A: 255},
 	{R: 0xd6, G: 0x27, B: 0x28, A: 255}, {R: 0x94, G: 0x67, B: 0xbd, A: 255}, {R: 0x8c, G: 0x56, B: 0x4b, A: 255},
+	{R: 0xe3, G: 0x77, B: 0xc2, A: 255}, {R: 0x7f, G: 0x7f, B: 0x7f, A: 255}, {R: 0xbc, G: 0xbd, B: 0x22, A: 255},
+	{R: 0x17, G: 0xbe, B: 0xcf, A: 255},
 }
 
 // WritePlot draws p99 produce latency (log scale) against throughput, one
-// colour and glyph per system and durability, to a PNG file.
+// colour per series, filled circles for Sluice and crosses for the peer, to
+// a PNG file.
 func WritePlot(path string, rep *Report) error {
 	groups := plotGroups(rep)
 	if len(groups) == 0 {
@@ -64,14 +70,16 @@ func WritePlot(path string, rep *Report) error {
 	p.Y.Tick.Marker = ticks125{}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
-	glyphs := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}, draw.RingGlyph{}}
 	for i, g := range groups {
 		s, err := plotter.NewScatter(g.pts)
 		if err != nil {
 			return err
 		}
 		s.GlyphStyle.Color = palette[i%len(palette)]
-		s.GlyphStyle.Shape = glyphs[i%len(glyphs)]
+		s.GlyphStyle.Shape = draw.CircleGlyph{}
+		if !strings.HasPrefix(g.label, "sluice ") {
+			s.GlyphStyle.Shape = draw.CrossGlyph{}
+		}
 		s.GlyphStyle.Radius = vg.Points(4)
 		p.Add(s)
 		p.Legend.Add(g.label, s)
