@@ -221,6 +221,9 @@ func (b *broker) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource)
 				}
 				out[i].Entries = append(out[i].Entries, e)
 			}
+			if askedFor(r.Keys, UncleanElectionsKey) {
+				out[i].Entries = append(out[i].Entries, uncleanEntry(t))
+			}
 		case kafka.ConfigResourceBroker:
 			if r.Name != "" && r.Name != strconv.Itoa(int(b.cfg.NodeID)) {
 				out[i].Err, out[i].ErrMessage = kerr.InvalidRequest, "describe the configs of broker "+strconv.Itoa(int(b.cfg.NodeID))+" on that broker"

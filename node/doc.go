@@ -8,7 +8,9 @@
 // the node's one segment Index (Pebble, <log.dirs>/index), starts the quorum
 // Controller (<log.dirs>/quorum; a voter bootstrapping with
 // controller.quorum.voters, or the initial controllers of meta.properties,
-// when the node is one of them), starts liveness gossip when a GOSSIP
+// when the node is one of them; any other node, a broker-only one
+// included, joins the running quorum as a Raft non-voter through
+// quorum.Join: join.go), starts liveness gossip when a GOSSIP
 // listener is configured, registers the broker (saying whether the previous
 // run shut down cleanly: the .clean_shutdown marker; retried while the
 // outcome is unknown), gets it unfenced (by the active controller's gossip

@@ -201,6 +201,11 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	closers = append(closers, func() { n.ctrl.Close() })
+	if len(qc.InitialVoters) == 0 {
+		if err = n.joinQuorum(voters, opts.RegisterTimeout); err != nil {
+			return nil, err
+		}
+	}
 
 	n.wg.Add(3)
 	go n.reconcileLoop()

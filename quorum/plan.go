@@ -65,6 +65,8 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		return p.alterPartitions(c)
 	case *ElectLeaders:
 		return p.electLeaders(c)
+	case *CreatePartitions:
+		return p.createPartitions(c)
 	case *AllocateProducerIDs:
 		b, err := p.broker(c.BrokerID, c.BrokerEpoch)
 		if err != nil {
