@@ -8,7 +8,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -tags invariants -count=1 -timeout 12m
 FUZZTIME  ?= 15s
 
-.PHONY: all build test test-short bench fuzz lint demo crash e2e clean
+.PHONY: all build test test-short bench bench-cluster fuzz lint demo crash e2e clean
 
 all: build
 
@@ -39,6 +39,16 @@ e2e:
 bench:
 	@mkdir -p bin
 	segment/benchtable.sh | tee bin/bench.txt
+
+# bench-cluster is `sluice bench`: a 3-node local cluster of real processes
+# (temp dir, Kafka ports 19192..), the quick matrix (BENCH_ARGS=--quick; set
+# BENCH_ARGS= for all 144 cells) with NATS JetStream measured beside it
+# (nats-server is go-installed into bin/ when absent). Prints per-cell
+# producer-perf-test lines and one table; writes bin/bench-cluster/bench.{csv,json,png}.
+BENCH_ARGS ?= --quick
+BENCH_PEER ?= nats
+bench-cluster: build
+	bin/sluice bench $(BENCH_ARGS) --peer "$(BENCH_PEER)" --out bin/bench-cluster
 
 # fuzz runs every fuzz target for FUZZTIME each, from the seed corpus kept in
 # each package's testdata/fuzz/; a failing input is written there too (commit

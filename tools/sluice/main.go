@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-log/sluice/node"
 	"github.com/sluice-log/sluice/tools/admin"
+	"github.com/sluice-log/sluice/tools/bench"
 	"github.com/sluice-log/sluice/tools/cluster"
 	"github.com/sluice-log/sluice/tools/demo"
 	"github.com/sluice-log/sluice/tools/initcmd"
@@ -31,7 +32,7 @@ func main() {
 	}
 	clusterCmd := cluster.NewCommand()
 	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand())
-	root.AddCommand(initcmd.NewCommand(), node.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), demo.NewCommand(), tune.NewCommand())
+	root.AddCommand(initcmd.NewCommand(), node.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand())
 	if err := root.Execute(); err != nil {
 		if errors.Is(err, admin.ErrProblem) {
 			os.Exit(2) // the command worked and found a problem (health, filters)

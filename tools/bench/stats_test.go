@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestBucketsAreMonotonicAndTight(t *testing.T) {
+	prev := -1
+	for us := uint64(0); us < 1<<22; us += 1 + us/97 {
+		b := bucketOf(us)
+		if b < prev {
+			t.Fatalf("bucketOf(%d) = %d, below bucketOf of a smaller value (%d)", us, b, prev)
+		}
+		prev = b
+		v := bucketValue(b)
+		if us < histLinear && v != float64(us) {
+			t.Fatalf("below %d µs buckets are exact: bucketValue(bucketOf(%d)) = %v", histLinear, us, v)
+		}
+		if rel := math.Abs(v-float64(us)) / math.Max(float64(us), 1); rel > 1.0/histSub {
+			t.Fatalf("bucketOf(%d) stands for %v: %.1f%% off (limit %.1f%%)", us, v, rel*100, 100.0/histSub)
+		}
+	}
+}
+
+// TestQuantilesMatchSortedSamples compares the histogram's percentiles with
+// the exact nearest-rank percentiles of the same samples.
+func TestQuantilesMatchSortedSamples(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var h Histogram
+	var us []float64
+	for i := 0; i < 100000; i++ {
+		// Log-normal-ish latencies from 10 µs to ~1 s.
+		v := math.Exp(r.NormFloat64()*1.5 + 7)
+		d := time.Duration(v * float64(time.Microsecond))
+		h.Record(d)
+		us = append(us, float64(d/time.Microsecond))
+	}
+	slices.Sort(us)
+	for _, q := range []float64{0.5, 0.9, 0.99, 0.999, 1} {
+		exact := us[int(math.Ceil(q*float64(len(us))))-1] / 1000
+		got := h.Quantile(q)
+		if math.Abs(got-exact) > exact/histSub+0.001 {
+			t.Errorf("p%v = %.4f ms, exact %.4f ms", q*100, got, exact)
+		}
+	}
+	s := h.Summary()
+	if s.Count != 100000 || s.Max != us[len(us)-1]/1000 {
+		t.Errorf("summary %+v: want count 100000, max %.3f", s, us[len(us)-1]/1000)
+	}
+	if !(s.P50 <= s.P95 && s.P95 <= s.P99 && s.P99 <= s.P999 && s.P999 <= s.Max) {
+		t.Errorf("percentiles out of order: %+v", s)
+	}
+}
+
+func TestQuantileSmallCounts(t *testing.T) {
+	var h Histogram
+	if h.Quantile(0.99) != 0 || h.Summary() != (Latency{}) {
+		t.Fatal("an empty histogram reads as zero")
+	}
+	for _, ms := range []int{1, 2, 3, 4, 100} {
+		h.Record(time.Duration(ms) * time.Millisecond)
+	}
+	// Nearest rank of 5 samples: p50 is the 3rd, p99 the 5th.
+	if got := h.Quantile(0.5); math.Abs(got-3) > 3.0/histSub {
+		t.Errorf("p50 of {1,2,3,4,100} ms = %v, want ~3", got)
+	}
+	if got := h.Quantile(0.99); got != 100 {
+		t.Errorf("p99 of {1,2,3,4,100} ms = %v, want 100 (capped at the max)", got)
+	}
+	if got := h.Summary().Avg; got != 22 {
+		t.Errorf("avg = %v, want 22", got)
+	}
+	h.Record(-time.Second)
+	if h.Quantile(0) != 0 {
+		t.Error("a negative latency counts as 0")
+	}
+}
+
+func TestRecordConcurrently(t *testing.T) {
+	var h Histogram
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10000; i++ {
+				h.Record(time.Duration(i) * time.Microsecond)
+			}
+		}()
+	}
+	wg.Wait()
+	if h.Count() != 80000 || h.Summary().Max != 9.999 {
+		t.Fatalf("count %d max %v: want 80000 and 9.999 ms", h.Count(), h.Summary().Max)
+	}
+}
+
+func TestPacer(t *testing.T) {
+	start := time.Unix(1000, 0)
+	p := newPacer(1, 1024, start) // 1 MB/s of 1 KiB: 1024 records/s
+	if n := p.allowance(start.Add(500*time.Millisecond), 1<<20); n != 512 {
+		t.Fatalf("after 0.5 s: %d records allowed, want 512", n)
+	}
+	p.sent = 512
+	if n := p.allowance(start.Add(500*time.Millisecond), 1<<20); n != 0 {
+		t.Fatalf("nothing more is due yet, got %d", n)
+	}
+	if n := p.allowance(start.Add(10*time.Second), 100); n != 100 {
+		t.Fatalf("the burst caps a catch-up: %d", n)
+	}
+	if n := newPacer(0, 100, start).allowance(start, 256); n != 256 {
+		t.Fatalf("unpaced allows the whole burst, got %d", n)
+	}
+}
+
+func TestValuePoolStampsAndReuses(t *testing.T) {
+	p := newValuePool(100)
+	now := time.Unix(1700000000, 123456789)
+	v := p.get(now)
+	if len(v) != 100 {
+		t.Fatalf("value of %d bytes, want 100", len(v))
+	}
+	got, ok := stamp(v)
+	if !ok || !got.Equal(now) {
+		t.Fatalf("stamp = %v %v, want %v", got, ok, now)
+	}
+	if _, ok := stamp([]byte{1, 2}); ok {
+		t.Fatal("a value shorter than the stamp has none")
+	}
+	if n := testing.AllocsPerRun(1000, func() { p.put(p.get(now)) }); n > 0 {
+		t.Fatalf("get/put allocates %v times per record", n)
+	}
+}
