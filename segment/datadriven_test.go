@@ -22,6 +22,10 @@ import (
 //	flush | checkpoint | close | reopen | crash      crash: power cut keeping only synced bytes
 //	clock now=T                                      the clock for appends (segment.ms)
 //	state | epoch-end epoch=E | offset-for-ts ts=T
+//	scan-batches [from=O] [to=O]                     batch headers in [from, to)
+//
+// append's pid=P [pepoch=E] [seq=S] [attrs=A] make it an idempotent
+// producer's batch (attrs: 16 transactional, 32 control).
 func TestScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, path string) {
 		s := &script{t: t, mem: vfs.NewCrashableMem()}
@@ -102,6 +106,9 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 			d.ScanArgs(s.t, "tag", &tag)
 		}
 		b := batchOf(s.arg(d, "ts", 0), tag, n)
+		if d.HasArg("pid") {
+			setProducer(b, s.arg(d, "pid", -1), int16(s.arg(d, "pepoch", 0)), int32(s.arg(d, "seq", 0)), int16(s.arg(d, "attrs", 0)))
+		}
 		var info AppendInfo
 		var err error
 		if d.Cmd == "append" {
@@ -169,6 +176,29 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 		return report(rep) + s.state(), nil
 	case "state":
 		return s.state(), nil
+	case "scan-batches":
+		var b strings.Builder
+		err := s.l.ScanBatches(s.arg(d, "from", 0), s.arg(d, "to", 1<<62), func(h BatchHeader) error {
+			fmt.Fprintf(&b, "%d..%d epoch=%d ts=%d records=%d", h.BaseOffset, h.LastOffset(), h.LeaderEpoch, h.MaxTimestamp, h.RecordCount)
+			if h.ProducerID >= 0 {
+				fmt.Fprintf(&b, " pid=%d pepoch=%d seq=%d..%d", h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastSequence())
+			}
+			if h.IsTransactional() {
+				b.WriteString(" txn")
+			}
+			if h.IsControl() {
+				b.WriteString(" control")
+			}
+			b.WriteString("\n")
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+		if b.Len() == 0 {
+			return "no batches\n", nil
+		}
+		return b.String(), nil
 	case "epoch-end":
 		e, off := s.l.EndOffsetForEpoch(int32(s.arg(d, "epoch", 0)))
 		return fmt.Sprintf("epoch %d ends at %d\n", e, off), nil

@@ -144,6 +144,16 @@ func (l *Log) open(rep *RecoveryReport) error {
 	} else if err := l.scan(meta, wb, rep); err != nil {
 		return err
 	}
+	// A scan that started below the log start re-learnt the epochs of the
+	// batches there; the cache starts at the log start, as after
+	// AdvanceLogStart.
+	dropped, moved := l.epochs.truncateFromStart(l.logStart)
+	for _, e := range dropped {
+		wb.Delete(l.k.epoch(e), nil)
+	}
+	if moved != nil {
+		wb.Set(l.k.epoch(moved.Epoch), u64bytes(moved.StartOffset), nil)
+	}
 	for _, s := range l.segs {
 		l.maxTs = max(l.maxTs, s.maxTs)
 	}
