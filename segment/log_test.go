@@ -3,9 +3,9 @@ package segment
 import (
 	"bytes"
 	"encoding/binary"
-	"hash/crc32"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
