@@ -21,7 +21,7 @@ import (
 //	retention now=T hw=O                             now in ms
 //	flush | checkpoint | close | reopen | crash      crash: power cut keeping only synced bytes
 //	clock now=T                                      the clock for appends (segment.ms)
-//	state | epoch-end epoch=E | offset-for-ts ts=T
+//	state | epoch-end epoch=E | offset-for-ts ts=T | max-ts [up-to=O]
 //	scan-batches [from=O] [to=O]                     batch headers in [from, to)
 //
 // append's pid=P [pepoch=E] [seq=S] [attrs=A] make it an idempotent
@@ -210,7 +210,16 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 		if !ok {
 			return "none\n", nil
 		}
-		return fmt.Sprintf("offset %d (batch ts %d)\n", off, ts), nil
+		return fmt.Sprintf("offset %d (record ts %d)\n", off, ts), nil
+	case "max-ts":
+		off, ts, ok, err := s.l.MaxTimestamp(s.arg(d, "up-to", 1<<62))
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "none\n", nil
+		}
+		return fmt.Sprintf("offset %d (record ts %d)\n", off, ts), nil
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }

@@ -125,7 +125,7 @@ func (l *Log) open(rep *RecoveryReport) error {
 			return err
 		}
 		s := &segment{base: b, path: l.fs.PathJoin(l.dir, segmentName(b)), file: f, size: st.Size(),
-			next: b, firstTs: noTimestamp, maxTs: noTimestamp}
+			next: b, firstTs: noTimestamp, maxTs: noTimestamp, maxTsOff: -1}
 		if r, ok := recs[b]; ok {
 			s.sealed = true
 			s.size = min(s.size, r.end)
@@ -177,6 +177,7 @@ func (l *Log) open(rep *RecoveryReport) error {
 			wb.DeleteRange(l.k.kind(kind), l.k.upper(kind), nil)
 		}
 		l.maxTs, l.lastTsKey = noTimestamp, noTimestamp
+		l.tsPoints.reset()
 	}
 	if n := len(l.segs); n > 0 && l.segs[n-1].sealed {
 		if l.segs[n-1].size == 0 && l.segs[n-1].base == l.leo {
@@ -271,7 +272,7 @@ func (l *Log) scan(meta metaRecord, wb *pebble.Batch, rep *RecoveryReport) error
 	rep.ScannedFrom = expect
 	for _, s := range l.segs[si:] {
 		s.sealed, s.next = false, s.base
-		s.firstTs, s.maxTs = noTimestamp, noTimestamp
+		s.firstTs, s.maxTs, s.maxTsOff = noTimestamp, noTimestamp, -1
 	}
 	if pos > 0 {
 		s := l.segs[si]
