@@ -35,9 +35,9 @@ type Log struct {
 	logStart  int64
 	leo       int64
 	epochs    epochCache
-	maxTs     int64 // running max batch timestamp over the log (time index)
+	maxTs     int64  // running max batch timestamp over the log (time index)
 	tsPoints  tsRing // where maxTs rose most recently (MaxTimestamp)
-	lastTsKey int64 // timestamp of the newest time index entry
+	lastTsKey int64  // timestamp of the newest time index entry
 	pending   []indexEntry
 	pendBatch *pebble.Batch // index writes not yet committed to Pebble
 	keyBuf    []byte        // scratch for index keys, under mu
