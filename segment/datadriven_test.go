@@ -21,7 +21,7 @@ import (
 //	retention now=T hw=O                             now in ms
 //	flush | checkpoint | close | reopen | crash      crash: power cut keeping only synced bytes
 //	clock now=T                                      the clock for appends (segment.ms)
-//	state | epoch-end epoch=E | offset-for-ts ts=T | max-ts [up-to=O]
+//	state | epoch-end epoch=E | epoch-of offset=O | offset-for-ts ts=T | max-ts [up-to=O]
 //	scan-batches [from=O] [to=O]                     batch headers in [from, to)
 //
 // append's pid=P [pepoch=E] [seq=S] [attrs=A] make it an idempotent
@@ -199,6 +199,8 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 			return "no batches\n", nil
 		}
 		return b.String(), nil
+	case "epoch-of":
+		return fmt.Sprintf("offset %d: epoch %d\n", s.arg(d, "offset", 0), s.l.EpochForOffset(s.arg(d, "offset", 0))), nil
 	case "epoch-end":
 		e, off := s.l.EndOffsetForEpoch(int32(s.arg(d, "epoch", 0)))
 		return fmt.Sprintf("epoch %d ends at %d\n", e, off), nil

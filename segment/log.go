@@ -599,6 +599,19 @@ func (l *Log) LatestEpoch() int32 {
 	return UndefinedEpoch
 }
 
+// EpochForOffset returns the leader epoch under which offset was written,
+// by the leader-epoch cache, or UndefinedEpoch when the cache does not
+// cover it: the leaderEpoch that ListOffsets (v4+) answers with a
+// timestamp lookup, as Kafka's epochForOffset.
+func (l *Log) EpochForOffset(offset int64) int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if offset < l.logStart || offset >= l.leo {
+		return UndefinedEpoch
+	}
+	return l.epochs.epochFor(offset)
+}
+
 // EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101/279): the largest
 // epoch at or below epoch that this log knows and the offset where it ends.
 func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
