@@ -65,6 +65,11 @@
 // removed or any new batch written, so that after any crash the old batches
 // past a truncation point cannot come back.
 //
+// Segments before the scan start are trusted, not rescanned: one whose file
+// is shorter than its seal (bytes lost after they were fsynced) is named in
+// RecoveryReport.Damaged, not cut, so that the segments after it stay
+// readable; a read in its missing bytes is ErrCorruptBatch.
+//
 // # Lookups by time and by header
 //
 // OffsetForTimestamp (ListOffsets by timestamp) starts at the time index's

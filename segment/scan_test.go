@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -115,4 +116,53 @@ func TestScanBatchesDuringTruncation(t *testing.T) {
 		t.Fatalf("after truncation: %v, want [0 2 4]", after)
 	}
 	_ = l.Close()
+}
+
+// BenchmarkLookups measures the new lookups on a log of 20,000 1 KiB
+// batches of 10 records: ScanBatches over the last 1,000 batches (headers
+// only), MaxTimestamp with the HW a few batches behind the log end (the
+// ring) and far behind it (segment maxima and a header scan), and a
+// record-exact OffsetForTimestamp.
+func BenchmarkLookups(b *testing.B) {
+	e := newEnv(b, vfs.NewMem())
+	l, _ := e.open(Options{SegmentBytes: 4 << 20})
+	defer l.Close()
+	vals := make([][]byte, 10)
+	for i := range vals {
+		vals[i] = make([]byte, 90)
+	}
+	t0 := time.Now().UnixMilli() - 20000 // recent: no roll by segment.ms
+	for i := 0; i < 20000; i++ {
+		if _, err := l.Append(BuildBatch(t0+int64(i), vals...), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	leo := l.LogEndOffset()
+	b.Run("scan-1000-batches", func(b *testing.B) {
+		for range b.N {
+			n := 0
+			if err := l.ScanBatches(leo-10000, leo, func(BatchHeader) error { n++; return nil }); err != nil || n != 1000 {
+				b.Fatal(n, err)
+			}
+		}
+	})
+	for _, c := range []struct {
+		name string
+		upTo int64
+	}{{"max-ts-hw-near", leo - 30}, {"max-ts-hw-far", leo / 2}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				if _, _, ok, err := l.MaxTimestamp(c.upTo); !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+	b.Run("offset-for-ts", func(b *testing.B) {
+		for range b.N {
+			if _, _, ok, err := l.OffsetForTimestamp(t0 + 15000); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
 }
