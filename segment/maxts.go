@@ -65,8 +65,9 @@ func (r *tsRing) lastBelow(upTo int64) (tsPoint, bool) {
 // timestamp (kept with the segment, and recorded in its seal) picks the
 // segment, and only a segment that the range cuts, or one whose batch of the
 // largest timestamp is not known since the log was opened, has its batch
-// headers read. Then the one batch found is decoded to find the record
-// (a compressed batch is not: its base offset is the answer).
+// headers read. Then the one batch found is decoded (decompressed if need
+// be) to find the record; a batch whose records do not decode answers
+// with its base offset.
 func (l *Log) MaxTimestamp(upTo int64) (offset, ts int64, ok bool, err error) {
 	l.mu.Lock()
 	if l.closed {
@@ -182,9 +183,6 @@ func (l *Log) maxRecord(seg *segment, size, off, logStart int64) (int64, int64, 
 		if h.BaseOffset != off {
 			break
 		}
-		if h.Attributes&attrCompression != 0 {
-			return off, h.MaxTimestamp, true, nil // not decoded: the batch answers
-		}
 		b, err := l.readBatch(seg, pos, h, nil)
 		if err != nil {
 			return 0, 0, false, err
@@ -196,11 +194,10 @@ func (l *Log) maxRecord(seg *segment, size, off, logStart int64) (int64, int64, 
 			}
 			return found < 0
 		})
-		if err != nil {
-			return 0, 0, false, err
-		}
-		if found < 0 {
-			found = off // no record has the batch's maxTimestamp: a producer's inconsistent batch
+		if err != nil || found < 0 {
+			// Records that do not decode, or none with the batch's
+			// maxTimestamp (a producer's inconsistent batch): the batch.
+			found = off
 		}
 		return found, h.MaxTimestamp, true, nil
 	}

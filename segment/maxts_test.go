@@ -1,6 +1,8 @@
 package segment
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -8,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 )
 
 // batchTimes builds an uncompressed batch with one record per timestamp
@@ -75,11 +80,71 @@ func TestRecordTimes(t *testing.T) {
 			t.Fatalf("batch cut at %d: %v, want ErrCorruptBatch", cut, err)
 		}
 	}
+	// Compressed with every codec (snappy raw and xerial-framed): the same
+	// records; a body that does not decompress is corruption.
+	for _, codec := range []int{codecGzip, codecSnappy, -codecSnappy, codecLz4, codecZstd} {
+		got, err := collect(compressBatch(t, b, codec))
+		if err != nil || len(got) != len(want) || got[3] != want[3] {
+			t.Fatalf("codec %d: %v %v, want %v", codec, got, err, want)
+		}
+		bad := compressBatch(t, b, codec)
+		bad[BatchHeaderSize+len(bad[BatchHeaderSize:])/2] ^= 0xff
+		if _, err := collect(bad); err != nil && !errors.Is(err, ErrCorruptBatch) {
+			t.Fatalf("codec %d, damaged body: %v", codec, err)
+		}
+	}
 	comp := append([]byte(nil), b...)
 	binary.BigEndian.PutUint16(comp[offAttributes:], 2)
-	if _, err := collect(comp); !errors.Is(err, ErrInvalidBatch) {
-		t.Fatalf("compressed: %v", err)
+	if _, err := collect(comp); !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("not snappy under the snappy bit: %v", err)
 	}
+}
+
+// compressBatch returns b with its records compressed by codec (-2: snappy
+// in the Java client's xerial framing, two chunks), CRC recomputed.
+func compressBatch(t testing.TB, b []byte, codec int) []byte {
+	recs := b[BatchHeaderSize:]
+	var body []byte
+	switch codec {
+	case codecNone:
+		body = recs
+	case codecGzip:
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		_, _ = w.Write(recs)
+		_ = w.Close()
+		body = buf.Bytes()
+	case codecSnappy:
+		body = s2.EncodeSnappy(nil, recs)
+	case -codecSnappy:
+		body = append(append([]byte(nil), xerialMagic...), 0, 0, 0, 1, 0, 0, 0, 1)
+		half := len(recs) / 2
+		for _, chunk := range [][]byte{recs[:half], recs[half:]} {
+			c := s2.EncodeSnappy(nil, chunk)
+			body = binary.BigEndian.AppendUint32(body, uint32(len(c)))
+			body = append(body, c...)
+		}
+		codec = codecSnappy
+	case codecLz4:
+		var buf bytes.Buffer
+		w := lz4.NewWriter(&buf)
+		_, _ = w.Write(recs)
+		_ = w.Close()
+		body = buf.Bytes()
+	case codecZstd:
+		w, err := zstd.NewWriter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = w.EncodeAll(recs, nil)
+		_ = w.Close()
+	}
+	out := append(append([]byte(nil), b[:BatchHeaderSize]...), body...)
+	be := binary.BigEndian
+	be.PutUint32(out[offBatchLength:], uint32(len(out)-logOverhead))
+	be.PutUint16(out[offAttributes:], be.Uint16(out[offAttributes:])&^attrCompression|uint16(codec))
+	be.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], castagnoli))
+	return out
 }
 
 // tsModel is what the log holds, batch by batch, for the lookups by time.
@@ -277,23 +342,29 @@ func TestTsRing(t *testing.T) {
 	}
 }
 
-// TestLookupsByTimeCompressed: a compressed batch is not decoded; the batch
-// answers, as before records were decoded.
+// TestLookupsByTimeCompressed: a compressed batch is decompressed to find
+// the record; one whose body does not decompress (the append path does not
+// check bodies) answers with the batch, as before records were decoded.
 func TestLookupsByTimeCompressed(t *testing.T) {
 	e := newEnv(t, vfs.NewMem())
 	l, _ := e.open(Options{})
 	defer l.Close()
-	for i, attrs := range []int16{0, 4} { // none, then zstd (the body is not checked)
+	for i, codec := range []int{codecNone, -1, codecZstd} { // -1: zstd bit, raw body
 		b := batchTimes(int64(1000*(i+1)), 0, 50, 10)
-		binary.BigEndian.PutUint16(b[offAttributes:], uint16(attrs))
-		binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+		if codec == -1 {
+			binary.BigEndian.PutUint16(b[offAttributes:], codecZstd)
+			binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+		} else if codec != codecNone {
+			b = compressBatch(t, b, codec)
+		}
 		if _, err := l.Append(b, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, c := range []struct{ ts, off, rts int64 }{
 		{1020, 1, 1050}, // uncompressed: the record
-		{1051, 3, 2050}, // compressed: the batch
+		{1051, 3, 2050}, // undecodable: the batch
+		{3020, 7, 3050}, // zstd: the record
 	} {
 		off, rts, ok, err := l.OffsetForTimestamp(c.ts)
 		if err != nil || !ok || off != c.off || rts != c.rts {
@@ -301,7 +372,10 @@ func TestLookupsByTimeCompressed(t *testing.T) {
 		}
 	}
 	if off, ts, ok, err := l.MaxTimestamp(6); err != nil || !ok || off != 3 || ts != 2050 {
-		t.Fatalf("MaxTimestamp = %d@%d %v %v, want the compressed batch 3@2050", off, ts, ok, err)
+		t.Fatalf("MaxTimestamp(6) = %d@%d %v %v, want the undecodable batch 3@2050", off, ts, ok, err)
+	}
+	if off, ts, ok, err := l.MaxTimestamp(9); err != nil || !ok || off != 7 || ts != 3050 {
+		t.Fatalf("MaxTimestamp(9) = %d@%d %v %v, want the zstd record 7@3050", off, ts, ok, err)
 	}
 	if off, ts, ok, err := l.MaxTimestamp(3); err != nil || !ok || off != 1 || ts != 1050 {
 		t.Fatalf("MaxTimestamp(3) = %d@%d %v %v, want 1@1050", off, ts, ok, err)

@@ -12,29 +12,30 @@ const (
 )
 
 // recordTimes calls fn with the offset and timestamp of each record of b,
-// one whole uncompressed v2 batch, in order, until fn returns false. Only
-// the fields before the key are decoded (length, attributes, timestamp
-// delta, offset delta); keys, values and headers are skipped by length.
+// one whole v2 batch, in order, until fn returns false. Only the fields
+// before the key are decoded (length, attributes, timestamp delta, offset
+// delta); keys, values and headers are skipped by length. A compressed
+// batch is decompressed first (batchRecords), which is why this is only for
+// the rare lookups by timestamp (ListOffsets), never for appends or reads.
 // With LogAppendTime every record's timestamp is the batch maxTimestamp, as
-// Kafka reads it. A malformed record is ErrCorruptBatch. It is for the rare
-// lookups by timestamp (ListOffsets), never for appends or reads.
+// Kafka reads it. A malformed record or compressed body is ErrCorruptBatch.
 func recordTimes(b []byte, fn func(offset, ts int64) bool) error {
 	if len(b) < BatchHeaderSize {
 		return fmt.Errorf("%w: %d bytes, shorter than a batch header", ErrCorruptBatch, len(b))
 	}
 	h := parseHeader(b)
-	if h.Attributes&attrCompression != 0 {
-		return fmt.Errorf("%w: compressed batch (codec %d)", ErrInvalidBatch, h.Attributes&attrCompression)
+	recs, err := batchRecords(b[:min(len(b), max(h.Size(), BatchHeaderSize))], h)
+	if err != nil {
+		return err
 	}
-	end := min(len(b), h.Size())
-	p := BatchHeaderSize
+	p := 0
 	for i := int32(0); i < h.RecordCount; i++ {
-		length, n := binary.Varint(b[p:end])
-		if n <= 0 || length < 3 || length > int64(end-p-n) {
+		length, n := binary.Varint(recs[p:])
+		if n <= 0 || length < 3 || length > int64(len(recs)-p-n) {
 			return fmt.Errorf("%w: record %d of batch %d: bad length", ErrCorruptBatch, i, h.BaseOffset)
 		}
 		p += n
-		rec := b[p+1 : p+int(length)] // past the record's attributes byte
+		rec := recs[p+1 : p+int(length)] // past the record's attributes byte
 		tsDelta, n1 := binary.Varint(rec)
 		if n1 <= 0 {
 			return fmt.Errorf("%w: record %d of batch %d: bad timestamp delta", ErrCorruptBatch, i, h.BaseOffset)

@@ -11,9 +11,10 @@ import (
 // as (its offset, its timestamp); ok is false when no record is that
 // recent. Batch headers find the first batch whose maxTimestamp reaches ts
 // (the time index says where to start); only that batch's records are
-// decoded (recordTimes). A compressed batch is not decoded: the answer is
-// then its first offset (at or after the log start) and its maxTimestamp,
-// which a consumer may start from without missing a record at or after ts.
+// decoded (recordTimes; decompressed first when compressed). A batch whose
+// records do not decode answers with its first offset (at or after the log
+// start) and its maxTimestamp, from which a consumer misses no record at or
+// after ts.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, recordTs int64, ok bool, err error) {
 	// The time index holds (running max timestamp -> offset); the last
 	// entry below ts is a safe place to start: nothing before it reaches ts.
@@ -73,9 +74,6 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, recordTs int64, ok bool, err
 				return 0, 0, false, err
 			}
 			if h.MaxTimestamp >= ts && h.NextOffset() > logStart {
-				if h.Attributes&attrCompression != 0 {
-					return max(h.BaseOffset, logStart), h.MaxTimestamp, true, nil
-				}
 				if batch, err = l.readBatch(s, pos, h, batch); err != nil {
 					return 0, 0, false, err
 				}
@@ -85,8 +83,13 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, recordTs int64, ok bool, err
 					}
 					return !ok
 				})
-				if err != nil || ok {
-					return offset, recordTs, ok, err
+				if err != nil {
+					// Records that do not decode (the CRC held: a
+					// producer's malformed batch): the batch answers.
+					return max(h.BaseOffset, logStart), h.MaxTimestamp, true, nil
+				}
+				if ok {
+					return offset, recordTs, ok, nil
 				}
 				// The records that reach ts lie below the log start.
 			}
