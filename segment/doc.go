@@ -83,8 +83,10 @@
 // its running maximum timestamp rose, which answers at once while the high
 // watermark is near the log end; otherwise each segment's largest
 // timestamp (in its seal) picks the segment and that segment's batch is
-// found by a header scan, once per segment and process. Compressed batches
-// are not decoded: they answer with their base offset and maxTimestamp.
+// found by a header scan, once per segment and process. The one batch
+// found is decompressed when compressed (gzip, snappy raw or xerial, lz4,
+// zstd; at most 256 MiB); a batch whose records do not decode answers with
+// its base offset and maxTimestamp.
 //
 // ScanBatches hands out the headers of the batches in an offset range
 // (producer id, epoch, sequences, attributes) without reading record
