@@ -78,7 +78,7 @@ func (l *Log) MaxTimestamp(upTo int64) (offset, ts int64, ok bool, err error) {
 	upTo = min(upTo, l.leo)
 	var segs []*segment
 	if p, found := l.tsPoints.lastBelow(upTo); found && p.off >= logStart {
-		i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > p.off }) - 1
+		i := max(sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > p.off })-1, 0)
 		segs = []*segment{l.segs[i]}
 		segs[0].refs++
 		size := segs[0].size

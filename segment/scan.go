@@ -49,7 +49,7 @@ func (l *Log) ScanBatches(from, to int64, fn func(BatchHeader) error) error {
 		l.mu.Unlock()
 		return nil
 	}
-	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > from }) - 1
+	i := max(sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > from })-1, 0)
 	segs := append([]*segment(nil), l.segs[i:]...)
 	sizes := make([]int64, len(segs))
 	for j, s := range segs {
