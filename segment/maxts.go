@@ -101,35 +101,52 @@ func (l *Log) MaxTimestamp(upTo int64) (offset, ts int64, ok bool, err error) {
 		}
 	}()
 
+	// A segment wholly in the range has its largest timestamp there; one
+	// that the range cuts (at the log start, at upTo) is read, if it could
+	// win. In offset order with a strict comparison, the first batch wins a
+	// tie. Only the winner's batch is looked for, so a log opened with
+	// many segments reads at most one of them whole.
 	best, bestSeg := tsPoint{ts: noTimestamp, off: -1}, -1
 	for i, s := range segs {
 		l.mu.Lock()
 		maxTs, maxTsOff, next := s.maxTs, s.maxTsOff, s.next
 		l.mu.Unlock()
 		if maxTs <= best.ts {
-			continue // an earlier segment has a timestamp at least as large
+			continue // an earlier batch has a timestamp at least as large
 		}
-		if maxTsOff < 0 || maxTsOff < logStart || next > upTo {
-			// Not known, or cut by the range: read the headers.
+		whole := next <= upTo && (s.base >= logStart || maxTsOff >= logStart)
+		if !whole {
 			p, err := l.maxBatchIn(s, sizes[i], logStart, upTo)
 			if err != nil {
 				return 0, 0, false, err
 			}
-			if s.base >= logStart && next <= upTo && p.off >= 0 {
-				l.mu.Lock()
-				if s.maxTs == p.ts && s.maxTsOff < 0 {
-					s.maxTsOff = p.off // the whole segment was read
-				}
-				l.mu.Unlock()
+			if p.off < 0 || p.ts <= best.ts {
+				continue
 			}
 			maxTs, maxTsOff = p.ts, p.off
 		}
-		if maxTsOff >= 0 && maxTs > best.ts {
-			best, bestSeg = tsPoint{ts: maxTs, off: maxTsOff}, i
-		}
+		best, bestSeg = tsPoint{ts: maxTs, off: maxTsOff}, i
 	}
 	if bestSeg < 0 {
 		return 0, 0, false, nil
+	}
+	if best.off < 0 {
+		// The winner is whole, but where its largest timestamp sits is not
+		// known since the log was opened: read it, once.
+		s := segs[bestSeg]
+		p, err := l.maxBatchIn(s, sizes[bestSeg], s.base, upTo)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if p.off < 0 {
+			return 0, 0, false, nil // truncated away meanwhile
+		}
+		l.mu.Lock()
+		if s.maxTs == p.ts && s.maxTsOff < 0 {
+			s.maxTsOff = p.off
+		}
+		l.mu.Unlock()
+		best = p
 	}
 	return l.maxRecord(segs[bestSeg], sizes[bestSeg], best.off, logStart)
 }

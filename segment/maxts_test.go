@@ -7,9 +7,12 @@ import (
 	"errors"
 	"hash/crc32"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -379,5 +382,70 @@ func TestLookupsByTimeCompressed(t *testing.T) {
 	}
 	if off, ts, ok, err := l.MaxTimestamp(3); err != nil || !ok || off != 1 || ts != 1050 {
 		t.Fatalf("MaxTimestamp(3) = %d@%d %v %v, want 1@1050", off, ts, ok, err)
+	}
+}
+
+// readCounter counts ReadAt calls per segment file (an errorfs injector
+// that injects nothing).
+type readCounter struct {
+	mu    sync.Mutex
+	files map[string]bool
+}
+
+func (c *readCounter) String() string { return "readCounter" }
+func (c *readCounter) MaybeError(op errorfs.Op) error {
+	if op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, segSuffix) {
+		c.mu.Lock()
+		c.files[op.Path] = true
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+func (c *readCounter) take() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.files)
+	c.files = map[string]bool{}
+	return n
+}
+
+// TestMaxTimestampReadsLittle: after a reopen (no segment knows where its
+// largest timestamp sits) and with the HW far behind the log end (the ring
+// does not reach), MaxTimestamp reads the segment that the HW cuts and the
+// one segment that wins, not every segment.
+func TestMaxTimestampReadsLittle(t *testing.T) {
+	mem := vfs.NewMem()
+	rc := &readCounter{files: map[string]bool{}}
+	fs := errorfs.Wrap(mem, rc)
+	e := newEnv(t, mem)
+	opts := Options{SegmentBytes: 400}
+	l, _, err := Open(fs, "/data/topic-0", "topic-0", e.idx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 400; i++ {
+		if _, err := l.Append(batchTimes(int64(1000+i), 0, 1), 0); err != nil { // rising time
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l, _, err = Open(fs, "/data/topic-0", "topic-0", e.idx, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	segs := len(l.Segments())
+	rc.take()
+	off, ts, ok, err := l.MaxTimestamp(401) // mid-batch bound: batch 400..401 is out
+	if err != nil || !ok || off != 399 || ts != 1200 {
+		t.Fatalf("MaxTimestamp(401) = %d@%d %v %v, want 399@1200", off, ts, ok, err)
+	}
+	if n := rc.take(); n > 2 {
+		t.Fatalf("read %d of %d segments", n, segs)
+	}
+	if _, _, _, err := l.MaxTimestamp(401); err != nil || rc.take() > 2 {
+		t.Fatalf("second call: %v", err)
 	}
 }
