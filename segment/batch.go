@@ -6,8 +6,10 @@ import (
 	"hash/crc32"
 )
 
-// Kafka RecordBatch v2 header layout (all big-endian). Only the header is
-// read on any path of this package: records are never decoded per record.
+// Kafka RecordBatch v2 header layout (all big-endian). Appends, reads,
+// recovery and ScanBatches read only headers (and the CRC); records are
+// decoded only by the lookups by timestamp, in the one batch each lands on
+// (recordTimes in records.go).
 //
 //	offset  size  field
 //	     0     8  baseOffset            rewritten by the leader (outside the CRC)

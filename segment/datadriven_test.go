@@ -21,7 +21,11 @@ import (
 //	retention now=T hw=O                             now in ms
 //	flush | checkpoint | close | reopen | crash      crash: power cut keeping only synced bytes
 //	clock now=T                                      the clock for appends (segment.ms)
-//	state | epoch-end epoch=E | offset-for-ts ts=T
+//	state | epoch-end epoch=E | epoch-of offset=O | offset-for-ts ts=T | max-ts [up-to=O]
+//	scan-batches [from=O] [to=O]                     batch headers in [from, to)
+//
+// append's pid=P [pepoch=E] [seq=S] [attrs=A] make it an idempotent
+// producer's batch (attrs: 16 transactional, 32 control).
 func TestScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, path string) {
 		s := &script{t: t, mem: vfs.NewCrashableMem()}
@@ -102,6 +106,9 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 			d.ScanArgs(s.t, "tag", &tag)
 		}
 		b := batchOf(s.arg(d, "ts", 0), tag, n)
+		if d.HasArg("pid") {
+			setProducer(b, s.arg(d, "pid", -1), int16(s.arg(d, "pepoch", 0)), int32(s.arg(d, "seq", 0)), int16(s.arg(d, "attrs", 0)))
+		}
 		var info AppendInfo
 		var err error
 		if d.Cmd == "append" {
@@ -169,6 +176,31 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 		return report(rep) + s.state(), nil
 	case "state":
 		return s.state(), nil
+	case "scan-batches":
+		var b strings.Builder
+		err := s.l.ScanBatches(s.arg(d, "from", 0), s.arg(d, "to", 1<<62), func(h BatchHeader) error {
+			fmt.Fprintf(&b, "%d..%d epoch=%d ts=%d records=%d", h.BaseOffset, h.LastOffset(), h.LeaderEpoch, h.MaxTimestamp, h.RecordCount)
+			if h.ProducerID >= 0 {
+				fmt.Fprintf(&b, " pid=%d pepoch=%d seq=%d..%d", h.ProducerID, h.ProducerEpoch, h.BaseSequence, h.LastSequence())
+			}
+			if h.IsTransactional() {
+				b.WriteString(" txn")
+			}
+			if h.IsControl() {
+				b.WriteString(" control")
+			}
+			b.WriteString("\n")
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+		if b.Len() == 0 {
+			return "no batches\n", nil
+		}
+		return b.String(), nil
+	case "epoch-of":
+		return fmt.Sprintf("offset %d: epoch %d\n", s.arg(d, "offset", 0), s.l.EpochForOffset(s.arg(d, "offset", 0))), nil
 	case "epoch-end":
 		e, off := s.l.EndOffsetForEpoch(int32(s.arg(d, "epoch", 0)))
 		return fmt.Sprintf("epoch %d ends at %d\n", e, off), nil
@@ -180,7 +212,16 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 		if !ok {
 			return "none\n", nil
 		}
-		return fmt.Sprintf("offset %d (batch ts %d)\n", off, ts), nil
+		return fmt.Sprintf("offset %d (record ts %d)\n", off, ts), nil
+	case "max-ts":
+		off, ts, ok, err := s.l.MaxTimestamp(s.arg(d, "up-to", 1<<62))
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "none\n", nil
+		}
+		return fmt.Sprintf("offset %d (record ts %d)\n", off, ts), nil
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }

@@ -26,7 +26,8 @@
 //	'o' offset(8, BE)      offset index: batch base offset -> position (uvarint),
 //	                       one entry per index.interval.bytes of a segment
 //	't' timestamp(8, BE^)  time index: running max batch timestamp -> base offset
-//	                       of the batch where it was reached (same interval)
+//	                       of the indexed batch where it was recorded (same
+//	                       interval; nothing before that batch reaches it)
 //	'e' epoch(4, BE^)      leader-epoch cache: epoch -> start offset
 //	's' base(8, BE)        a closed segment: logical end, next offset, first and
 //	                       max timestamps
@@ -63,6 +64,33 @@
 // divergence) uses the same seal, written and fsynced before any file is
 // removed or any new batch written, so that after any crash the old batches
 // past a truncation point cannot come back.
+//
+// Segments before the scan start are trusted, not rescanned: one whose file
+// is shorter than its seal (bytes lost after they were fsynced) is named in
+// RecoveryReport.Damaged, not cut, so that the segments after it stay
+// readable; a read in its missing bytes is ErrCorruptBatch.
+//
+// # Lookups by time and by header
+//
+// OffsetForTimestamp (ListOffsets by timestamp) starts at the time index's
+// last entry below the target, walks batch headers to the first batch whose
+// maxTimestamp reaches it, and decodes that batch's records only (length,
+// attributes, timestamp and offset deltas; keys and values are skipped) to
+// answer the first record at or after the target, as Kafka does.
+// MaxTimestamp (ListOffsets -3, KIP-734) answers the record with the
+// largest timestamp in the batches wholly in [log start, upTo), upTo being
+// the high watermark: the log keeps in memory the latest 64 batches where
+// its running maximum timestamp rose, which answers at once while the high
+// watermark is near the log end; otherwise each segment's largest
+// timestamp (in its seal) picks the segment and that segment's batch is
+// found by a header scan, once per segment and process. The one batch
+// found is decompressed when compressed (gzip, snappy raw or xerial, lz4,
+// zstd; at most 256 MiB); a batch whose records do not decode answers with
+// its base offset and maxTimestamp.
+//
+// ScanBatches hands out the headers of the batches in an offset range
+// (producer id, epoch, sequences, attributes) without reading record
+// bodies: a new leader rebuilds its idempotent-producer state from them.
 //
 // # The filesystem contract
 //

@@ -99,3 +99,13 @@ func (c *epochCache) endOffsetFor(requested int32, logEnd int64) (int32, int64) 
 }
 
 func (c *epochCache) clone() []EpochEntry { return append([]EpochEntry(nil), c.entries...) }
+
+// epochFor returns the epoch of the entry covering offset (the latest entry
+// starting at or before it), or UndefinedEpoch.
+func (c *epochCache) epochFor(offset int64) int32 {
+	i := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].StartOffset > offset }) - 1
+	if i < 0 {
+		return UndefinedEpoch
+	}
+	return c.entries[i].Epoch
+}

@@ -475,9 +475,10 @@ func FuzzRecoveryAfterCheckpoint(f *testing.F) {
 }
 
 // TestReadSegmentShorterThanItsSeal: a sealed segment before the recovery
-// point whose file lost bytes (a lost write, a damaged disk) is trusted by
-// Open, which does not rescan it. Reading there once recursed without end
-// and killed the process with a stack overflow; it must be an error.
+// point whose file lost bytes (a lost write, a damaged disk) is not
+// rescanned by Open, which names it in its report. Reading there once
+// recursed without end and killed the process with a stack overflow; it
+// must be an error, and the segments after it stay readable.
 func TestReadSegmentShorterThanItsSeal(t *testing.T) {
 	mem := vfs.NewMem()
 	e := newEnv(t, mem)
@@ -500,8 +501,12 @@ func TestReadSegmentShorterThanItsSeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = f.Close()
-	l, _ = e.open(Options{RetentionBytes: -1})
+	l, rep := e.open(Options{RetentionBytes: -1})
 	defer l.Close()
+	// Open reports the damage it did not scan.
+	if len(rep.Damaged) != 1 || rep.Damaged[0] != (DamagedSegment{Base: 0, SealEnd: int64(len(batchOf(old, "0", 2))), FileSize: 20}) {
+		t.Fatalf("report %+v: want segment 0 named damaged", rep)
+	}
 	if _, err := l.Read(0, 1<<20, l.LogEndOffset(), nil); !errors.Is(err, ErrCorruptBatch) {
 		t.Fatalf("read of a segment shorter than its seal: %v", err)
 	}

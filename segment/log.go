@@ -35,8 +35,9 @@ type Log struct {
 	logStart  int64
 	leo       int64
 	epochs    epochCache
-	maxTs     int64 // running max batch timestamp over the log (time index)
-	lastTsKey int64 // timestamp of the newest time index entry
+	maxTs     int64  // running max batch timestamp over the log (time index)
+	tsPoints  tsRing // where maxTs rose most recently (MaxTimestamp)
+	lastTsKey int64  // timestamp of the newest time index entry
 	pending   []indexEntry
 	pendBatch *pebble.Batch // index writes not yet committed to Pebble
 	keyBuf    []byte        // scratch for index keys, under mu
@@ -244,8 +245,13 @@ func (l *Log) indexBatchLocked(wb *pebble.Batch, seg *segment, h BatchHeader, po
 	if seg.firstTs == noTimestamp {
 		seg.firstTs = h.MaxTimestamp
 	}
-	seg.maxTs = max(seg.maxTs, h.MaxTimestamp)
-	l.maxTs = max(l.maxTs, h.MaxTimestamp)
+	if h.MaxTimestamp > seg.maxTs {
+		seg.maxTs, seg.maxTsOff = h.MaxTimestamp, h.BaseOffset
+	}
+	if h.MaxTimestamp > l.maxTs {
+		l.maxTs = h.MaxTimestamp
+		l.tsPoints.push(tsPoint{ts: h.MaxTimestamp, off: h.BaseOffset, next: h.NextOffset()})
+	}
 	if pos > 0 && pos-seg.lastIndexPos >= l.opts.IndexIntervalBytes {
 		seg.lastIndexPos = pos
 		l.pending = append(l.pending, indexEntry{h.BaseOffset, pos})
@@ -330,7 +336,7 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 		return nil, fmt.Errorf("create segment %s: %w", path, err)
 	}
 	l.dirDirty = true
-	return &segment{base: base, path: path, file: f, next: base, firstTs: noTimestamp, maxTs: noTimestamp}, nil
+	return &segment{base: base, path: path, file: f, next: base, firstTs: noTimestamp, maxTs: noTimestamp, maxTsOff: -1}, nil
 }
 
 // Chunk is the result of Read: whole batches copied out of one segment.
@@ -591,6 +597,19 @@ func (l *Log) LatestEpoch() int32 {
 		return e.Epoch
 	}
 	return UndefinedEpoch
+}
+
+// EpochForOffset returns the leader epoch under which offset was written,
+// by the leader-epoch cache, or UndefinedEpoch when the cache does not
+// cover it: the leaderEpoch that ListOffsets (v4+) answers with a
+// timestamp lookup, as Kafka's epochForOffset.
+func (l *Log) EpochForOffset(offset int64) int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if offset < l.logStart || offset >= l.leo {
+		return UndefinedEpoch
+	}
+	return l.epochs.epochFor(offset)
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101/279): the largest

@@ -2,8 +2,10 @@ package segment
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -45,6 +47,17 @@ func batchOf(ts int64, tag string, n int) []byte {
 		vals[i] = []byte(fmt.Sprintf("%s/%d", tag, i))
 	}
 	return BuildBatch(ts, vals...)
+}
+
+// setProducer sets a batch's producer fields and attributes, as an
+// idempotent or transactional producer sends them, and recomputes its CRC.
+func setProducer(b []byte, pid int64, pepoch int16, seq int32, attrs int16) {
+	be := binary.BigEndian
+	be.PutUint16(b[offAttributes:], uint16(attrs))
+	be.PutUint64(b[offProducerID:], uint64(pid))
+	be.PutUint16(b[offProducerEpoch:], uint16(pepoch))
+	be.PutUint32(b[offBaseSequence:], uint32(seq))
+	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 }
 
 func TestAppendReadReopen(t *testing.T) {

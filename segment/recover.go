@@ -22,6 +22,19 @@ type RecoveryReport struct {
 	BatchesCut      int    // batches framed in the dropped tail (at least this many)
 	SegmentsDeleted int    // segment files dropped by the cut or below the log start
 	CutReason       string // why the scan stopped early; empty when it did not
+	// Damaged names the sealed segments before the scan start whose files
+	// are shorter than their seals (bytes lost after they were fsynced: a
+	// damaged disk, or a file changed behind the log's back). They are not
+	// cut: later segments stay readable, and a read in the missing bytes
+	// is ErrCorruptBatch. The node logs and exports them.
+	Damaged []DamagedSegment
+}
+
+// DamagedSegment is a sealed segment whose file is shorter than its seal.
+type DamagedSegment struct {
+	Base     int64 // base offset (the file name)
+	SealEnd  int64 // the end its seal records
+	FileSize int64 // the bytes its file holds
 }
 
 // Open opens the log of one replica in dir (by convention
@@ -114,6 +127,7 @@ func (l *Log) open(rep *RecoveryReport) error {
 			return err
 		}
 	}
+	var short []DamagedSegment
 	for _, b := range bases {
 		f, err := l.fs.OpenReadWrite(l.fs.PathJoin(l.dir, segmentName(b)), vfs.WriteCategoryUnspecified)
 		if err != nil {
@@ -125,8 +139,11 @@ func (l *Log) open(rep *RecoveryReport) error {
 			return err
 		}
 		s := &segment{base: b, path: l.fs.PathJoin(l.dir, segmentName(b)), file: f, size: st.Size(),
-			next: b, firstTs: noTimestamp, maxTs: noTimestamp}
+			next: b, firstTs: noTimestamp, maxTs: noTimestamp, maxTsOff: -1}
 		if r, ok := recs[b]; ok {
+			if s.size < r.end {
+				short = append(short, DamagedSegment{Base: b, SealEnd: r.end, FileSize: s.size})
+			}
 			s.sealed = true
 			s.size = min(s.size, r.end)
 			s.next, s.firstTs, s.maxTs = r.next, r.firstTs, r.maxTs
@@ -143,6 +160,24 @@ func (l *Log) open(rep *RecoveryReport) error {
 		rep.ScannedFrom = meta.recoveryPoint
 	} else if err := l.scan(meta, wb, rep); err != nil {
 		return err
+	}
+	// Damage the scan did not see (and cut) is reported.
+	for _, d := range short {
+		for _, s := range l.segs {
+			if s.base == d.Base && s.next <= rep.ScannedFrom {
+				rep.Damaged = append(rep.Damaged, d)
+			}
+		}
+	}
+	// A scan that started below the log start re-learnt the epochs of the
+	// batches there; the cache starts at the log start, as after
+	// AdvanceLogStart.
+	dropped, moved := l.epochs.truncateFromStart(l.logStart)
+	for _, e := range dropped {
+		wb.Delete(l.k.epoch(e), nil)
+	}
+	if moved != nil {
+		wb.Set(l.k.epoch(moved.Epoch), u64bytes(moved.StartOffset), nil)
 	}
 	for _, s := range l.segs {
 		l.maxTs = max(l.maxTs, s.maxTs)
@@ -167,6 +202,7 @@ func (l *Log) open(rep *RecoveryReport) error {
 			wb.DeleteRange(l.k.kind(kind), l.k.upper(kind), nil)
 		}
 		l.maxTs, l.lastTsKey = noTimestamp, noTimestamp
+		l.tsPoints.reset()
 	}
 	if n := len(l.segs); n > 0 && l.segs[n-1].sealed {
 		if l.segs[n-1].size == 0 && l.segs[n-1].base == l.leo {
@@ -261,7 +297,7 @@ func (l *Log) scan(meta metaRecord, wb *pebble.Batch, rep *RecoveryReport) error
 	rep.ScannedFrom = expect
 	for _, s := range l.segs[si:] {
 		s.sealed, s.next = false, s.base
-		s.firstTs, s.maxTs = noTimestamp, noTimestamp
+		s.firstTs, s.maxTs, s.maxTsOff = noTimestamp, noTimestamp, -1
 	}
 	if pos > 0 {
 		s := l.segs[si]

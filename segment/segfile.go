@@ -20,6 +20,10 @@ type segment struct {
 	next    int64 // offset after its last batch (== base when empty)
 	firstTs int64 // maxTimestamp of its first batch (segment.ms); noTimestamp when empty
 	maxTs   int64 // largest batch maxTimestamp in it (retention.ms, time index)
+	// maxTsOff is the base offset of its first batch whose maxTimestamp is
+	// maxTs, or -1 when not known (not persisted: found again by a header
+	// scan when MaxTimestamp needs it; see maxts.go).
+	maxTsOff int64
 	// sealed: the segment takes no more appends. Its end (size) is recorded in
 	// the index (kindSegment), durably where a truncation or recovery cut it.
 	sealed bool

@@ -6,12 +6,16 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// OffsetForTimestamp answers ListOffsets by timestamp: the first batch whose
-// maxTimestamp is at or after ts, as (its base offset, its maxTimestamp).
-// ok is false when no batch is that recent. The answer is at batch
-// granularity: a consumer that starts there sees every record at or after
-// ts, and possibly a few older records of the same batch.
-func (l *Log) OffsetForTimestamp(ts int64) (offset, batchTs int64, ok bool, err error) {
+// OffsetForTimestamp answers ListOffsets by timestamp as Kafka does: the
+// first record at or after the log start whose timestamp is at or after ts,
+// as (its offset, its timestamp); ok is false when no record is that
+// recent. Batch headers find the first batch whose maxTimestamp reaches ts
+// (the time index says where to start); only that batch's records are
+// decoded (recordTimes; decompressed first when compressed). A batch whose
+// records do not decode answers with its first offset (at or after the log
+// start) and its maxTimestamp, from which a consumer misses no record at or
+// after ts.
+func (l *Log) OffsetForTimestamp(ts int64) (offset, recordTs int64, ok bool, err error) {
 	// The time index holds (running max timestamp -> offset); the last
 	// entry below ts is a safe place to start: nothing before it reaches ts.
 	start := int64(-1)
@@ -50,7 +54,8 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, batchTs int64, ok bool, err 
 
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > start }) - 1
 	i = max(i, 0)
-	var hdr [BatchHeaderSize]byte
+	buf := make([]byte, headerReadSize)
+	var batch []byte
 	for ; i < len(segs); i++ {
 		s := segs[i]
 		if s.maxTs != noTimestamp && s.maxTs < ts && s.sealed {
@@ -58,17 +63,35 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, batchTs int64, ok bool, err 
 		}
 		pos := int64(0)
 		if start > s.base {
-			if pos, err = l.lookupPos(s, start); err != nil {
+			if pos, err = l.indexedPos(s, start); err != nil {
 				return 0, 0, false, err
 			}
 		}
-		for pos+BatchHeaderSize <= sizes[i] {
-			if _, err := readFull(s.file, hdr[:], pos); err != nil {
+		r := headerReader{f: s, end: sizes[i], buf: buf, maxBatch: l.opts.MaxBatchBytes}
+		for pos < sizes[i] {
+			h, err := r.at(pos)
+			if err != nil {
 				return 0, 0, false, err
 			}
-			h := parseHeader(hdr[:])
 			if h.MaxTimestamp >= ts && h.NextOffset() > logStart {
-				return max(h.BaseOffset, logStart), h.MaxTimestamp, true, nil
+				if batch, err = l.readBatch(s, pos, h, batch); err != nil {
+					return 0, 0, false, err
+				}
+				err = recordTimes(batch, func(o, t int64) bool {
+					if t >= ts && o >= logStart {
+						offset, recordTs, ok = o, t, true
+					}
+					return !ok
+				})
+				if err != nil {
+					// Records that do not decode (the CRC held: a
+					// producer's malformed batch): the batch answers.
+					return max(h.BaseOffset, logStart), h.MaxTimestamp, true, nil
+				}
+				if ok {
+					return offset, recordTs, ok, nil
+				}
+				// The records that reach ts lie below the log start.
 			}
 			pos += int64(h.Size())
 		}

@@ -43,7 +43,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.truncateFullyLocked(l.logStart)
 	}
 	// Recompute what the kept bytes of seg hold (timestamps) by their headers.
-	firstTs, maxTs, err := l.headerStats(seg, pos)
+	firstTs, maxTs, maxTsOff, err := l.headerStats(seg, pos)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.removeSegment(t, wb)
 	}
 	l.segs = l.segs[:i+1]
-	seg.size, seg.next, seg.firstTs, seg.maxTs, seg.sealed = pos, base, firstTs, maxTs, true
+	seg.size, seg.next, seg.firstTs, seg.maxTs, seg.maxTsOff, seg.sealed = pos, base, firstTs, maxTs, maxTsOff, true
 	if pos == 0 {
 		l.removeSegment(seg, wb)
 		l.segs = l.segs[:i]
@@ -106,6 +106,7 @@ func (l *Log) restartLocked(next int64, wb *pebble.Batch) error {
 		l.maxTs = max(l.maxTs, s.maxTs)
 	}
 	l.lastTsKey = l.maxTs
+	l.tsPoints.truncate(next)
 	if l.flushed.Load() > next {
 		l.flushed.Store(next)
 	}
@@ -157,6 +158,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.segs = nil
 	l.epochs = epochCache{}
+	l.tsPoints.reset()
 	l.flushed.Store(offset)
 	l.flushPos = position{offset: offset, base: offset, firstTs: noTimestamp, maxTs: noTimestamp}
 	return l.restartLocked(offset, wb)
@@ -353,20 +355,23 @@ func (l *Log) batchStart(seg *segment, offset int64) (pos, base int64, err error
 }
 
 // headerStats returns the first and largest batch maxTimestamp of seg's
-// bytes before end, by reading batch headers only.
-func (l *Log) headerStats(seg *segment, end int64) (firstTs, maxTs int64, err error) {
-	firstTs, maxTs = noTimestamp, noTimestamp
-	var hdr [BatchHeaderSize]byte
+// bytes before end, and the base offset of the first batch with the
+// largest, by reading batch headers only.
+func (l *Log) headerStats(seg *segment, end int64) (firstTs, maxTs, maxTsOff int64, err error) {
+	firstTs, maxTs, maxTsOff = noTimestamp, noTimestamp, -1
+	r := headerReader{f: seg, end: end, buf: make([]byte, headerReadSize), maxBatch: l.opts.MaxBatchBytes}
 	for pos := int64(0); pos < end; {
-		if _, err := readFull(seg.file, hdr[:], pos); err != nil {
-			return 0, 0, err
+		h, err := r.at(pos)
+		if err != nil {
+			return 0, 0, 0, err
 		}
-		h := parseHeader(hdr[:])
 		if firstTs == noTimestamp {
 			firstTs = h.MaxTimestamp
 		}
-		maxTs = max(maxTs, h.MaxTimestamp)
+		if h.MaxTimestamp > maxTs {
+			maxTs, maxTsOff = h.MaxTimestamp, h.BaseOffset
+		}
 		pos += int64(h.Size())
 	}
-	return firstTs, maxTs, nil
+	return firstTs, maxTs, maxTsOff, nil
 }
