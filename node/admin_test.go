@@ -122,6 +122,14 @@ func TestAdmin(t *testing.T) {
 	if s.Offset != 0 || e.Offset != 10 || ts.Offset != 5 || ts.Timestamp != base+5000 {
 		t.Fatalf("offsets: start %+v end %+v after %d: %+v", s, e, base+4500, ts)
 	}
+	// KIP-734: the record with the largest timestamp (ListOffsets -3).
+	maxTs, err := adm.ListMaxTimestampOffsets(ctx, "payments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := maxTs.Lookup("payments", 0); m.Err != nil || m.Offset != 9 || m.Timestamp != base+9000 {
+		t.Fatalf("max timestamp offset: %+v, want offset 9 at %d", m, base+9000)
+	}
 	if e1, _ := ends.Lookup("payments", 1); e1.Offset != 0 {
 		t.Fatalf("empty partition end offset %+v", e1)
 	}

@@ -602,7 +602,14 @@ func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config
 	if err != nil {
 		return nil, err
 	}
-	n.log.Debug("node: opened log", "partition", key, "recovery", fmt.Sprintf("%+v", rep))
+	if rep.CutReason != "" || len(rep.Damaged) > 0 {
+		// Recovery dropped a torn or corrupt tail, or found sealed
+		// segments shorter than their seals: the operator should know.
+		n.log.Warn("node: log recovery found damage", "partition", key, "cut_reason", rep.CutReason,
+			"bytes_cut", rep.BytesCut, "damaged_segments", len(rep.Damaged), "recovery", fmt.Sprintf("%+v", rep))
+	} else {
+		n.log.Debug("node: opened log", "partition", key, "recovery", fmt.Sprintf("%+v", rep))
+	}
 	r, err := newReplica(n, t, partition, l, pc, n.hwCkpt[key])
 	if err != nil {
 		l.Close()

@@ -91,18 +91,15 @@ const producerScanOffsets = 20000
 // longer starts over, as after Kafka's producer.id.expiration.ms.
 func (r *replica) rebuildProducers() {
 	end := r.log.LogEndOffset()
-	off := max(r.log.LogStartOffset(), end-producerScanOffsets)
-	var buf []byte
-	for off < end {
-		c, err := r.log.Read(off, 1<<20, end, buf)
-		if err != nil || c.Next <= off {
-			if err != nil {
-				r.n.log.Warn("node: rebuilding idempotent producer state", "topic", r.topic, "partition", r.partition, "err", err)
-			}
-			return
+	err := r.log.ScanBatches(max(r.log.LogStartOffset(), end-producerScanOffsets), end, func(h segment.BatchHeader) error {
+		if h.ProducerID >= 0 {
+			r.recordBatch(batchHead{baseOffset: h.BaseOffset, lastOffsetDelta: h.LastOffsetDelta,
+				producerID: h.ProducerID, producerEpoch: h.ProducerEpoch, baseSequence: h.BaseSequence})
 		}
-		r.recordReplicated(c.Data)
-		buf, off = c.Data[:0], c.Next
+		return nil
+	})
+	if err != nil {
+		r.n.log.Warn("node: rebuilding idempotent producer state", "topic", r.topic, "partition", r.partition, "err", err)
 	}
 }
 

@@ -223,16 +223,20 @@ func (r *replica) recordReplicated(records []byte) {
 		return
 	}
 	for _, h := range heads {
-		if h.producerID < 0 {
-			continue
+		if h.producerID >= 0 {
+			r.recordBatch(h)
 		}
-		st := r.producers[h.producerID]
-		if st == nil {
-			st = &producerState{epoch: h.producerEpoch}
-			r.producers[h.producerID] = st
-		}
-		st.record(h, h.baseOffset)
 	}
+}
+
+// recordBatch remembers an idempotent producer's batch found in the log.
+func (r *replica) recordBatch(h batchHead) {
+	st := r.producers[h.producerID]
+	if st == nil {
+		st = &producerState{epoch: h.producerEpoch}
+		r.producers[h.producerID] = st
+	}
+	st.record(h, h.baseOffset)
 }
 
 // listOffset answers ListOffsets; see kafka.Logs.ListOffset.
@@ -253,9 +257,14 @@ func (r *replica) listOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult
 	case -1:
 		res.Offset, res.LeaderEpoch = hw, epoch
 	case -3:
-		// The offset of the largest timestamp needs a max-timestamp
-		// lookup the segment index does not offer yet.
-		res.Err = kerr.UnsupportedVersion
+		// KIP-734: the record with the largest timestamp below the HW.
+		off, ts, ok, err := r.log.MaxTimestamp(hw)
+		switch {
+		case err != nil:
+			res.Err = readError(err)
+		case ok:
+			res.Offset, res.Timestamp, res.LeaderEpoch = off, ts, r.log.EpochForOffset(off)
+		}
 	default:
 		if p.Timestamp < 0 {
 			res.Err = kerr.InvalidRequest
@@ -266,7 +275,7 @@ func (r *replica) listOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult
 		case err != nil:
 			res.Err = readError(err)
 		case ok && off < hw:
-			res.Offset, res.Timestamp, res.LeaderEpoch = off, ts, epoch
+			res.Offset, res.Timestamp, res.LeaderEpoch = off, ts, r.log.EpochForOffset(off)
 		}
 	}
 	return res

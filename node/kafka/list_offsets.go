@@ -11,8 +11,8 @@ import (
 // Timestamp -2 answers the log start offset, -1 the high watermark (the
 // latest committed offset; isolation levels are the same without
 // transactions), -3 (v7+) the offset of the record with the largest
-// timestamp, anything else the first offset whose batch timestamp is at or
-// after it (offset -1 when none). v0 answers old_style_offsets with the one
+// timestamp below the high watermark (KIP-734), anything else the first
+// record whose timestamp is at or after it (offset -1 when none). v0 answers old_style_offsets with the one
 // offset found (max_num_offsets is not honoured beyond one). The current
 // leader epoch (v4+) is checked by the Broker.
 func handleListOffsets(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {

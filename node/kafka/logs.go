@@ -33,8 +33,8 @@ type Logs interface {
 	Appended() <-chan struct{}
 	// ListOffset answers one partition of ListOffsets: Timestamp -2 is
 	// the log start, -1 the high watermark, -3 the offset of the largest
-	// timestamp; otherwise the first offset whose batch timestamp is at or
-	// after Timestamp (Offset -1 and Timestamp -1 when there is none).
+	// timestamp (KIP-734); otherwise the first record whose timestamp is
+	// at or after Timestamp (Offset -1 and Timestamp -1 when there is none).
 	ListOffset(ctx context.Context, p ListOffsetPartition) ListOffsetResult
 	// EndOffsetForEpoch answers one partition of OffsetForLeaderEpoch
 	// (KIP-101): the largest epoch at or below p.LeaderEpoch and the end
