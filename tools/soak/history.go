@@ -89,13 +89,13 @@ func DecodeValue(v []byte) (k Key, ok bool) {
 
 // Send is one record the workload produced and what became of it.
 type Send struct {
-	Key       Key       `json:"key"`
-	TP        TP        `json:"tp"`
-	Outcome   Outcome   `json:"outcome"`
-	Offset    int64     `json:"offset"` // when Acked
-	Err       string    `json:"err,omitempty"`
-	Sent      time.Time `json:"sent"`
-	Done      time.Time `json:"done"`
+	Key     Key       `json:"key"`
+	TP      TP        `json:"tp"`
+	Outcome Outcome   `json:"outcome"`
+	Offset  int64     `json:"offset"` // when Acked
+	Err     string    `json:"err,omitempty"`
+	Sent    time.Time `json:"sent"`
+	Done    time.Time `json:"done"`
 }
 
 // Read is one record seen by a consumer: during the run (with the high
@@ -122,11 +122,11 @@ type Fault struct {
 
 // History is everything a run observed, the checker's input.
 type History struct {
-	Partitions []TP     `json:"partitions"`
-	Sends      []Send   `json:"-"`
-	Live       []Read   `json:"-"` // read by consumers during the run
-	Final      []Read   `json:"-"` // every partition from its start, at the end
-	Faults     []Fault  `json:"faults"`
+	Partitions []TP      `json:"partitions"`
+	Sends      []Send    `json:"-"`
+	Live       []Read    `json:"-"` // read by consumers during the run
+	Final      []Read    `json:"-"` // every partition from its start, at the end
+	Faults     []Fault   `json:"faults"`
 	Start      time.Time `json:"start"`
 	End        time.Time `json:"end"`
 	// FinalHW is the high watermark of each partition when the final read
