@@ -38,6 +38,8 @@ type Node struct {
 	DataDir    string `json:"data_dir"`
 	Config     string `json:"config"`
 	LogFile    string `json:"log_file"`
+	// Args are extra arguments of this node's `sluice node` command.
+	Args []string `json:"args,omitempty"`
 }
 
 // newLayout plans a cluster of n nodes in dir.

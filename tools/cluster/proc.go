@@ -42,7 +42,7 @@ func startNode(exe string, n Node) (int, error) {
 		return 0, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "node", "--config", n.Config)
+	cmd := exec.Command(exe, append([]string{"node", "--config", n.Config}, n.Args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The node's settings come from its server.properties alone: SLUICE_*
 	// variables of the caller's shell (which a node would read as config
