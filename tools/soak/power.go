@@ -12,7 +12,9 @@ import (
 // node had not fsynced.
 type powerLoss struct{}
 
-func journalPath(n cluster.Node) string { return filepath.Join(filepath.Dir(n.DataDir), "power.journal") }
+func journalPath(n cluster.Node) string {
+	return filepath.Join(filepath.Dir(n.DataDir), "power.journal")
+}
 
 func (*powerLoss) nodeArgs(n cluster.Node) []string {
 	return []string{"--" + powerfs.Flag, journalPath(n)}

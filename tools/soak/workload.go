@@ -19,8 +19,11 @@ type producer struct {
 	cl     *kgo.Client
 	tps    []TP
 	size   int
+	capTP  int // most records in flight to one partition
 	mu     sync.Mutex
 	sends  []Send
+	open   map[TP]int // records in flight by partition
+	next   int        // round robin position
 	acked  *atomic.Int64
 	failed *atomic.Int64
 	unk    *atomic.Int64
@@ -41,7 +44,10 @@ func newProducer(id int, seeds []string, tps []TP, o *Options, acked, failed, un
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RecordDeliveryTimeout(o.DeliveryTimeout),
 		kgo.ProduceRequestTimeout(10*time.Second),
-		kgo.MaxBufferedRecords(o.InFlight),
+		// Never block in Produce: produce caps what is in flight per
+		// partition, so a partition without a leader cannot stall the
+		// others behind a full buffer.
+		kgo.MaxBufferedRecords(2*o.InFlight),
 		kgo.ProducerLinger(5*time.Millisecond),
 	)
 	if o.acks1() {
@@ -53,24 +59,42 @@ func newProducer(id int, seeds []string, tps []TP, o *Options, acked, failed, un
 	if err != nil {
 		return nil, err
 	}
-	return &producer{id: id, cl: cl, tps: tps, size: o.ValueSize, acked: acked, failed: failed, unk: unk}, nil
+	capTP := max(o.InFlight/len(tps), 1)
+	return &producer{id: id, cl: cl, tps: tps, size: o.ValueSize, capTP: capTP, open: map[TP]int{}, acked: acked, failed: failed, unk: unk}, nil
 }
 
-// produce sends n records, round robin over the partitions, each with the
-// next sequence number; outcomes arrive in the callbacks.
+// produce sends up to n records, round robin over the partitions that
+// have fewer than capTP in flight, each with the next sequence number;
+// outcomes arrive in the callbacks.
 func (p *producer) produce(ctx context.Context, n int) {
 	for range n {
 		if ctx.Err() != nil {
 			return
 		}
 		p.mu.Lock()
+		var tp TP
+		found := false
+		for range p.tps {
+			tp = p.tps[p.next%len(p.tps)]
+			p.next++
+			if p.open[tp] < p.capTP {
+				found = true
+				break
+			}
+		}
+		if !found {
+			p.mu.Unlock()
+			return // every partition is backed up: skip this tick
+		}
+		p.open[tp]++
 		i := len(p.sends)
-		tp := p.tps[i%len(p.tps)]
 		k := Key{Producer: p.id, Seq: int64(i)}
 		p.sends = append(p.sends, Send{Key: k, TP: tp, Outcome: Unknown, Offset: -1, Sent: time.Now()})
 		p.mu.Unlock()
 		rec := &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Value: EncodeValue(k, p.size)}
-		p.cl.Produce(ctx, rec, func(r *kgo.Record, err error) { p.done(i, r, err) })
+		// Not ctx: a record buffered when the workload ends still gets its
+		// outcome while finish flushes.
+		p.cl.Produce(context.Background(), rec, func(r *kgo.Record, err error) { p.done(i, r, err) })
 	}
 }
 
@@ -78,6 +102,7 @@ func (p *producer) done(i int, r *kgo.Record, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := &p.sends[i]
+	p.open[s.TP]--
 	s.Done = time.Now()
 	s.Outcome = classify(err)
 	switch s.Outcome {
@@ -113,11 +138,9 @@ func classify(err error) Outcome {
 	return Unknown
 }
 
-// finish waits up to d for outstanding sends, then closes the client
-// (whatever is still in flight stays Unknown).
-func (p *producer) finish(d time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
+// finish waits until ctx ends for outstanding sends, then closes the
+// client (whatever is still in flight stays Unknown).
+func (p *producer) finish(ctx context.Context) {
 	_ = p.cl.Flush(ctx)
 	p.cl.Close()
 }
