@@ -221,8 +221,12 @@ func Check(h *History, o CheckOptions) *Report {
 		case Acked:
 			if len(where) == 0 {
 				c.tp(s.TP).Lost++
+				why := "is not in the log"
+				if _, read := h.FinalHW[s.TP]; !read {
+					why = "cannot be read: the partition gave no high watermark at the end"
+				}
 				c.add(Violation{Kind: KindLost, TP: s.TP, Offset: s.Offset, Key: &s.Key,
-					Detail: fmt.Sprintf("%s acknowledged at offset %d at %s is not in the log", s.Key, s.Offset, s.Done.Format(time.RFC3339Nano))})
+					Detail: fmt.Sprintf("%s acknowledged at offset %d at %s %s", s.Key, s.Offset, s.Done.Format(time.RFC3339Nano), why)})
 			}
 			if v, ok := final[s.TP][s.Offset]; ok {
 				if k, ok := DecodeValue(v); !ok || k != s.Key {

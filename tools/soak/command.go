@@ -56,6 +56,7 @@ type Options struct {
 	NegativeControl string
 	Report          string
 	Keep            bool
+	TopicConfigs    map[string]string // extra topic configs, applied last
 }
 
 func (o *Options) acks1() bool { return o.NegativeControl == NegAcks1 }
@@ -64,6 +65,7 @@ func (o *Options) acks1() bool { return o.NegativeControl == NegAcks1 }
 func NewCommand() *cobra.Command {
 	o := Options{}
 	var faults string
+	var topicConfigs []string
 	cmd := &cobra.Command{
 		Use:   "soak",
 		Short: "Run producers and consumers against a local cluster while killing, pausing, partitioning and powering off nodes; check no acknowledged record was lost",
@@ -95,6 +97,14 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 				}
 				o.Faults = append(o.Faults, f)
 			}
+			o.TopicConfigs = map[string]string{}
+			for _, kv := range topicConfigs {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("--topic-config %q: want KEY=VALUE, e.g. unclean.leader.election.enable=true", kv)
+				}
+				o.TopicConfigs[k] = v
+			}
 			return Run(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
@@ -122,6 +132,7 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.StringVar(&o.NegativeControl, "negative-control", "", "acks1, unclean or page-cache: a run that must lose records (exit 0 only if the checker reports loss)")
 	f.StringVar(&o.Report, "report", "", "JSON report path (default DIR/soak-report.json)")
 	f.BoolVar(&o.Keep, "keep", false, "leave the cluster running at the end")
+	f.StringArrayVar(&topicConfigs, "topic-config", nil, "extra topic config KEY=VALUE (repeatable; applied after the ones the flags imply)")
 	return cmd
 }
 
@@ -176,6 +187,9 @@ func (o *Options) topicConfigs() map[string]*string {
 	if o.NegativeControl == NegUnclean {
 		c["unclean.leader.election.enable"] = s("true")
 	}
+	for k, v := range o.TopicConfigs {
+		c[k] = s(v)
+	}
 	return c
 }
 
@@ -184,8 +198,9 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "soak: seed %d, %v, %d nodes, topic %s: %d partitions, RF %d, min.insync.replicas %d, durability %s, acks %s\n",
-		o.Seed, o.Duration, o.Nodes, o.Topic, o.Partitions, o.RF, o.MinISR, o.Durability, map[bool]string{true: "1", false: "all (idempotent)"}[o.acks1()])
+	fmt.Fprintf(w, "soak: seed %d, %v, %d nodes, topic %s: %d partitions, RF %d, durability %s, acks %s, faults %s\n",
+		o.Seed, o.Duration, o.Nodes, o.Topic, o.Partitions, o.RF, o.Durability, map[bool]string{true: "1", false: "all (idempotent)"}[o.acks1()], strings.Join(o.Faults, ","))
+	fmt.Fprintf(w, "soak: topic configs %v\n", o.topicConfigs())
 	if o.NegativeControl != "" {
 		fmt.Fprintf(w, "soak: NEGATIVE CONTROL %s: this run must lose acknowledged records\n", o.NegativeControl)
 	}

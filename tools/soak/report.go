@@ -52,11 +52,19 @@ func PrintSummary(w io.Writer, r *Report) {
 	}
 	fmt.Fprintf(w, "unavailability windows (no ack on a partition): %d, longest %v\n", len(r.Windows), worst.Round(time.Millisecond))
 	var slow time.Duration
+	never := 0
 	for _, rc := range r.Recovery {
+		if rc.Took < 0 {
+			never++
+		}
 		slow = max(slow, rc.Took)
 	}
 	if len(r.Recovery) > 0 {
-		fmt.Fprintf(w, "writable again after the last heal: slowest partition %v (bound %v)\n", slow.Round(time.Millisecond), r.Recovery[0].Bound)
+		fmt.Fprintf(w, "writable again after the last heal (bound %v): slowest partition %v", r.Recovery[0].Bound, slow.Round(time.Millisecond))
+		if never > 0 {
+			fmt.Fprintf(w, ", %d partition(s) never", never)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, v := range r.Violations {
 		fmt.Fprintf(w, "  %-15s %-10s off %-8d %s\n", v.Kind, v.TP, v.Offset, v.Detail)
