@@ -200,7 +200,12 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	}
 	fmt.Fprintf(w, "soak: seed %d, %v, %d nodes, topic %s: %d partitions, RF %d, durability %s, acks %s, faults %s\n",
 		o.Seed, o.Duration, o.Nodes, o.Topic, o.Partitions, o.RF, o.Durability, map[bool]string{true: "1", false: "all (idempotent)"}[o.acks1()], strings.Join(o.Faults, ","))
-	fmt.Fprintf(w, "soak: topic configs %v\n", o.topicConfigs())
+	var cfgs []string
+	for k, v := range o.topicConfigs() {
+		cfgs = append(cfgs, k+"="+*v)
+	}
+	slices.Sort(cfgs)
+	fmt.Fprintf(w, "soak: topic configs %s\n", strings.Join(cfgs, " "))
 	if o.NegativeControl != "" {
 		fmt.Fprintf(w, "soak: NEGATIVE CONTROL %s: this run must lose acknowledged records\n", o.NegativeControl)
 	}
