@@ -7,12 +7,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,7 +107,11 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 				}
 				o.TopicConfigs[k] = v
 			}
-			return Run(cmd.Context(), cmd.OutOrStdout(), o)
+			// Ctrl-C ends the workload early: faults heal, rules go, the
+			// run is still checked.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return Run(ctx, cmd.OutOrStdout(), o)
 		},
 	}
 	f := cmd.Flags()
@@ -236,7 +242,7 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	}
 	if net != nil {
 		net.l = l
-		defer net.healAll()
+		defer net.close()
 	}
 	if !o.Keep {
 		defer func() {
@@ -292,7 +298,8 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	h.End = time.Now()
 
 	fmt.Fprintf(w, "soak: workload over; waiting up to %v for outstanding sends\n", o.DeliveryTimeout)
-	dctx, cancel := context.WithTimeout(ctx, o.DeliveryTimeout)
+	post := context.WithoutCancel(ctx) // an interrupted run is still checked
+	dctx, cancel := context.WithTimeout(post, o.DeliveryTimeout)
 	var fwg sync.WaitGroup
 	for _, p := range prods {
 		fwg.Go(func() { p.finish(dctx) })
@@ -308,7 +315,7 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	}
 	h.Faults = f.faults
 
-	fctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	fctx, cancel := context.WithTimeout(post, 3*time.Minute)
 	defer cancel()
 	fmt.Fprintf(w, "soak: asking every partition for its high watermark (up to %v)\n", o.RecoveryBound)
 	for _, n := range l.Nodes {

@@ -128,6 +128,7 @@ func (f *faulter) inject(ctx context.Context, kind string, tp TP, hold time.Dura
 		if f.net == nil {
 			return skip("network partitions need root, iptables and per-node addresses (--net-faults)")
 		}
+		fromController := f.rng.IntN(2) == 0
 		leader, replicas, lerr := f.leader(ctx, tp)
 		if lerr != nil {
 			return skip(lerr.Error())
@@ -138,12 +139,28 @@ func (f *faulter) inject(ctx context.Context, kind string, tp TP, hold time.Dura
 				others = append(others, r)
 			}
 		}
-		if len(others) == 0 {
-			return skip(fmt.Sprintf("%s has no followers to cut off", tp))
+		md, merr := f.metadata(ctx)
+		if merr != nil {
+			return skip(merr.Error())
 		}
-		md, _ := f.metadata(ctx)
-		fl.Target = fmt.Sprintf("node %d (leader of %s) from %v", leader, tp, others)
-		err = f.net.isolate(ctx, leader, others, md.Controller, hold)
+		switch {
+		case fromController && (md.Controller < 0 || md.Controller == leader):
+			fromController = false
+			if len(others) == 0 {
+				return skip(fmt.Sprintf("the leader of %s is the controller and has no followers", tp))
+			}
+		case !fromController && len(others) == 0:
+			fromController = md.Controller >= 0 && md.Controller != leader
+			if !fromController {
+				return skip(fmt.Sprintf("%s has no followers and its leader is the controller", tp))
+			}
+		}
+		if fromController {
+			fl.Target = fmt.Sprintf("node %d (leader of %s) from the controller %d", leader, tp, md.Controller)
+		} else {
+			fl.Target = fmt.Sprintf("node %d (leader of %s) from its followers %v", leader, tp, others)
+		}
+		err = f.net.isolate(ctx, leader, others, md.Controller, fromController, hold)
 	}
 	fl.Healed = time.Now()
 	if err != nil {

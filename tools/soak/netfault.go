@@ -1,15 +1,40 @@
 package soak
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluice-log/sluice/tools/cluster"
 )
 
-// netFaults cuts traffic between nodes with iptables (see newNetFaults).
+// netFaults partitions the network between node processes that all listen
+// on 127.0.0.1: each node runs in its own cgroup v2 group, and iptables
+// rules in the OUTPUT chain (every loopback packet is locally generated)
+// drop TCP and UDP packets that one node's group sends to another node's
+// ports (`-m cgroup --path`). Only packets of the soak's own node
+// processes to the soak's own ports match, so nothing else on the machine
+// is touched; every rule is removed at heal and at exit.
+//
+// Two shapes: the leader cut off from its followers (Kafka and gossip
+// ports both ways) but not from the metadata quorum (controller ports
+// stay open), and the reverse: the leader cut off from the active
+// controller (controller and gossip ports) but not from its followers.
 type netFaults struct {
-	l cluster.Layout
+	l     cluster.Layout
+	root  string // cgroup v2 mount
+	group string // our group under root, e.g. sluice-soak-123
+	mu    sync.Mutex
+	rules [][]string // installed, to delete
 }
 
 // newNetFaults reports why network partitions are not possible here ("" if they are).
@@ -17,11 +42,140 @@ func newNetFaults(want bool, _ *cluster.Options) (*netFaults, string) {
 	if !want {
 		return nil, "not asked for"
 	}
-	return nil, "not implemented yet"
+	if os.Geteuid() != 0 {
+		return nil, "not root (iptables and cgroups need root)"
+	}
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return nil, "iptables not found (apt-get install iptables)"
+	}
+	root, err := cgroup2Mount()
+	if err != nil {
+		return nil, err.Error()
+	}
+	group := fmt.Sprintf("sluice-soak-%d", os.Getpid())
+	if err := os.MkdirAll(filepath.Join(root, group), 0o755); err != nil {
+		return nil, fmt.Sprintf("cannot create a cgroup: %v", err)
+	}
+	// A probe rule shows the cgroup match works with this iptables.
+	probe := []string{"OUTPUT", "-o", "lo", "-p", "tcp", "--dport", "1", "-m", "cgroup", "--path", group, "-j", "DROP"}
+	if out, err := exec.Command("iptables", append([]string{"-A"}, probe...)...).CombinedOutput(); err != nil {
+		return nil, fmt.Sprintf("iptables cgroup match unavailable: %s", strings.TrimSpace(string(out)))
+	}
+	_ = exec.Command("iptables", append([]string{"-D"}, probe...)...).Run()
+	return &netFaults{root: root, group: group}, ""
 }
 
-func (n *netFaults) isolate(ctx context.Context, leader int32, others []int32, controller int32, hold time.Duration) error {
+func cgroup2Mount() (string, error) {
+	f, err := os.Open("/proc/mounts")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fl := strings.Fields(sc.Text())
+		if len(fl) >= 3 && fl[2] == "cgroup2" {
+			return fl[1], nil
+		}
+	}
+	return "", errors.New("no cgroup v2 hierarchy mounted")
+}
+
+func (n *netFaults) nodeGroup(id int32) string { return fmt.Sprintf("%s/node-%d", n.group, id) }
+
+// place moves every running node into its group (restarts make new pids).
+func (n *netFaults) place() error {
+	for _, nd := range n.l.Nodes {
+		if !cluster.Alive(n.l, nd.ID) {
+			continue
+		}
+		dir := filepath.Join(n.root, n.nodeGroup(nd.ID))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(nd.PID)), 0o644); err != nil {
+			return fmt.Errorf("move node %d into its cgroup: %w", nd.ID, err)
+		}
+	}
 	return nil
 }
 
-func (n *netFaults) healAll() {}
+func (n *netFaults) node(id int32) (cluster.Node, bool) {
+	for _, nd := range n.l.Nodes {
+		if nd.ID == id {
+			return nd, true
+		}
+	}
+	return cluster.Node{}, false
+}
+
+func port(addr string) string {
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
+
+// cut drops what from's group sends to the given ports of to, and back.
+func (n *netFaults) cut(a, b int32, ports func(cluster.Node) []string) error {
+	for _, pair := range [][2]int32{{a, b}, {b, a}} {
+		dst, ok := n.node(pair[1])
+		if !ok {
+			return fmt.Errorf("no node %d", pair[1])
+		}
+		for _, p := range ports(dst) {
+			for _, proto := range []string{"tcp", "udp"} {
+				rule := []string{"OUTPUT", "-o", "lo", "-p", proto, "--dport", p, "-m", "cgroup", "--path", n.nodeGroup(pair[0]), "-j", "DROP"}
+				if out, err := exec.Command("iptables", append([]string{"-I"}, rule...)...).CombinedOutput(); err != nil {
+					return fmt.Errorf("iptables: %s", strings.TrimSpace(string(out)))
+				}
+				n.mu.Lock()
+				n.rules = append(n.rules, rule)
+				n.mu.Unlock()
+			}
+		}
+	}
+	return nil
+}
+
+// isolate cuts leader off from others (data path and gossip, quorum kept)
+// or, when fromController, from the active controller (quorum and gossip,
+// data path kept), for hold; then heals.
+func (n *netFaults) isolate(ctx context.Context, leader int32, others []int32, controller int32, fromController bool, hold time.Duration) error {
+	defer n.healAll()
+	if err := n.place(); err != nil {
+		return err
+	}
+	var err error
+	if fromController {
+		err = n.cut(leader, controller, func(nd cluster.Node) []string { return []string{port(nd.Controller), port(nd.Gossip)} })
+	} else {
+		for _, o := range others {
+			if err = n.cut(leader, o, func(nd cluster.Node) []string { return []string{port(nd.Kafka), port(nd.Gossip)} }); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	wait(ctx, hold)
+	return nil
+}
+
+// healAll deletes every rule installed.
+func (n *netFaults) healAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, r := range n.rules {
+		_ = exec.Command("iptables", append([]string{"-D"}, r...)...).Run()
+	}
+	n.rules = nil
+}
+
+// close heals and removes the cgroups (once the nodes are gone).
+func (n *netFaults) close() {
+	n.healAll()
+	for _, nd := range n.l.Nodes {
+		_ = os.Remove(filepath.Join(n.root, n.nodeGroup(nd.ID)))
+	}
+	_ = os.Remove(filepath.Join(n.root, n.group))
+}
