@@ -30,4 +30,30 @@
 // Unknown sends may be present or absent (counted, never a violation). The
 // report also lists unavailability windows: stretches longer than the gap
 // threshold in which a partition acknowledged nothing.
+//
+// # Faults
+//
+// One at a time, on a schedule drawn from --seed (kind, partition, hold
+// time, rest; the current metadata decides which node is "the leader of
+// partition p"):
+//
+//	kill-leader      SIGKILL the leader of a partition, restart after 1–10 s
+//	kill-controller  SIGKILL the active controller, restart after 1–10 s
+//	pause            SIGSTOP the leader of a partition for 5–30 s, then SIGCONT
+//	power-loss       SIGKILL every replica of a partition at once, cut each
+//	                 one's files back to what it had fsynced (powerfs.Recover),
+//	                 restart them
+//	net-partition    for 5–30 s, the leader cut off from its followers (Kafka
+//	                 and gossip ports; the quorum stays up) or from the active
+//	                 controller (controller and gossip ports); netfault.go
+//
+// A fault is healed when the processes are running again (or the rules are
+// gone); the recovery bound starts there.
+//
+// # Negative controls
+//
+// --negative-control acks1 (acks=1, no idempotence), unclean
+// (unclean.leader.election.enable=true, min.insync.replicas=1) or
+// page-cache (no fsync before ack, only power-loss faults) must make the
+// checker report loss; the run exits 0 only if it does.
 package soak
