@@ -160,7 +160,9 @@ func (f *faulter) inject(ctx context.Context, kind string, tp TP, hold time.Dura
 		} else {
 			fl.Target = fmt.Sprintf("node %d (leader of %s) from its followers %v", leader, tp, others)
 		}
-		err = f.net.isolate(ctx, leader, others, md.Controller, fromController, hold)
+		var dropped int64
+		dropped, err = f.net.isolate(ctx, leader, others, md.Controller, fromController, hold)
+		fl.Target += fmt.Sprintf(", %d packets dropped", dropped)
 	}
 	fl.Healed = time.Now()
 	if err != nil {

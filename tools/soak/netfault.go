@@ -33,8 +33,10 @@ type netFaults struct {
 	l     cluster.Layout
 	root  string // cgroup v2 mount
 	group string // our group under root, e.g. sluice-soak-123
+	chain string // our iptables chain, jumped to from OUTPUT for lo
 	mu    sync.Mutex
-	rules [][]string // installed, to delete
+	// dropped counts the packets the rules dropped, summed at each heal.
+	dropped int64
 }
 
 // newNetFaults reports why network partitions are not possible here ("" if they are).
@@ -56,13 +58,28 @@ func newNetFaults(want bool, _ *cluster.Options) (*netFaults, string) {
 	if err := os.MkdirAll(filepath.Join(root, group), 0o755); err != nil {
 		return nil, fmt.Sprintf("cannot create a cgroup: %v", err)
 	}
-	// A probe rule shows the cgroup match works with this iptables.
-	probe := []string{"OUTPUT", "-o", "lo", "-p", "tcp", "--dport", "1", "-m", "cgroup", "--path", group, "-j", "DROP"}
-	if out, err := exec.Command("iptables", append([]string{"-A"}, probe...)...).CombinedOutput(); err != nil {
-		return nil, fmt.Sprintf("iptables cgroup match unavailable: %s", strings.TrimSpace(string(out)))
+	n := &netFaults{root: root, group: group, chain: fmt.Sprintf("SLUICE-SOAK-%d", os.Getpid())}
+	if err := iptables("-N", n.chain); err != nil {
+		return nil, err.Error()
 	}
-	_ = exec.Command("iptables", append([]string{"-D"}, probe...)...).Run()
-	return &netFaults{root: root, group: group}, ""
+	if err := iptables("-I", "OUTPUT", "-o", "lo", "-j", n.chain); err != nil {
+		_ = iptables("-X", n.chain)
+		return nil, err.Error()
+	}
+	// A probe rule shows the cgroup match works with this iptables.
+	if err := iptables("-A", n.chain, "-p", "tcp", "--dport", "1", "-m", "cgroup", "--path", group, "-j", "DROP"); err != nil {
+		n.close()
+		return nil, "iptables cgroup match unavailable: " + err.Error()
+	}
+	_ = iptables("-F", n.chain)
+	return n, ""
+}
+
+func iptables(args ...string) error {
+	if out, err := exec.Command("iptables", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("iptables %s: %s", strings.Join(args, " "), strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 func cgroup2Mount() (string, error) {
@@ -123,13 +140,9 @@ func (n *netFaults) cut(a, b int32, ports func(cluster.Node) []string) error {
 		}
 		for _, p := range ports(dst) {
 			for _, proto := range []string{"tcp", "udp"} {
-				rule := []string{"OUTPUT", "-o", "lo", "-p", proto, "--dport", p, "-m", "cgroup", "--path", n.nodeGroup(pair[0]), "-j", "DROP"}
-				if out, err := exec.Command("iptables", append([]string{"-I"}, rule...)...).CombinedOutput(); err != nil {
-					return fmt.Errorf("iptables: %s", strings.TrimSpace(string(out)))
+				if err := iptables("-A", n.chain, "-p", proto, "--dport", p, "-m", "cgroup", "--path", n.nodeGroup(pair[0]), "-j", "DROP"); err != nil {
+					return err
 				}
-				n.mu.Lock()
-				n.rules = append(n.rules, rule)
-				n.mu.Unlock()
 			}
 		}
 	}
@@ -138,13 +151,12 @@ func (n *netFaults) cut(a, b int32, ports func(cluster.Node) []string) error {
 
 // isolate cuts leader off from others (data path and gossip, quorum kept)
 // or, when fromController, from the active controller (quorum and gossip,
-// data path kept), for hold; then heals.
-func (n *netFaults) isolate(ctx context.Context, leader int32, others []int32, controller int32, fromController bool, hold time.Duration) error {
-	defer n.healAll()
+// data path kept), for hold; then heals. It returns the packets dropped.
+func (n *netFaults) isolate(ctx context.Context, leader int32, others []int32, controller int32, fromController bool, hold time.Duration) (dropped int64, err error) {
+	defer func() { dropped = n.healAll() }()
 	if err := n.place(); err != nil {
-		return err
+		return 0, err
 	}
-	var err error
 	if fromController {
 		err = n.cut(leader, controller, func(nd cluster.Node) []string { return []string{port(nd.Controller), port(nd.Gossip)} })
 	} else {
@@ -155,25 +167,38 @@ func (n *netFaults) isolate(ctx context.Context, leader int32, others []int32, c
 		}
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	wait(ctx, hold)
-	return nil
+	return 0, nil
 }
 
-// healAll deletes every rule installed.
-func (n *netFaults) healAll() {
+// healAll deletes every rule of the chain and returns the packets they
+// dropped.
+func (n *netFaults) healAll() int64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, r := range n.rules {
-		_ = exec.Command("iptables", append([]string{"-D"}, r...)...).Run()
+	var dropped int64
+	if out, err := exec.Command("iptables", "-L", n.chain, "-v", "-n", "-x").Output(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 2 && f[2] == "DROP" {
+				if v, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					dropped += v
+				}
+			}
+		}
 	}
-	n.rules = nil
+	_ = iptables("-F", n.chain)
+	n.dropped += dropped
+	return dropped
 }
 
-// close heals and removes the cgroups (once the nodes are gone).
+// close heals, removes the chain and the cgroups (once the nodes are gone).
 func (n *netFaults) close() {
 	n.healAll()
+	_ = iptables("-D", "OUTPUT", "-o", "lo", "-j", n.chain)
+	_ = iptables("-X", n.chain)
 	for _, nd := range n.l.Nodes {
 		_ = os.Remove(filepath.Join(n.root, n.nodeGroup(nd.ID)))
 	}
