@@ -127,6 +127,9 @@ type Options struct {
 	// NodeArgs, when set, gives extra `sluice node` arguments per node
 	// (kept in cluster.json, so restarts use them too).
 	NodeArgs func(Node) []string
+	// NodeCgroup, when set, gives the cgroup v2 directory each node runs
+	// in (kept in cluster.json).
+	NodeCgroup func(Node) string
 }
 
 // Start formats and starts a cluster in o.Dir, replacing any cluster there,
@@ -176,9 +179,12 @@ func Start(ctx context.Context, w io.Writer, o Options) (Layout, error) {
 			return l, err
 		}
 	}
-	if o.NodeArgs != nil {
-		for i := range l.Nodes {
+	for i := range l.Nodes {
+		if o.NodeArgs != nil {
 			l.Nodes[i].Args = o.NodeArgs(l.Nodes[i])
+		}
+		if o.NodeCgroup != nil {
+			l.Nodes[i].Cgroup = o.NodeCgroup(l.Nodes[i])
 		}
 	}
 	for i := range l.Nodes {

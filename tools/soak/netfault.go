@@ -39,8 +39,9 @@ type netFaults struct {
 	dropped int64
 }
 
-// newNetFaults reports why network partitions are not possible here ("" if they are).
-func newNetFaults(want bool, _ *cluster.Options) (*netFaults, string) {
+// newNetFaults reports why network partitions are not possible here ("" if
+// they are); it makes the cluster start each node in its own group.
+func newNetFaults(want bool, copts *cluster.Options) (*netFaults, string) {
 	if !want {
 		return nil, "not asked for"
 	}
@@ -72,6 +73,11 @@ func newNetFaults(want bool, _ *cluster.Options) (*netFaults, string) {
 		return nil, "iptables cgroup match unavailable: " + err.Error()
 	}
 	_ = iptables("-F", n.chain)
+	copts.NodeCgroup = func(nd cluster.Node) string {
+		dir := filepath.Join(root, n.nodeGroup(nd.ID))
+		_ = os.MkdirAll(dir, 0o755) // a failure shows when the node starts
+		return dir
+	}
 	return n, ""
 }
 
@@ -100,22 +106,9 @@ func cgroup2Mount() (string, error) {
 
 func (n *netFaults) nodeGroup(id int32) string { return fmt.Sprintf("%s/node-%d", n.group, id) }
 
-// place moves every running node into its group (restarts make new pids).
-func (n *netFaults) place() error {
-	for _, nd := range n.l.Nodes {
-		if !cluster.Alive(n.l, nd.ID) {
-			continue
-		}
-		dir := filepath.Join(n.root, n.nodeGroup(nd.ID))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(nd.PID)), 0o644); err != nil {
-			return fmt.Errorf("move node %d into its cgroup: %w", nd.ID, err)
-		}
-	}
-	return nil
-}
+// A socket belongs to the cgroup its process was in when it opened it, so
+// the nodes are started in their groups (cluster.Node.Cgroup,
+// CLONE_INTO_CGROUP) rather than moved there later.
 
 func (n *netFaults) node(id int32) (cluster.Node, bool) {
 	for _, nd := range n.l.Nodes {
@@ -154,9 +147,6 @@ func (n *netFaults) cut(a, b int32, ports func(cluster.Node) []string) error {
 // data path kept), for hold; then heals. It returns the packets dropped.
 func (n *netFaults) isolate(ctx context.Context, leader int32, others []int32, controller int32, fromController bool, hold time.Duration) (dropped int64, err error) {
 	defer func() { dropped = n.healAll() }()
-	if err := n.place(); err != nil {
-		return 0, err
-	}
 	if fromController {
 		err = n.cut(leader, controller, func(nd cluster.Node) []string { return []string{port(nd.Controller), port(nd.Gossip)} })
 	} else {
