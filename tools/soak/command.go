@@ -234,15 +234,20 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	if why != "" {
 		fmt.Fprintf(w, "soak: network partitions off: %s\n", why)
 	}
+	if net != nil {
+		defer net.close() // after the nodes stopped (defers run last first)
+	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	l, err := cluster.Start(sctx, w, copts)
 	cancel()
-	if err != nil {
-		return fmt.Errorf("soak: start the cluster: %w", err)
-	}
 	if net != nil {
 		net.l = l
-		defer net.close()
+	}
+	if err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = cluster.Stop(sctx, io.Discard, l)
+		return fmt.Errorf("soak: start the cluster: %w", err)
 	}
 	if !o.Keep {
 		defer func() {

@@ -60,8 +60,13 @@ func (f *faulter) run(ctx context.Context, until time.Time) {
 		if kind == FaultPause || kind == FaultPartition {
 			hold = 5*time.Second + time.Duration(f.rng.Int64N(int64(25*time.Second)))
 		}
-		if time.Now().Add(hold + 15*time.Second).After(until) {
-			return
+		// Every fault heals at least 15 s before until; a long hold is
+		// shortened to fit, and the schedule ends when nothing fits.
+		if room := time.Until(until) - 15*time.Second; hold > room {
+			if room < time.Second {
+				return
+			}
+			hold = room
 		}
 		fl := f.inject(ctx, kind, tp, hold)
 		f.faults = append(f.faults, fl)
