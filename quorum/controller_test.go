@@ -124,8 +124,12 @@ func (n *testNode) start(t *testing.T, ln net.Listener, voters []Voter, tweak fu
 	}
 	cfg := Config{
 		NodeID: n.id, Dir: n.dir, Listener: ln, InitialVoters: voters, ClusterID: "test-cluster",
-		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
-		LeaderLeaseTimeout: 150 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
+		// Raft timeouts well above a loaded 2-core machine's scheduling
+		// stalls (other suites run alongside): a 150 ms lease made leaders
+		// step down mid-commit under load, failing tests with "leadership
+		// lost while committing log".
+		HeartbeatTimeout: time.Second, ElectionTimeout: time.Second,
+		LeaderLeaseTimeout: 500 * time.Millisecond, CommitTimeout: 5 * time.Millisecond,
 		ApplyTimeout: 5 * time.Second,
 		OnApply: func(ch Change) {
 			if ch.Restored {
