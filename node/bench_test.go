@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-log/sluice/segment"
@@ -98,6 +99,7 @@ func reportLatency(b *testing.B, lat []time.Duration, elapsed time.Duration) {
 	if len(lat) > 0 {
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		b.ReportMetric(float64(lat[len(lat)*999/1000].Microseconds()), "p99.9-µs")
 	}
 }
 
@@ -140,5 +142,94 @@ func BenchmarkSegmentAppend(b *testing.B) {
 			b.StopTimer() // not the deferred Close (a checkpoint and fsync)
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "records/s")
 		})
+	}
+}
+
+// BenchmarkReplicatedProduce is the table the durability argument is about:
+// three nodes on this machine (real disk, real TCP), RF=3,
+// min.insync.replicas=2, kgo with its default batching, random values, no
+// compression; per cell a topic with one partition:
+//
+//   - acks1: acks=1, page-cache durability (the baseline);
+//   - all: acks=all, page-cache (replication is the durability);
+//   - all-sync: acks=all, sluice.durability=sync (each replica counts only
+//     what it fsynced; group commit);
+//   - all-flush1: acks=all, flush.messages=1 (an fsync per batch appended,
+//     Kafka's way to force fsync).
+//
+// Compare records/s across cells of the same run: `make bench` prints the
+// ratios.
+func BenchmarkReplicatedProduce(b *testing.B) {
+	c := startReplClusterOn(b, 3, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(c.client())
+	cells := []struct {
+		name string
+		acks kgo.Acks
+		cfg  map[string]string
+	}{
+		{"acks1", kgo.LeaderAck(), nil},
+		{"all", kgo.AllISRAcks(), nil},
+		{"all-sync", kgo.AllISRAcks(), map[string]string{"sluice.durability": "sync"}},
+		{"all-flush1", kgo.AllISRAcks(), map[string]string{"flush.messages": "1"}},
+	}
+	for _, size := range benchSizes {
+		for _, cell := range cells {
+			b.Run(fmt.Sprintf("%s/%dB", cell.name, size), func(b *testing.B) {
+				topic := fmt.Sprintf("bench-%s-%d-%d", cell.name, size, b.N)
+				cfg := map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}
+				for k, v := range cell.cfg {
+					cfg[k] = kadm.StringPtr(v)
+				}
+				if _, err := adm.CreateTopic(ctx, 1, 3, cfg, topic); err != nil {
+					b.Fatal(err)
+				}
+				opts := []kgo.Opt{kgo.RequiredAcks(cell.acks), kgo.ProducerBatchCompression(kgo.NoCompression()),
+					kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner())}
+				if cell.acks != kgo.AllISRAcks() {
+					// kgo's idempotent producer needs acks=all; without it
+					// kgo keeps one request in flight unless told otherwise,
+					// and the cells would not compare.
+					opts = append(opts, kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5))
+				}
+				cl := c.client(opts...)
+				// Wait for the partition to take writes (leader elected,
+				// metadata everywhere).
+				if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("warm")}).FirstErr(); err != nil {
+					b.Fatal(err)
+				}
+				value := make([]byte, size)
+				_, _ = rand.Read(value)
+				lat := make([]time.Duration, 0, b.N)
+				var mu sync.Mutex
+				var firstErr error
+				b.SetBytes(int64(size))
+				b.ResetTimer()
+				start := time.Now()
+				for range b.N {
+					sent := time.Now()
+					cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+						d := time.Since(sent)
+						mu.Lock()
+						lat = append(lat, d)
+						if err != nil && firstErr == nil {
+							firstErr = err
+						}
+						mu.Unlock()
+					})
+				}
+				if err := cl.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+				elapsed := time.Since(start)
+				b.StopTimer()
+				if firstErr != nil {
+					b.Fatal(firstErr)
+				}
+				reportLatency(b, lat, elapsed)
+				cl.Close()
+			})
+		}
 	}
 }

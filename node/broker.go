@@ -243,7 +243,7 @@ func (b *broker) Produce(ctx context.Context, p kafka.ProducePartition) kafka.Pr
 	if err != nil {
 		return kafka.ProduceResult{Err: err, BaseOffset: -1, LogStartOffset: -1}
 	}
-	res := r.produce(p)
+	res := r.produce(ctx, p)
 	if res.Err == nil {
 		b.node().signal()
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
 )
@@ -65,6 +66,10 @@ var topicConfigs = []topicConfig{
 	{"retention.ms", "log.retention.ms", typeLong, "delete segments older than this; -1 forever", intIn(-1, math.MaxInt64)},
 	{"segment.bytes", "log.segment.bytes", typeInt, "segment size", intIn(14, math.MaxInt32)},
 	{"segment.ms", "log.roll.ms", typeLong, "roll a segment this old", intIn(1, math.MaxInt64)},
+	{partition.ConfigDurability, "", typeString, "page-cache: replication is the durability (Kafka's model); sync: replicas count towards acks=all only with what they fsynced (group commit)", func(v string) error {
+		_, err := partition.ParseDurability(v)
+		return err
+	}},
 	{quorum.ConfigUncleanLeaderElection, "unclean.leader.election.enable", typeBoolean, "elect leaders from outside the ISR", isBool},
 }
 
@@ -75,6 +80,8 @@ func topicDefault(cfg *config.Config, tc topicConfig) string {
 		return "delete"
 	case "message.timestamp.type":
 		return "CreateTime"
+	case partition.ConfigDurability:
+		return partition.PageCache.String()
 	case "flush.ms":
 		if cfg.LogFlushInterval <= 0 {
 			return strconv.FormatInt(math.MaxInt64, 10)
@@ -168,6 +175,15 @@ func minISR(cfg *config.Config, overrides map[string]string) int32 {
 	return cfg.MinInsyncReplicas
 }
 
+// replicaConfig is the partition.Config of this broker's replicas of a
+// topic with these overrides.
+func (n *Node) replicaConfig(overrides map[string]string) (partition.Config, error) {
+	d, err := partition.ParseDurability(overrides[partition.ConfigDurability])
+	lag := max(int64(n.cfg.ReplicaLagTimeMax/tickInterval), 1)
+	return partition.Config{ID: n.cfg.NodeID, MinInsyncReplicas: int(minISR(n.cfg, overrides)), LagTicks: lag, Durability: d,
+		FetchBackoffTicks: int64(partitionFetchBackoff / tickInterval)}, err
+}
+
 var _ kafka.Configs = (*broker)(nil)
 
 // DescribeConfigs implements kafka.Configs for topics and this broker.
@@ -204,6 +220,9 @@ func (b *broker) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource)
 					e.Source = kafka.ConfigSourceStaticBroker
 				}
 				out[i].Entries = append(out[i].Entries, e)
+			}
+			if askedFor(r.Keys, UncleanElectionsKey) {
+				out[i].Entries = append(out[i].Entries, uncleanEntry(t))
 			}
 		case kafka.ConfigResourceBroker:
 			if r.Name != "" && r.Name != strconv.Itoa(int(b.cfg.NodeID)) {

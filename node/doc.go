@@ -8,7 +8,9 @@
 // the node's one segment Index (Pebble, <log.dirs>/index), starts the quorum
 // Controller (<log.dirs>/quorum; a voter bootstrapping with
 // controller.quorum.voters, or the initial controllers of meta.properties,
-// when the node is one of them), starts liveness gossip when a GOSSIP
+// when the node is one of them; any other node, a broker-only one
+// included, joins the running quorum as a Raft non-voter through
+// quorum.Join: join.go), starts liveness gossip when a GOSSIP
 // listener is configured, registers the broker (saying whether the previous
 // run shut down cleanly: the .clean_shutdown marker; retried while the
 // outcome is unknown), gets it unfenced (by the active controller's gossip
@@ -19,31 +21,64 @@
 // per-log clean marker), closes the Index, stops the quorum and writes the
 // node's clean-shutdown marker.
 //
-// # Partitions
+// # Partitions and replication
 //
 // Every applied metadata change (quorum OnApply) wakes the reconciler, which
-// compares the image with the logs open and opens, re-epochs or deletes
-// logs: a partition this node leads gets a replica (replica.go) that owns
-// its *segment.Log and answers produce, fetch and offset requests. The
-// replica is the seam where the replication state machine (partition/,
-// issue 5) slots in: today it only leads, and its high watermark is its log
-// end offset, which is right for replication factor 1 (the ISR is the leader
-// alone). acks=all still checks min.insync.replicas against the ISR of the
-// metadata (NOT_ENOUGH_REPLICAS), and is refused the same way while the ISR
-// names followers, which would otherwise be claimed to hold copies they do
-// not have.
+// compares the image with the logs open and opens, updates or deletes
+// replicas: every partition this node hosts gets a replica (replica.go)
+// that owns its *segment.Log and a partition.Replica state machine, stepped
+// with the partition's leader, epochs, ISR and replicas, the topic's
+// min.insync.replicas and sluice.durability, and the eligible brokers'
+// epochs. Every event is stepped under replica.mu and followed by process,
+// which carries out the state machine's Ready in order: truncate the log,
+// start an fsync (sync durability: a goroutine per replica around the
+// segment's group commit, then LocalFlush), queue the follower's fetch,
+// hand answers to the fetch handlers waiting for them, complete produce
+// requests, send ISR changes, publish the high watermark (an atomic that
+// consumers read without the lock) and wake long-polling fetches.
+//
+//   - Leader: Produce checks CheckProduce, appends at the leader epoch,
+//     steps LocalAppend and returns at once; the Kafka handler then waits on
+//     every partition's Pending together (acks=all: until the HW passes the
+//     records; REQUEST_TIMED_OUT at the request's timeout). A replica Fetch
+//     (replica id >= 0) is stepped as FollowerFetch; the answer says whether
+//     to fence, report a diverging epoch, or read up to the log end.
+//     Consumers read below the high watermark.
+//   - Follower: fetcher.go runs one replica fetcher per leader broker
+//     (Kafka's ReplicaFetcherThread): the fetches its followers queued go as
+//     one Fetch v12 (replica id, current leader epoch, last fetched epoch),
+//     long-polled by the leader (replica.fetch.wait.max.ms 500); each answer
+//     is appended with AppendReplicated when the state machine still waits
+//     for it, then stepped. An unreachable leader is retried after
+//     replica.fetch.backoff.ms.
+//   - ISR changes: alter.go batches the leaders' proposals into one
+//     AlterPartitions command at a time; the answers are stepped back.
+//   - Clock: every replica is ticked every 10 ms (tickInterval);
+//     replica.lag.time.max.ms and produce deadlines are counted in ticks.
+//   - High watermarks are checkpointed every 5 s and at Close to
+//     <log.dirs>/replication-offset-checkpoint (Kafka's format); a log that
+//     restarts below its checkpointed HW lost committed records (a power cut
+//     in page-cache mode) and the node says so (a warning; lostOnRecovery).
+//     Each log's recovery point is checkpointed every 60 s.
 //
 // Idempotent producers: a replica keeps, per producer id, its epoch and the
 // sequence ranges and offsets of its last five batches (producer.go): a
-// duplicate answers the original offsets without writing, a gap answers
-// OUT_OF_ORDER_SEQUENCE_NUMBER. This state lives in memory only and is not
-// rebuilt from the log after a restart (a restarted producer starts a new
-// sequence anyway; a retry across a broker restart may be written twice).
+// duplicate answers the original offsets without writing (acks=all: once
+// they are committed), a gap answers OUT_OF_ORDER_SEQUENCE_NUMBER. Followers
+// keep the same state from the batches they replicate, so a new leader
+// recognises retries; a truncation drops the batches it removed. At open a
+// replica rebuilds the state from the batch headers of its log's last
+// 20,000 offsets (producerScanOffsets), so retries across a restart are
+// recognised too.
 //
 // # Goroutines and locks
 //
 // Besides the quorum's, gossip's and the Kafka server's: the reconciler
-// (one), the maintenance ticker (flush.ms, retention), the Serve loop and
-// the HTTP server. Lock order:
-// Node.reconcileMu → Node.mu → replica.mu. Node.sigMu is a leaf.
+// (one), the replica ticker, one replica fetcher per leader broker, the
+// AlterPartition sender, a flush goroutine per sync-mode replica while it
+// fsyncs, the maintenance ticker (flush.ms, retention, checkpoints), the
+// Serve loop and the HTTP server. Lock order: Node.reconcileMu → Node.mu →
+// replica.mu → fetcher.mu / alterer.mu (leaves, taken by process to
+// queue); Node.sigMu, Node.fetchMu and Node.pidMu are leaves. The fetcher
+// and alterer goroutines take replica.mu only with their own locks released.
 package node

@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
 )
@@ -79,8 +81,22 @@ type Node struct {
 	pidNext  int64
 	pidLimit int64
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	// fetchers are the replica fetchers, by leader broker id.
+	fetchMu      sync.Mutex
+	fetchers     map[int32]*fetcher
+	fetchStopped bool
+	alterer      *alterer
+	// hwCkpt is the high-watermark checkpoint read at start.
+	hwCkpt map[string]int64
+	// lostOnRecovery counts committed records the logs no longer held at
+	// start (checkpointed high watermark above the recovered log end).
+	lostOnRecovery atomic.Int64
+
+	// ctx is cancelled when the node stops; stop is closed then too.
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   chan struct{}
+	wg     sync.WaitGroup
 	// served is closed when the Kafka Serve loop returns.
 	served chan struct{}
 }
@@ -104,8 +120,10 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	n := &Node{
 		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
 		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, appended: make(chan struct{}),
-		stop: make(chan struct{}), served: make(chan struct{}),
+		stop: make(chan struct{}), served: make(chan struct{}), fetchers: map[int32]*fetcher{},
 	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.alterer = newAlterer(n)
 	var closers []func()
 	defer func() {
 		if err != nil {
@@ -147,11 +165,16 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 
+	// OpenIndex creates the data directory (with durable parents).
 	if n.idx, err = segment.OpenIndex(n.fs, filepath.Join(n.dir, "index"), indexCacheBytes); err != nil {
 		ctrlL.Close()
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	closers = append(closers, func() { n.idx.Close() })
+	if n.hwCkpt, err = readHWCheckpoint(n.fs, n.dir); err != nil {
+		ctrlL.Close()
+		return nil, fmt.Errorf("node: %w (delete the file to start every replica's high watermark from 0)", err)
+	}
 
 	voters := cfg.ControllerQuorumVoters
 	if len(voters) == 0 {
@@ -178,13 +201,20 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	closers = append(closers, func() { n.ctrl.Close() })
+	if len(qc.InitialVoters) == 0 {
+		if err = n.joinQuorum(voters, opts.RegisterTimeout); err != nil {
+			return nil, err
+		}
+	}
 
-	n.wg.Add(1)
+	n.wg.Add(3)
 	go n.reconcileLoop()
-	closers = append(closers, func() { close(n.stop); n.wg.Wait(); n.closeLogs() })
+	go n.tickLoop()
+	go n.alterer.run()
+	closers = append(closers, func() { n.stopLoops(); n.closeLogs() })
 
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
-		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port)}
+		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port), SessionTimeout: cfg.BrokerSessionTimeout}
 		if a, ok := cfg.Advertised(config.ListenerGossip); ok && a.Port != 0 {
 			gc.AdvertiseAddr, gc.AdvertisePort = a.Host, int(a.Port)
 		}
@@ -318,9 +348,11 @@ func (n *Node) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("gossip: %w", err))
 		}
 	}
-	close(n.stop)
-	n.wg.Wait()
+	n.stopLoops()
 	n.reconcileMu.Lock()
+	if err := n.writeHWCheckpoint(); err != nil {
+		errs = append(errs, fmt.Errorf("high-watermark checkpoint: %w", err))
+	}
 	logErr := n.closeLogs()
 	n.reconcileMu.Unlock()
 	if logErr != nil {
@@ -340,12 +372,43 @@ func (n *Node) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// stopLoops stops the node's goroutines: reconciler, ticker, fetchers,
+// AlterPartition sender, maintenance.
+func (n *Node) stopLoops() {
+	close(n.stop)
+	n.cancel()
+	n.stopFetchers()
+	n.wg.Wait()
+}
+
+// tickInterval is the replicas' clock: produce deadlines and
+// replica.lag.time.max.ms are counted in these.
+const tickInterval = 10 * time.Millisecond
+
+// tickLoop ticks every replica.
+func (n *Node) tickLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(tickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+			for _, r := range n.snapshotReplicas() {
+				r.tick()
+			}
+		}
+	}
+}
+
 // closeLogs closes every open log; each checkpoints with its clean marker.
 func (n *Node) closeLogs() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var errs []error
 	for k, r := range n.replicas {
+		r.kill()
 		if err := r.log.Close(); err != nil && !errors.Is(err, segment.ErrClosed) {
 			errs = append(errs, fmt.Errorf("log %s: %w", k, err))
 		}
@@ -387,28 +450,53 @@ func (n *Node) reconcileLoop() {
 	}
 }
 
-// maintain runs the time-driven log work: flush.ms and retention.
+// hwCheckpointInterval is replica.high.watermark.checkpoint.interval.ms.
+const hwCheckpointInterval = 5 * time.Second
+
+// recoveryCheckpointInterval is log.flush.offset.checkpoint.interval.ms:
+// each log's recovery point is recorded (after an fsync) this often.
+const recoveryCheckpointInterval = 60 * time.Second
+
+// maintain runs the time-driven log work: flush.ms, retention, the
+// recovery-point and high-watermark checkpoints.
 func (n *Node) maintain() {
 	defer n.wg.Done()
-	period := 5 * time.Minute // log.retention.check.interval.ms
+	period := hwCheckpointInterval
 	if f := n.cfg.LogFlushInterval; f > 0 && f < period {
 		period = f
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()
-	lastRetention := time.Now()
+	lastRetention, lastHWCkpt, lastRecovery := time.Now(), time.Now(), time.Now()
 	for {
 		select {
 		case <-n.stop:
 			return
 		case now := <-t.C:
-			retention := now.Sub(lastRetention) >= 5*time.Minute
+			if now.Sub(lastHWCkpt) >= hwCheckpointInterval {
+				lastHWCkpt = now
+				if err := n.writeHWCheckpoint(); err != nil {
+					n.log.Warn("node: high-watermark checkpoint failed", "err", err)
+				}
+			}
+			retention := now.Sub(lastRetention) >= 5*time.Minute // log.retention.check.interval.ms
 			if retention {
 				lastRetention = now
+			}
+			recovery := now.Sub(lastRecovery) >= recoveryCheckpointInterval
+			if recovery {
+				lastRecovery = now
 			}
 			for _, r := range n.snapshotReplicas() {
 				if err := r.log.MaybeFlush(now); err != nil {
 					n.log.Warn("node: flush failed", "topic", r.topic, "partition", r.partition, "err", err)
+				}
+				if recovery {
+					// Record the recovery point, so that recovery after a
+					// crash scans only what came after it.
+					if err := r.log.Checkpoint(); err != nil {
+						n.log.Warn("node: recovery-point checkpoint failed", "topic", r.topic, "partition", r.partition, "err", err)
+					}
 				}
 				if retention {
 					if _, err := r.log.EnforceRetention(now, r.highWatermark()); err != nil {
@@ -443,6 +531,14 @@ func (n *Node) reconcile() {
 	im := n.ctrl.Image()
 	self := n.cfg.NodeID
 	want := map[string]bool{}
+	// The eligible brokers and their epochs (KIP-841/903), one map for
+	// every replica: it is never changed after this.
+	brokers := map[int32]int64{}
+	for id, b := range im.Brokers {
+		if b.Alive() {
+			brokers[id] = b.Epoch
+		}
+	}
 	for _, name := range im.SortedTopics() {
 		t := im.Topics[name]
 		for i := range t.Partitions {
@@ -463,14 +559,18 @@ func (n *Node) reconcile() {
 				n.dropReplica(key, r) // a new topic of the same name
 				ok = false
 			}
+			pc, err := n.replicaConfig(t.Configs)
+			if err != nil {
+				n.log.Error("node: replica config", "partition", key, "err", err)
+				continue
+			}
 			if !ok {
-				var err error
-				if r, err = n.openReplica(t, int32(i)); err != nil {
+				if r, err = n.openReplica(t, int32(i), pc); err != nil {
 					n.log.Error("node: open log", "partition", key, "err", err)
 					continue
 				}
 			}
-			r.become(p, self, minISR(n.cfg, t.Configs))
+			r.become(p, pc, brokers)
 		}
 	}
 	n.mu.RLock()
@@ -490,7 +590,7 @@ func (n *Node) reconcile() {
 	n.signal()
 }
 
-func (n *Node) openReplica(t *quorum.Topic, partition int32) (*replica, error) {
+func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config) (*replica, error) {
 	key := replicaKey(t.Name, partition)
 	opts := logOptions(n.cfg, t.Configs)
 	l, rep, err := segment.Open(n.fs, filepath.Join(n.dir, key), key, n.idx, opts)
@@ -498,7 +598,11 @@ func (n *Node) openReplica(t *quorum.Topic, partition int32) (*replica, error) {
 		return nil, err
 	}
 	n.log.Debug("node: opened log", "partition", key, "recovery", fmt.Sprintf("%+v", rep))
-	r := newReplica(t.Name, t.ID, partition, l)
+	r, err := newReplica(n, t, partition, l, pc, n.hwCkpt[key])
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
 	n.mu.Lock()
 	n.replicas[key] = r
 	n.mu.Unlock()
@@ -510,6 +614,7 @@ func (n *Node) dropReplica(key string, r *replica) {
 	n.mu.Lock()
 	delete(n.replicas, key)
 	n.mu.Unlock()
+	r.kill()
 	if err := r.log.Delete(); err != nil {
 		n.log.Error("node: delete log", "partition", key, "err", err)
 	}

@@ -15,6 +15,7 @@ const producerWindow = 5
 // batchHead is the part of a RecordBatch v2 header that idempotence needs.
 type batchHead struct {
 	size            int
+	baseOffset      int64
 	lastOffsetDelta int32
 	producerID      int64
 	producerEpoch   int16
@@ -38,6 +39,7 @@ func parseBatches(records []byte) ([]batchHead, bool) {
 		}
 		out = append(out, batchHead{
 			size:            n,
+			baseOffset:      int64(be.Uint64(b[0:])),
 			lastOffsetDelta: int32(be.Uint32(b[23:])),
 			producerID:      int64(be.Uint64(b[43:])),
 			producerEpoch:   int16(be.Uint16(b[51:])),
@@ -109,4 +111,17 @@ func (st *producerState) record(h batchHead, firstOffset int64) {
 		st.recent = append(st.recent[:0], st.recent[1:]...)
 	}
 	st.recent = append(st.recent, seqBatch{firstSeq: h.baseSequence, lastSeq: lastSeq(h), firstOffset: firstOffset})
+}
+
+// trimFrom forgets the batches at or past end (a truncated log tail) and
+// reports whether any remain.
+func (st *producerState) trimFrom(end int64) bool {
+	kept := st.recent[:0]
+	for _, b := range st.recent {
+		if b.firstOffset < end {
+			kept = append(kept, b)
+		}
+	}
+	st.recent = kept
+	return len(kept) > 0
 }

@@ -3,192 +3,322 @@ package node
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
 )
 
-// replica is this node's copy of one partition: it owns the partition's
-// *segment.Log and answers produce, fetch and offset requests for it. Today
-// it only leads (replication is issue 5), so its high watermark is its log
-// end offset. Methods are safe for concurrent use.
+// replica is this node's copy of one partition: its *segment.Log and the
+// partition.Replica state machine that decides replication. The node does
+// the state machine's I/O (see partition/doc.go): every event is stepped
+// under mu and followed by process, which carries out the Ready — truncate
+// the log, start fsyncs, queue the follower's fetch, hand answers to the
+// fetch handlers waiting for them, complete produce requests, send ISR
+// changes to the controller, publish the high watermark. Methods are safe
+// for concurrent use.
 type replica struct {
+	n         *Node
 	topic     string
 	topicID   quorum.UUID
 	partition int32
 	log       *segment.Log
 
-	mu          sync.Mutex // serialises appends with the producer checks
-	leader      bool
-	leaderEpoch int32
-	isr         int
-	minISR      int32
-	producers   map[int64]*producerState
+	// hw is the published high watermark: consumers read below it
+	// without taking mu.
+	hw atomic.Int64
+
+	mu        sync.Mutex
+	part      *partition.Replica
+	cfg       partition.Config
+	brokers   map[int32]int64 // the BrokerEpochs last stepped
+	producers map[int64]*producerState
+	nextID    uint64
+	waiters   map[uint64]chan error            // produce requests by ReqID
+	answers   map[uint64]partition.FetchAnswer // follower fetch answers by ReqID
+	// hwWaits are acks=all duplicates of batches not yet committed: they
+	// complete when the HW passes their last offset.
+	hwWaits   []hwWait
+	flushing  bool          // a flush goroutine runs
+	flushDone chan struct{} // closed when it ends
+	flushWant int64         // the offset it must fsync below
+	lastErr   string
+	dead      bool // the log is closed or deleted: no more work
 }
 
-func newReplica(topic string, id quorum.UUID, partition int32, log *segment.Log) *replica {
-	return &replica{topic: topic, topicID: id, partition: partition, log: log, producers: map[int64]*producerState{}}
+type hwWait struct {
+	last int64
+	ch   chan error
 }
 
-// become applies the partition's state from the metadata image.
-func (r *replica) become(p *quorum.Partition, self, minISR int32) {
+func newReplica(n *Node, t *quorum.Topic, partitionID int32, log *segment.Log, cfg partition.Config, hw int64) (*replica, error) {
+	leo := log.LogEndOffset()
+	if hw > leo {
+		// The log lost committed records: a power cut took its unflushed
+		// tail (page-cache durability) or the disk lost data. Say so; the
+		// replica catches up from the leader if another replica kept them.
+		n.lostOnRecovery.Add(hw - leo)
+		n.log.Warn("node: log ends below its checkpointed high watermark: committed records lost on this replica (unflushed at a power cut?)",
+			"topic", t.Name, "partition", partitionID, "high_watermark", hw, "log_end", leo, "lost", hw-leo)
+	}
+	st := partition.LogState{LEO: leo, HW: min(max(hw, 0), leo), Flushed: min(log.FlushedOffset(), leo)}
+	pr, err := partition.New(cfg, log, st)
+	if err != nil {
+		return nil, err
+	}
+	r := &replica{
+		n: n, topic: t.Name, topicID: t.ID, partition: partitionID, log: log, part: pr, cfg: cfg,
+		producers: map[int64]*producerState{}, waiters: map[uint64]chan error{}, answers: map[uint64]partition.FetchAnswer{},
+	}
+	r.hw.Store(st.HW)
+	r.rebuildProducers()
+	return r, nil
+}
+
+// producerScanOffsets is how far back from the log end a replica looks, at
+// open, for the batches of idempotent producers (their last five each).
+const producerScanOffsets = 20000
+
+// rebuildProducers restores the idempotent-producer state from the tail of
+// the log, reading batch headers only, so that a producer's retry of a
+// batch written before a restart is still recognised as a duplicate. Only
+// the last producerScanOffsets offsets are read: a producer silent for
+// longer starts over, as after Kafka's producer.id.expiration.ms.
+func (r *replica) rebuildProducers() {
+	end := r.log.LogEndOffset()
+	off := max(r.log.LogStartOffset(), end-producerScanOffsets)
+	var buf []byte
+	for off < end {
+		c, err := r.log.Read(off, 1<<20, end, buf)
+		if err != nil || c.Next <= off {
+			if err != nil {
+				r.n.log.Warn("node: rebuilding idempotent producer state", "topic", r.topic, "partition", r.partition, "err", err)
+			}
+			return
+		}
+		r.recordReplicated(c.Data)
+		buf, off = c.Data[:0], c.Next
+	}
+}
+
+// become steps the partition's state from the metadata image, the
+// replica's config and the eligible brokers' epochs (a map the caller
+// never changes afterwards).
+func (r *replica) become(p *quorum.Partition, cfg partition.Config, brokers map[int32]int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.leader = p.Leader == self
-	r.leaderEpoch = p.LeaderEpoch
-	r.isr = len(p.ISR)
-	r.minISR = minISR
+	if r.dead {
+		return
+	}
+	if cfg != r.cfg {
+		if err := r.part.SetConfig(cfg); err != nil {
+			r.n.log.Error("node: replica config", "topic", r.topic, "partition", r.partition, "err", err)
+		} else {
+			r.cfg = cfg
+		}
+	}
+	if !maps.Equal(brokers, r.brokers) {
+		_ = r.part.Step(partition.BrokerEpochs{Epochs: brokers})
+		r.brokers = brokers
+	}
+	m := partition.Become(r.n.cfg.NodeID, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.ISR, p.Replicas)
+	if err := r.part.Step(m); err != nil && !errors.Is(err, partition.ErrStaleEpoch) {
+		r.n.log.Warn("node: metadata for replica", "topic", r.topic, "partition", r.partition, "err", err)
+	}
+	r.process()
+}
+
+// tick advances the replica's clock (produce deadlines, ISR lag, fetch
+// retries).
+func (r *replica) tick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dead {
+		return
+	}
+	r.part.Tick()
+	r.process()
+}
+
+// process carries out the state machine's decisions until it has none.
+// Called with mu held, after every Step and Tick.
+func (r *replica) process() {
+	signal := false
+	for r.part.HasReady() {
+		rd := r.part.Ready()
+		if t := rd.Truncate; t != nil {
+			if err := r.truncate(*t); err != nil {
+				// The log failed; every later event tries again.
+				r.logErr("truncate", err)
+				break
+			}
+		}
+		if rd.Flush > 0 {
+			r.startFlush(rd.Flush)
+		}
+		if f := rd.Fetch; f != nil {
+			r.n.fetcher(f.Leader).enqueue(r, *f)
+		}
+		for _, a := range rd.FetchAnswers {
+			r.answers[a.ReqID] = a
+		}
+		for _, c := range rd.Completed {
+			if ch, ok := r.waiters[c.ReqID]; ok {
+				ch <- c.Err
+				delete(r.waiters, c.ReqID)
+			}
+		}
+		if p := rd.AlterPartition; p != nil {
+			r.n.alterer.submit(r, p)
+		}
+		if rd.HWChanged {
+			r.hw.Store(rd.HW)
+			signal = true
+		}
+		r.part.Advance(rd)
+	}
+	if len(r.hwWaits) > 0 {
+		r.completeHWWaits()
+	}
+	if signal {
+		r.n.signal()
+	}
+}
+
+// completeHWWaits answers the duplicate acks=all batches the HW passed, and
+// fails them all once this replica no longer leads.
+func (r *replica) completeHWWaits() {
+	hw, leads := r.hw.Load(), r.part.CheckProduce(partition.AcksLeader) == nil
+	kept := r.hwWaits[:0]
+	for _, w := range r.hwWaits {
+		switch {
+		case !leads:
+			w.ch <- kerr.NotLeaderForPartition
+		case hw > w.last:
+			w.ch <- nil
+		default:
+			kept = append(kept, w)
+		}
+	}
+	r.hwWaits = kept
+}
+
+// truncate applies a follower's truncation to the log and forgets the
+// producer batches it removed.
+func (r *replica) truncate(t partition.Truncation) error {
+	var err error
+	if t.Fully {
+		err = r.log.TruncateFullyAndStartAt(t.Offset)
+	} else {
+		err = r.log.TruncateTo(t.Offset)
+	}
+	if err != nil {
+		return err
+	}
+	if t.BelowHW >= 0 {
+		// Committed records are gone: only an unclean election does this.
+		r.n.log.Warn("node: truncated below the high watermark: committed records lost (unclean leader election)",
+			"topic", r.topic, "partition", r.partition, "hw", t.BelowHW, "to", t.Offset, "from", t.From)
+	} else {
+		r.n.log.Info("node: truncated diverging log tail", "topic", r.topic, "partition", r.partition, "to", t.Offset, "from", t.From)
+	}
+	end := r.log.LogEndOffset()
+	for id, st := range r.producers {
+		if t.Fully || !st.trimFrom(end) {
+			delete(r.producers, id)
+		}
+	}
+	return nil
+}
+
+// startFlush makes sure a goroutine fsyncs the log below off and steps
+// LocalFlush (sync durability). One runs per replica at a time; asks made
+// while it runs raise its target (group commit does the rest).
+func (r *replica) startFlush(off int64) {
+	r.flushWant = max(r.flushWant, off)
+	if r.flushing {
+		return
+	}
+	r.flushing = true
+	r.flushDone = make(chan struct{})
+	go r.flushLoop()
+}
+
+func (r *replica) flushLoop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for !r.dead && r.flushWant > r.log.FlushedOffset() {
+		want := r.flushWant
+		r.mu.Unlock()
+		err := r.log.WaitFlushed(r.n.ctx, want)
+		r.mu.Lock()
+		if err != nil {
+			if !r.dead {
+				r.logErr("flush", err)
+			}
+			break
+		}
+		if r.dead {
+			break
+		}
+		_ = r.part.Step(partition.LocalFlush{Flushed: r.log.FlushedOffset()})
+		r.process()
+	}
+	r.flushing = false
+	close(r.flushDone)
+}
+
+// kill ends the replica's work before its log is closed or deleted:
+// waiting produce requests fail with NOT_LEADER_OR_FOLLOWER.
+func (r *replica) kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dead = true
+	for id, ch := range r.waiters {
+		ch <- kerr.NotLeaderForPartition
+		delete(r.waiters, id)
+	}
+	for _, w := range r.hwWaits {
+		w.ch <- kerr.NotLeaderForPartition
+	}
+	r.hwWaits = nil
 }
 
 // epoch is the current leader epoch.
 func (r *replica) epoch() int32 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.leaderEpoch
+	return r.part.LeaderEpoch()
 }
 
-// highWatermark is the log end offset: with replication factor 1 every
-// appended record is in the whole ISR.
-func (r *replica) highWatermark() int64 { return r.log.LogEndOffset() }
+// status is a snapshot of the replication state.
+func (r *replica) status() partition.Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.part.Status()
+}
+
+// highWatermark is the published high watermark.
+func (r *replica) highWatermark() int64 { return r.hw.Load() }
 
 // checkEpoch applies KIP-320 to the epoch a client sent (-1: none).
 func (r *replica) checkEpoch(current int32) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.leader {
-		return kerr.NotLeaderForPartition
-	}
-	switch {
-	case current < 0:
-		return nil
-	case current < r.leaderEpoch:
-		return kerr.FencedLeaderEpoch
-	case current > r.leaderEpoch:
-		return kerr.UnknownLeaderEpoch
-	}
-	return nil
+	return r.part.CheckLeaderEpoch(current)
 }
 
-// produce appends records as leader; see kafka.Logs.Produce.
-func (r *replica) produce(p kafka.ProducePartition) kafka.ProduceResult {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	res := kafka.ProduceResult{BaseOffset: -1, LogStartOffset: -1}
-	if !r.leader {
-		res.Err = kerr.NotLeaderForPartition
-		return res
+// logErr logs a replica error once until a different one happens.
+func (r *replica) logErr(what string, err error) {
+	if s := what + err.Error(); s != r.lastErr {
+		r.lastErr = s
+		r.n.log.Error("node: replica "+what+" failed", "topic", r.topic, "partition", r.partition, "err", err)
 	}
-	if p.Acks == -1 && int32(r.isr) < r.minISR {
-		res.Err = kerr.NotEnoughReplicas
-		return res
-	}
-	if p.Acks == -1 && r.isr > 1 {
-		// Followers do not replicate yet (issue 5): acknowledging acks=all
-		// with other ISR members would claim copies that do not exist.
-		res.Err, res.ErrMessage = kerr.NotEnoughReplicas, "replication to followers is not implemented yet; acks=all is served for replication factor 1 only"
-		return res
-	}
-	heads, ok := parseBatches(p.Records)
-	var st *producerState
-	var idem *batchHead
-	if ok && heads[0].producerID >= 0 {
-		if len(heads) > 1 {
-			// Clients send one batch per partition; refusing the rest
-			// keeps the duplicate check exact.
-			res.Err, res.ErrMessage = kerr.InvalidRecord, "an idempotent produce carries one batch per partition"
-			return res
-		}
-		idem = &heads[0]
-		st = r.producers[idem.producerID]
-		dup, isDup, err := st.check(*idem)
-		if err != nil {
-			res.Err = err
-			return res
-		}
-		if isDup {
-			res.BaseOffset, res.LogStartOffset = dup, r.log.LogStartOffset()
-			return res
-		}
-	}
-	info, err := r.log.Append(p.Records, r.leaderEpoch)
-	if err != nil {
-		res.Err, res.ErrMessage = appendError(err), err.Error()
-		return res
-	}
-	if idem != nil {
-		if st == nil {
-			st = &producerState{epoch: idem.producerEpoch}
-			r.producers[idem.producerID] = st
-		}
-		st.record(*idem, info.FirstOffset)
-	}
-	res.BaseOffset, res.LogStartOffset = info.FirstOffset, r.log.LogStartOffset()
-	return res
-}
-
-// fetch reads committed batches; see kafka.Logs.Fetch.
-func (r *replica) fetch(p kafka.FetchPartition) kafka.FetchResult {
-	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
-	if err := r.checkEpoch(p.CurrentLeaderEpoch); err != nil {
-		res.Err = err
-		return res
-	}
-	hw := r.highWatermark()
-	c, err := r.log.Read(p.Offset, p.MaxBytes, hw, nil)
-	if err != nil {
-		res.Err = readError(err)
-		return res
-	}
-	res.HighWatermark, res.LogStartOffset, res.Records = hw, c.LogStart, c.Data
-	return res
-}
-
-// listOffset answers ListOffsets; see kafka.Logs.ListOffset.
-func (r *replica) listOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult {
-	res := kafka.ListOffsetResult{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
-	if err := r.checkEpoch(p.CurrentLeaderEpoch); err != nil {
-		res.Err = err
-		return res
-	}
-	r.mu.Lock()
-	epoch := r.leaderEpoch
-	r.mu.Unlock()
-	switch p.Timestamp {
-	case -2:
-		res.Offset, res.LeaderEpoch = r.log.LogStartOffset(), epoch
-	case -1:
-		res.Offset, res.LeaderEpoch = r.highWatermark(), epoch
-	case -3:
-		// The offset of the largest timestamp needs a max-timestamp
-		// lookup the segment index does not offer yet.
-		res.Err = kerr.UnsupportedVersion
-	default:
-		if p.Timestamp < 0 {
-			res.Err = kerr.InvalidRequest
-			return res
-		}
-		off, ts, ok, err := r.log.OffsetForTimestamp(p.Timestamp)
-		switch {
-		case err != nil:
-			res.Err = readError(err)
-		case ok && off < r.highWatermark():
-			res.Offset, res.Timestamp, res.LeaderEpoch = off, ts, epoch
-		}
-	}
-	return res
-}
-
-// endOffsetForEpoch answers OffsetForLeaderEpoch.
-func (r *replica) endOffsetForEpoch(p kafka.EpochPartition) kafka.EpochResult {
-	if err := r.checkEpoch(p.CurrentLeaderEpoch); err != nil {
-		return kafka.EpochResult{Err: err, LeaderEpoch: -1, EndOffset: -1}
-	}
-	e, off := r.log.EndOffsetForEpoch(p.LeaderEpoch)
-	return kafka.EpochResult{LeaderEpoch: e, EndOffset: off}
 }
 
 // appendError maps a segment append error to its Kafka error.

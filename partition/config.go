@@ -53,6 +53,9 @@ type Config struct {
 	LagTicks int64
 	// Durability is sluice.durability.
 	Durability Durability
+	// FetchBackoffTicks is how long a follower waits before fetching again
+	// after its fetch failed (replica.fetch.backoff.ms in ticks); 0 is 1.
+	FetchBackoffTicks int64
 }
 
 // Validate reports a config the replica cannot run with.
@@ -65,6 +68,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LagTicks <= 0 {
 		return fmt.Errorf("%w: replica lag %d ticks must be positive", ErrInvalidConfig, c.LagTicks)
+	}
+	if c.FetchBackoffTicks < 0 {
+		return fmt.Errorf("%w: fetch backoff %d ticks", ErrInvalidConfig, c.FetchBackoffTicks)
 	}
 	if c.Durability != PageCache && c.Durability != Sync {
 		return fmt.Errorf("%w: durability %d", ErrInvalidConfig, c.Durability)

@@ -108,7 +108,7 @@
 // FENCED_LEADER_EPOCH it waits for new metadata; after OFFSET_OUT_OF_RANGE
 // with a leader log start past its log end (retention) it empties its log
 // and starts there (Truncation.Fully); after other errors it fetches again
-// on the next tick.
+// after Config.FetchBackoffTicks (at least one tick).
 //
 // # Durability modes
 //

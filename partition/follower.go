@@ -45,7 +45,7 @@ func (r *Replica) fetchResponse(m FetchResponse) error {
 			// leader's log start, which is at or below its HW.
 			r.trunc = &Truncation{Offset: m.LogStartOffset, From: r.leo, Fully: true, BelowHW: -1}
 		default:
-			r.fetchAt = r.now + 1
+			r.fetchAt = r.now + max(r.cfg.FetchBackoffTicks, 1)
 		}
 		return nil
 	case m.Diverging != nil:

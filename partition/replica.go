@@ -300,3 +300,27 @@ func (r *Replica) localFlush(m LocalFlush) {
 		r.advanceHW()
 	}
 }
+
+// SetConfig changes the replica's configuration while it runs, as a topic
+// config change (min.insync.replicas, sluice.durability,
+// replica.lag.time.max.ms) does in Kafka: waiting acks=all requests that can
+// no longer be satisfied fail, and the HW is recomputed (never backwards).
+// The broker id cannot change.
+func (r *Replica) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.ID != r.cfg.ID {
+		return fmt.Errorf("%w: broker id %d, replica runs as %d", ErrInvalidConfig, cfg.ID, r.cfg.ID)
+	}
+	if cfg == r.cfg {
+		return nil
+	}
+	prevHW := r.hw
+	r.cfg = cfg
+	if r.role == Leader {
+		r.isrChanged()
+	}
+	r.check(prevHW)
+	return nil
+}

@@ -254,3 +254,58 @@ func TestEndOffsetForEpoch(t *testing.T) {
 		}
 	}
 }
+
+// TestSetConfig: raising min.insync.replicas above the ISR fails waiting
+// acks=all requests as an ISR shrink would; the broker id is fixed.
+func TestSetConfig(t *testing.T) {
+	r, _ := newTestLeader(t, Config{ID: 1, LagTicks: 5}, 1, 2)
+	if err := r.Step(LocalAppend{ReqID: 1, LastOffset: 0, Acks: AcksAll, Deadline: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if rd := r.Ready(); len(rd.Completed) != 0 {
+		t.Fatalf("completed before follower 2 fetched: %+v", rd.Completed)
+	}
+	if err := r.SetConfig(Config{ID: 2, LagTicks: 5}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("SetConfig with another broker id: %v", err)
+	}
+	if err := r.SetConfig(Config{ID: 1, LagTicks: 5, MinInsyncReplicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	rd := r.Ready()
+	if len(rd.Completed) != 1 || rd.Completed[0].Err != kerr.NotEnoughReplicasAfterAppend {
+		t.Fatalf("after min.insync.replicas=3: %+v", rd.Completed)
+	}
+	r.Advance(rd)
+	if err := r.CheckProduce(AcksAll); err != kerr.NotEnoughReplicas {
+		t.Errorf("CheckProduce(acks=all) with ISR 2 < 3: %v", err)
+	}
+}
+
+// TestFetchBackoff: after a failed fetch the follower asks again only
+// after FetchBackoffTicks.
+func TestFetchBackoff(t *testing.T) {
+	r, err := New(Config{ID: 2, LagTicks: 5, FetchBackoffTicks: 3}, &fakeLog{}, LogState{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Step(BecomeFollower{Leader: 1, LeaderEpoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rd := r.Ready()
+	if rd.Fetch == nil {
+		t.Fatal("no first fetch")
+	}
+	r.Advance(rd)
+	if err := r.Step(FetchResponse{Seq: rd.Fetch.Seq, Err: kerr.NotLeaderForPartition}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if r.HasReady() && r.Ready().Fetch != nil {
+			t.Fatalf("fetch again %d ticks after the error", i)
+		}
+		r.Tick()
+	}
+	if rd := r.Ready(); rd.Fetch == nil {
+		t.Fatal("no fetch after the backoff")
+	}
+}

@@ -258,6 +258,8 @@ func newCommand(t CommandType) Command {
 		return &ElectLeaders{}
 	case CmdAllocateProducerID:
 		return &AllocateProducerIDs{}
+	case CmdCreatePartitions:
+		return &CreatePartitions{}
 	}
 	return nil
 }

@@ -88,6 +88,9 @@ type Controller struct {
 
 	connMu sync.Mutex
 	conns  map[net.Conn]struct{} // open forwarding connections; nil after Close
+
+	// caught is the leader's memory for DescribeQuorum (status.go).
+	caught caughtUp
 }
 
 // Open starts a controller: opens (or creates) Dir, starts Raft on the

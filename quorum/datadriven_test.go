@@ -103,6 +103,14 @@ func (h *harness) command(t *testing.T, d *datadriven.TestData) Command {
 			}
 		}
 		return &CreateTopics{Topics: []TopicSpec{spec}}
+	case "create-partitions":
+		spec := PartitionsSpec{Name: topic, Count: int32(argInt(t, d, "count", 1))}
+		if s, ok := arg(d, "assign"); ok {
+			for _, reps := range strings.Split(s, ";") {
+				spec.Assignments = append(spec.Assignments, ids(t, reps))
+			}
+		}
+		return &CreatePartitions{Topics: []PartitionsSpec{spec}}
 	case "delete-topic":
 		return &DeleteTopics{Names: []string{topic}}
 	case "alter-config":

@@ -34,7 +34,8 @@
 // Record types: cluster_id, register_broker, fence_broker, unfence_broker,
 // broker_shutdown, create_topic, remove_topic, topic_config,
 // partition_change (complete new leader/ISR/epochs, and the lost ISR of an
-// unclean election), producer_ids.
+// unclean election), producer_ids, add_partitions (CreatePartitions: new
+// partitions appended from the current count).
 //
 // # Election and ISR rules
 //

@@ -22,6 +22,8 @@ import (
 //
 //	request:  {"op":"propose","type":"create_topics","cmd":{...},"timeout_ms":5000}
 //	          {"op":"add_nonvoter","id":4,"addr":"host:port"}
+//	          {"op":"status"}  (any member: its own log; status.go)
+//	          {"op":"describe_quorum"}  (the leader: QuorumStatus)
 //	response: {"code":0,"message":"","outcome_unknown":false,"reply":{...}}
 //
 // code is a Kafka error code (kerr). A node that is not the active
@@ -125,6 +127,10 @@ func (c *Controller) serveForward(conn net.Conn) {
 		reply, err = c.proposeLocal(ctx, cmd)
 	case opAddNonvoter, opAddVoter, opRemove:
 		err = c.changeMembershipLocal(req.Op, req.ID, req.Addr)
+	case opStatus:
+		reply = c.report()
+	case opDescribeQuorum:
+		reply, err = c.describeLocal(ctx)
 	default:
 		err = kerrf(kerr.InvalidRequest, "unknown op %q", req.Op)
 	}

@@ -65,6 +65,8 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		return p.alterPartitions(c)
 	case *ElectLeaders:
 		return p.electLeaders(c)
+	case *CreatePartitions:
+		return p.createPartitions(c)
 	case *AllocateProducerIDs:
 		b, err := p.broker(c.BrokerID, c.BrokerEpoch)
 		if err != nil {
@@ -112,6 +114,14 @@ func (p *planner) broker(id int32, epoch int64) (*Broker, error) {
 	}
 	return b, nil
 }
+
+// ConfigDurability is the topic config partition.ConfigDurability
+// (sluice.durability); the value "sync" means every replica counted towards
+// the high watermark only with what it had fsynced.
+const ConfigDurability = "sluice.durability"
+
+// syncDurable says whether the topic acknowledges only fsynced records.
+func syncDurable(t *Topic) bool { return t.Configs[ConfigDurability] == "sync" }
 
 // uncleanAllowed resolves unclean.leader.election.enable for a topic.
 func (p *planner) uncleanAllowed(t *Topic) bool {
@@ -162,7 +172,10 @@ func (p *planner) moveOff(id int32, unclean bool) []Record {
 		if p.uncleanAllowed(t) {
 			el = ElectUnclean
 		}
-		c := PartitionChange{TopicID: t.ID, Partition: i, Current: *part, Acceptable: ok, TargetISR: isr, Election: el, StaleIfKept: unclean}
+		// With sync durability an unclean shutdown loses nothing
+		// acknowledged (every ack waited for the fsync), so the last ISR
+		// member stays electable.
+		c := PartitionChange{TopicID: t.ID, Partition: i, Current: *part, Acceptable: ok, TargetISR: isr, Election: el, StaleIfKept: unclean && !syncDurable(t)}
 		if rec, changed := c.Build(); changed {
 			recs = append(recs, rec)
 		}

@@ -278,6 +278,8 @@ func newRecord(t RecordType) Record {
 		return &PartitionChangeRecord{}
 	case TypeProducerIDs:
 		return &ProducerIDsRecord{}
+	case TypeAddPartitions:
+		return &AddPartitionsRecord{}
 	}
 	return nil
 }

@@ -111,6 +111,8 @@ func (im *Image) Replay(r Record) error {
 		im.NextProducerID = r.Start + r.Len
 		b := *r
 		im.LastProducerBlock = &ProducerIDBlock{BrokerID: b.BrokerID, Start: b.Start, Len: b.Len}
+	case *AddPartitionsRecord:
+		return im.replayAddPartitions(r)
 	default:
 		return fmt.Errorf("%w: replay of %T", ErrUnknownCommand, r)
 	}

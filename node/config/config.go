@@ -91,9 +91,13 @@ type Config struct {
 	LogFlushIntervalMessages int64
 	LogFlushInterval         time.Duration
 	ReplicaLagTimeMax        time.Duration
-	MessageMaxBytes          int32
-	SocketRequestMaxBytes    int32
-	AutoCreateTopicsEnable   bool
+	// BrokerSessionTimeout (broker.session.timeout.ms): a broker the
+	// active controller has not seen alive through gossip for this long is
+	// fenced and its partitions get new leaders.
+	BrokerSessionTimeout   time.Duration
+	MessageMaxBytes        int32
+	SocketRequestMaxBytes  int32
+	AutoCreateTopicsEnable bool
 
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
@@ -200,6 +204,7 @@ var keys = []key{
 		}
 		return parseMs(&c.LogFlushInterval, v, 0)
 	}},
+	{"broker.session.timeout.ms", "9000", "a broker not seen alive (gossip) this long is fenced and loses its leaderships", func(c *Config, v string) error { return parseMs(&c.BrokerSessionTimeout, v, 1) }},
 	{"replica.lag.time.max.ms", "30000", "a follower this far behind leaves the ISR", func(c *Config, v string) error { return parseMs(&c.ReplicaLagTimeMax, v, 1) }},
 	{"message.max.bytes", "1048588", "largest record batch", func(c *Config, v string) error { return parseInt32(&c.MessageMaxBytes, v, 61, math.MaxInt32) }},
 	{"socket.request.max.bytes", "104857600", "largest request frame", func(c *Config, v string) error { return parseInt32(&c.SocketRequestMaxBytes, v, 10, math.MaxInt32) }},

@@ -28,6 +28,9 @@ type api struct {
 	// needsAdmin rows exist only when the Broker is a TopicAdmin,
 	// needsLogs when it implements Logs, needsPIDs when ProducerIDs.
 	needsAdmin, needsLogs, needsPIDs, needsConfigs, needsElector bool
+	// needsQuorum rows need a QuorumDescriber, needsPartitions a
+	// PartitionAdmin.
+	needsQuorum, needsPartitions bool
 }
 
 // table is the dispatch table of one server, indexed by API key.
@@ -46,6 +49,8 @@ func newTable(b Broker) *table {
 	_, pids := b.(ProducerIDs)
 	_, configs := b.(Configs)
 	_, elector := b.(Elector)
+	_, quorum := b.(QuorumDescriber)
+	_, partitions := b.(PartitionAdmin)
 	rows := []api{
 		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata, maxBytes: metadataMaxBytes},
 		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
@@ -60,9 +65,12 @@ func newTable(b Broker) *table {
 		{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, handle: handleIncrementalAlterConfigs, needsConfigs: true},
 		{key: kmsg.DescribeCluster, min: 0, max: 1, handle: handleDescribeCluster},
 		{key: kmsg.ElectLeaders, min: 0, max: 2, handle: handleElectLeaders, needsElector: true},
+		{key: kmsg.DescribeQuorum, min: 0, max: 2, handle: handleDescribeQuorum, needsQuorum: true},
+		{key: kmsg.CreatePartitions, min: 0, max: 3, handle: handleCreatePartitions, needsPartitions: true},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
-		return a.needsAdmin && !admin || a.needsLogs && !logs || a.needsPIDs && !pids || a.needsConfigs && !configs || a.needsElector && !elector
+		return a.needsAdmin && !admin || a.needsLogs && !logs || a.needsPIDs && !pids || a.needsConfigs && !configs || a.needsElector && !elector ||
+			a.needsQuorum && !quorum || a.needsPartitions && !partitions
 	}))
 }
 

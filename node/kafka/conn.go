@@ -28,16 +28,23 @@ const maxKeptResponseBuffer = 1 << 20
 // outQueueLen bounds the encoded responses waiting for the writer.
 const outQueueLen = 16
 
-// conn is one client connection and its three goroutines: the reader reads
+// conn is one client connection and its four goroutines: the reader reads
 // and decodes frames into queue; serve answers them one at a time, in order,
-// and passes each encoded response to out; the writer writes them in that
-// order, flushing whenever out is empty, so responses ready together share a
-// syscall and none waits behind a handler that blocks.
+// and passes each answer to fin; the finisher completes them in that order
+// (a deferred Produce waits for its acknowledgements there, while serve
+// goes on with the next requests) and passes the encoded responses to out;
+// the writer writes them in order, flushing whenever out is empty, so
+// responses ready together share a syscall and none waits behind a handler
+// that blocks.
 type conn struct {
-	s      *Server
-	nc     net.Conn
-	log    *slog.Logger
-	queue  chan *request
+	s     *Server
+	nc    net.Conn
+	log   *slog.Logger
+	queue chan *request
+	// fin holds the answers in request order, each a function that returns
+	// the encoded response (waiting first for a deferred one); the
+	// finisher calls them in order and passes the bytes to out.
+	fin    chan func() []byte
 	out    chan []byte
 	free   chan []byte // recycled response buffers
 	ctx    context.Context
@@ -59,6 +66,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		log:      s.opts.Logger.With("remote", nc.RemoteAddr().String()),
 		queue:    make(chan *request, s.opts.MaxQueuedRequests),
 		out:      make(chan []byte, outQueueLen),
+		fin:      make(chan func() []byte, outQueueLen),
 		free:     make(chan []byte, outQueueLen+1),
 		answered: make(chan struct{}, 1),
 		ctx:      ctx,
@@ -76,6 +84,14 @@ func (c *conn) serve() {
 		defer close(written)
 		c.writeLoop()
 	}()
+	go func() {
+		defer close(c.out)
+		for f := range c.fin {
+			if buf := f(); buf != nil {
+				c.out <- buf
+			}
+		}
+	}()
 	for r := range c.queue {
 		ok := c.answer(r)
 		c.queuedBytes.Add(-int64(r.size))
@@ -87,7 +103,7 @@ func (c *conn) serve() {
 			break
 		}
 	}
-	close(c.out)
+	close(c.fin)
 	<-written
 	c.abort()
 	for range c.queue {
@@ -228,6 +244,20 @@ func (c *conn) answer(r *request) bool {
 	if resp == nil {
 		return true // the API sends no response (Produce with acks=0)
 	}
+	if d, ok := resp.(*deferredResponse); ok {
+		c.fin <- func() []byte {
+			d.wait()
+			return c.encode(r, d.Response)
+		}
+		return c.ctx.Err() == nil
+	}
+	buf := c.encode(r, resp)
+	c.fin <- func() []byte { return buf }
+	return c.ctx.Err() == nil
+}
+
+// encode encodes r's response into a recycled buffer.
+func (c *conn) encode(r *request, resp kmsg.Response) []byte {
 	var buf []byte
 	select {
 	case buf = <-c.free:
@@ -237,8 +267,7 @@ func (c *conn) answer(r *request) bool {
 	if invariantsEnabled {
 		checkResponse(buf, r, resp)
 	}
-	c.out <- buf
-	return c.ctx.Err() == nil
+	return buf
 }
 
 func derefOr[T any](p *T, or T) T {

@@ -121,3 +121,26 @@ func (f *fakeData) ElectLeaders(_ context.Context, _ bool, parts []PartitionRef)
 	}
 	return out, nil
 }
+
+// DescribeQuorum answers a fixed FAKE quorum: voter 1 leads, voter 2 lags.
+func (f *fakeData) DescribeQuorum(context.Context) (QuorumInfo, error) {
+	return QuorumInfo{LeaderID: 1, LeaderEpoch: 3, HighWatermark: 10, Voters: []QuorumReplica{
+		{ID: 1, LogEndOffset: 10, LastFetchMillis: 5, LastCaughtUpMillis: 5, Host: "127.0.0.1", Port: 9093},
+		{ID: 2, LogEndOffset: 7, LastFetchMillis: 4, LastCaughtUpMillis: -1},
+	}, Observers: []QuorumReplica{{ID: 4, LogEndOffset: -1, LastFetchMillis: -1, LastCaughtUpMillis: -1}}}, nil
+}
+
+// CreatePartitions grows "orders" (two partitions) in the FAKE only in
+// what it answers: the count must grow.
+func (f *fakeData) CreatePartitions(_ context.Context, ts []NewPartitions, _ bool) ([]PartitionsResult, error) {
+	out := make([]PartitionsResult, len(ts))
+	for i, t := range ts {
+		switch {
+		case t.Topic != "orders":
+			out[i].Err = kerr.UnknownTopicOrPartition
+		case t.Count <= 2:
+			out[i].Err, out[i].ErrMessage = kerr.InvalidPartitions, "Topic already has 2 partitions."
+		}
+	}
+	return out, nil
+}

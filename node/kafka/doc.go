@@ -11,7 +11,8 @@
 // in the Broker); with Logs Produce 3-9, Fetch 4-12, ListOffsets 0-8 and
 // OffsetForLeaderEpoch 0-4; with ProducerIDs InitProducerId 0-4; with
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
-// Elector ElectLeaders 0-2.
+// Elector ElectLeaders 0-2; with a QuorumDescriber DescribeQuorum 0-2; with
+// a PartitionAdmin CreatePartitions 0-3.
 //
 // # Connection model
 //

@@ -17,7 +17,9 @@ import (
 // found and no partition has an error, the request waits up to max_wait_ms
 // for an append (Logs.Appended, no polling) and reads again. The current
 // leader epoch (v9+) is checked by the Broker (FENCED_LEADER_EPOCH,
-// UNKNOWN_LEADER_EPOCH). The last stable offset is the high watermark (no
+// UNKNOWN_LEADER_EPOCH). A replica fetch (replica id >= 0) reads up to the
+// leader's log end and carries last_fetched_epoch (v12); a diverging epoch
+// in the answer (KIP-320/595) ends the wait at once. The last stable offset is the high watermark (no
 // transactions); no aborted transactions; no preferred read replica.
 //
 // Fetch sessions (KIP-227, v7+) are not kept: every answer carries session
@@ -78,12 +80,22 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, resp *kms
 				room = 0
 			}
 			fp := FetchPartition{Topic: t.Topic, Partition: p.Partition, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
-				Offset: p.FetchOffset, MaxBytes: max(room, 1), ReplicaID: req.ReplicaID}
+				Offset: p.FetchOffset, MaxBytes: max(room, 1), ReplicaID: req.ReplicaID, LastFetchedEpoch: p.LastFetchedEpoch}
+			if req.Version < 12 {
+				fp.LastFetchedEpoch = -1
+			}
 			res := logs.Fetch(ctx, fp)
 			rp.ErrorCode = errorCode(res.Err)
-			if res.Err != nil {
+			switch {
+			case res.Err != nil:
 				failed = true
-			} else {
+			case res.Diverging != nil:
+				// The follower must truncate before it fetches on:
+				// answer now.
+				failed = true
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+				rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.Diverging.Epoch, res.Diverging.EndOffset
+			default:
 				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 				if room > 0 || total == 0 {
 					rp.RecordBatches = res.Records

@@ -200,7 +200,29 @@ func fuzzSeeds() []fuzzSeed {
 		req.Topics = []kmsg.ElectLeadersRequestTopic{t}
 		return enc(req, 1300+int32(v))
 	}
+	describeQuorum := func(v int16) []byte {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		req.Version = v
+		t := kmsg.NewDescribeQuorumRequestTopic()
+		t.Topic = MetadataTopic
+		t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
+		req.Topics = []kmsg.DescribeQuorumRequestTopic{t}
+		return enc(req, 1400+int32(v))
+	}
+	createPartitions := func(v int16) []byte {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.Version = v
+		t := kmsg.NewCreatePartitionsRequestTopic()
+		t.Topic, t.Count = "orders", 4
+		t.Assignment = []kmsg.CreatePartitionsRequestTopicAssignment{{Replicas: []int32{1}}, {Replicas: []int32{1}}}
+		req.Topics = []kmsg.CreatePartitionsRequestTopic{t}
+		return enc(req, 1500+int32(v))
+	}
 	return []fuzzSeed{
+		{"describequorum-v0", describeQuorum(0)},
+		{"describequorum-v2", describeQuorum(2)},
+		{"createpartitions-v0", createPartitions(0)},
+		{"createpartitions-v3", createPartitions(3)},
 		{"electleaders-v0", elect(0)},
 		{"electleaders-v2", elect(2)},
 		{"produce-v3", produce(3, 1)},

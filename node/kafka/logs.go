@@ -20,8 +20,10 @@ import "context"
 //     FENCED_LEADER_EPOCH and one above it UNKNOWN_LEADER_EPOCH.
 type Logs interface {
 	// Produce appends p.Records (one or more RecordBatch v2) to one
-	// partition and returns once acks are satisfied (acks=all: the
-	// records are committed) or ctx ends (REQUEST_TIMED_OUT).
+	// partition without waiting for acknowledgements: when they are still
+	// due (acks=all until the records are committed) the result's Pending
+	// delivers the outcome later, so that a request's partitions wait
+	// together. ctx bounds the wait (REQUEST_TIMED_OUT).
 	Produce(ctx context.Context, p ProducePartition) ProduceResult
 	// Fetch reads committed batches from one partition without waiting.
 	Fetch(ctx context.Context, p FetchPartition) FetchResult
@@ -66,6 +68,11 @@ type ProduceResult struct {
 	// duplicate idempotent batch, of the first record written the first time.
 	BaseOffset     int64
 	LogStartOffset int64
+	// Pending, when not nil, delivers the acknowledgement once the acks
+	// are satisfied: nil, or the Kafka error that replaces the result
+	// (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER,
+	// REQUEST_TIMED_OUT). It delivers at most one value and need not be read.
+	Pending <-chan error
 }
 
 // FetchPartition is one partition of a Fetch request.
@@ -79,6 +86,17 @@ type FetchPartition struct {
 	MaxBytes int
 	// ReplicaID is the fetching broker's id, or -1 for a consumer.
 	ReplicaID int32
+	// LastFetchedEpoch (v12+) is the epoch of the last batch the fetching
+	// replica holds, -1: not sent; the leader answers a diverging epoch
+	// when its log differs there (KIP-320/595).
+	LastFetchedEpoch int32
+}
+
+// EpochEnd is a diverging-epoch answer to a replica fetch: the leader's
+// log has Epoch ending at EndOffset.
+type EpochEnd struct {
+	Epoch     int32
+	EndOffset int64
 }
 
 // FetchResult is the outcome for one FetchPartition.
@@ -87,6 +105,9 @@ type FetchResult struct {
 	HighWatermark  int64
 	LogStartOffset int64
 	Records        []byte
+	// Diverging (replica fetches, v12+) tells the follower where its log
+	// leaves the leader's; no records come with it.
+	Diverging *EpochEnd
 }
 
 // ListOffsetPartition is one partition of ListOffsets.

@@ -14,7 +14,10 @@ import (
 // INVALID_REQUIRED_ACKS and writes nothing. Each partition is appended on
 // its own, in request order, through Logs.Produce, and gets its own error
 // code (a batch with a bad CRC: CORRUPT_MESSAGE, nothing written; a
-// partition this broker does not lead: NOT_LEADER_OR_FOLLOWER). With acks=0
+// partition this broker does not lead: NOT_LEADER_OR_FOLLOWER); then the
+// acknowledgements of all its partitions are waited for together
+// (ProduceResult.Pending), after the handler returned (deferredResponse),
+// so that pipelined requests append while earlier ones wait. With acks=0
 // no response is sent, as the protocol says. timeout_ms bounds the wait
 // for acks=all (REQUEST_TIMED_OUT). Transactional produce is not served:
 // a request with a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
@@ -32,11 +35,15 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 	case req.TransactionID != nil:
 		reject = kerr.TransactionalIDAuthorizationFailed
 	}
+	cancel := context.CancelFunc(func() {})
 	if req.Acks == -1 && req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
 	}
+	type waiting struct {
+		t, p    int // indexes in resp.Topics and its Partitions
+		pending <-chan error
+	}
+	var wait []waiting
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
@@ -59,11 +66,46 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 				rp.ErrorMessage = kmsg.StringPtr(res.ErrMessage)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
+			if res.Err == nil && res.Pending != nil && req.Acks != 0 {
+				wait = append(wait, waiting{t: len(resp.Topics), p: len(rt.Partitions) - 1, pending: res.Pending})
+			}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if req.Acks == 0 {
-		return nil, nil
+	if req.Acks == 0 || len(wait) == 0 {
+		cancel()
+		if req.Acks == 0 {
+			return nil, nil
+		}
+		return resp, nil
 	}
-	return resp, nil
+	// Every partition is appended. The acknowledgements are waited for
+	// after the handler returns (deferredResponse): the connection reads
+	// and appends the next pipelined requests meanwhile, in order, and
+	// answers in order, so one replication round acknowledges them all.
+	return &deferredResponse{Response: resp, wait: func() {
+		defer cancel()
+		for _, w := range wait {
+			var err error
+			select {
+			case err = <-w.pending:
+			case <-ctx.Done():
+				err = kerr.RequestTimedOut
+			}
+			if err != nil {
+				rp := &resp.Topics[w.t].Partitions[w.p]
+				rp.ErrorCode = errorCode(err)
+				rp.BaseOffset, rp.LogStartOffset = -1, -1
+			}
+		}
+	}}, nil
+}
+
+// deferredResponse is a response that is complete only once wait returns.
+// The connection calls wait on its own goroutine, in request order, while
+// it goes on handling the requests after this one (Redpanda's two-stage
+// produce: appends in order now, acknowledgements later).
+type deferredResponse struct {
+	kmsg.Response
+	wait func()
 }

@@ -53,16 +53,13 @@ func (c *common) servers() []string {
 	return strings.Split(s, ",")
 }
 
-// admin opens a kadm client; the caller closes it.
-func (c *common) admin() (*kadm.Client, func(), error) {
+// client opens a kgo client, for requests kadm has no call for; the
+// caller closes it.
+func (c *common) client() (*kgo.Client, error) {
 	if c.format != "text" && c.format != "json" {
-		return nil, nil, fmt.Errorf("--format %q: want text or json", c.format)
+		return nil, fmt.Errorf("--format %q: want text or json", c.format)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.servers()...))
-	if err != nil {
-		return nil, nil, err
-	}
-	return kadm.NewClient(cl), cl.Close, nil
+	return kgo.NewClient(kgo.SeedBrokers(c.servers()...))
 }
 
 func (c *common) ctx(parent context.Context) (context.Context, context.CancelFunc) {
@@ -72,12 +69,22 @@ func (c *common) ctx(parent context.Context) (context.Context, context.CancelFun
 // open is what every admin command starts with: a client and a context
 // bounded by --timeout; done releases both.
 func (c *common) open(cmd *cobra.Command) (*kadm.Client, context.Context, func(), error) {
-	adm, closeClient, err := c.admin()
+	cl, ctx, done, err := c.openClient(cmd)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return kadm.NewClient(cl), ctx, done, nil
+}
+
+// openClient is open for commands that also send requests kadm has no
+// call for (DescribeQuorum, DescribeConfigs of chosen keys).
+func (c *common) openClient(cmd *cobra.Command) (*kgo.Client, context.Context, func(), error) {
+	cl, err := c.client()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	ctx, cancel := c.ctx(cmd.Context())
-	return adm, ctx, func() { cancel(); closeClient() }, nil
+	return cl, ctx, func() { cancel(); cl.Close() }, nil
 }
 
 // emit prints v as JSON when --format json, else calls text.

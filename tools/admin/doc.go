@@ -1,5 +1,7 @@
-// Package admin is Sluice's admin CLI: `sluice topics`, `sluice configs` and
-// `sluice cluster health|info`. It speaks only the Kafka admin APIs (through
+// Package admin is Sluice's admin CLI: `sluice topics` (create, delete,
+// list, describe, alter --partitions), `sluice configs`, `sluice quorum
+// describe --status|--replication` (kafka-metadata-quorum.sh, through
+// DescribeQuorum) and `sluice cluster health|info`. It speaks only the Kafka admin APIs (through
 // franz-go's kadm), so it works against Apache Kafka too, and Kafka's own
 // tools work against Sluice.
 //

@@ -1,11 +1,16 @@
 package admin
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Health is `sluice cluster health`, after `rpk cluster health`.
@@ -18,6 +23,12 @@ type Health struct {
 	Leaderless      []string `json:"leaderless_partitions"`
 	UnderReplicated []string `json:"under_replicated_partitions"`
 	UnderMinISR     []string `json:"under_min_isr_partitions"`
+	// UncleanElections counts, per topic, the unclean leader elections
+	// the metadata records (history: each may have lost acknowledged
+	// records). They are shown, not judged: a cluster that recovered
+	// from one is healthy again.
+	UncleanElections      map[string]int `json:"unclean_elections"`
+	UncleanElectionsTotal int            `json:"unclean_elections_total"`
 }
 
 // NewHealthCommand returns `sluice cluster health`.
@@ -28,16 +39,21 @@ func NewHealthCommand() *cobra.Command {
 		Short: "Is the cluster healthy, and if not, why (exit 2 when not)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, ctx, done, err := c.open(cmd)
+			cl, ctx, done, err := c.openClient(cmd)
 			if err != nil {
 				return err
 			}
 			defer done()
-			md, err := adm.Metadata(ctx)
+			md, err := kadm.NewClient(cl).Metadata(ctx)
 			if err != nil {
 				return c.unreachable(err)
 			}
-			h := health(md, topicMinISR(cmd, &c, adm, md))
+			minISR, unclean := topicHealthConfigs(ctx, cl, md.Topics.Names())
+			h := health(md, minISR)
+			h.UncleanElections = unclean
+			for _, n := range unclean {
+				h.UncleanElectionsTotal += n
+			}
 			err = c.emit(cmd.OutOrStdout(), h, func() {
 				w := cmd.OutOrStdout()
 				fmt.Fprintf(w, "CLUSTER HEALTH OVERVIEW\n=======================\n")
@@ -49,6 +65,7 @@ func NewHealthCommand() *cobra.Command {
 				fmt.Fprintf(w, "Leaderless partitions:       %v\n", h.Leaderless)
 				fmt.Fprintf(w, "Under-replicated partitions: %v\n", h.UnderReplicated)
 				fmt.Fprintf(w, "Under-min-ISR partitions:    %v\n", h.UnderMinISR)
+				fmt.Fprintf(w, "Unclean elections seen:      %d%s\n", h.UncleanElectionsTotal, uncleanDetail(h.UncleanElections))
 			})
 			if err == nil && !h.Healthy {
 				return ErrProblem
@@ -60,23 +77,63 @@ func NewHealthCommand() *cobra.Command {
 	return cmd
 }
 
-// topicMinISR reads each topic's min.insync.replicas (1 when unknown).
-func topicMinISR(cmd *cobra.Command, c *common, adm *kadm.Client, md kadm.Metadata) map[string]int {
-	out := map[string]int{}
-	ctx, cancel := c.ctx(cmd.Context())
-	defer cancel()
-	rc, err := adm.DescribeTopicConfigs(ctx, md.Topics.Names()...)
-	if err != nil {
-		return out
+// uncleanElectionsKey is the read-only topic entry in which Sluice
+// reports the unclean leader elections of a topic (node.UncleanElectionsKey);
+// it is answered only when asked for by name, and other Kafka brokers do
+// not know it.
+const uncleanElectionsKey = "sluice.unclean.leader.elections"
+
+// topicHealthConfigs reads each topic's min.insync.replicas (1, Kafka's
+// default, when unknown) and its unclean election count (topics with none
+// are left out) in one DescribeConfigs request.
+func topicHealthConfigs(ctx context.Context, cl kmsg.Requestor, topics []string) (map[string]int, map[string]int) {
+	minISR, unclean := map[string]int{}, map[string]int{}
+	if len(topics) == 0 {
+		return minISR, unclean
 	}
-	for _, r := range rc {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, t := range topics {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, t
+		r.ConfigNames = []string{"min.insync.replicas", uncleanElectionsKey}
+		req.Resources = append(req.Resources, r)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return minISR, unclean
+	}
+	for _, r := range resp.Resources {
+		if r.ErrorCode != 0 {
+			continue
+		}
 		for _, e := range r.Configs {
-			if e.Key == "min.insync.replicas" && e.Value != nil {
-				out[r.Name] = minISRof("min.insync.replicas=" + *e.Value)
+			if e.Value == nil {
+				continue
+			}
+			n, err := strconv.Atoi(*e.Value)
+			switch {
+			case err != nil:
+			case e.Name == "min.insync.replicas":
+				minISR[r.ResourceName] = n
+			case e.Name == uncleanElectionsKey && n > 0:
+				unclean[r.ResourceName] = n
 			}
 		}
 	}
-	return out
+	return minISR, unclean
+}
+
+// uncleanDetail lists topics with unclean elections, for the text output.
+func uncleanDetail(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s: %d", n, m[n])
+	}
+	return " (" + strings.Join(parts, ", ") + "; acknowledged records may have been lost)"
 }
 
 // health judges a metadata snapshot. Brokers the controller fenced are not

@@ -159,7 +159,7 @@ func NewTopicsCommand() *cobra.Command {
 		},
 	}
 	f.register(describeCmd)
-	root.AddCommand(create, del, list, describeCmd)
+	root.AddCommand(create, del, list, describeCmd, newAlterCommand(&c))
 	return root
 }
 

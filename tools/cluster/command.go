@@ -264,12 +264,17 @@ func Stop(ctx context.Context, w io.Writer, l Layout) error {
 }
 
 // Restart starts node id again (stopping it first if it runs) and records
-// its new pid in cluster.json.
+// its new pid in cluster.json. The node runs this executable.
 func Restart(ctx context.Context, l Layout, id int32) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
+	return RestartWith(ctx, l, id, exe)
+}
+
+// RestartWith is Restart running the sluice executable exe.
+func RestartWith(ctx context.Context, l Layout, id int32, exe string) error {
 	for i, n := range l.Nodes {
 		if n.ID != id {
 			continue

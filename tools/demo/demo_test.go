@@ -19,7 +19,9 @@ import (
 // TestLocalClusterDemo is what `make demo` does, end to end: build
 // bin/sluice, start three real node processes with the launcher, run the
 // demo against them (kgo, idempotent acks=all, read back and compared), run
-// it again on the same cluster, and stop the cluster.
+// it again on the same cluster, and stop the cluster. Each run kills the
+// leader of partition 0, sees the new leaders, checks every acknowledged
+// record and restarts the killed node until it is back in every ISR.
 func TestLocalClusterDemo(t *testing.T) {
 	if os.Getenv("SLUICE_E2E") == "" {
 		t.Skip("builds bin/sluice and starts three node processes; run with SLUICE_E2E=1 (make e2e)")
@@ -52,17 +54,18 @@ func TestLocalClusterDemo(t *testing.T) {
 	}
 	for run := 0; run < 2; run++ {
 		var out bytes.Buffer
-		if err := run1(ctx, &out, l.Dir); err != nil {
+		if err := run1(ctx, &out, l.Dir, exe); err != nil {
 			t.Fatalf("demo run %d: %v\n%s", run, err, out.String())
 		}
-		if !strings.Contains(out.String(), "every acknowledged record is there") {
+		if !strings.Contains(out.String(), "every acknowledged record is there") || !strings.Contains(out.String(), "new leaders") ||
+			!strings.Contains(out.String(), "every replica is back in sync") {
 			t.Fatalf("demo run %d said:\n%s", run, out.String())
 		}
 	}
 }
 
-func run1(ctx context.Context, w *bytes.Buffer, dir string) error {
-	return run(ctx, w, options{dir: dir, topic: "demo", partitions: 3, rf: 1, records: 2000, timeout: time.Minute})
+func run1(ctx context.Context, w *bytes.Buffer, dir, exe string) error {
+	return run(ctx, w, options{dir: dir, topic: "demo", partitions: 3, rf: 3, records: 2000, timeout: time.Minute, exe: exe})
 }
 
 // freeBase finds a base port whose twelve derived ports are free now.

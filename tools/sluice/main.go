@@ -31,7 +31,7 @@ func main() {
 	}
 	clusterCmd := cluster.NewCommand()
 	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand())
-	root.AddCommand(initcmd.NewCommand(), node.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), demo.NewCommand(), soak.NewCommand())
+	root.AddCommand(initcmd.NewCommand(), node.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), demo.NewCommand(), soak.NewCommand())
 	if err := root.Execute(); err != nil {
 		if errors.Is(err, admin.ErrProblem) {
 			os.Exit(2) // the command worked and found a problem (health, filters)

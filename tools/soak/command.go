@@ -134,7 +134,7 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.DurationVar(&o.RecoveryBound, "recovery-bound", 30*time.Second, "every partition must take a write this soon after the last heal")
 	f.BoolVar(&o.PowerLoss, "power-loss", true, "run nodes on the power-loss filesystem (tools/soak/powerfs) and inject power-loss faults")
 	f.BoolVar(&o.NetFaults, "net-faults", true, "inject network partitions (needs root and iptables; skipped with a message otherwise)")
-	f.StringVar(&o.Durability, "durability", "sync", "sync (flush.messages=1: fsync before ack) or page-cache")
+	f.StringVar(&o.Durability, "durability", "sync", "the topic's sluice.durability: sync (fsync before ack, group commit) or page-cache")
 	f.StringVar(&o.NegativeControl, "negative-control", "", "acks1, unclean or page-cache: a run that must lose records (exit 0 only if the checker reports loss)")
 	f.StringVar(&o.Report, "report", "", "JSON report path (default DIR/soak-report.json)")
 	f.BoolVar(&o.Keep, "keep", false, "leave the cluster running at the end")
@@ -187,9 +187,10 @@ func (o *Options) validate() error {
 func (o *Options) topicConfigs() map[string]*string {
 	s := func(v string) *string { return &v }
 	c := map[string]*string{"min.insync.replicas": s(strconv.Itoa(o.MinISR))}
-	if o.Durability == "sync" {
-		c["flush.messages"] = s("1")
-	}
+	// sluice.durability=sync: replicas count towards acks=all only with
+	// what they fsynced (group commit); page-cache: replication is the
+	// durability.
+	c["sluice.durability"] = s(o.Durability)
 	if o.NegativeControl == NegUnclean {
 		c["unclean.leader.election.enable"] = s("true")
 	}

@@ -1,0 +1,108 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// hwCheckpointFile is Kafka's replication-offset-checkpoint: every hosted
+// partition's high watermark, so that a restarted replica does not show
+// consumers a high watermark below what they already read. Format (Kafka's):
+// a version line "0", a count line, then "topic partition offset" lines.
+const hwCheckpointFile = "replication-offset-checkpoint"
+
+// readHWCheckpoint reads the checkpoint in dir; a missing file is empty.
+func readHWCheckpoint(fs vfs.FS, dir string) (map[string]int64, error) {
+	f, err := fs.Open(fs.PathJoin(dir, hwCheckpointFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]int64{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	return parseHWCheckpoint(b)
+}
+
+func parseHWCheckpoint(b []byte) (map[string]int64, error) {
+	out := map[string]int64{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	bad := func(line int, what string) error {
+		return fmt.Errorf("%s line %d: %s", hwCheckpointFile, line, what)
+	}
+	if !sc.Scan() || sc.Text() != "0" {
+		return nil, bad(1, "want version 0")
+	}
+	if !sc.Scan() {
+		return nil, bad(2, "missing count")
+	}
+	count, err := strconv.Atoi(sc.Text())
+	if err != nil || count < 0 {
+		return nil, bad(2, "bad count")
+	}
+	for i := range count {
+		if !sc.Scan() {
+			return nil, bad(3+i, "missing entry")
+		}
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 {
+			return nil, bad(3+i, "want: topic partition offset")
+		}
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		off, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil || p < 0 || off < 0 {
+			return nil, bad(3+i, "bad partition or offset")
+		}
+		out[replicaKey(f[0], int32(p))] = off
+	}
+	return out, nil
+}
+
+// writeHWCheckpoint replaces the checkpoint in dir durably: a temporary
+// file, fsync, rename, directory fsync.
+func (n *Node) writeHWCheckpoint() error {
+	reps := n.snapshotReplicas()
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "0\n%d\n", len(reps))
+	for _, r := range reps {
+		fmt.Fprintf(&b, "%s %d %d\n", r.topic, r.partition, r.highWatermark())
+	}
+	tmp := n.fs.PathJoin(n.dir, hwCheckpointFile+".tmp")
+	f, err := n.fs.Create(tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := n.fs.Rename(tmp, n.fs.PathJoin(n.dir, hwCheckpointFile)); err != nil {
+		return err
+	}
+	d, err := n.fs.OpenDir(filepath.Clean(n.dir))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,48 @@
+package node
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/quorum"
+)
+
+var _ kafka.PartitionAdmin = (*broker)(nil)
+
+// CreatePartitions implements kafka.PartitionAdmin: it proposes the new
+// counts to the quorum (or, with validateOnly, only plans them against the
+// local image) and opens the local logs of new partitions before answering,
+// as CreateTopics does.
+func (b *broker) CreatePartitions(ctx context.Context, topics []kafka.NewPartitions, validateOnly bool) ([]kafka.PartitionsResult, error) {
+	n := b.node()
+	cmd := &quorum.CreatePartitions{}
+	for _, t := range topics {
+		cmd.Topics = append(cmd.Topics, quorum.PartitionsSpec{Name: t.Topic, Count: t.Count, Assignments: t.Assignment})
+	}
+	out := make([]kafka.PartitionsResult, len(topics))
+	var reply any
+	var err error
+	if validateOnly {
+		_, reply, err = quorum.Plan(n.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: n.cfg.UncleanLeaderElectionEnable}, cmd)
+	} else {
+		reply, err = n.ctrl.Propose(ctx, cmd)
+		n.reconcile()
+	}
+	if err != nil {
+		for i := range out {
+			out[i] = kafka.PartitionsResult{Err: controllerError(err), ErrMessage: err.Error()}
+		}
+		return out, nil
+	}
+	res := reply.(*quorum.TopicsReply).Topics
+	for i := range out {
+		if i >= len(res) {
+			out[i].Err = kerr.UnknownServerError
+			continue
+		}
+		out[i] = kafka.PartitionsResult{Err: kerr.ErrorForCode(res[i].Code), ErrMessage: res[i].Message}
+	}
+	return out, nil
+}

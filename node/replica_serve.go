@@ -1,0 +1,285 @@
+package node
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/partition"
+)
+
+// defaultProduceTimeout bounds an acks=all wait when the request gave none.
+const defaultProduceTimeout = 30 * time.Second
+
+// produce appends records as leader; see kafka.Logs.Produce. The
+// acknowledgement, when still due, comes on the result's Pending.
+func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.ProduceResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := kafka.ProduceResult{BaseOffset: -1, LogStartOffset: -1}
+	if r.dead {
+		res.Err = kerr.NotLeaderForPartition
+		return res
+	}
+	if err := r.part.CheckProduce(p.Acks); err != nil {
+		res.Err = err
+		return res
+	}
+	heads, ok := parseBatches(p.Records)
+	var st *producerState
+	var idem *batchHead
+	if ok && heads[0].producerID >= 0 {
+		if len(heads) > 1 {
+			// Clients send one batch per partition; refusing the rest
+			// keeps the duplicate check exact.
+			res.Err, res.ErrMessage = kerr.InvalidRecord, "an idempotent produce carries one batch per partition"
+			return res
+		}
+		idem = &heads[0]
+		st = r.producers[idem.producerID]
+		dup, isDup, err := st.check(*idem)
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		if isDup {
+			// The original's offsets; with acks=all it answers once
+			// they are committed, as Kafka does.
+			res.BaseOffset, res.LogStartOffset = dup, r.log.LogStartOffset()
+			if last := dup + int64(idem.lastOffsetDelta); p.Acks == partition.AcksAll && r.hw.Load() <= last {
+				ch := make(chan error, 1)
+				r.hwWaits = append(r.hwWaits, hwWait{last: last, ch: ch})
+				res.Pending = ch
+			}
+			return res
+		}
+	}
+	info, err := r.log.Append(p.Records, r.part.LeaderEpoch())
+	if err != nil {
+		res.Err, res.ErrMessage = appendError(err), err.Error()
+		return res
+	}
+	if idem != nil {
+		if st == nil {
+			st = &producerState{epoch: idem.producerEpoch}
+			r.producers[idem.producerID] = st
+		}
+		st.record(*idem, info.FirstOffset)
+	}
+	res.BaseOffset, res.LogStartOffset = info.FirstOffset, r.log.LogStartOffset()
+	r.nextID++
+	id := r.nextID
+	var ch chan error
+	if p.Acks != partition.AcksNone {
+		ch = make(chan error, 1)
+		r.waiters[id] = ch
+	}
+	if err := r.part.Step(partition.LocalAppend{ReqID: id, LastOffset: info.LastOffset, Acks: p.Acks, Deadline: r.deadline(ctx)}); err != nil {
+		delete(r.waiters, id)
+		r.logErr("append", err)
+		res.Err, res.BaseOffset = kerr.KafkaStorageError, -1
+		return res
+	}
+	r.process()
+	if ch != nil {
+		res.Pending = ch
+	}
+	return res
+}
+
+// deadline is the tick at which a produce waiting under ctx times out.
+func (r *replica) deadline(ctx context.Context) int64 {
+	d := defaultProduceTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		d = time.Until(dl)
+	}
+	return r.part.Now() + int64(d/tickInterval) + 1
+}
+
+// fetch reads for a consumer (committed batches) or a follower (the
+// leader's log, after the state machine accepted its fetch); see
+// kafka.Logs.Fetch.
+func (r *replica) fetch(p kafka.FetchPartition) kafka.FetchResult {
+	if p.ReplicaID >= 0 {
+		return r.replicaFetch(p)
+	}
+	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
+	if err := r.checkEpoch(p.CurrentLeaderEpoch); err != nil {
+		res.Err = err
+		return res
+	}
+	hw := r.hw.Load()
+	c, err := r.log.Read(p.Offset, p.MaxBytes, hw, nil)
+	if err != nil {
+		res.Err = readError(err)
+		return res
+	}
+	res.HighWatermark, res.LogStartOffset, res.Records = hw, c.LogStart, c.Data
+	return res
+}
+
+// replicaFetch serves a follower's Fetch: the state machine decides (epoch
+// fencing, divergence, what the follower acknowledges, ISR expansion), the
+// log is read outside the lock up to its end.
+func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
+	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
+	r.mu.Lock()
+	if r.dead {
+		r.mu.Unlock()
+		res.Err = kerr.NotLeaderForPartition
+		return res
+	}
+	r.nextID++
+	id := r.nextID
+	_ = r.part.Step(partition.FollowerFetch{
+		ReqID: id, Replica: p.ReplicaID, BrokerEpoch: partition.AnyBrokerEpoch, FetchOffset: p.Offset,
+		LastFetchedEpoch: p.LastFetchedEpoch, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
+	})
+	r.process()
+	a, ok := r.answers[id]
+	delete(r.answers, id)
+	r.mu.Unlock()
+	switch {
+	case !ok:
+		res.Err = kerr.NotLeaderForPartition
+		return res
+	case a.Err != nil:
+		res.Err, res.HighWatermark = a.Err, a.HW
+		if a.Err == kerr.OffsetOutOfRange {
+			res.LogStartOffset = r.log.LogStartOffset()
+		}
+		return res
+	case a.Diverging != nil:
+		res.HighWatermark, res.LogStartOffset = a.HW, r.log.LogStartOffset()
+		res.Diverging = &kafka.EpochEnd{Epoch: a.Diverging.Epoch, EndOffset: a.Diverging.EndOffset}
+		return res
+	}
+	c, err := r.log.Read(a.ReadFrom, p.MaxBytes, math.MaxInt64, nil)
+	if err != nil {
+		// Below the log start (retention): the follower starts over at
+		// the log start this answer carries.
+		res.Err, res.LogStartOffset = readError(err), c.LogStart
+		return res
+	}
+	res.HighWatermark, res.LogStartOffset, res.Records = a.HW, c.LogStart, c.Data
+	return res
+}
+
+// fetched handles this follower's fetch response for req: append the
+// records (only if the state machine still waits for this fetch), then
+// step the response. When that started an fsync (sync durability: the next
+// fetch waits for it), it returns a channel closed when the fsync is done,
+// so the fetcher can send the next request with this partition in it.
+func (r *replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopicPartition, fetchErr error) (flushing <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dead || !r.part.ExpectsFetch(req.Seq) {
+		return nil
+	}
+	defer func() {
+		if r.flushing {
+			flushing = r.flushDone
+		}
+	}()
+	m := partition.FetchResponse{Seq: req.Seq, HW: -1, LogStartOffset: -1}
+	switch {
+	case fetchErr != nil:
+		m.Err = fetchErr
+	case rp.ErrorCode != 0:
+		m.Err = kerr.ErrorForCode(rp.ErrorCode)
+		m.HW, m.LogStartOffset = rp.HighWatermark, rp.LogStartOffset
+	case rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0:
+		m.Diverging = &partition.EpochEndOffset{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset}
+		m.HW, m.LogStartOffset = rp.HighWatermark, rp.LogStartOffset
+	default:
+		m.HW, m.LogStartOffset = rp.HighWatermark, rp.LogStartOffset
+		if len(rp.RecordBatches) > 0 {
+			if _, err := r.log.AppendReplicated(rp.RecordBatches); err != nil {
+				r.logErr("replicated append", err)
+				m.Err = kerr.KafkaStorageError
+			} else {
+				r.recordReplicated(rp.RecordBatches)
+			}
+		}
+	}
+	m.LEO = r.log.LogEndOffset()
+	if err := r.part.Step(m); err != nil {
+		r.logErr("fetch response", err)
+	}
+	r.process()
+	return nil // the deferred check fills in the flush in progress
+}
+
+// recordReplicated keeps the idempotent-producer state on a follower from
+// the batches it replicates, so that it can take over as leader and still
+// recognise retries (Kafka's followers do the same).
+func (r *replica) recordReplicated(records []byte) {
+	heads, ok := parseBatches(records)
+	if !ok {
+		return
+	}
+	for _, h := range heads {
+		if h.producerID < 0 {
+			continue
+		}
+		st := r.producers[h.producerID]
+		if st == nil {
+			st = &producerState{epoch: h.producerEpoch}
+			r.producers[h.producerID] = st
+		}
+		st.record(h, h.baseOffset)
+	}
+}
+
+// listOffset answers ListOffsets; see kafka.Logs.ListOffset.
+func (r *replica) listOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult {
+	res := kafka.ListOffsetResult{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
+	r.mu.Lock()
+	err := r.part.CheckLeaderEpoch(p.CurrentLeaderEpoch)
+	epoch := r.part.LeaderEpoch()
+	r.mu.Unlock()
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	hw := r.hw.Load()
+	switch p.Timestamp {
+	case -2:
+		res.Offset, res.LeaderEpoch = r.log.LogStartOffset(), epoch
+	case -1:
+		res.Offset, res.LeaderEpoch = hw, epoch
+	case -3:
+		// The offset of the largest timestamp needs a max-timestamp
+		// lookup the segment index does not offer yet.
+		res.Err = kerr.UnsupportedVersion
+	default:
+		if p.Timestamp < 0 {
+			res.Err = kerr.InvalidRequest
+			return res
+		}
+		off, ts, ok, err := r.log.OffsetForTimestamp(p.Timestamp)
+		switch {
+		case err != nil:
+			res.Err = readError(err)
+		case ok && off < hw:
+			res.Offset, res.Timestamp, res.LeaderEpoch = off, ts, epoch
+		}
+	}
+	return res
+}
+
+// endOffsetForEpoch answers OffsetForLeaderEpoch from the state machine,
+// which counts the current epoch from where this replica became leader.
+func (r *replica) endOffsetForEpoch(p kafka.EpochPartition) kafka.EpochResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.part.CheckLeaderEpoch(p.CurrentLeaderEpoch); err != nil {
+		return kafka.EpochResult{Err: err, LeaderEpoch: -1, EndOffset: -1}
+	}
+	e, off := r.part.EndOffsetForEpoch(p.LeaderEpoch)
+	return kafka.EpochResult{LeaderEpoch: e, EndOffset: off}
+}

@@ -1,0 +1,581 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/quorum"
+	"github.com/sluice-log/sluice/tools/initcmd"
+)
+
+// replNode is one node of a replicated test cluster: its logs live on a
+// crashable in-memory filesystem (Raft's store is on the real disk), so
+// the test can take what survives a process kill (everything written) or
+// a power cut (only what was fsynced).
+type replNode struct {
+	*Node
+	id       int32
+	dir      string
+	ctrlAddr string // controller (Raft) address: fixed, it is in meta.properties
+	gossip   string
+	fs       *vfs.MemFS
+	extra    []string
+}
+
+// replCluster is n controller+broker nodes with gossip liveness on
+// 127.0.0.1, started together.
+type replCluster struct {
+	t     testing.TB
+	nodes []*replNode
+	seeds []string
+}
+
+// freeAddr finds a port free for TCP and UDP (memberlist needs both).
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	for range 50 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		pc, err := net.ListenPacket("udp", addr)
+		ln.Close()
+		if err == nil {
+			pc.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free TCP+UDP port")
+	return ""
+}
+
+func startReplCluster(t testing.TB, n int, extra ...string) *replCluster {
+	return startReplClusterOn(t, n, false, extra...)
+}
+
+// startReplClusterOn is startReplCluster with the logs on the real disk
+// when disk is set (benchmarks), else on crashable in-memory filesystems.
+func startReplClusterOn(t testing.TB, n int, disk bool, extra ...string) *replCluster {
+	t.Helper()
+	c := &replCluster{t: t}
+	var voters []quorum.Voter
+	for i := range n {
+		rn := &replNode{id: int32(i + 1), dir: t.TempDir(), ctrlAddr: freeAddr(t), gossip: freeAddr(t), extra: extra}
+		if !disk {
+			rn.fs = vfs.NewCrashableMem()
+		}
+		voters = append(voters, quorum.Voter{ID: rn.id, Addr: rn.ctrlAddr})
+		c.seeds = append(c.seeds, rn.gossip)
+		c.nodes = append(c.nodes, rn)
+	}
+	clusterID := quorum.NewUUID().String()
+	for _, rn := range c.nodes {
+		if _, err := initcmd.Format(rn.dir, initcmd.Meta{ClusterID: clusterID, NodeID: rn.id, InitialControllers: voters}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, rn := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.open(rn)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, rn := range c.nodes {
+			if rn.Node != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_ = rn.Close(ctx)
+				cancel()
+			}
+		}
+	})
+	return c
+}
+
+// open starts rn on its directory and filesystem.
+func (c *replCluster) open(rn *replNode) error {
+	var seeds []string
+	for _, s := range c.seeds {
+		if s != rn.gossip {
+			seeds = append(seeds, s)
+		}
+	}
+	kl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+	config.Flags(fs)
+	args := []string{fmt.Sprintf("--node.id=%d", rn.id), "--log.dirs=" + rn.dir,
+		"--listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://" + rn.ctrlAddr + ",GOSSIP://" + rn.gossip,
+		"--advertised.listeners=PLAINTEXT://" + kl.Addr().String(),
+		"--gossip.seeds=" + strings.Join(seeds, ","),
+		"--broker.session.timeout.ms=2000", "--replica.lag.time.max.ms=3000"}
+	for _, e := range rn.extra {
+		args = append(args, "--"+e)
+	}
+	if err := fs.Parse(args); err != nil {
+		kl.Close()
+		return err
+	}
+	cfg, err := config.Load(fs, []string{})
+	if err != nil {
+		kl.Close()
+		return err
+	}
+	opts := Options{KafkaListener: kl, RegisterTimeout: 45 * time.Second}
+	if rn.fs != nil {
+		opts.FS = rn.fs
+	}
+	nd, err := Open(cfg, opts)
+	if err != nil {
+		kl.Close()
+		return err
+	}
+	rn.Node = nd
+	return nil
+}
+
+// kill stops rn the way SIGKILL does: nothing is closed cleanly, and what
+// survives is what the kernel had — every write, synced or not.
+func (c *replCluster) kill(rn *replNode) {
+	c.crash(rn, 100)
+}
+
+// crash stops rn keeping unsyncedPercent of its unsynced writes (0: a
+// power cut), as a new filesystem for the restart.
+func (c *replCluster) crash(rn *replNode, unsyncedPercent int) {
+	clone := rn.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsyncedPercent, RNG: rand.New(rand.NewPCG(1, 2))})
+	rn.Node.abort()
+	rn.Node, rn.fs = nil, clone
+}
+
+func (c *replCluster) restart(rn *replNode) {
+	c.t.Helper()
+	if err := c.open(rn); err != nil {
+		c.t.Fatalf("restart node %d: %v", rn.id, err)
+	}
+}
+
+func (c *replCluster) live() *replNode {
+	for _, rn := range c.nodes {
+		if rn.Node != nil {
+			return rn
+		}
+	}
+	c.t.Fatal("no live node")
+	return nil
+}
+
+func (c *replCluster) client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	var seeds []string
+	for _, rn := range c.nodes {
+		if rn.Node != nil {
+			seeds = append(seeds, rn.KafkaAddr())
+		}
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// waitImage waits until cond holds on the metadata image of a live node.
+func (c *replCluster) waitImage(ctx context.Context, what string, cond func(im *quorum.Image) bool) {
+	c.t.Helper()
+	for {
+		rn := c.live()
+		changed := (*broker)(rn.Node).Appended()
+		var ok bool
+		rn.ctrl.View(func(im *quorum.Image) { ok = cond(im) })
+		if ok {
+			return
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			c.t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		}
+		t.Stop()
+	}
+}
+
+// abort stops the node without its clean path: no clean-shutdown marker,
+// no high-watermark checkpoint, no gossip leave. The logs are closed only
+// to release them; a test that calls abort has taken a CrashClone of the
+// node's filesystem first, and restarts on that.
+func (n *Node) abort() {
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+	_ = n.srv.Close()
+	<-n.served
+	if n.httpSrv != nil {
+		_ = n.httpSrv.Close()
+	}
+	if n.gossip != nil {
+		_ = n.gossip.Close()
+	}
+	n.stopLoops()
+	_ = n.ctrl.Close()
+	n.reconcileMu.Lock()
+	_ = n.closeLogs()
+	n.reconcileMu.Unlock()
+	_ = n.idx.Close()
+}
+
+// ackLog records what an idempotent producer had acknowledged.
+type ackLog struct {
+	mu    sync.Mutex
+	acked map[string]int64 // value -> offset
+	order map[int32][]string
+}
+
+func (a *ackLog) add(r *kgo.Record) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.acked[string(r.Value)] = r.Offset
+	a.order[r.Partition] = append(a.order[r.Partition], string(r.Value))
+}
+
+func (a *ackLog) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.acked)
+}
+
+// leaderOf is the partition's leader in the image of a live node.
+func (c *replCluster) leaderOf(topic string, p int) *replNode {
+	var id int32 = -1
+	c.live().ctrl.View(func(im *quorum.Image) {
+		if t := im.Topics[topic]; t != nil {
+			id = t.Partitions[p].Leader
+		}
+	})
+	for _, rn := range c.nodes {
+		if rn.id == id {
+			return rn
+		}
+	}
+	return nil
+}
+
+// readAll reads every partition from the start up to its high watermark
+// and returns each value's offset and the values in log order; a value
+// read twice fails the test.
+func (c *replCluster) readAll(ctx context.Context, topic string, partitions int) (map[string]int64, map[int32][]string) {
+	c.t.Helper()
+	ends, err := kadm.NewClient(c.client()).ListEndOffsets(ctx, topic)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	offsets := map[int32]kgo.Offset{}
+	left := map[int32]int64{}
+	for p := range int32(partitions) {
+		offsets[p] = kgo.NewOffset().AtStart()
+		o, _ := ends.Lookup(topic, p)
+		if o.Err != nil {
+			c.t.Fatalf("end offset of partition %d: %v", p, o.Err)
+		}
+		if o.Offset > 0 {
+			left[p] = o.Offset
+		}
+	}
+	cons := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}), kgo.FetchMaxWait(200*time.Millisecond))
+	seen := map[string]int64{}
+	order := map[int32][]string{}
+	for len(left) > 0 {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			c.t.Fatalf("reading back, partitions not at their end: %v: %v", left, ctx.Err())
+		}
+		fs.EachError(func(_ string, p int32, err error) { c.t.Logf("fetch partition %d: %v", p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			v := string(r.Value)
+			if off, dup := seen[v]; dup {
+				c.t.Fatalf("%s at offsets %d and %d: duplicated", v, off, r.Offset)
+			}
+			seen[v] = r.Offset
+			order[r.Partition] = append(order[r.Partition], v)
+			if r.Offset+1 >= left[r.Partition] {
+				delete(left, r.Partition)
+			}
+		})
+	}
+	return seen, order
+}
+
+// checkAllAcked reads every partition back and checks that each
+// acknowledged record is there exactly once, at the offset it was
+// acknowledged with, in the order it was acknowledged.
+func (c *replCluster) checkAllAcked(ctx context.Context, topic string, partitions int, acks *ackLog) {
+	c.t.Helper()
+	seen, order := c.readAll(ctx, topic, partitions)
+	for v, off := range acks.acked {
+		if got, ok := seen[v]; !ok || got != off {
+			c.t.Errorf("%s acknowledged at offset %d, read at %d (found: %v)", v, off, got, ok)
+		}
+	}
+	for p, vs := range acks.order {
+		var got []string
+		for _, v := range order[p] {
+			if _, ok := acks.acked[v]; ok {
+				got = append(got, v)
+			}
+		}
+		if strings.Join(vs, ",") != strings.Join(got, ",") {
+			c.t.Errorf("partition %d: acknowledged order differs from the log's", p)
+		}
+	}
+}
+
+// TestReplicationSurvivesLeaderKill: RF=3, min.insync.replicas=2, kgo's
+// idempotent acks=all producer; the leader of partition 0 is killed (no
+// clean shutdown) mid-stream and restarted. Every acknowledged record is
+// read back exactly once, in order, and the restarted broker rejoins the
+// ISR after catching up.
+func TestReplicationSurvivesLeaderKill(t *testing.T) {
+	c := startReplCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(c.client())
+	const topic, parts = "repl", 3
+	if _, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	c.waitImage(ctx, "the topic on every node", func(im *quorum.Image) bool { return im.Topics[topic] != nil })
+
+	prod := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	acks := &ackLog{acked: map[string]int64{}, order: map[int32][]string{}}
+	const total = 3000
+	var failed sync.Map
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			prod.Produce(ctx, &kgo.Record{Partition: int32(i % parts), Value: fmt.Appendf(nil, "v%05d", i)}, func(r *kgo.Record, err error) {
+				if err != nil {
+					failed.Store(string(r.Value), err)
+					return
+				}
+				acks.add(r)
+			})
+		}
+	}
+	produce(0, total/2)
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	victim := c.leaderOf(topic, 0)
+	if victim == nil {
+		t.Fatal("partition 0 has no leader")
+	}
+	t.Logf("killing node %d, leader of partition 0, after %d acknowledged records", victim.id, acks.count())
+	c.kill(victim)
+	produce(total/2, total)
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	failed.Range(func(k, v any) bool {
+		t.Errorf("record %s failed: %v", k, v)
+		return true
+	})
+	if acks.count() != total {
+		t.Fatalf("%d of %d records acknowledged", acks.count(), total)
+	}
+	c.restart(victim)
+	c.waitImage(ctx, "the restarted broker back in every ISR", func(im *quorum.Image) bool {
+		for _, p := range im.Topics[topic].Partitions {
+			if len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	c.checkAllAcked(ctx, topic, parts, acks)
+}
+
+// TestPowerCutAllReplicas cuts power to all three replicas at once (each
+// node keeps only what it fsynced) and restarts them. With
+// sluice.durability=sync nothing acknowledged is lost. With page-cache
+// (Kafka's model, flush never) the loss is bounded by what was unflushed —
+// every acknowledged record below the least-flushed replica's flushed
+// offset survives — and the nodes report it: the log ends below the
+// high watermark they checkpointed. The page-cache run losing records at
+// all is the control that the power cut is real.
+func TestPowerCutAllReplicas(t *testing.T) {
+	for _, mode := range []string{"sync", "page-cache"} {
+		t.Run(mode, func(t *testing.T) {
+			c := startReplCluster(t, 3)
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			const topic, parts, total = "cut", 2, 600
+			cfg := map[string]*string{"min.insync.replicas": kadm.StringPtr("2"), "sluice.durability": kadm.StringPtr(mode)}
+			if _, err := kadm.NewClient(c.client()).CreateTopic(ctx, parts, 3, cfg, topic); err != nil {
+				t.Fatal(err)
+			}
+			c.waitImage(ctx, "the topic", func(im *quorum.Image) bool { return im.Topics[topic] != nil })
+			prod := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			acks := &ackLog{acked: map[string]int64{}, order: map[int32][]string{}}
+			for i := range total {
+				prod.Produce(ctx, &kgo.Record{Partition: int32(i % parts), Value: fmt.Appendf(nil, "v%05d", i)}, func(r *kgo.Record, err error) {
+					if err != nil {
+						t.Errorf("produce %s: %v", r.Value, err)
+						return
+					}
+					acks.add(r)
+				})
+			}
+			if err := prod.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			prod.Close()
+			// What each partition keeps for sure: the least flushed offset
+			// over its replicas. Checkpoint the HWs so the loss report below
+			// does not depend on the 5 s checkpoint timer.
+			minFlushed := map[int32]int64{}
+			for _, rn := range c.nodes {
+				if err := rn.writeHWCheckpoint(); err != nil {
+					t.Fatal(err)
+				}
+				for p := range int32(parts) {
+					f := rn.replica(topic, p).log.FlushedOffset()
+					if m, ok := minFlushed[p]; !ok || f < m {
+						minFlushed[p] = f
+					}
+				}
+			}
+			for _, rn := range c.nodes {
+				c.crash(rn, 0)
+			}
+			var wg sync.WaitGroup
+			for _, rn := range c.nodes {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := c.open(rn); err != nil {
+						t.Errorf("restart node %d: %v", rn.id, err)
+					}
+				}()
+			}
+			wg.Wait()
+			if t.Failed() {
+				t.FailNow()
+			}
+			allLed := func(im *quorum.Image) bool {
+				for _, p := range im.Topics[topic].Partitions {
+					if p.Leader == quorum.NoLeader {
+						return false
+					}
+				}
+				return true
+			}
+			if mode == "page-cache" {
+				// Every ISR member restarted uncleanly and may have lost
+				// acknowledged records: the controller elects none of them
+				// on its own (KIP-966); the operator chooses an unclean
+				// election, which is recorded.
+				c.waitImage(ctx, "every broker back", func(im *quorum.Image) bool {
+					for _, rn := range c.nodes {
+						if !im.Brokers[rn.id].Alive() {
+							return false
+						}
+					}
+					return true
+				})
+				c.live().ctrl.View(func(im *quorum.Image) {
+					for i, p := range im.Topics[topic].Partitions {
+						if p.Leader != quorum.NoLeader || !p.StaleISR {
+							t.Errorf("partition %d after an all-replica power cut in page-cache mode: leader %d, stale ISR %v", i, p.Leader, p.StaleISR)
+						}
+					}
+				})
+				res, err := kadm.NewClient(c.client()).ElectLeaders(ctx, kadm.ElectLiveReplica, kadm.TopicsSet{topic: nil})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, ps := range res {
+					for p, r := range ps {
+						if r.Err != nil {
+							t.Fatalf("unclean election of partition %d: %v", p, r.Err)
+						}
+					}
+				}
+			}
+			c.waitImage(ctx, "leaders for every partition", allLed)
+			c.waitImage(ctx, "every replica back in every ISR", func(im *quorum.Image) bool {
+				for _, p := range im.Topics[topic].Partitions {
+					if len(p.ISR) != 3 {
+						return false
+					}
+				}
+				return true
+			})
+			var reported int64
+			for _, rn := range c.nodes {
+				reported += rn.lostOnRecovery.Load()
+			}
+			for _, rn := range c.nodes {
+				for p := range int32(parts) {
+					if r := rn.replica(topic, p); r != nil {
+						st := r.status()
+						t.Logf("node %d partition %d: %v leader %d epoch %d LEO %d HW %d flushed %d isr %v", rn.id, p, st.Role, st.Leader, st.LeaderEpoch, st.LEO, st.HW, st.Flushed, st.ISR)
+					}
+				}
+			}
+			t.Logf("min flushed before the cut: %v", minFlushed)
+			if mode == "sync" {
+				c.checkAllAcked(ctx, topic, parts, acks)
+				if reported != 0 {
+					t.Errorf("sync mode: nodes report %d committed records lost", reported)
+				}
+				return
+			}
+			seen, _ := c.readAll(ctx, topic, parts)
+			lost := 0
+			for v, off := range acks.acked {
+				if got, ok := seen[v]; ok && got == off {
+					continue
+				}
+				lost++
+				var p int32
+				fmt.Sscanf(v, "v%d", &p)
+				if p %= parts; off < minFlushed[p] {
+					t.Errorf("%s at offset %d lost although every replica had fsynced partition %d below %d", v, off, p, minFlushed[p])
+				}
+			}
+			t.Logf("page-cache power cut: %d of %d acknowledged records lost; nodes report %d committed records lost; min flushed %v", lost, total, reported, minFlushed)
+			if lost == 0 {
+				t.Error("page-cache mode lost nothing to a power cut with flush never: the cut is not real")
+			}
+			if reported == 0 {
+				t.Error("acknowledged records were lost and no node reported it")
+			}
+		})
+	}
+}
