@@ -8,7 +8,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -tags invariants -count=1 -timeout 12m
 FUZZTIME  ?= 15s
 
-.PHONY: all build test test-short bench bench-cluster fuzz lint demo crash e2e clean
+.PHONY: all build test test-short bench bench-cluster fuzz lint demo crash e2e soak clean
 
 all: build
 
@@ -32,6 +32,16 @@ crash:
 # processes with the launcher, runs the demo twice and stops the cluster.
 e2e:
 	SLUICE_E2E=1 $(GO) test -count=1 -v -run TestLocalClusterDemo ./tools/demo/
+
+# soak runs `sluice soak` (tools/soak) for SOAK_DURATION against a fresh
+# cluster in SOAK_DIR: kills, pauses, network partitions and power cuts on
+# a seeded schedule, then the checker; exit 0 only if every invariant held.
+# SOAK_FLAGS passes more, e.g. SOAK_FLAGS="--seed 42 --replication-factor 1".
+SOAK_DURATION ?= 10m
+SOAK_DIR      ?= ./soak-cluster
+SOAK_FLAGS    ?=
+soak: build
+	$(BIN) soak --duration $(SOAK_DURATION) --dir $(SOAK_DIR) $(SOAK_FLAGS)
 
 # bench prints the segment engine next to its baselines (plain sequential
 # file writes and reads of the same bytes, measured in the same run) as a

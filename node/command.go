@@ -9,9 +9,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
 
 	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/tools/soak/powerfs"
 )
 
 // shutdownGrace bounds the wait for Kafka requests in flight at shutdown.
@@ -23,6 +25,7 @@ func NewCommand() *cobra.Command { return newCommand(nil) }
 
 // newCommand is NewCommand with a hook called once the node serves (tests).
 func newCommand(started func(*Node)) *cobra.Command {
+	var powerJournal string
 	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "Run a Sluice node (broker and/or controller)",
@@ -42,7 +45,17 @@ sluice init. SIGINT or SIGTERM stops the node cleanly.`,
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			n, err := Open(cfg, Options{Logger: log})
+			opts := Options{Logger: log}
+			if powerJournal != "" {
+				pfs, err := powerfs.New(vfs.Default, powerJournal)
+				if err != nil {
+					return err
+				}
+				defer pfs.Close()
+				opts.FS = pfs
+				log.Info("partition logs on the power-loss filesystem (sluice soak)", "journal", powerJournal)
+			}
+			n, err := Open(cfg, opts)
 			if err != nil {
 				return err
 			}
@@ -62,5 +75,9 @@ sluice init. SIGINT or SIGTERM stops the node cleanly.`,
 		},
 	}
 	config.Flags(cmd.Flags())
+	// Hidden, for sluice soak: journal what the logs made durable so that
+	// a simulated power loss can drop the rest (tools/soak/powerfs).
+	cmd.Flags().StringVar(&powerJournal, powerfs.Flag, "", "journal of durable writes for simulated power loss (sluice soak)")
+	_ = cmd.Flags().MarkHidden(powerfs.Flag)
 	return cmd
 }

@@ -124,6 +124,12 @@ type Options struct {
 	BasePort   int               // Kafka port of node 0 (node i adds 100*i); 0: 9092
 	Properties map[string]string // extra server.properties for every node
 	Executable string            // the sluice binary; "": this process's
+	// NodeArgs, when set, gives extra `sluice node` arguments per node
+	// (kept in cluster.json, so restarts use them too).
+	NodeArgs func(Node) []string
+	// NodeCgroup, when set, gives the cgroup v2 directory each node runs
+	// in (kept in cluster.json).
+	NodeCgroup func(Node) string
 }
 
 // Start formats and starts a cluster in o.Dir, replacing any cluster there,
@@ -171,6 +177,14 @@ func Start(ctx context.Context, w io.Writer, o Options) (Layout, error) {
 		}
 		if err := os.WriteFile(n.Config, []byte(l.properties(n, o.Properties)), 0o644); err != nil {
 			return l, err
+		}
+	}
+	for i := range l.Nodes {
+		if o.NodeArgs != nil {
+			l.Nodes[i].Args = o.NodeArgs(l.Nodes[i])
+		}
+		if o.NodeCgroup != nil {
+			l.Nodes[i].Cgroup = o.NodeCgroup(l.Nodes[i])
 		}
 	}
 	for i := range l.Nodes {
@@ -279,6 +293,36 @@ func RestartWith(ctx context.Context, l Layout, id int32, exe string) error {
 		return writeLayout(l)
 	}
 	return fmt.Errorf("no node %d in %s", id, layoutPath(l.Dir))
+}
+
+// ReadLayout reads DIR/cluster.json.
+func ReadLayout(dir string) (Layout, error) { return readLayout(dir) }
+
+// Kill sends SIGKILL to node id and waits until it is gone.
+func Kill(ctx context.Context, l Layout, id int32) error {
+	n, ok := l.node(id)
+	if !ok {
+		return fmt.Errorf("no node %d in %s", id, layoutPath(l.Dir))
+	}
+	return stopNode(ctx, n, syscall.SIGKILL)
+}
+
+// Signal sends sig (e.g. SIGSTOP, SIGCONT) to node id without waiting.
+func Signal(l Layout, id int32, sig syscall.Signal) error {
+	n, ok := l.node(id)
+	if !ok {
+		return fmt.Errorf("no node %d in %s", id, layoutPath(l.Dir))
+	}
+	if !alive(n.PID) {
+		return fmt.Errorf("node %d (pid %d) is not running", id, n.PID)
+	}
+	return syscall.Kill(n.PID, sig)
+}
+
+// Alive reports whether node id's process runs.
+func Alive(l Layout, id int32) bool {
+	n, ok := l.node(id)
+	return ok && alive(n.PID)
 }
 
 func signalOne(cmd *cobra.Command, dir, arg string, sig syscall.Signal) error {

@@ -12,6 +12,8 @@
 // plus PortStep*i (Kafka 9092, controller 9093, gossip 7946, HTTP 9644), keeps
 // its data under DIR/node-i/data, its config in DIR/node-i/server.properties
 // and its output in DIR/node-i/node.log. DIR/cluster.json describes the
-// cluster for scripts (Layout). Starting over a running cluster in the same
+// cluster for scripts (Layout), including any extra `sluice node` arguments
+// and cgroup a node was started with (Options.NodeArgs, NodeCgroup: used by
+// sluice soak), which restarts reuse. Starting over a running cluster in the same
 // DIR stops it and replaces it.
 package cluster

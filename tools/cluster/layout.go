@@ -38,6 +38,12 @@ type Node struct {
 	DataDir    string `json:"data_dir"`
 	Config     string `json:"config"`
 	LogFile    string `json:"log_file"`
+	// Args are extra arguments of this node's `sluice node` command.
+	Args []string `json:"args,omitempty"`
+	// Cgroup, when set, is a cgroup v2 directory the node's process is
+	// started in (CLONE_INTO_CGROUP), so that every socket it opens
+	// belongs to that group (sluice soak's network partitions).
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // newLayout plans a cluster of n nodes in dir.

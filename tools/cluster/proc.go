@@ -42,7 +42,7 @@ func startNode(exe string, n Node) (int, error) {
 		return 0, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "node", "--config", n.Config)
+	cmd := exec.Command(exe, append([]string{"node", "--config", n.Config}, n.Args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The node's settings come from its server.properties alone: SLUICE_*
 	// variables of the caller's shell (which a node would read as config
@@ -56,6 +56,14 @@ func startNode(exe string, n Node) (int, error) {
 		cmd.Env = []string{}
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if n.Cgroup != "" {
+		cg, err := os.Open(n.Cgroup)
+		if err != nil {
+			return 0, fmt.Errorf("start node %d: its cgroup: %w", n.ID, err)
+		}
+		defer cg.Close()
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(cg.Fd())
+	}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start node %d: %w", n.ID, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-log/sluice/tools/cluster"
 	"github.com/sluice-log/sluice/tools/demo"
 	"github.com/sluice-log/sluice/tools/initcmd"
+	"github.com/sluice-log/sluice/tools/soak"
 	"github.com/sluice-log/sluice/tools/tune"
 )
 
@@ -32,7 +33,7 @@ func main() {
 	}
 	clusterCmd := cluster.NewCommand()
 	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand())
-	root.AddCommand(initcmd.NewCommand(), node.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand())
+	root.AddCommand(initcmd.NewCommand(), node.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand(), soak.NewCommand())
 	if err := root.Execute(); err != nil {
 		if errors.Is(err, admin.ErrProblem) {
 			os.Exit(2) // the command worked and found a problem (health, filters)

@@ -1,0 +1,416 @@
+package soak
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Violation kinds: each is one invariant of the checker (see doc.go).
+const (
+	KindLost          = "lost"            // an acknowledged record is not in the final log
+	KindDuplicate     = "duplicate"       // one sent record at two offsets
+	KindReordered     = "reordered"       // a producer's records out of send order in a partition
+	KindConflict      = "offset-conflict" // one offset seen holding two different values
+	KindVanished      = "vanished"        // a record a consumer saw during the run is gone
+	KindFailedVisible = "failed-visible"  // a definitely failed send is in the log
+	KindPhantom       = "phantom"         // a record nobody sent (or sent to another partition)
+	KindAboveHW       = "above-hw"        // a consumer saw an offset at or above the high watermark
+	KindNotWritable   = "not-writable"    // a partition took no write within the bound after the last fault healed
+)
+
+// Kinds lists every violation kind in report order.
+var Kinds = []string{KindLost, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable}
+
+// CheckOptions tune the checker.
+type CheckOptions struct {
+	// RecoveryBound: every partition must acknowledge a write within this
+	// long after the last fault healed (after the start when there was
+	// none). Default 60s.
+	RecoveryBound time.Duration
+	// GapThreshold: a pause between two acknowledgements of a partition
+	// longer than this is reported as an unavailability window. Default 2s.
+	GapThreshold time.Duration
+	// MaxExamples caps the violations listed per kind (all are counted).
+	// Default 20.
+	MaxExamples int
+}
+
+func (o *CheckOptions) ensureDefaults() {
+	if o.RecoveryBound <= 0 {
+		o.RecoveryBound = 60 * time.Second
+	}
+	if o.GapThreshold <= 0 {
+		o.GapThreshold = 2 * time.Second
+	}
+	if o.MaxExamples <= 0 {
+		o.MaxExamples = 20
+	}
+}
+
+// Violation is one broken invariant, with enough to find it in the logs.
+type Violation struct {
+	Kind   string `json:"kind"`
+	TP     TP     `json:"tp"`
+	Offset int64  `json:"offset"` // -1 when not about an offset
+	Key    *Key   `json:"key,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// Window is a stretch in which a partition acknowledged nothing.
+type Window struct {
+	TP       TP            `json:"tp"`
+	Start    time.Time     `json:"start"`
+	End      time.Time     `json:"end"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Recovery is how long a partition took to take a write after the last
+// fault healed.
+type Recovery struct {
+	TP    TP            `json:"tp"`
+	Took  time.Duration `json:"took_ns"` // -1: no write acknowledged after the heal
+	Bound time.Duration `json:"bound_ns"`
+}
+
+// Counts are the report's numbers.
+type Counts struct {
+	Sent            int `json:"sent"`
+	Acked           int `json:"acked"`
+	Failed          int `json:"failed"`
+	Unknown         int `json:"unknown"`
+	UnknownInLog    int `json:"unknown_in_log"` // unknown sends that were written after all
+	Read            int `json:"read"`           // records in the final read
+	LiveRead        int `json:"live_read"`      // records consumers saw during the run
+	Lost            int `json:"lost"`
+	Duplicated      int `json:"duplicated"`
+	Reordered       int `json:"reordered"`
+	Conflicts       int `json:"offset_conflicts"`
+	Vanished        int `json:"vanished"`
+	FailedVisible   int `json:"failed_visible"`
+	Phantoms        int `json:"phantoms"`
+	AboveHW         int `json:"above_hw"`
+	NotWritable     int `json:"not_writable"`
+	ViolationsTotal int `json:"violations"`
+}
+
+// Report is the checker's verdict.
+type Report struct {
+	OK         bool                `json:"ok"`
+	Counts     Counts              `json:"counts"`
+	ByKind     map[string]int      `json:"violations_by_kind"`
+	Violations []Violation         `json:"violations"` // up to MaxExamples per kind
+	Faults     map[string]int      `json:"faults_by_kind"`
+	Skipped    map[string]int      `json:"faults_skipped_by_kind,omitempty"`
+	Windows    []Window            `json:"unavailability_windows"`
+	Recovery   []Recovery          `json:"recovery"`
+	LastHeal   time.Time           `json:"last_heal"`
+	PerTP      map[string]TPCounts `json:"per_partition"`
+}
+
+// TPCounts are one partition's numbers.
+type TPCounts struct {
+	Acked   int   `json:"acked"`
+	Read    int   `json:"read"`
+	Lost    int   `json:"lost"`
+	FinalHW int64 `json:"final_hw"`
+}
+
+type checker struct {
+	o   CheckOptions
+	r   *Report
+	per map[TP]*TPCounts
+}
+
+func (c *checker) add(v Violation) {
+	c.r.ByKind[v.Kind]++
+	if c.r.ByKind[v.Kind] <= c.o.MaxExamples {
+		c.r.Violations = append(c.r.Violations, v)
+	}
+}
+
+func (c *checker) tp(tp TP) *TPCounts {
+	p := c.per[tp]
+	if p == nil {
+		p = &TPCounts{FinalHW: -1}
+		c.per[tp] = p
+	}
+	return p
+}
+
+// Check runs every invariant over h; see doc.go for what each means.
+func Check(h *History, o CheckOptions) *Report {
+	o.ensureDefaults()
+	r := &Report{ByKind: map[string]int{}, Faults: map[string]int{}, Skipped: map[string]int{}, PerTP: map[string]TPCounts{}}
+	c := &checker{o: o, r: r, per: map[TP]*TPCounts{}}
+	for _, tp := range h.Partitions {
+		c.tp(tp)
+	}
+	for tp, hw := range h.FinalHW {
+		c.tp(tp).FinalHW = hw
+	}
+
+	sends := make(map[Key]*Send, len(h.Sends))
+	for i := range h.Sends {
+		s := &h.Sends[i]
+		sends[s.Key] = s
+		r.Counts.Sent++
+		switch s.Outcome {
+		case Acked:
+			r.Counts.Acked++
+			c.tp(s.TP).Acked++
+		case Failed:
+			r.Counts.Failed++
+		default:
+			r.Counts.Unknown++
+		}
+	}
+
+	// The final log, partition by partition in offset order.
+	final := make(map[TP]map[int64][]byte)
+	found := make(map[Key][]Read) // where each key sits in the final log
+	byTP := make(map[TP][]Read)
+	for _, rd := range h.Final {
+		byTP[rd.TP] = append(byTP[rd.TP], rd)
+	}
+	for _, tp := range sortedTPs(byTP) {
+		reads := byTP[tp]
+		sort.SliceStable(reads, func(i, j int) bool { return reads[i].Offset < reads[j].Offset })
+		offs := map[int64][]byte{}
+		final[tp] = offs
+		lastSeq := map[int]int64{}
+		for _, rd := range reads {
+			r.Counts.Read++
+			c.tp(tp).Read++
+			c.checkHW(rd, "final read")
+			if old, ok := offs[rd.Offset]; ok {
+				if !bytes.Equal(old, rd.Value) {
+					c.conflict(tp, rd.Offset, old, rd.Value, "the final read returned the offset twice")
+				}
+				continue
+			}
+			offs[rd.Offset] = rd.Value
+			k, ok := c.known(rd, sends)
+			if !ok {
+				continue
+			}
+			if prev := found[k]; len(prev) > 0 {
+				c.add(Violation{Kind: KindDuplicate, TP: tp, Offset: rd.Offset, Key: &k,
+					Detail: fmt.Sprintf("%s is at offsets %d and %d", k, prev[0].Offset, rd.Offset)})
+				found[k] = append(prev, rd)
+				continue
+			}
+			found[k] = append(found[k], rd)
+			if last, ok := lastSeq[k.Producer]; ok && k.Seq < last {
+				c.add(Violation{Kind: KindReordered, TP: tp, Offset: rd.Offset, Key: &k,
+					Detail: fmt.Sprintf("producer %d: seq %d after seq %d", k.Producer, k.Seq, last)})
+			} else {
+				lastSeq[k.Producer] = k.Seq
+			}
+		}
+	}
+
+	// Every send against the final log.
+	for i := range h.Sends {
+		s := &h.Sends[i]
+		where := found[s.Key]
+		switch s.Outcome {
+		case Acked:
+			if len(where) == 0 {
+				c.tp(s.TP).Lost++
+				why := "is not in the log"
+				if _, read := h.FinalHW[s.TP]; !read {
+					why = "cannot be read: the partition gave no high watermark at the end"
+				}
+				c.add(Violation{Kind: KindLost, TP: s.TP, Offset: s.Offset, Key: &s.Key,
+					Detail: fmt.Sprintf("%s acknowledged at offset %d at %s %s", s.Key, s.Offset, s.Done.Format(time.RFC3339Nano), why)})
+			}
+			if v, ok := final[s.TP][s.Offset]; ok {
+				if k, ok := DecodeValue(v); !ok || k != s.Key {
+					c.conflict(s.TP, s.Offset, EncodeValue(s.Key, 0), v, "acknowledged offset holds another record")
+				}
+			}
+		case Failed:
+			if len(where) > 0 {
+				c.add(Violation{Kind: KindFailedVisible, TP: s.TP, Offset: where[0].Offset, Key: &s.Key,
+					Detail: fmt.Sprintf("%s failed definitely (%s) but is at offset %d", s.Key, s.Err, where[0].Offset)})
+			}
+		default:
+			if len(where) > 0 {
+				r.Counts.UnknownInLog++
+			}
+		}
+	}
+
+	// What consumers saw during the run.
+	for _, rd := range h.Live {
+		r.Counts.LiveRead++
+		c.checkHW(rd, "live read")
+		k, ok := c.known(rd, sends)
+		if ok && sends[k].Outcome == Failed && len(found[k]) == 0 {
+			c.add(Violation{Kind: KindFailedVisible, TP: rd.TP, Offset: rd.Offset, Key: &k,
+				Detail: fmt.Sprintf("%s failed definitely but a consumer read it at offset %d", k, rd.Offset)})
+		}
+		v, inFinal := final[rd.TP][rd.Offset]
+		switch {
+		case !inFinal:
+			c.add(Violation{Kind: KindVanished, TP: rd.TP, Offset: rd.Offset, Key: keyPtr(k, ok),
+				Detail: fmt.Sprintf("read at offset %d during the run (hw %d), absent from the final log", rd.Offset, rd.HW)})
+		case !bytes.Equal(v, rd.Value):
+			c.conflict(rd.TP, rd.Offset, rd.Value, v, "read during the run, another record there at the end")
+		}
+	}
+
+	c.faults(h)
+	c.windows(h)
+	c.recovery(h)
+
+	for _, tp := range sortedTPs(c.per) {
+		r.PerTP[tp.String()] = *c.per[tp]
+	}
+	r.Counts.Lost = r.ByKind[KindLost]
+	r.Counts.Duplicated = r.ByKind[KindDuplicate]
+	r.Counts.Reordered = r.ByKind[KindReordered]
+	r.Counts.Conflicts = r.ByKind[KindConflict]
+	r.Counts.Vanished = r.ByKind[KindVanished]
+	r.Counts.FailedVisible = r.ByKind[KindFailedVisible]
+	r.Counts.Phantoms = r.ByKind[KindPhantom]
+	r.Counts.AboveHW = r.ByKind[KindAboveHW]
+	r.Counts.NotWritable = r.ByKind[KindNotWritable]
+	for _, n := range r.ByKind {
+		r.Counts.ViolationsTotal += n
+	}
+	r.OK = r.Counts.ViolationsTotal == 0
+	return r
+}
+
+// known decodes rd's key and checks that it was sent to rd's partition;
+// otherwise it reports a phantom.
+func (c *checker) known(rd Read, sends map[Key]*Send) (Key, bool) {
+	k, ok := DecodeValue(rd.Value)
+	if !ok {
+		c.add(Violation{Kind: KindPhantom, TP: rd.TP, Offset: rd.Offset, Detail: fmt.Sprintf("value %q was not written by the workload", abbrev(rd.Value))})
+		return Key{}, false
+	}
+	s, sent := sends[k]
+	switch {
+	case !sent:
+		c.add(Violation{Kind: KindPhantom, TP: rd.TP, Offset: rd.Offset, Key: &k, Detail: fmt.Sprintf("%s was never sent", k)})
+		return k, false
+	case s.TP != rd.TP:
+		c.add(Violation{Kind: KindPhantom, TP: rd.TP, Offset: rd.Offset, Key: &k, Detail: fmt.Sprintf("%s was sent to %s", k, s.TP)})
+		return k, false
+	}
+	return k, true
+}
+
+func (c *checker) checkHW(rd Read, what string) {
+	if rd.HW >= 0 && rd.Offset >= rd.HW {
+		c.add(Violation{Kind: KindAboveHW, TP: rd.TP, Offset: rd.Offset,
+			Detail: fmt.Sprintf("%s returned offset %d with high watermark %d", what, rd.Offset, rd.HW)})
+	}
+}
+
+func (c *checker) conflict(tp TP, off int64, a, b []byte, why string) {
+	c.add(Violation{Kind: KindConflict, TP: tp, Offset: off,
+		Detail: fmt.Sprintf("%s: %q vs %q", why, abbrev(a), abbrev(b))})
+}
+
+func (c *checker) faults(h *History) {
+	for _, f := range h.Faults {
+		if f.Skipped != "" {
+			c.r.Skipped[f.Kind]++
+			continue
+		}
+		c.r.Faults[f.Kind]++
+		if f.Healed.After(c.r.LastHeal) {
+			c.r.LastHeal = f.Healed
+		}
+	}
+}
+
+// windows reports, per partition, every stretch longer than GapThreshold
+// without an acknowledgement between the start and the end of the run.
+func (c *checker) windows(h *History) {
+	acks := map[TP][]time.Time{}
+	for _, s := range h.Sends {
+		if s.Outcome == Acked {
+			acks[s.TP] = append(acks[s.TP], s.Done)
+		}
+	}
+	for _, tp := range sortedTPs(c.per) {
+		ts := acks[tp]
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		prev := h.Start
+		for _, t := range append(ts, h.End) {
+			if d := t.Sub(prev); d > c.o.GapThreshold {
+				c.r.Windows = append(c.r.Windows, Window{TP: tp, Start: prev, End: t, Duration: d})
+			}
+			if t.After(prev) {
+				prev = t
+			}
+		}
+	}
+}
+
+// recovery checks that every partition acknowledged a write within
+// RecoveryBound of the last heal.
+func (c *checker) recovery(h *History) {
+	from := c.r.LastHeal
+	if from.IsZero() {
+		from = h.Start
+	}
+	first := map[TP]time.Time{}
+	for _, s := range h.Sends {
+		if s.Outcome != Acked || s.Done.Before(from) {
+			continue
+		}
+		if t, ok := first[s.TP]; !ok || s.Done.Before(t) {
+			first[s.TP] = s.Done
+		}
+	}
+	for _, tp := range sortedTPs(c.per) {
+		rc := Recovery{TP: tp, Took: -1, Bound: c.o.RecoveryBound}
+		if t, ok := first[tp]; ok {
+			rc.Took = t.Sub(from)
+		}
+		c.r.Recovery = append(c.r.Recovery, rc)
+		if rc.Took < 0 || rc.Took > c.o.RecoveryBound {
+			took := "nothing acknowledged before the end"
+			if rc.Took >= 0 {
+				took = "first acknowledgement after " + rc.Took.Round(time.Millisecond).String()
+			}
+			c.add(Violation{Kind: KindNotWritable, TP: tp, Offset: -1,
+				Detail: fmt.Sprintf("not writable within %v of the last heal: %s", c.o.RecoveryBound, took)})
+		}
+	}
+}
+
+func keyPtr(k Key, ok bool) *Key {
+	if !ok {
+		return nil
+	}
+	return &k
+}
+
+func abbrev(v []byte) string {
+	if len(v) > 40 {
+		return string(v[:40]) + "…"
+	}
+	return string(v)
+}
+
+func sortedTPs[V any](m map[TP]V) []TP {
+	return slices.SortedFunc(maps.Keys(m), func(a, b TP) int {
+		if a.Topic != b.Topic {
+			if a.Topic < b.Topic {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Partition) - int(b.Partition)
+	})
+}

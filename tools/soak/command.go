@@ -1,0 +1,485 @@
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/tools/admin"
+	"github.com/sluice-log/sluice/tools/cluster"
+)
+
+// Negative controls: runs that must lose acknowledged records, so that a
+// passing soak means something.
+const (
+	NegAcks1     = "acks1"      // producers use acks=1 without idempotence
+	NegUnclean   = "unclean"    // unclean.leader.election.enable=true, min.insync.replicas=1
+	NegPageCache = "page-cache" // no fsync before ack, and only power-loss faults
+)
+
+// Options of a soak run.
+type Options struct {
+	Dir             string
+	Nodes           int
+	BasePort        int
+	Duration        time.Duration
+	Seed            uint64
+	Topic           string
+	Partitions      int32
+	RF              int16
+	MinISR          int
+	Producers       int
+	Rate            int // records per second over all producers
+	ValueSize       int
+	InFlight        int // buffered records per producer
+	DeliveryTimeout time.Duration
+	Faults          []string
+	FaultGap        time.Duration
+	RecoveryBound   time.Duration
+	PowerLoss       bool
+	NetFaults       bool
+	Durability      string // sync or page-cache
+	NegativeControl string
+	Report          string
+	Keep            bool
+	TopicConfigs    map[string]string // extra topic configs, applied last
+}
+
+func (o *Options) acks1() bool { return o.NegativeControl == NegAcks1 }
+
+// NewCommand returns `sluice soak`.
+func NewCommand() *cobra.Command {
+	o := Options{}
+	var faults string
+	var topicConfigs []string
+	cmd := &cobra.Command{
+		Use:   "soak",
+		Short: "Run producers and consumers against a local cluster while killing, pausing, partitioning and powering off nodes; check no acknowledged record was lost",
+		Long: `soak starts a cluster of real node processes in --dir, creates a topic,
+runs idempotent acks=all producers and a consumer through franz-go, and
+injects faults on a schedule fixed by --seed. At the end it reads every
+partition back from its start and checks the invariants (see
+tools/soak/doc.go): nothing acknowledged lost, no offset with two values,
+no duplicates, per-producer order, no definitely failed record visible,
+nothing read at or above the high watermark, every partition writable again
+within --recovery-bound of the last heal. It prints a summary table and
+writes a JSON report.
+
+Exit status: 0 every invariant held; 2 an invariant was broken (or, with
+--negative-control, the control lost nothing: the checker caught nothing);
+1 the tool itself failed.`,
+		Example: `  sluice soak --duration 10m
+  sluice soak --duration 2m --replication-factor 1 --seed 42
+  sluice soak --duration 2m --replication-factor 1 --negative-control page-cache`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Faults = nil
+			for _, f := range strings.Split(faults, ",") {
+				if f = strings.TrimSpace(f); f == "" {
+					continue
+				}
+				if !slices.Contains(AllFaults, f) {
+					return fmt.Errorf("--faults: unknown fault %q (known: %s)", f, strings.Join(AllFaults, ","))
+				}
+				o.Faults = append(o.Faults, f)
+			}
+			o.TopicConfigs = map[string]string{}
+			for _, kv := range topicConfigs {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("--topic-config %q: want KEY=VALUE, e.g. unclean.leader.election.enable=true", kv)
+				}
+				o.TopicConfigs[k] = v
+			}
+			// Ctrl-C ends the workload early: faults heal, rules go, the
+			// run is still checked.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return Run(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Dir, "dir", "./soak-cluster", "the cluster's directory (replaced)")
+	f.IntVar(&o.Nodes, "nodes", 3, "nodes (each controller and broker)")
+	f.IntVar(&o.BasePort, "base-port", 29092, "Kafka port of node 0 (node i adds 100*i; other ports follow as in sluice cluster)")
+	f.DurationVar(&o.Duration, "duration", 10*time.Minute, "how long the workload runs (faults stop --recovery-bound before the end)")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed of the fault schedule (0: pick one and print it)")
+	f.StringVar(&o.Topic, "topic", "soak", "topic to create")
+	f.Int32Var(&o.Partitions, "partitions", 6, "partitions of the topic")
+	f.Int16Var(&o.RF, "replication-factor", 3, "replication factor of the topic")
+	f.IntVar(&o.MinISR, "min-insync-replicas", 2, "min.insync.replicas of the topic (capped at the replication factor)")
+	f.IntVar(&o.Producers, "producers", 4, "producer clients (each its own producer id and sequence)")
+	f.IntVar(&o.Rate, "rate", 1500, "records per second over all producers")
+	f.IntVar(&o.ValueSize, "value-size", 64, "bytes per record value")
+	f.IntVar(&o.InFlight, "in-flight", 2000, "records a producer may buffer before it waits")
+	f.DurationVar(&o.DeliveryTimeout, "delivery-timeout", 30*time.Second, "a record not acknowledged this long after it was sent fails (outcome unknown)")
+	f.StringVar(&faults, "faults", strings.Join(AllFaults, ","), "fault kinds to inject, comma separated")
+	f.DurationVar(&o.FaultGap, "fault-gap", 6*time.Second, "mean rest between a heal and the next fault")
+	f.DurationVar(&o.RecoveryBound, "recovery-bound", 30*time.Second, "every partition must take a write this soon after the last heal")
+	f.BoolVar(&o.PowerLoss, "power-loss", true, "run nodes on the power-loss filesystem (tools/soak/powerfs) and inject power-loss faults")
+	f.BoolVar(&o.NetFaults, "net-faults", true, "inject network partitions (needs root and iptables; skipped with a message otherwise)")
+	f.StringVar(&o.Durability, "durability", "sync", "the topic's sluice.durability: sync (fsync before ack, group commit) or page-cache")
+	f.StringVar(&o.NegativeControl, "negative-control", "", "acks1, unclean or page-cache: a run that must lose records (exit 0 only if the checker reports loss)")
+	f.StringVar(&o.Report, "report", "", "JSON report path (default DIR/soak-report.json)")
+	f.BoolVar(&o.Keep, "keep", false, "leave the cluster running at the end")
+	f.StringArrayVar(&topicConfigs, "topic-config", nil, "extra topic config KEY=VALUE (repeatable; applied after the ones the flags imply)")
+	return cmd
+}
+
+// errViolated is returned when the checker found a broken invariant.
+var errViolated = fmt.Errorf("soak: invariants violated: %w", admin.ErrProblem)
+
+func (o *Options) validate() error {
+	switch {
+	case o.Nodes < 1:
+		return fmt.Errorf("--nodes %d: need at least 1", o.Nodes)
+	case o.Partitions < 1 || o.RF < 1 || int(o.RF) > o.Nodes:
+		return fmt.Errorf("--partitions %d --replication-factor %d with %d nodes: need ≥1 partition and 1 ≤ RF ≤ nodes", o.Partitions, o.RF, o.Nodes)
+	case o.Producers < 1 || o.Rate < 1:
+		return fmt.Errorf("--producers and --rate must be at least 1")
+	case o.Duration < 2*o.RecoveryBound:
+		return fmt.Errorf("--duration %v: need at least twice --recovery-bound (%v), the quiet end of the run", o.Duration, o.RecoveryBound)
+	case o.Durability != "sync" && o.Durability != "page-cache":
+		return fmt.Errorf("--durability %q: want sync or page-cache", o.Durability)
+	}
+	switch o.NegativeControl {
+	case "", NegAcks1, NegUnclean:
+	case NegPageCache:
+		o.Durability, o.Faults, o.PowerLoss = "page-cache", []string{FaultPowerLoss}, true
+	default:
+		return fmt.Errorf("--negative-control %q: want acks1, unclean or page-cache", o.NegativeControl)
+	}
+	if o.MinISR > int(o.RF) {
+		o.MinISR = int(o.RF)
+	}
+	if o.NegativeControl == NegUnclean {
+		o.MinISR = 1
+	}
+	if len(o.Faults) == 0 {
+		o.Faults = nil
+	}
+	if o.Report == "" {
+		o.Report = filepath.Join(o.Dir, "soak-report.json")
+	}
+	if o.Seed == 0 {
+		o.Seed = uint64(time.Now().UnixNano())
+	}
+	return nil
+}
+
+// topicConfigs are the configs the topic is created with.
+func (o *Options) topicConfigs() map[string]*string {
+	s := func(v string) *string { return &v }
+	c := map[string]*string{"min.insync.replicas": s(strconv.Itoa(o.MinISR))}
+	// sluice.durability=sync: replicas count towards acks=all only with
+	// what they fsynced (group commit); page-cache: replication is the
+	// durability.
+	c["sluice.durability"] = s(o.Durability)
+	if o.NegativeControl == NegUnclean {
+		c["unclean.leader.election.enable"] = s("true")
+	}
+	for k, v := range o.TopicConfigs {
+		c[k] = s(v)
+	}
+	return c
+}
+
+// Run is one soak: start, load, faults, final read, check, report.
+func Run(ctx context.Context, w io.Writer, o Options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "soak: seed %d, %v, %d nodes, topic %s: %d partitions, RF %d, durability %s, acks %s, faults %s\n",
+		o.Seed, o.Duration, o.Nodes, o.Topic, o.Partitions, o.RF, o.Durability, map[bool]string{true: "1", false: "all (idempotent)"}[o.acks1()], strings.Join(o.Faults, ","))
+	var cfgs []string
+	for k, v := range o.topicConfigs() {
+		cfgs = append(cfgs, k+"="+*v)
+	}
+	slices.Sort(cfgs)
+	fmt.Fprintf(w, "soak: topic configs %s\n", strings.Join(cfgs, " "))
+	if o.NegativeControl != "" {
+		fmt.Fprintf(w, "soak: NEGATIVE CONTROL %s: this run must lose acknowledged records\n", o.NegativeControl)
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	var power *powerLoss
+	copts := cluster.Options{Dir: o.Dir, Nodes: o.Nodes, BasePort: o.BasePort, Executable: exe, Properties: map[string]string{}}
+	if o.NegativeControl == NegUnclean {
+		copts.Properties["unclean.leader.election.enable"] = "true"
+	}
+	if o.PowerLoss {
+		power = &powerLoss{}
+		copts.NodeArgs = power.nodeArgs
+	}
+	net, why := newNetFaults(o.NetFaults && slices.Contains(o.Faults, FaultPartition), &copts)
+	if why != "" {
+		fmt.Fprintf(w, "soak: network partitions off: %s\n", why)
+	}
+	if net != nil {
+		defer net.close() // after the nodes stopped (defers run last first)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	l, err := cluster.Start(sctx, w, copts)
+	cancel()
+	if net != nil {
+		net.l = l
+	}
+	if err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = cluster.Stop(sctx, io.Discard, l)
+		return fmt.Errorf("soak: start the cluster: %w", err)
+	}
+	if !o.Keep {
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = cluster.Stop(sctx, io.Discard, l)
+		}()
+	}
+	seeds := strings.Split(l.BootstrapServers, ",")
+	admCl, err := kgo.NewClient(clientOpts(seeds)...)
+	if err != nil {
+		return err
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	tps, err := createTopic(ctx, w, adm, &o)
+	if err != nil {
+		return err
+	}
+
+	h := &History{Partitions: tps}
+	var acked, failed, unk atomic.Int64
+	var prods []*producer
+	for i := range o.Producers {
+		p, err := newProducer(i, seeds, tps, &o, &acked, &failed, &unk)
+		if err != nil {
+			return err
+		}
+		prods = append(prods, p)
+	}
+	cons, err := newConsumer(seeds, tps)
+	if err != nil {
+		return err
+	}
+	f := &faulter{l: l, adm: adm, rng: rng, tps: tps, kinds: o.Faults, gap: o.FaultGap, out: w, power: power, net: net}
+
+	h.Start = time.Now()
+	end := h.Start.Add(o.Duration)
+	wctx, stopLoad := context.WithDeadline(ctx, end)
+	defer stopLoad()
+	cctx, stopCons := context.WithCancel(ctx)
+	defer stopCons()
+	var wg, cwg sync.WaitGroup
+	for _, p := range prods {
+		wg.Go(func() { drive(wctx, p, o.Rate/o.Producers) })
+	}
+	cwg.Go(func() { cons.live(cctx) })
+	if len(o.Faults) > 0 {
+		wg.Go(func() { f.run(wctx, end.Add(-o.RecoveryBound)) })
+	}
+	progress(wctx, w, h.Start, &acked, &failed, &unk, cons, f)
+	wg.Wait()
+	h.End = time.Now()
+
+	fmt.Fprintf(w, "soak: workload over; waiting up to %v for outstanding sends\n", o.DeliveryTimeout)
+	post := context.WithoutCancel(ctx) // an interrupted run is still checked
+	dctx, cancel := context.WithTimeout(post, o.DeliveryTimeout)
+	var fwg sync.WaitGroup
+	for _, p := range prods {
+		fwg.Go(func() { p.finish(dctx) })
+	}
+	fwg.Wait()
+	cancel()
+	stopCons()
+	cwg.Wait()
+	cons.cl.Close()
+	h.Live = cons.reads
+	for _, p := range prods {
+		h.Sends = append(h.Sends, p.history()...)
+	}
+	h.Faults = f.faults
+
+	fctx, cancel := context.WithTimeout(post, 3*time.Minute)
+	defer cancel()
+	fmt.Fprintf(w, "soak: asking every partition for its high watermark (up to %v)\n", o.RecoveryBound)
+	for _, n := range l.Nodes {
+		if !cluster.Alive(l, n.ID) {
+			fmt.Fprintf(w, "soak: node %d is down at the end; restarting it for the final read\n", n.ID)
+			if err := cluster.Restart(fctx, l, n.ID); err != nil {
+				return err
+			}
+		}
+	}
+	ectx, cancel2 := context.WithTimeout(fctx, o.RecoveryBound)
+	h.FinalHW, err = endOffsets(ectx, adm, tps)
+	cancel2()
+	if err != nil {
+		fmt.Fprintf(w, "soak: WARNING: %v: those partitions cannot be read back; their acknowledged records count as lost\n", err)
+	}
+	fmt.Fprintf(w, "soak: reading every partition back from the start (high watermarks %v)\n", hwList(tps, h.FinalHW))
+	var missing []TP
+	h.Final, missing, err = finalRead(fctx, seeds, h.FinalHW)
+	if err != nil {
+		fmt.Fprintf(w, "soak: WARNING: %v: %v (their unread acknowledged records count as lost)\n", err, missing)
+	}
+
+	r := Check(h, CheckOptions{RecoveryBound: o.RecoveryBound})
+	fmt.Fprintln(w)
+	PrintSummary(w, r)
+	if err := WriteJSON(o.Report, FullReport{Settings: o, Start: h.Start, End: h.End, Faults: h.Faults, Report: r}); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "report: %s (seed %d)\n", o.Report, o.Seed)
+	if o.NegativeControl != "" {
+		if r.OK || r.Counts.Lost+r.Counts.Vanished+r.Counts.Conflicts == 0 {
+			fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported no loss: the control did not do its job\n", o.NegativeControl)
+			return errViolated
+		}
+		fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported the loss, as it must\n", o.NegativeControl)
+		return nil
+	}
+	if !r.OK {
+		return errViolated
+	}
+	return nil
+}
+
+// drive produces rate records per second until ctx ends.
+func drive(ctx context.Context, p *producer, rate int) {
+	const tick = 20 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	per := float64(max(rate, 1)) * tick.Seconds()
+	carry := 0.0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		carry += per
+		n := int(carry)
+		carry -= float64(n)
+		p.produce(ctx, n)
+	}
+}
+
+func progress(ctx context.Context, w io.Writer, start time.Time, acked, failed, unk *atomic.Int64, c *consumer, f *faulter) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fmt.Fprintf(w, "soak: %4ds acked %d, failed %d, unknown %d, read live %d\n",
+				int(time.Since(start).Seconds()), acked.Load(), failed.Load(), unk.Load(), c.n.Load())
+		}
+	}
+}
+
+func createTopic(ctx context.Context, w io.Writer, adm *kadm.Client, o *Options) ([]TP, error) {
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := adm.CreateTopic(cctx, o.Partitions, o.RF, o.topicConfigs(), o.Topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("soak: create topic %s: %w", o.Topic, err)
+	}
+	var tps []TP
+	for p := range o.Partitions {
+		tps = append(tps, TP{o.Topic, p})
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		md, err := adm.Metadata(cctx, o.Topic)
+		if err == nil {
+			ps := md.Topics[o.Topic].Partitions
+			ready := len(ps) == int(o.Partitions)
+			for _, p := range ps {
+				ready = ready && p.Leader >= 0
+			}
+			if ready {
+				fmt.Fprintf(w, "soak: topic %s ready:", o.Topic)
+				for _, p := range ps.Sorted() {
+					fmt.Fprintf(w, " p%d→%d%v", p.Partition, p.Leader, p.Replicas)
+				}
+				fmt.Fprintln(w)
+				return tps, nil
+			}
+		}
+		select {
+		case <-cctx.Done():
+			return nil, errors.New("soak: the topic has no leader for every partition after a minute")
+		case <-tick.C:
+		}
+	}
+}
+
+// endOffsets asks for every partition's high watermark, retrying until
+// each answered or ctx ends.
+func endOffsets(ctx context.Context, adm *kadm.Client, tps []TP) (map[TP]int64, error) {
+	hw := map[TP]int64{}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		for _, tp := range tps {
+			if _, ok := hw[tp]; ok {
+				continue
+			}
+			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			lo, err := adm.ListEndOffsets(lctx, tp.Topic)
+			cancel()
+			if err != nil {
+				last = err // partitions whose leaders answered are in lo still
+			}
+			if o, ok := lo.Lookup(tp.Topic, tp.Partition); ok && o.Err == nil {
+				hw[tp] = o.Offset
+			} else if ok {
+				last = fmt.Errorf("%s: %w", tp, o.Err)
+			}
+		}
+		if len(hw) == len(tps) {
+			return hw, nil
+		}
+		select {
+		case <-ctx.Done():
+			return hw, fmt.Errorf("no high watermark for %d partition(s): %v", len(tps)-len(hw), last)
+		case <-tick.C:
+		}
+	}
+}
+
+func hwList(tps []TP, hw map[TP]int64) string {
+	var s []string
+	for _, tp := range tps {
+		s = append(s, strconv.FormatInt(hw[tp], 10))
+	}
+	return strings.Join(s, " ")
+}

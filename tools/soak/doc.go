@@ -1,0 +1,59 @@
+// Package soak is `sluice soak`: it starts a local cluster of real node
+// processes (tools/cluster), runs idempotent acks=all producers and a
+// consumer through Kafka's own client (franz-go), injects faults on a
+// seeded schedule, reads every partition back from the start, and checks
+// that no acknowledged record was lost.
+//
+// # The history and the checker
+//
+// Every value the workload writes is "soak <producer> <seq> " padded with
+// 'x': the workload's producer number and that producer's sequence number,
+// which grows by one per send. Each send ends Acked (with its offset),
+// Failed (definitely not written: only broker rejections that happen before
+// any append, see classify) or Unknown (timeouts, lost connections, anything
+// else). A consumer reads every partition during the run, keeping each
+// record with the high watermark of the fetch response that carried it;
+// at the end every partition is read again from its start up to its high
+// watermark. Check then verifies, and reports by kind:
+//
+//	lost             every acknowledged record is in the final log
+//	duplicate        no sent record is at two offsets
+//	reordered        one producer's records in one partition are in send order
+//	offset-conflict  no offset holds two values (acks, live reads, final read)
+//	vanished         what a consumer read during the run is still there
+//	failed-visible   no definitely failed send is in the log
+//	phantom          every record was sent by the workload, to that partition
+//	above-hw         no consumer got an offset at or above the fetch's HW
+//	not-writable     every partition acknowledges a write within the
+//	                 recovery bound after the last fault healed
+//
+// Unknown sends may be present or absent (counted, never a violation). The
+// report also lists unavailability windows: stretches longer than the gap
+// threshold in which a partition acknowledged nothing.
+//
+// # Faults
+//
+// One at a time, on a schedule drawn from --seed (kind, partition, hold
+// time, rest; the current metadata decides which node is "the leader of
+// partition p"):
+//
+//	kill-leader      SIGKILL the leader of a partition, restart after 1–10 s
+//	kill-controller  SIGKILL the active controller, restart after 1–10 s
+//	pause            SIGSTOP the leader of a partition for 5–30 s, then SIGCONT
+//	power-loss       SIGKILL every replica of a partition at once, cut each
+//	                 one's files back to what it had fsynced (powerfs.Recover),
+//	                 restart them
+//	net-partition    for 5–30 s, the leader cut off from its followers (Kafka
+//	                 and gossip ports; the quorum stays up) or from the active
+//	                 controller (controller and gossip ports); netfault.go
+//
+// A fault is healed when the processes are running again (or the rules are
+// gone); the recovery bound starts there.
+//
+// # Negative controls
+//
+// --negative-control acks1 (acks=1, no idempotence), unclean
+// (unclean.leader.election.enable=true, min.insync.replicas=1) or
+// page-cache (no fsync before ack, only power-loss faults) must make the
+// checker report loss; the run exits 0 only if it does.
+package soak

@@ -1,0 +1,160 @@
+package powerfs
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Stats say what Recover threw away.
+type Stats struct {
+	Truncated     int   // files cut back to their synced length
+	BytesDropped  int64 // bytes cut off
+	Removed       int   // files whose creation was not durable
+	RenamesUndone int
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("%d file(s) cut (%d bytes), %d removed, %d rename(s) undone", s.Truncated, s.BytesDropped, s.Removed, s.RenamesUndone)
+}
+
+// entry is what the journal says about one name.
+type entry struct {
+	synced  int64  // durable length; -1: unknown, keep the file whole
+	durable bool   // the directory entry is durable
+	from    string // a durable old name an undurable rename moved it from
+}
+
+// Recover replays the journal at path over the real disk, cutting every
+// file back to what was durable (see the package doc), then empties the
+// journal: what is left is all durable. The node must not be running.
+func Recover(path string) (Stats, error) {
+	var st Stats
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	defer f.Close()
+	files := map[string]*entry{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		fl := strings.Split(line, "\t")
+		if err := replay(files, fl); err != nil {
+			return st, fmt.Errorf("powerfs: %s line %d %q: %w", path, n, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return st, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		e := files[name]
+		target := name
+		if !e.durable {
+			if e.from == "" {
+				if err := os.Remove(name); err == nil {
+					st.Removed++
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					return st, err
+				}
+				continue
+			}
+			if err := os.Rename(name, e.from); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return st, err
+			}
+			st.RenamesUndone++
+			target = e.from
+		}
+		if e.synced < 0 {
+			continue
+		}
+		fi, err := os.Stat(target)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return st, err
+		}
+		if fi.Size() > e.synced {
+			if err := os.Truncate(target, e.synced); err != nil {
+				return st, err
+			}
+			st.Truncated++
+			st.BytesDropped += fi.Size() - e.synced
+		}
+	}
+	return st, os.Truncate(path, 0)
+}
+
+func replay(files map[string]*entry, fl []string) error {
+	size := func(i int) (int64, error) {
+		if len(fl) <= i {
+			return 0, errors.New("missing size")
+		}
+		return strconv.ParseInt(fl[i], 10, 64)
+	}
+	if len(fl) < 2 {
+		return errors.New("short line")
+	}
+	p := fl[1]
+	switch fl[0] {
+	case "C":
+		files[p] = &entry{synced: 0}
+	case "O", "S":
+		n, err := size(2)
+		if err != nil {
+			return err
+		}
+		if e := files[p]; e != nil {
+			e.synced = n
+		} else {
+			files[p] = &entry{synced: n, durable: true}
+		}
+	case "R", "L":
+		if len(fl) < 3 {
+			return errors.New("missing new name")
+		}
+		e := files[p]
+		if e == nil {
+			e = &entry{synced: -1, durable: true}
+		}
+		moved := &entry{synced: e.synced, from: e.from}
+		if fl[0] == "L" {
+			moved = &entry{synced: e.synced} // a new name for the same bytes
+		} else {
+			if e.durable {
+				moved.from = p
+			}
+			delete(files, p)
+		}
+		files[fl[2]] = moved
+	case "D":
+		for name, e := range files {
+			if filepath.Dir(name) == p {
+				e.durable, e.from = true, ""
+			}
+		}
+	case "X":
+		delete(files, p)
+	case "XA":
+		for name := range files {
+			if name == p || strings.HasPrefix(name, p+string(filepath.Separator)) {
+				delete(files, name)
+			}
+		}
+	default:
+		return fmt.Errorf("unknown event %q", fl[0])
+	}
+	return nil
+}
