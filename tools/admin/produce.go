@@ -130,7 +130,11 @@ func NewProduceCommand() *cobra.Command {
 			p := &producer{c: &c, out: cmd.OutOrStdout(), topic: topic}
 			start := time.Now()
 			pctx, stopProgress := context.WithCancel(sctx)
-			go p.progress(pctx, cmd.ErrOrStderr(), progress)
+			progressDone := make(chan struct{})
+			go func() {
+				defer close(progressDone)
+				p.progress(pctx, cmd.ErrOrStderr(), progress)
+			}()
 			next := roundRobin(ps)
 			send := func(v []byte) {
 				r := &kgo.Record{Value: v, Headers: hs, Partition: partition}
@@ -141,29 +145,26 @@ func NewProduceCommand() *cobra.Command {
 					r.Partition = next()
 				}
 				p.sent.Add(1)
-				cl.Produce(sctx, r, p.done)
+				cl.Produce(cmd.Context(), r, p.done)
 			}
 			if cmd.Flags().Changed("value") {
 				send([]byte(value))
-			} else {
-				sc := bufio.NewScanner(cmd.InOrStdin())
-				sc.Buffer(make([]byte, 64<<10), 16<<20)
-				for sc.Scan() && sctx.Err() == nil {
-					send(append([]byte(nil), sc.Bytes()...))
-				}
-				if err := sc.Err(); err != nil {
-					p.fail(fmt.Errorf("read standard input: %w", err))
-				}
+			} else if err := readLines(sctx, cmd.InOrStdin(), send); err != nil {
+				p.fail(err)
 			}
-			ferr := cl.Flush(sctx)
+			// Interrupted or not, deliver what was read, for at most --timeout.
+			fctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
+			ferr := cl.Flush(fctx)
+			cancel()
 			stopProgress()
+			<-progressDone
 			acked, failed := p.acked.Load(), p.failed.Load()
 			fmt.Fprintf(cmd.ErrOrStderr(), "Produced %d records to %s in %.1f s (%d failed).\n", acked, topic, time.Since(start).Seconds(), failed)
 			if err := p.firstErr(); err != nil {
 				return fmt.Errorf("%d of %d records failed: %w", failed, p.sent.Load(), err)
 			}
 			if ferr != nil {
-				return fmt.Errorf("interrupted with %d records unacknowledged: %w", p.sent.Load()-acked, ferr)
+				return fmt.Errorf("%d records still unacknowledged after --timeout %s: %w", p.sent.Load()-acked-failed, c.timeout, ferr)
 			}
 			return nil
 		},
@@ -177,6 +178,41 @@ func NewProduceCommand() *cobra.Command {
 	f.StringVar(&acks, "acks", "all", "all (idempotent), 1 or 0")
 	f.DurationVar(&progress, "progress", 5*time.Second, "how often to print progress on standard error for long inputs")
 	return cmd
+}
+
+// readLines calls send with each line of in until its end or ctx's (an
+// interrupt while a terminal waits for a line: the read goes on in the
+// background and its line is dropped).
+func readLines(ctx context.Context, in io.Reader, send func([]byte)) error {
+	lines := make(chan []byte)
+	errc := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			select {
+			case lines <- append([]byte(nil), sc.Bytes()...):
+			case <-ctx.Done():
+				errc <- nil
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			errc <- fmt.Errorf("read standard input: %w", err)
+			return
+		}
+		errc <- nil
+	}()
+	for {
+		select {
+		case l := <-lines:
+			send(l)
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }
 
 // roundRobin cycles through ps.
