@@ -3,6 +3,7 @@ package admin
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"regexp"
 	"slices"
@@ -147,5 +148,26 @@ func TestProduceConsumePerfClusterDown(t *testing.T) {
 			t.Errorf("sluice %s with the cluster down: %v", strings.Join(args, " "), err)
 		}
 		t.Logf("sluice %s: %v", args[0], err)
+	}
+}
+
+// TestReadLinesStopsOnInterrupt: an interrupt ends the input even while
+// the read blocks (a terminal waiting for a line).
+func TestReadLinesStopsOnInterrupt(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan []byte, 1)
+	done := make(chan error, 1)
+	go func() { done <- readLines(ctx, pr, func(b []byte) { got <- b }) }()
+	if _, err := pw.Write([]byte("first\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; string(b) != "first" {
+		t.Fatalf("line %q", b)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("readLines after the interrupt: %v", err)
 	}
 }
