@@ -84,7 +84,7 @@ func ackOpts(acks string) ([]kgo.Opt, error) {
 type ProducedRecord struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
+	Offset    int64  `json:"offset"` // -1 with --acks 0
 	Error     string `json:"error,omitempty"`
 }
 
@@ -127,7 +127,7 @@ func NewProduceCommand() *cobra.Command {
 			}
 			sctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
-			p := &producer{c: &c, out: cmd.OutOrStdout(), topic: topic}
+			p := &producer{c: &c, out: cmd.OutOrStdout(), topic: topic, noAck: acks == "0"}
 			start := time.Now()
 			pctx, stopProgress := context.WithCancel(sctx)
 			progressDone := make(chan struct{})
@@ -241,6 +241,7 @@ type producer struct {
 	c                   *common
 	out                 io.Writer
 	topic               string
+	noAck               bool // acks=0: the broker says no offset
 	sent, acked, failed atomic.Int64
 	mu                  sync.Mutex
 	err                 error
@@ -256,6 +257,10 @@ func (p *producer) done(r *kgo.Record, err error) {
 	} else {
 		p.acked.Add(1)
 	}
+	off := fmt.Sprint(r.Offset)
+	if p.noAck {
+		r.Offset, off = -1, "? (acks=0)"
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.c.format == "json" {
@@ -266,7 +271,7 @@ func (p *producer) done(r *kgo.Record, err error) {
 		b, _ := json.Marshal(pr)
 		fmt.Fprintf(p.out, "%s\n", b)
 	} else if err == nil {
-		fmt.Fprintf(p.out, "%s/%d@%d\n", r.Topic, r.Partition, r.Offset)
+		fmt.Fprintf(p.out, "%s/%d@%s\n", r.Topic, r.Partition, off)
 	}
 }
 

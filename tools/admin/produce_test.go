@@ -62,6 +62,9 @@ func TestProduceConsumePerfOnNode(t *testing.T) {
 		t.Fatalf("produce --value --format json: %+v", pr)
 	}
 
+	if out, _ = must("x\n", "produce", "cli", "--partition", "1", "--acks", "0"); out != "cli/1@? (acks=0)\n" {
+		t.Fatalf("produce --acks 0: %q", out)
+	}
 	out, errOut = must("", "consume", "cli", "--partition", "0", "--from-beginning", "--max-records", "2", "--print-key", "--print-headers")
 	if out != "h:v,h2:w\tk\ta\nh:v,h2:w\tk\tb\n" || !strings.Contains(errOut, "Processed a total of 2 messages") {
 		t.Fatalf("consume --print-key --print-headers:\n%q\n%s", out, errOut)
@@ -75,7 +78,7 @@ func TestProduceConsumePerfOnNode(t *testing.T) {
 	// Every partition from the beginning; no more records: stops after
 	// --timeout idle.
 	out, _ = must("", "consume", "cli", "--from-beginning", "--timeout", "500ms")
-	if got := strings.Fields(out); len(got) != 4 || !slices.Contains(got, "one") {
+	if got := strings.Fields(out); len(got) != 5 || !slices.Contains(got, "one") {
 		t.Fatalf("consume every partition: %q", out)
 	}
 
@@ -90,8 +93,8 @@ func TestProduceConsumePerfOnNode(t *testing.T) {
 		!regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}, .*, 300, `).MatchString(lines[1]) {
 		t.Fatalf("perf consume:\n%s", out)
 	}
-	res := decode[PerfConsumeResult](t, must2(t, bootstrap, "perf", "consume", "--topic", "cli", "--messages", "304", "--format", "json"))
-	if res.Messages != 304 {
+	res := decode[PerfConsumeResult](t, must2(t, bootstrap, "perf", "consume", "--topic", "cli", "--messages", "305", "--format", "json"))
+	if res.Messages != 305 {
 		t.Fatalf("perf consume --format json: %+v", res)
 	}
 
