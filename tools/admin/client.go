@@ -55,11 +55,11 @@ func (c *common) servers() []string {
 
 // client opens a kgo client, for requests kadm has no call for; the
 // caller closes it.
-func (c *common) client() (*kgo.Client, error) {
+func (c *common) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	if c.format != "text" && c.format != "json" {
 		return nil, fmt.Errorf("--format %q: want text or json", c.format)
 	}
-	return kgo.NewClient(kgo.SeedBrokers(c.servers()...))
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.servers()...)}, opts...)...)
 }
 
 func (c *common) ctx(parent context.Context) (context.Context, context.CancelFunc) {
@@ -77,9 +77,10 @@ func (c *common) open(cmd *cobra.Command) (*kadm.Client, context.Context, func()
 }
 
 // openClient is open for commands that also send requests kadm has no
-// call for (DescribeQuorum, DescribeConfigs of chosen keys).
-func (c *common) openClient(cmd *cobra.Command) (*kgo.Client, context.Context, func(), error) {
-	cl, err := c.client()
+// call for (DescribeQuorum, DescribeConfigs of chosen keys), and for the
+// producing and consuming commands, whose options come in opts.
+func (c *common) openClient(cmd *cobra.Command, opts ...kgo.Opt) (*kgo.Client, context.Context, func(), error) {
+	cl, err := c.client(opts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -1,9 +1,11 @@
 // Package admin is Sluice's admin CLI: `sluice topics` (create, delete,
 // list, describe, alter --partitions), `sluice configs`, `sluice quorum
 // describe --status|--replication` (kafka-metadata-quorum.sh, through
-// DescribeQuorum) and `sluice cluster health|info`. It speaks only the Kafka admin APIs (through
-// franz-go's kadm), so it works against Apache Kafka too, and Kafka's own
-// tools work against Sluice.
+// DescribeQuorum) and `sluice cluster health|info`, and the client-side
+// checks `sluice produce`, `sluice consume` (direct partition assignment,
+// no consumer group) and `sluice perf produce|consume` (Kafka's perf-test
+// lines). It speaks only the Kafka APIs (through franz-go), so it works
+// against Apache Kafka too, and Kafka's own tools work against Sluice.
 //
 // Conventions, after kafka-topics.sh, kafka-configs.sh and rpk:
 //   - --bootstrap-server HOST:PORT,... (default: $SLUICE_CLI_BOOTSTRAP_SERVERS,

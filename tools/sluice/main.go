@@ -33,7 +33,7 @@ func main() {
 	}
 	clusterCmd := cluster.NewCommand()
 	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand())
-	root.AddCommand(initcmd.NewCommand(), node.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), admin.NewLeadersCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand(), soak.NewCommand())
+	root.AddCommand(initcmd.NewCommand(), node.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), admin.NewLeadersCommand(), admin.NewProduceCommand(), admin.NewConsumeCommand(), admin.NewPerfCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand(), soak.NewCommand())
 	if err := root.Execute(); err != nil {
 		if errors.Is(err, admin.ErrProblem) {
 			os.Exit(2) // the command worked and found a problem (health, filters)

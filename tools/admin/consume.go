@@ -1,0 +1,183 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ConsumedRecord is one line of `sluice consume --format json`.
+type ConsumedRecord struct {
+	Topic     string         `json:"topic"`
+	Partition int32          `json:"partition"`
+	Offset    int64          `json:"offset"`
+	Timestamp int64          `json:"timestamp"` // ms since the epoch
+	Key       *string        `json:"key"`       // null when the record has none
+	Value     string         `json:"value"`
+	Headers   []HeaderRecord `json:"headers"`
+}
+
+// HeaderRecord is one header of a ConsumedRecord (headers may repeat).
+type HeaderRecord struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// consumeStart is where consumption starts in each partition.
+type consumeStart struct {
+	partition     int32 // -1: every partition
+	offset        int64 // -1: per fromBeginning
+	fromBeginning bool
+}
+
+// offsets assigns the topic's partitions directly (no consumer group:
+// Sluice does not serve the group APIs).
+func (s consumeStart) offsets(topic string, ps []int32) map[string]map[int32]kgo.Offset {
+	at := kgo.NewOffset().AtEnd()
+	switch {
+	case s.offset >= 0:
+		at = kgo.NewOffset().At(s.offset)
+	case s.fromBeginning:
+		at = kgo.NewOffset().AtStart()
+	}
+	m := map[int32]kgo.Offset{}
+	for _, p := range ps {
+		if s.partition < 0 || p == s.partition {
+			m[p] = at
+		}
+	}
+	return map[string]map[int32]kgo.Offset{topic: m}
+}
+
+// NewConsumeCommand returns `sluice consume TOPIC`, after
+// kafka-console-consumer.sh and rpk topic consume.
+func NewConsumeCommand() *cobra.Command {
+	var c common
+	var s consumeStart
+	var maxRecords int
+	var printKey, printHeaders bool
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC",
+		Short: "Print a topic's records (direct partition assignment, no consumer group)",
+		Long: `Print a topic's records, one value per line (or one JSON object per line
+with --format json), until --max-records are read, the command is
+interrupted, or no record arrived for --timeout.`,
+		Example: `  sluice consume orders --from-beginning --max-records 10 --print-key
+  sluice consume orders --partition 2 --offset 1000 --format json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			topic := args[0]
+			if s.offset >= 0 && s.fromBeginning {
+				return errors.New("--offset and --from-beginning: give one of them")
+			}
+			meta, err := c.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := c.ctx(cmd.Context())
+			ps, err := c.topicPartitions(ctx, meta, topic)
+			cancel()
+			meta.Close()
+			if err != nil {
+				return err
+			}
+			if err := checkPartition(topic, s.partition, ps); err != nil {
+				return err
+			}
+			cl, err := c.client(kgo.ConsumePartitions(s.offsets(topic, ps)))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			sctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			out := cmd.OutOrStdout()
+			n := 0
+			for maxRecords <= 0 || n < maxRecords {
+				pctx, cancel := context.WithTimeout(sctx, c.timeout)
+				fs := cl.PollFetches(pctx)
+				idle := pctx.Err() != nil
+				cancel()
+				for _, fe := range fs.Errors() {
+					if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
+						return fmt.Errorf("fetch %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+					}
+				}
+				for _, r := range fs.Records() {
+					if maxRecords > 0 && n >= maxRecords {
+						break
+					}
+					n++
+					if err := printRecord(out, &c, r, printKey, printHeaders); err != nil {
+						return err
+					}
+				}
+				if fs.NumRecords() == 0 && idle {
+					break
+				}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Processed a total of %d messages\n", n)
+			return nil
+		},
+	}
+	c.register(cmd)
+	f := cmd.Flags()
+	f.BoolVar(&s.fromBeginning, "from-beginning", false, "start at the earliest offset (default: only new records)")
+	f.Int32Var(&s.partition, "partition", -1, "only this partition (-1: every partition)")
+	f.Int64Var(&s.offset, "offset", -1, "start at this offset (in --partition, or in every partition)")
+	f.IntVar(&maxRecords, "max-records", 0, "stop after this many records (0: until interrupted or --timeout without records)")
+	f.BoolVar(&printKey, "print-key", false, "print the key before the value (text output)")
+	f.BoolVar(&printHeaders, "print-headers", false, "print the headers before the key and value (text output)")
+	return cmd
+}
+
+// printRecord prints r like kafka-console-consumer.sh (headers, key and
+// value separated by tabs; "NO_HEADERS" and "null" for none) or as JSON.
+func printRecord(w io.Writer, c *common, r *kgo.Record, printKey, printHeaders bool) error {
+	if c.format == "json" {
+		cr := ConsumedRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli(),
+			Value: string(r.Value), Headers: []HeaderRecord{}}
+		if r.Key != nil {
+			k := string(r.Key)
+			cr.Key = &k
+		}
+		for _, h := range r.Headers {
+			cr.Headers = append(cr.Headers, HeaderRecord{Key: h.Key, Value: string(h.Value)})
+		}
+		b, err := json.Marshal(cr)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	var fields []string
+	if printHeaders {
+		hs := make([]string, len(r.Headers))
+		for i, h := range r.Headers {
+			hs[i] = h.Key + ":" + string(h.Value)
+		}
+		if len(hs) == 0 {
+			hs = []string{"NO_HEADERS"}
+		}
+		fields = append(fields, strings.Join(hs, ","))
+	}
+	if printKey {
+		k := "null"
+		if r.Key != nil {
+			k = string(r.Key)
+		}
+		fields = append(fields, k)
+	}
+	fields = append(fields, string(r.Value))
+	_, err := fmt.Fprintln(w, strings.Join(fields, "\t"))
+	return err
+}

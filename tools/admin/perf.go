@@ -1,0 +1,304 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/tools/bench"
+)
+
+// NewPerfCommand returns `sluice perf produce|consume`, after Kafka's
+// kafka-producer-perf-test.sh and kafka-consumer-perf-test.sh, with their
+// output lines.
+func NewPerfCommand() *cobra.Command {
+	var c common
+	root := &cobra.Command{Use: "perf", Short: "Producer and consumer performance tests (Kafka's perf-test output)"}
+	c.register(root)
+	root.AddCommand(newPerfProduce(&c), newPerfConsume(&c))
+	return root
+}
+
+// PerfProduceResult is `sluice perf produce --format json`.
+type PerfProduceResult struct {
+	Topic      string        `json:"topic"`
+	Records    int64         `json:"records"`
+	Failed     int64         `json:"failed"`
+	Bytes      int64         `json:"bytes"`
+	Seconds    float64       `json:"seconds"`
+	RecPerSec  float64       `json:"records_per_sec"`
+	MBPerSec   float64       `json:"mb_per_sec"`
+	Latency    bench.Latency `json:"latency"`
+	FirstError string        `json:"first_error,omitempty"`
+}
+
+// perfWindow is the latency of one reporting interval.
+type perfWindow struct {
+	mu                 sync.Mutex
+	n, bytes           int64
+	sum, max           time.Duration
+	failed             int64
+	err                error
+	all                bench.Histogram
+	total, totalBytes  int64
+	windowStart, start time.Time
+}
+
+func (w *perfWindow) record(d time.Duration, size int, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.failed++
+		if w.err == nil {
+			w.err = err
+		}
+		return
+	}
+	w.all.Record(d)
+	w.n++
+	w.total++
+	w.bytes += int64(size)
+	w.totalBytes += int64(size)
+	w.sum += d
+	w.max = max(w.max, d)
+}
+
+// line prints the interval's kafka-producer-perf-test line and starts the next.
+func (w *perfWindow) line(out io.Writer, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	secs := now.Sub(w.windowStart).Seconds()
+	avg := 0.0
+	if w.n > 0 {
+		avg = float64(w.sum) / float64(w.n) / float64(time.Millisecond)
+	}
+	fmt.Fprintf(out, "%d records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max latency.\n",
+		w.n, float64(w.n)/secs, float64(w.bytes)/secs/(1<<20), avg, float64(w.max)/float64(time.Millisecond))
+	w.n, w.bytes, w.sum, w.max, w.windowStart = 0, 0, 0, 0, now
+}
+
+func newPerfProduce(c *common) *cobra.Command {
+	var topic, acks string
+	var numRecords int64
+	var size int
+	var throughput float64
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:     "produce",
+		Short:   "Producer performance test, like kafka-producer-perf-test.sh",
+		Example: "  sluice perf produce --topic perf --num-records 1000000 --record-size 1024 --throughput -1 --acks all",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if topic == "" || numRecords <= 0 || size < 0 {
+				return errors.New("need --topic, --num-records > 0 and --record-size >= 0")
+			}
+			opts, err := ackOpts(acks)
+			if err != nil {
+				return err
+			}
+			cl, ctx, done, err := c.openClient(cmd, append(opts, kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(max(c.timeout, time.Second)))...)
+			if err != nil {
+				return err
+			}
+			defer done()
+			if _, err := c.topicPartitions(ctx, cl, topic); err != nil {
+				return err
+			}
+			sctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			value := make([]byte, size)
+			for i := range value {
+				value[i] = byte('A' + i%26)
+			}
+			w := &perfWindow{start: time.Now()}
+			w.windowStart = w.start
+			pctx, stopLines := context.WithCancel(sctx)
+			linesDone := make(chan struct{})
+			lines := cmd.OutOrStdout() // Kafka's tool prints them with the final line
+			if c.format == "json" {
+				lines = cmd.ErrOrStderr()
+			}
+			go func() {
+				defer close(linesDone)
+				t := time.NewTicker(interval)
+				defer t.Stop()
+				for {
+					select {
+					case <-pctx.Done():
+						return
+					case now := <-t.C:
+						w.line(lines, now)
+					}
+				}
+			}()
+			var pace *time.Timer
+			for i := int64(0); i < numRecords && sctx.Err() == nil; i++ {
+				if throughput > 0 {
+					due := w.start.Add(time.Duration(float64(i) / throughput * float64(time.Second)))
+					if d := time.Until(due); d > 0 {
+						if pace == nil {
+							pace = time.NewTimer(d)
+						} else {
+							pace.Reset(d)
+						}
+						select {
+						case <-pace.C:
+						case <-sctx.Done():
+						}
+					}
+				}
+				sent := time.Now()
+				cl.Produce(sctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+					if errors.Is(err, kerr.UnknownTopicOrPartition) {
+						err = unknownTopic(topic)
+					}
+					w.record(time.Since(sent), size, err)
+				})
+			}
+			ferr := cl.Flush(sctx)
+			stopLines()
+			<-linesDone
+			elapsed := time.Since(w.start)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			r := bench.Result{Records: w.total, Bytes: w.totalBytes, Produce: w.all.Summary()}
+			res := PerfProduceResult{Topic: topic, Records: w.total, Failed: w.failed, Bytes: w.totalBytes,
+				Seconds: elapsed.Seconds(), Latency: r.Produce}
+			if s := elapsed.Seconds(); s > 0 {
+				r.RecPerSec, r.MBPerSec = float64(r.Records)/s, float64(r.Bytes)/s/(1<<20)
+				res.RecPerSec, res.MBPerSec = r.RecPerSec, r.MBPerSec
+			}
+			if w.err != nil {
+				res.FirstError = w.err.Error()
+			}
+			if err := c.emit(cmd.OutOrStdout(), res, func() { fmt.Fprintln(cmd.OutOrStdout(), bench.PerfLine(r)) }); err != nil {
+				return err
+			}
+			if w.err != nil {
+				return fmt.Errorf("%d of %d records failed: %w", w.failed, numRecords, w.err)
+			}
+			if ferr != nil {
+				return fmt.Errorf("interrupted: %w", ferr)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&topic, "topic", "", "topic to produce to")
+	f.Int64Var(&numRecords, "num-records", 0, "how many records to send")
+	f.IntVar(&size, "record-size", 100, "value size in bytes")
+	f.Float64Var(&throughput, "throughput", -1, "records per second at most (-1: as fast as possible)")
+	f.StringVar(&acks, "acks", "all", "all (idempotent), 1 or 0")
+	f.DurationVar(&interval, "reporting-interval", 5*time.Second, "how often to print a progress line (on standard error with --format json)")
+	return cmd
+}
+
+// PerfConsumeResult is `sluice perf consume`'s summary, with
+// kafka-consumer-perf-test.sh's columns.
+type PerfConsumeResult struct {
+	Start       string  `json:"start.time"`
+	End         string  `json:"end.time"`
+	MB          float64 `json:"data.consumed.in.MB"`
+	MBPerSec    float64 `json:"MB.sec"`
+	Messages    int64   `json:"data.consumed.in.nMsg"`
+	MsgPerSec   float64 `json:"nMsg.sec"`
+	RebalanceMS int64   `json:"rebalance.time.ms"`
+	FetchMS     int64   `json:"fetch.time.ms"`
+	FetchMBSec  float64 `json:"fetch.MB.sec"`
+	FetchMsgSec float64 `json:"fetch.nMsg.sec"`
+}
+
+// perfTime is kafka-consumer-perf-test's yyyy-MM-dd HH:mm:ss:SSS.
+func perfTime(t time.Time) string {
+	return fmt.Sprintf("%s:%03d", t.Format("2006-01-02 15:04:05"), t.Nanosecond()/int(time.Millisecond))
+}
+
+func newPerfConsume(c *common) *cobra.Command {
+	var topic string
+	var messages int64
+	cmd := &cobra.Command{
+		Use:     "consume",
+		Short:   "Consumer performance test, like kafka-consumer-perf-test.sh (from the earliest offset, no consumer group)",
+		Example: "  sluice perf consume --topic perf --messages 1000000",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if topic == "" || messages <= 0 {
+				return errors.New("need --topic and --messages > 0")
+			}
+			meta, err := c.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := c.ctx(cmd.Context())
+			ps, err := c.topicPartitions(ctx, meta, topic)
+			cancel()
+			meta.Close()
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			cl, err := c.client(kgo.ConsumePartitions(consumeStart{partition: -1, offset: -1, fromBeginning: true}.offsets(topic, ps)))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			sctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			var n, bytes int64
+			var short error
+			for n < messages {
+				pctx, cancel := context.WithTimeout(sctx, c.timeout)
+				fs := cl.PollFetches(pctx)
+				idle := pctx.Err() != nil
+				cancel()
+				for _, fe := range fs.Errors() {
+					if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
+						return fmt.Errorf("fetch %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+					}
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					if n < messages {
+						n++
+						bytes += int64(len(r.Value))
+					}
+				})
+				if fs.NumRecords() == 0 && idle {
+					short = fmt.Errorf("exiting before consuming the expected number of messages: no record for --timeout %s, %d of %d consumed", c.timeout, n, messages)
+					fmt.Fprintln(cmd.ErrOrStderr(), "WARNING:", short)
+					break
+				}
+			}
+			end := time.Now()
+			secs := end.Sub(start).Seconds()
+			mb := float64(bytes) / (1 << 20)
+			res := PerfConsumeResult{Start: perfTime(start), End: perfTime(end), MB: mb, Messages: n,
+				FetchMS: end.Sub(start).Milliseconds()}
+			if secs > 0 {
+				res.MBPerSec, res.MsgPerSec = mb/secs, float64(n)/secs
+				res.FetchMBSec, res.FetchMsgSec = res.MBPerSec, res.MsgPerSec
+			}
+			out := cmd.OutOrStdout()
+			if err := c.emit(out, res, func() {
+				fmt.Fprintln(out, "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+				fmt.Fprintf(out, "%s, %s, %.4f, %.4f, %d, %.4f, %d, %d, %.4f, %.4f\n", res.Start, res.End, res.MB, res.MBPerSec,
+					res.Messages, res.MsgPerSec, res.RebalanceMS, res.FetchMS, res.FetchMBSec, res.FetchMsgSec)
+			}); err != nil {
+				return err
+			}
+			return short
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&topic, "topic", "", "topic to consume")
+	f.Int64Var(&messages, "messages", 0, "how many records to consume")
+	return cmd
+}
