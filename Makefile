@@ -29,7 +29,9 @@ crash:
 	SLUICE_CRASH_AFTER_RECOVERY=1 $(GO) test -race -tags invariants -count=1 -run 'TestCrashPoints' -v ./segment/
 
 # e2e is make demo as a test: it builds bin/sluice, starts three node
-# processes with the launcher, runs the demo twice and stops the cluster.
+# processes with the launcher, runs the demo (leader kill included) twice
+# with the default session timeout and stops the cluster. make test runs a
+# bounded form of the same test (one run, 3 s session timeout, ~30 s).
 e2e:
 	SLUICE_E2E=1 $(GO) test -count=1 -v -run TestLocalClusterDemo ./tools/demo/
 

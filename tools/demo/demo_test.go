@@ -18,13 +18,21 @@ import (
 
 // TestLocalClusterDemo is what `make demo` does, end to end: build
 // bin/sluice, start three real node processes with the launcher, run the
-// demo against them (kgo, idempotent acks=all, read back and compared), run
-// it again on the same cluster, and stop the cluster. Each run kills the
-// leader of partition 0, sees the new leaders, checks every acknowledged
-// record and restarts the killed node until it is back in every ISR.
+// demo against them (kgo, idempotent acks=all, read back and compared), and
+// stop the cluster. Each run kills the leader of partition 0, sees the new
+// leaders, checks every acknowledged record and restarts the killed node
+// until it is back in every ISR. In `make test` it is bounded and quiet:
+// one run, 1,000 records, broker.session.timeout.ms=3000 so the failover
+// takes seconds; with SLUICE_E2E=1 (make e2e) it runs the demo twice on
+// the same cluster with the default session timeout, as `make demo` does.
 func TestLocalClusterDemo(t *testing.T) {
-	if os.Getenv("SLUICE_E2E") == "" {
-		t.Skip("builds bin/sluice and starts three node processes; run with SLUICE_E2E=1 (make e2e)")
+	if testing.Short() {
+		t.Skip("builds bin/sluice and starts three node processes")
+	}
+	full := os.Getenv("SLUICE_E2E") != ""
+	runs, records, props := 1, 1000, map[string]string{"broker.session.timeout.ms": "3000"}
+	if full {
+		runs, records, props = 2, 2000, nil
 	}
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "sluice")
@@ -36,7 +44,7 @@ func TestLocalClusterDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var log bytes.Buffer
-	l, err := cluster.Start(ctx, &log, cluster.Options{Dir: filepath.Join(dir, "c"), Nodes: 3, BasePort: base, Executable: exe})
+	l, err := cluster.Start(ctx, &log, cluster.Options{Dir: filepath.Join(dir, "c"), Nodes: 3, BasePort: base, Executable: exe, Properties: props})
 	defer func() {
 		if err := cluster.Stop(context.Background(), &log, l); err != nil {
 			t.Errorf("stop: %v", err)
@@ -52,9 +60,9 @@ func TestLocalClusterDemo(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	for run := 0; run < 2; run++ {
+	for run := 0; run < runs; run++ {
 		var out bytes.Buffer
-		if err := run1(ctx, &out, l.Dir, exe); err != nil {
+		if err := run1(ctx, &out, l.Dir, exe, records); err != nil {
 			t.Fatalf("demo run %d: %v\n%s", run, err, out.String())
 		}
 		if !strings.Contains(out.String(), "every acknowledged record is there") || !strings.Contains(out.String(), "new leaders") ||
@@ -64,8 +72,8 @@ func TestLocalClusterDemo(t *testing.T) {
 	}
 }
 
-func run1(ctx context.Context, w *bytes.Buffer, dir, exe string) error {
-	return run(ctx, w, options{dir: dir, topic: "demo", partitions: 3, rf: 3, records: 2000, timeout: time.Minute, exe: exe})
+func run1(ctx context.Context, w *bytes.Buffer, dir, exe string, records int) error {
+	return run(ctx, w, options{dir: dir, topic: "demo", partitions: 3, rf: 3, records: records, timeout: time.Minute, exe: exe})
 }
 
 // freeBase finds a base port whose twelve derived ports are free now.
