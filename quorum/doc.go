@@ -52,7 +52,10 @@
 // A partition whose only ISR member re-registers after an unclean shutdown
 // (RegisterBroker.CleanShutdown false) keeps that member but marks the ISR
 // stale: electing it is then an unclean election (DESIGN.md: a restarted
-// broker is never elected from a stale ISR entry; compare KIP-966).
+// broker is never elected from a stale ISR entry; compare KIP-966). Topics
+// with sluice.durability=sync are the exception: every acknowledged record
+// was fsynced, so the unclean shutdown lost nothing acknowledged and the
+// member stays electable.
 //
 // # Controller, forwarding, non-voters
 //
