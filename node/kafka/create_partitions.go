@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,17 +52,11 @@ func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Re
 	if len(valid) == 0 {
 		return resp, nil
 	}
-	if req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
-	}
+	ctx, cancel := requestDeadline(ctx, req.TimeoutMillis)
+	defer cancel()
 	results, err := s.broker.(PartitionAdmin).CreatePartitions(ctx, valid, req.ValidateOnly)
-	if err != nil {
-		return nil, fmt.Errorf("broker create partitions: %w", err)
-	}
-	if len(results) != len(valid) {
-		return nil, fmt.Errorf("broker create partitions: %d results for %d topics", len(results), len(valid))
+	if err := oneResultEach("create partitions", len(valid), len(results), err); err != nil {
+		return nil, err
 	}
 	for i, res := range results {
 		rt := &resp.Topics[validAt[i]]

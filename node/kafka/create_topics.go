@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,17 +68,11 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		return resp, nil
 	}
 
-	if req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
-	}
+	ctx, cancel := requestDeadline(ctx, req.TimeoutMillis)
+	defer cancel()
 	results, err := s.broker.(TopicAdmin).CreateTopics(ctx, valid, req.ValidateOnly)
-	if err != nil {
-		return nil, fmt.Errorf("broker create topics: %w", err)
-	}
-	if len(results) != len(valid) {
-		return nil, fmt.Errorf("broker create topics: %d results for %d topics", len(results), len(valid))
+	if err := oneResultEach("create topics", len(valid), len(results), err); err != nil {
+		return nil, err
 	}
 	for i, res := range results {
 		rt := &resp.Topics[validAt[i]]

@@ -2,8 +2,6 @@ package kafka
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -78,17 +76,11 @@ func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		return resp, nil
 	}
 
-	if req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
-	}
+	ctx, cancel := requestDeadline(ctx, req.TimeoutMillis)
+	defer cancel()
 	results, err := s.broker.(TopicAdmin).DeleteTopics(ctx, valid)
-	if err != nil {
-		return nil, fmt.Errorf("broker delete topics: %w", err)
-	}
-	if len(results) != len(valid) {
-		return nil, fmt.Errorf("broker delete topics: %d results for %d topics", len(results), len(valid))
+	if err := oneResultEach("delete topics", len(valid), len(results), err); err != nil {
+		return nil, err
 	}
 	for i, res := range results {
 		rt := &resp.Topics[validAt[i]]

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -26,11 +25,8 @@ func handleElectLeaders(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
 	}
-	if req.TimeoutMillis > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
-		defer cancel()
-	}
+	ctx, cancel := requestDeadline(ctx, req.TimeoutMillis)
+	defer cancel()
 	var parts []PartitionRef
 	if req.Topics != nil {
 		parts = []PartitionRef{}

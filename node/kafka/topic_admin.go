@@ -1,6 +1,10 @@
 package kafka
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
 // TopicAdmin is the optional Broker capability to create and delete topics:
 // the controller's job. When the Broker implements it, the server speaks
@@ -59,4 +63,26 @@ type DeletedTopic struct {
 	ID         TopicID
 	Err        error
 	ErrMessage string
+}
+
+// requestDeadline bounds ctx by an admin request's timeout_ms when it is
+// positive (Kafka: zero or less means "do not wait", which the Broker
+// answers as it can without a deadline of ours).
+func requestDeadline(ctx context.Context, timeoutMillis int32) (context.Context, context.CancelFunc) {
+	if timeoutMillis <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, time.Duration(timeoutMillis)*time.Millisecond)
+}
+
+// oneResultEach checks the Broker's answer to a batched admin call: an
+// error, or not exactly one result per topic passed, fails the request.
+func oneResultEach(what string, want, got int, err error) error {
+	if err != nil {
+		return fmt.Errorf("broker %s: %w", what, err)
+	}
+	if got != want {
+		return fmt.Errorf("broker %s: %d results for %d topics", what, got, want)
+	}
+	return nil
 }
