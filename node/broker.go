@@ -126,21 +126,13 @@ func (b *broker) CreateTopics(ctx context.Context, topics []kafka.NewTopic, vali
 	if len(cmd.Topics) == 0 {
 		return out, nil
 	}
-	var reply any
-	var err error
-	if validateOnly {
-		_, reply, err = quorum.Plan(n.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: n.cfg.UncleanLeaderElectionEnable}, cmd)
-	} else {
-		reply, err = n.ctrl.Propose(ctx, cmd)
-		n.reconcile()
-	}
+	res, err := n.decideTopics(ctx, cmd, validateOnly)
 	if err != nil {
 		for _, i := range idx {
 			out[i].Err, out[i].ErrMessage = controllerError(err), err.Error()
 		}
 		return out, nil
 	}
-	res := reply.(*quorum.TopicsReply).Topics
 	for j, i := range idx {
 		if j >= len(res) {
 			out[i].Err = kerr.UnknownServerError
@@ -185,15 +177,13 @@ func (b *broker) DeleteTopics(ctx context.Context, refs []kafka.TopicRef) ([]kaf
 	if len(cmd.Names) == 0 {
 		return out, nil
 	}
-	reply, err := n.ctrl.Propose(ctx, cmd)
-	n.reconcile()
+	res, err := n.decideTopics(ctx, cmd, false)
 	if err != nil {
 		for _, i := range idx {
 			out[i].Err, out[i].ErrMessage = controllerError(err), err.Error()
 		}
 		return out, nil
 	}
-	res := reply.(*quorum.TopicsReply).Topics
 	for j, i := range idx {
 		if j >= len(res) {
 			out[i].Err = kerr.UnknownServerError
@@ -334,4 +324,24 @@ func (b *broker) ElectLeaders(ctx context.Context, unclean bool, parts []kafka.P
 		out[i] = kafka.ElectionResult{PartitionRef: kafka.PartitionRef{Topic: r.Topic, Partition: r.Partition}, Err: kerr.ErrorForCode(r.Code), ErrMessage: r.Message}
 	}
 	return out, nil
+}
+
+// decideTopics proposes a topic command (create or delete topics, add
+// partitions) to the quorum and brings the local logs in line before
+// returning; with validateOnly it only plans the command against the local
+// image, which answers the same per-topic codes without writing anything.
+// It returns the per-topic results in command order.
+func (n *Node) decideTopics(ctx context.Context, cmd quorum.Command, validateOnly bool) ([]quorum.TopicResult, error) {
+	var reply any
+	var err error
+	if validateOnly {
+		_, reply, err = quorum.Plan(n.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: n.cfg.UncleanLeaderElectionEnable}, cmd)
+	} else {
+		reply, err = n.ctrl.Propose(ctx, cmd)
+		n.reconcile()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return reply.(*quorum.TopicsReply).Topics, nil
 }

@@ -22,21 +22,13 @@ func (b *broker) CreatePartitions(ctx context.Context, topics []kafka.NewPartiti
 		cmd.Topics = append(cmd.Topics, quorum.PartitionsSpec{Name: t.Topic, Count: t.Count, Assignments: t.Assignment})
 	}
 	out := make([]kafka.PartitionsResult, len(topics))
-	var reply any
-	var err error
-	if validateOnly {
-		_, reply, err = quorum.Plan(n.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: n.cfg.UncleanLeaderElectionEnable}, cmd)
-	} else {
-		reply, err = n.ctrl.Propose(ctx, cmd)
-		n.reconcile()
-	}
+	res, err := n.decideTopics(ctx, cmd, validateOnly)
 	if err != nil {
 		for i := range out {
 			out[i] = kafka.PartitionsResult{Err: controllerError(err), ErrMessage: err.Error()}
 		}
 		return out, nil
 	}
-	res := reply.(*quorum.TopicsReply).Topics
 	for i := range out {
 		if i >= len(res) {
 			out[i].Err = kerr.UnknownServerError
