@@ -105,3 +105,30 @@ func TestFetchWire(t *testing.T) {
 		t.Fatalf("long poll answered after %v: not woken by the append", d)
 	}
 }
+
+// TestFetchEmptyIsNotNull: a partition with nothing to return carries an
+// empty record set, not null (size -1), in every Fetch version: librdkafka
+// refuses null ("invalid MessageSetSize -1"), so kcat at the log end never
+// reached it and never exited with -e.
+func TestFetchEmptyIsNotNull(t *testing.T) {
+	ts, _ := startDataServer(t)
+	c := dial(t, ts.addr)
+	for v := int16(4); v <= 12; v++ {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxBytes = v, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "orders"
+		for _, p := range []int32{0, 99} { // empty, and unknown (an error)
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, 1<<20, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = []kmsg.FetchRequestTopic{rt}
+		resp := c.roundTrip(req).(*kmsg.FetchResponse)
+		for _, p := range resp.Topics[0].Partitions {
+			if p.RecordBatches == nil {
+				t.Errorf("Fetch v%d partition %d (error %d): null record set", v, p.Partition, p.ErrorCode)
+			}
+		}
+	}
+}
