@@ -31,6 +31,12 @@ type api struct {
 	// needsQuorum rows need a QuorumDescriber, needsPartitions a
 	// PartitionAdmin.
 	needsQuorum, needsPartitions bool
+	// recycle says that nothing keeps the request's frame, nor any byte
+	// field of its decoded body (kmsg aliases them into the frame), once
+	// the handler returned, so the connection reuses the frame's buffer
+	// for a later request (framePool). Strings are copies. Produce sets
+	// it: its frames are large and Logs.Produce must not keep Records.
+	recycle bool
 }
 
 // table is the dispatch table of one server, indexed by API key.
@@ -56,7 +62,7 @@ func newTable(b Broker) *table {
 		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
 		{key: kmsg.CreateTopics, min: 0, max: 7, handle: handleCreateTopics, needsAdmin: true},
 		{key: kmsg.DeleteTopics, min: 0, max: 6, handle: handleDeleteTopics, needsAdmin: true},
-		{key: kmsg.Produce, min: 3, max: 9, handle: handleProduce, needsLogs: true},
+		{key: kmsg.Produce, min: 3, max: 9, handle: handleProduce, needsLogs: true, recycle: true},
 		{key: kmsg.Fetch, min: 4, max: 12, handle: handleFetch, needsLogs: true},
 		{key: kmsg.ListOffsets, min: 0, max: 8, handle: handleListOffsets, needsLogs: true},
 		{key: kmsg.OffsetForLeaderEpoch, min: 0, max: 4, handle: handleOffsetForLeaderEpoch, needsLogs: true},

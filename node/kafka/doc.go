@@ -72,6 +72,9 @@
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,
 //     quadrupling), so a lying prefix never allocates the size it claims.
+//     Produce frames of up to 1 MiB go into buffers recycled through a
+//     server-wide pool once their handler returned (framePool in
+//     frame.go): Logs.Produce must not keep the records it is given.
 //   - An unknown API key, an unsupported version of any API but ApiVersions,
 //     a header or body that does not decode (truncated, garbled, a collection
 //     longer than the bytes left): the connection is closed with a log line,
