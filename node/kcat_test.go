@@ -46,10 +46,11 @@ func kcat(ctx context.Context, t *testing.T, path string, stdin []byte, args ...
 // TestKcat: librdkafka, through kcat, against a node on 127.0.0.1. It
 // negotiates its own API versions (ApiVersions v3, Metadata up to v12,
 // Fetch with sessions, ListOffsets for -o beginning, InitProducerId for
-// idempotence), which kgo does not exercise the same way. An idempotent
-// acks=all producer writes n lines to partition 0; a consumer reads them
-// back from the beginning, every value once and in offset order; -L lists
-// the broker, the topic and its leader.
+// idempotence) and turns features on by the ranges listed, which kgo does
+// not exercise the same way. An idempotent acks=all lz4 producer writes n
+// lines to partition 0; a consumer reads them back from the beginning to
+// the end (-e), every value once and in offset order; -L lists the broker,
+// the topic and its leader.
 func TestKcat(t *testing.T) {
 	path := kcatPath(t)
 	tn := startNode(t, t.TempDir())
@@ -62,7 +63,7 @@ func TestKcat(t *testing.T) {
 	for i := range n {
 		fmt.Fprintf(&in, "kcat-value-%05d\n", i)
 	}
-	kcat(ctx, t, path, in.Bytes(), "-P", "-b", broker, "-t", topic, "-p", "0",
+	kcat(ctx, t, path, in.Bytes(), "-P", "-b", broker, "-t", topic, "-p", "0", "-z", "lz4",
 		"-X", "enable.idempotence=true", "-X", "acks=all", "-X", "linger.ms=5")
 
 	out := kcat(ctx, t, path, nil, "-C", "-b", broker, "-t", topic, "-p", "0",
@@ -79,7 +80,10 @@ func TestKcat(t *testing.T) {
 
 	// kcat's -X enable.idempotence must really have given the batches a
 	// producer id (librdkafka falls back silently, as kgo does, if
-	// InitProducerId is not advertised).
+	// InitProducerId is not advertised), and -z lz4 must really have
+	// compressed them: librdkafka sends uncompressed batches, saying so
+	// only in a debug log, unless the broker lists Produce v0 and, for lz4,
+	// FindCoordinator.
 	cons := newClient(t, tn, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	fs := cons.PollFetches(ctx)
 	if err := fs.Err0(); err != nil {
@@ -88,6 +92,9 @@ func TestKcat(t *testing.T) {
 	fs.EachRecord(func(r *kgo.Record) {
 		if r.ProducerID < 0 {
 			t.Fatalf("offset %d written without a producer id: kcat's producer was not idempotent", r.Offset)
+		}
+		if c := r.Attrs.CompressionType(); c != 3 {
+			t.Fatalf("offset %d in a batch with compression %d, want 3 (lz4)", r.Offset, c)
 		}
 	})
 

@@ -132,3 +132,29 @@ func TestFetchEmptyIsNotNull(t *testing.T) {
 		}
 	}
 }
+
+// TestProduceListedFromV0: ApiVersions lists Produce 0-9, as Kafka 4
+// does, so that librdkafka compresses (it checks for Produce v0 before
+// using gzip, snappy or lz4); a v2 request still closes the connection.
+func TestProduceListedFromV0(t *testing.T) {
+	ts, _ := startDataServer(t)
+	c := dial(t, ts.addr)
+	resp := c.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
+	found := false
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == kmsg.Produce.Int16() {
+			found = true
+			if k.MinVersion != 0 || k.MaxVersion != 9 {
+				t.Errorf("Produce listed %d-%d, want 0-9", k.MinVersion, k.MaxVersion)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("Produce not listed")
+	}
+	req := produceReq(1, 0, segment.BuildBatch(1, []byte("old")))
+	req.Version = 2
+	c.send(req)
+	c.expectClosed()
+	ts.logs.waitFor(t, "closing connection", "Produce v2 (supported 3-9)")
+}

@@ -5,10 +5,11 @@
 // implements over the metadata quorum and the partition replicas, and from
 // optional capabilities of it (TopicAdmin) that switch their APIs on.
 //
-// APIs spoken today: ApiVersions 0-3, Metadata 0-12, DescribeCluster 0-1;
-// with a TopicAdmin
-// CreateTopics 0-7 and DeleteTopics 0-6 (request validation here, the work
-// in the Broker); with Logs Produce 3-9, Fetch 4-12, ListOffsets 0-8 and
+// APIs spoken today: ApiVersions 0-3, Metadata 0-12, DescribeCluster 0-1,
+// FindCoordinator 0-4 (refusing every key: no groups or transactions);
+// with a TopicAdmin CreateTopics 0-7 and DeleteTopics 0-6 (request
+// validation here, the work in the Broker); with Logs Produce 3-9 (listed
+// from 0 for librdkafka's sake), Fetch 4-12, ListOffsets 0-8 and
 // OffsetForLeaderEpoch 0-4; with ProducerIDs InitProducerId 0-4; with
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
 // Elector ElectLeaders 0-2; with a QuorumDescriber DescribeQuorum 0-2; with
