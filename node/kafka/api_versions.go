@@ -11,7 +11,8 @@ import (
 //
 // Lists every row of the dispatch table with its version range, in key order;
 // wide ranges matter, since librdkafka enables features by range overlap and
-// sarama clamps to them. No features are advertised (v3 SupportedFeatures and
+// sarama clamps to them. Produce is listed from v0 though v0-2 close the
+// connection (api.listFrom0: librdkafka compresses only then). No features are advertised (v3 SupportedFeatures and
 // FinalizedFeatures are empty, FinalizedFeaturesEpoch -1).
 //
 // A version the server does not support is not an error that closes the
@@ -77,6 +78,9 @@ func apiKeyRange(a *api) kmsg.ApiVersionsResponseApiKey {
 	k := kmsg.NewApiVersionsResponseApiKey()
 	k.ApiKey = a.key.Int16()
 	k.MinVersion = a.min
+	if a.listFrom0 {
+		k.MinVersion = 0
+	}
 	k.MaxVersion = a.max
 	return k
 }

@@ -31,6 +31,19 @@ type api struct {
 	// needsQuorum rows need a QuorumDescriber, needsPartitions a
 	// PartitionAdmin.
 	needsQuorum, needsPartitions bool
+	// listFrom0 makes ApiVersions list the range from version 0 while
+	// requests below min still close the connection: Produce, as Kafka 4
+	// does since it dropped v0-2 (KAFKA-18659). librdkafka compresses with
+	// gzip, snappy or lz4 only if the broker lists Produce v0, and
+	// otherwise sends uncompressed batches without saying so (its issue
+	// 4956); clients pick the highest version both sides have, never v0.
+	listFrom0 bool
+	// recycle says that nothing keeps the request's frame, nor any byte
+	// field of its decoded body (kmsg aliases them into the frame), once
+	// the handler returned, so the connection reuses the frame's buffer
+	// for a later request (framePool). Strings are copies. Produce sets
+	// it: its frames are large and Logs.Produce must not keep Records.
+	recycle bool
 }
 
 // table is the dispatch table of one server, indexed by API key.
@@ -56,7 +69,7 @@ func newTable(b Broker) *table {
 		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
 		{key: kmsg.CreateTopics, min: 0, max: 7, handle: handleCreateTopics, needsAdmin: true},
 		{key: kmsg.DeleteTopics, min: 0, max: 6, handle: handleDeleteTopics, needsAdmin: true},
-		{key: kmsg.Produce, min: 3, max: 9, handle: handleProduce, needsLogs: true},
+		{key: kmsg.Produce, min: 3, max: 9, handle: handleProduce, needsLogs: true, listFrom0: true, recycle: true},
 		{key: kmsg.Fetch, min: 4, max: 12, handle: handleFetch, needsLogs: true},
 		{key: kmsg.ListOffsets, min: 0, max: 8, handle: handleListOffsets, needsLogs: true},
 		{key: kmsg.OffsetForLeaderEpoch, min: 0, max: 4, handle: handleOffsetForLeaderEpoch, needsLogs: true},
@@ -67,6 +80,7 @@ func newTable(b Broker) *table {
 		{key: kmsg.ElectLeaders, min: 0, max: 2, handle: handleElectLeaders, needsElector: true},
 		{key: kmsg.DescribeQuorum, min: 0, max: 2, handle: handleDescribeQuorum, needsQuorum: true},
 		{key: kmsg.CreatePartitions, min: 0, max: 3, handle: handleCreatePartitions, needsPartitions: true},
+		{key: kmsg.FindCoordinator, min: 0, max: 4, handle: handleFindCoordinator},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needsAdmin && !admin || a.needsLogs && !logs || a.needsPIDs && !pids || a.needsConfigs && !configs || a.needsElector && !elector ||

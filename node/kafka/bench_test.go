@@ -4,14 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/segment"
 )
 
 // benchRequests are the requests the benchmarks send, encoded once.
@@ -68,6 +74,57 @@ func BenchmarkWire(b *testing.B) {
 	}
 }
 
+// BenchmarkWireProduce is BenchmarkWire for Produce (v9, acks=1, one
+// partition, one batch of 1000 random records of 100 B or 1 KiB, about
+// what kgo's default batching sends under load) to a Logs that keeps
+// nothing: the protocol layer's own cost per request, allocations
+// included, without the log.
+func BenchmarkWireProduce(b *testing.B) {
+	for _, size := range []int{100, 1024} {
+		vals := make([][]byte, 1000)
+		for i := range vals {
+			vals[i] = make([]byte, size)
+			_, _ = rand.Read(vals[i])
+		}
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis = 9, 1, 30000
+		t := kmsg.NewProduceRequestTopic()
+		t.Topic = "orders"
+		p := kmsg.NewProduceRequestTopicPartition()
+		p.Records = segment.BuildBatch(1, vals...)
+		t.Partitions = []kmsg.ProduceRequestTopicPartition{p}
+		req.Topics = []kmsg.ProduceRequestTopic{t}
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			benchWireTo(b, func(addr string) Broker { return &sinkLogs{fakeBroker: newFakeBroker(addr)} }, req, Options{})
+		})
+	}
+}
+
+// sinkLogs is a Logs that writes nothing anywhere: Produce answers the next
+// offsets at once.
+type sinkLogs struct {
+	*fakeBroker
+	next atomic.Int64
+}
+
+func (s *sinkLogs) Produce(_ context.Context, p ProducePartition) ProduceResult {
+	return ProduceResult{BaseOffset: s.next.Add(1000) - 1000}
+}
+
+func (s *sinkLogs) Fetch(context.Context, FetchPartition) FetchResult {
+	return FetchResult{Err: kerr.UnknownTopicOrPartition}
+}
+
+func (s *sinkLogs) Appended() <-chan struct{} { return nil }
+
+func (s *sinkLogs) ListOffset(context.Context, ListOffsetPartition) ListOffsetResult {
+	return ListOffsetResult{Err: kerr.UnknownTopicOrPartition}
+}
+
+func (s *sinkLogs) EndOffsetForEpoch(context.Context, EpochPartition) EpochResult {
+	return EpochResult{Err: kerr.UnknownTopicOrPartition}
+}
+
 // BenchmarkWireObserver is BenchmarkWire's Metadata with and without an
 // Observer that does nothing: the cost of timing each request.
 func BenchmarkWireObserver(b *testing.B) {
@@ -80,14 +137,21 @@ type nopObserver struct{}
 
 func (nopObserver) ObserveRequest(*RequestTiming) {}
 
-// benchWire sends req pipelined on one connection to a server with opts.
+// benchWire sends req pipelined on one connection to a server with opts
+// over a fakeBroker.
 func benchWire(b *testing.B, req kmsg.Request, opts Options) {
+	benchWireTo(b, func(addr string) Broker { return newFakeBroker(addr) }, req, opts)
+}
+
+// benchWireTo sends req pipelined on one connection to a server with opts
+// over the Broker newBroker returns for the server's address.
+func benchWireTo(b *testing.B, newBroker func(addr string) Broker, req kmsg.Request, opts Options) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	opts.Logger = slog.New(slog.DiscardHandler)
-	s, err := NewServer(newFakeBroker(ln.Addr().String()), opts)
+	s, err := NewServer(newBroker(ln.Addr().String()), opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -118,6 +118,10 @@ func (c *conn) serve() {
 			c.remote.Store(0)
 		}
 		ok := c.answer(r)
+		if r.api.recycle {
+			c.s.frames.put(r.frame)
+			r.frame = nil
+		}
 		c.queuedBytes.Add(-int64(r.size))
 		select {
 		case c.answered <- struct{}{}:
@@ -212,7 +216,7 @@ func (c *conn) readLoop() {
 		if !c.waitQueueRoom(size) {
 			return
 		}
-		frame, err := readFrameBody(br, size)
+		frame, err := readFrameBody(br, size, &c.s.frames)
 		if err != nil {
 			c.readFailed(err)
 			return
@@ -231,6 +235,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		r.stamps.received = received
+		r.frame = frame
 		select {
 		case c.queue <- r:
 		case <-c.ctx.Done():

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"sync"
 
@@ -37,7 +38,8 @@ func (f *fakeData) Produce(_ context.Context, p ProducePartition) ProduceResult 
 	f.dmu.Lock()
 	defer f.dmu.Unlock()
 	base := int64(len(f.logs[p.Partition]))
-	f.logs[p.Partition] = append(f.logs[p.Partition], p.Records)
+	// A copy: the server reuses p.Records' buffer once Produce returns.
+	f.logs[p.Partition] = append(f.logs[p.Partition], bytes.Clone(p.Records))
 	close(f.sig)
 	f.sig = make(chan struct{})
 	return ProduceResult{BaseOffset: base}

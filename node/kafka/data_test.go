@@ -105,3 +105,56 @@ func TestFetchWire(t *testing.T) {
 		t.Fatalf("long poll answered after %v: not woken by the append", d)
 	}
 }
+
+// TestFetchEmptyIsNotNull: a partition with nothing to return carries an
+// empty record set, not null (size -1), in every Fetch version: librdkafka
+// refuses null ("invalid MessageSetSize -1"), so kcat at the log end never
+// reached it and never exited with -e.
+func TestFetchEmptyIsNotNull(t *testing.T) {
+	ts, _ := startDataServer(t)
+	c := dial(t, ts.addr)
+	for v := int16(4); v <= 12; v++ {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxBytes = v, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "orders"
+		for _, p := range []int32{0, 99} { // empty, and unknown (an error)
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = p, 1<<20, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = []kmsg.FetchRequestTopic{rt}
+		resp := c.roundTrip(req).(*kmsg.FetchResponse)
+		for _, p := range resp.Topics[0].Partitions {
+			if p.RecordBatches == nil {
+				t.Errorf("Fetch v%d partition %d (error %d): null record set", v, p.Partition, p.ErrorCode)
+			}
+		}
+	}
+}
+
+// TestProduceListedFromV0: ApiVersions lists Produce 0-9, as Kafka 4
+// does, so that librdkafka compresses (it checks for Produce v0 before
+// using gzip, snappy or lz4); a v2 request still closes the connection.
+func TestProduceListedFromV0(t *testing.T) {
+	ts, _ := startDataServer(t)
+	c := dial(t, ts.addr)
+	resp := c.roundTrip(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
+	found := false
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == kmsg.Produce.Int16() {
+			found = true
+			if k.MinVersion != 0 || k.MaxVersion != 9 {
+				t.Errorf("Produce listed %d-%d, want 0-9", k.MinVersion, k.MaxVersion)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("Produce not listed")
+	}
+	req := produceReq(1, 0, segment.BuildBatch(1, []byte("old")))
+	req.Version = 2
+	c.send(req)
+	c.expectClosed()
+	ts.logs.waitFor(t, "closing connection", "Produce v2 (supported 3-9)")
+}

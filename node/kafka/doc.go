@@ -5,10 +5,11 @@
 // implements over the metadata quorum and the partition replicas, and from
 // optional capabilities of it (TopicAdmin) that switch their APIs on.
 //
-// APIs spoken today: ApiVersions 0-3, Metadata 0-12, DescribeCluster 0-1;
-// with a TopicAdmin
-// CreateTopics 0-7 and DeleteTopics 0-6 (request validation here, the work
-// in the Broker); with Logs Produce 3-9, Fetch 4-12, ListOffsets 0-8 and
+// APIs spoken today: ApiVersions 0-3, Metadata 0-12, DescribeCluster 0-1,
+// FindCoordinator 0-4 (refusing every key: no groups or transactions);
+// with a TopicAdmin CreateTopics 0-7 and DeleteTopics 0-6 (request
+// validation here, the work in the Broker); with Logs Produce 3-9 (listed
+// from 0 for librdkafka's sake), Fetch 4-12, ListOffsets 0-8 and
 // OffsetForLeaderEpoch 0-4; with ProducerIDs InitProducerId 0-4; with
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
 // Elector ElectLeaders 0-2; with a QuorumDescriber DescribeQuorum 0-2; with
@@ -72,6 +73,9 @@
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,
 //     quadrupling), so a lying prefix never allocates the size it claims.
+//     Produce frames of up to 1 MiB go into buffers recycled through a
+//     server-wide pool once their handler returned (framePool in
+//     frame.go): Logs.Produce must not keep the records it is given.
 //   - An unknown API key, an unsupported version of any API but ApiVersions,
 //     a header or body that does not decode (truncated, garbled, a collection
 //     longer than the bytes left): the connection is closed with a log line,

@@ -65,6 +65,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		break
 	}
 	s.fetched(req, resp)
+	emptyNotNull(resp)
 	return resp, nil
 }
 
@@ -111,4 +112,19 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, resp *kms
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return total, failed
+}
+
+// emptyNotNull gives every partition without records an empty record set
+// rather than null (size -1): the schema allows null, but librdkafka (kcat)
+// refuses it ("invalid MessageSetSize -1") and backs off, so a consumer at
+// the log end never sees its end; Kafka always sends an empty set.
+func emptyNotNull(resp *kmsg.FetchResponse) {
+	for i := range resp.Topics {
+		ps := resp.Topics[i].Partitions
+		for j := range ps {
+			if ps[j].RecordBatches == nil {
+				ps[j].RecordBatches = []byte{}
+			}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,7 +24,7 @@ func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readFrameBody(r, size)
+	return readFrameBody(r, size, nil)
 }
 
 // readFrameSize reads a frame's size prefix and refuses a negative one or one
@@ -43,20 +44,29 @@ func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
 	return size, nil
 }
 
-// readFrameBody reads the size bytes of a frame after its prefix, growing
-// the buffer as they arrive: by four times, so a 1 MiB produce frame costs
-// three allocations and 320 KiB of copying (doubling cost five and 960 KiB,
-// the largest server-side item in the produce profile), while the buffer
-// stays within four times the bytes received.
-func readFrameBody(r io.Reader, size int32) ([]byte, error) {
-	buf := make([]byte, 0, min(int(size), firstChunk))
+// readFrameBody reads the size bytes of a frame after its prefix. A frame
+// of more than firstChunk bytes that fits a class of pool goes into a
+// buffer from pool when it has one (a nil pool has none). Otherwise the
+// buffer grows as bytes arrive: by four times, so a 1 MiB produce frame
+// costs three allocations and 320 KiB of copying (doubling cost five and
+// 960 KiB), while the buffer stays within four times the bytes received.
+func readFrameBody(r io.Reader, size int32, pool *framePool) ([]byte, error) {
+	var buf []byte
+	if size > firstChunk {
+		buf = pool.get(int(size))
+	}
+	if buf == nil {
+		buf = make([]byte, 0, min(int(size), firstChunk))
+	}
 	for len(buf) < int(size) {
 		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(int(size), 4*cap(buf)))
+			grown := make([]byte, len(buf), growFrame(cap(buf), int(size)))
 			copy(grown, buf)
 			buf = grown
 		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
+		// Never past size: a pooled buffer is larger than its frame, and
+		// what follows belongs to the next one.
+		n, err := r.Read(buf[len(buf):min(cap(buf), int(size))])
 		buf = buf[:len(buf)+n]
 		if err != nil && len(buf) < int(size) {
 			if errors.Is(err, io.EOF) {
@@ -66,6 +76,66 @@ func readFrameBody(r io.Reader, size int32) ([]byte, error) {
 		}
 	}
 	return buf, nil
+}
+
+// growFrame is the next capacity of a frame buffer holding have bytes (its
+// full capacity) of size: four times as much, at most size, except that
+// the last step to a size that fits a pooled class takes that class's
+// capacity when it is still within four times, so the buffer can be
+// recycled.
+func growFrame(have, size int) int {
+	for _, c := range frameClasses {
+		if size <= c && c <= 4*have {
+			return c
+		}
+	}
+	return min(size, 4*have)
+}
+
+// frameClasses are the capacities of the frame buffers a Server recycles,
+// smallest first: with firstChunk growing by four, the sizes a frame
+// buffer reaches. The largest holds a Produce of the largest batch kgo and
+// librdkafka send by default (about 1 MB of records).
+var frameClasses = [...]int{4 * firstChunk, 16 * firstChunk}
+
+// framePool recycles the buffers of request frames that nothing references
+// once their handler returned (api.recycle: Produce, whose frames were,
+// before, most of the bytes the server allocated and cleared, and the GC
+// work that came with them), one sync.Pool per class of frameClasses, so
+// the GC takes them back when connections fall idle. A nil *framePool
+// holds nothing. Safe for concurrent use.
+type framePool struct{ classes [len(frameClasses)]sync.Pool }
+
+// get returns an empty pooled buffer that holds size bytes, or nil if
+// there is none.
+func (fp *framePool) get(size int) []byte {
+	if fp == nil {
+		return nil
+	}
+	for i, c := range frameClasses {
+		if size <= c {
+			if b, ok := fp.classes[i].Get().(*[]byte); ok {
+				return (*b)[:0]
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// put gives buf back for reuse if its capacity is a class's. The caller
+// must not use buf, or anything sliced from it, afterwards.
+func (fp *framePool) put(buf []byte) {
+	if fp == nil {
+		return
+	}
+	for i, c := range frameClasses {
+		if cap(buf) == c {
+			buf = buf[:0]
+			fp.classes[i].Put(&buf)
+			return
+		}
+	}
 }
 
 // request is one decoded request and what is needed to answer it.
@@ -82,6 +152,11 @@ type request struct {
 	// size is the frame's payload size, counted against the connection's
 	// MaxQueuedBytes until the request is answered.
 	size int32
+	// frame is the payload body was decoded from (byte fields of body
+	// alias it). For an API with recycle set, the connection gives it back
+	// to the server's framePool once the handler returned: frame and the
+	// byte fields of body are dead from then on.
+	frame []byte
 	// stamps time the request when the server has an Observer.
 	stamps stamps
 }

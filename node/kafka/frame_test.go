@@ -31,6 +31,47 @@ func TestReadFrameGrowsAsBytesArrive(t *testing.T) {
 	}
 }
 
+// TestReadFramePooled: frames of every size around the pool's classes, back
+// to back, each buffer given back after use as the connection does for
+// Produce: every frame reads back exactly (a pooled buffer larger than
+// its frame must not swallow the next frame's bytes), and a growing buffer
+// never exceeds four times the bytes it holds. (Whether buffers are
+// reused is sync.Pool's choice, random under -race; BenchmarkWireProduce's
+// B/op shows it.)
+func TestReadFramePooled(t *testing.T) {
+	sizes := []int{firstChunk + 1, 100_000, frameClasses[0], frameClasses[0] + 1, 1_000_100, frameClasses[1], 9, frameClasses[1] + 1, 100_000, 1_000_100}
+	var stream []byte
+	for i, n := range sizes {
+		stream = kbin.AppendInt32(stream, int32(n))
+		for j := range n {
+			stream = append(stream, byte(i+j))
+		}
+	}
+	var pool framePool
+	r := iotest.HalfReader(bytes.NewReader(stream))
+	for i, n := range sizes {
+		size, err := readFrameSize(r, DefaultMaxRequestBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readFrameBody(r, size, &pool)
+		if err != nil || len(got) != n {
+			t.Fatalf("frame %d: %d bytes, err %v; want %d", i, len(got), err, n)
+		}
+		for j := range got {
+			if got[j] != byte(i+j) {
+				t.Fatalf("frame %d byte %d: %d, want %d", i, j, got[j], byte(i+j))
+			}
+		}
+		pool.put(got)
+	}
+	for _, c := range []struct{ have, size int }{{firstChunk, 100_000}, {firstChunk, 1_000_000}, {4 * firstChunk, 1_000_000}, {4 * firstChunk, 2_000_000}} {
+		if g := growFrame(c.have, c.size); g > 4*c.have || g < min(c.size, 4*c.have) {
+			t.Errorf("growFrame(%d, %d) = %d: outside [min(size, 4*have), 4*have]", c.have, c.size, g)
+		}
+	}
+}
+
 // TestReadFrameLyingPrefix: a prefix claiming the whole limit followed by a
 // few bytes and EOF costs a small buffer, not the 100 MiB claimed.
 func TestReadFrameLyingPrefix(t *testing.T) {

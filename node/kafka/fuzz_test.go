@@ -218,7 +218,16 @@ func fuzzSeeds() []fuzzSeed {
 		req.Topics = []kmsg.CreatePartitionsRequestTopic{t}
 		return enc(req, 1500+int32(v))
 	}
+	findCoordinator := func(v int16, typ int8) []byte {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.Version, req.CoordinatorType = v, typ
+		req.CoordinatorKey, req.CoordinatorKeys = "group", []string{"group", "other"}
+		return enc(req, 1600+int32(v))
+	}
 	return []fuzzSeed{
+		{"findcoordinator-v0", findCoordinator(0, 0)},
+		{"findcoordinator-v2-txn", findCoordinator(2, 1)},
+		{"findcoordinator-v4", findCoordinator(4, 0)},
 		{"describequorum-v0", describeQuorum(0)},
 		{"describequorum-v2", describeQuorum(2)},
 		{"createpartitions-v0", createPartitions(0)},

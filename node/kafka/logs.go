@@ -11,8 +11,10 @@ import "context"
 //     (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, CORRUPT_MESSAGE,
 //     OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH, ...); the methods have no
 //     connection-closing error.
-//   - Produce owns p.Records: the server never reads it again, so the
-//     implementation may rewrite it in place (base offsets, leader epoch).
+//   - Produce may rewrite p.Records in place (base offsets, leader epoch)
+//     but must not keep it, or anything sliced from it, once it returns:
+//     it lies in the request's frame, which the server then reuses for a
+//     later request (framePool). Copy what must outlive the call.
 //   - Fetch returns Records the server only reads until the response is
 //     encoded.
 //   - CurrentLeaderEpoch -1 means "the client did not say" and skips the

@@ -9,6 +9,8 @@ import (
 )
 
 // Produce (key 0), versions 3-9; served when the Broker implements Logs.
+// ApiVersions lists 0-9, as Kafka 4 does (api.listFrom0); a v0-2 request
+// closes the connection like any other unsupported version.
 //
 // acks must be 0, 1 or -1 (all); anything else answers every partition
 // INVALID_REQUIRED_ACKS and writes nothing. Each partition is appended on

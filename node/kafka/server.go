@@ -18,6 +18,8 @@ type Server struct {
 	table  *table
 	// topics is opts.Observer's TopicObserver capability, nil if none.
 	topics TopicObserver
+	// frames recycles request frame buffers across connections.
+	frames framePool
 
 	closing atomic.Bool
 	// done is closed when Shutdown or Close begins.
