@@ -128,9 +128,11 @@ func (l *Log) requestWriteback() {
 
 // Writeback is the goroutine that runs the writeback requests of many logs
 // (Options.Writeback), so that no append waits for the kernel call. Create
-// it with NewWriteback and Close it after the logs that use it.
+// it with NewWriteback and Close it when the node stops; a log that asks
+// after Close is ignored (its ranges stay due).
 type Writeback struct {
-	queue chan *Log
+	queue chan *Log // never closed: logs may still send after Close
+	stop  chan struct{}
 	wg    sync.WaitGroup
 }
 
@@ -140,21 +142,25 @@ const writebackQueue = 1024
 
 // NewWriteback starts a writeback runner.
 func NewWriteback() *Writeback {
-	w := &Writeback{queue: make(chan *Log, writebackQueue)}
+	w := &Writeback{queue: make(chan *Log, writebackQueue), stop: make(chan struct{})}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
-		for l := range w.queue {
-			l.wbQueued.Store(false)
-			_, _ = l.Writeback() // errors go to OnWriteback
+		for {
+			select {
+			case <-w.stop:
+				return
+			case l := <-w.queue:
+				l.wbQueued.Store(false)
+				_, _ = l.Writeback() // errors go to OnWriteback
+			}
 		}
 	}()
 	return w
 }
 
-// Close stops the runner once the requests queued so far are done. No log
-// may request writeback after Close.
+// Close stops the runner and waits for the request it is running.
 func (w *Writeback) Close() {
-	close(w.queue)
+	close(w.stop)
 	w.wg.Wait()
 }
