@@ -54,8 +54,10 @@ type Options struct {
 	// else). It must not block.
 	OnWriteback func(bytes int64, err error)
 
-	// syncRange replaces the kernel call in tests.
+	// syncRange replaces the kernel call in tests, and wbAlign the page
+	// size the active segment's ranges end on (writebackAlign).
 	syncRange func(f vfs.File, off, n int64) error
+	wbAlign   int64
 }
 
 // Kafka's defaults for the settings above.

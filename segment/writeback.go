@@ -10,8 +10,8 @@ import (
 // sluice.log.writeback.interval.bytes).
 //
 // Every WritebackBytes appended, Append marks the bytes appended so far as
-// due: the active segment up to its end, and the tail of a segment rolled
-// since the last request. Something then asks the kernel to start writing
+// due: the active segment up to its last whole page, and the tail of a
+// segment rolled since the last request. Something then asks the kernel to start writing
 // the due ranges back (sync_file_range with SYNC_FILE_RANGE_WRITE on Linux,
 // nothing elsewhere), so that the page cache drains steadily instead of in
 // the bursts vm.dirty_background_* and dirty_expire_centisecs cause. That
@@ -26,6 +26,12 @@ import (
 // request holds flushMu (TryLock: a Flush in progress writes everything
 // back anyway, and the range stays due for the next request) so that Close
 // and truncation never close a file under it.
+
+// writebackAlign is the page size the ranges of the active segment end on:
+// the partial page at its end is still being appended to, and a page under
+// writeback can make the next write to it wait (stable pages), so it is
+// left for the next request.
+const writebackAlign = 4096
 
 // writebackRange is one request: bytes [off, off+n) of seg.
 type writebackRange struct {
@@ -63,10 +69,17 @@ func (l *Log) Writeback() (int64, error) {
 		l.mu.Unlock()
 		return 0, nil
 	}
+	align := int64(writebackAlign)
+	if l.opts.wbAlign > 0 {
+		align = l.opts.wbAlign
+	}
 	var todo []writebackRange
 	for i := len(l.segs) - 1; i >= 0; i-- {
 		s := l.segs[i]
 		end := min(s.wbDue, s.size)
+		if s == l.active() && !s.sealed {
+			end -= end % align // the page being appended to stays out
+		}
 		if end <= s.wbDone {
 			if s != l.active() {
 				break // older segments were requested before
