@@ -64,7 +64,17 @@
 //	  - max by (topic, partition) (sluice_log_flushed_offset)
 //
 // which the dashboard (dashboards/sluice.json) plots next to the bytes and
-// age of each replica.
+// age of each replica. Its age and (about) its bytes are those of the
+// replica that flushed furthest, the smallest of each:
+//
+//	min by (topic, partition) (sluice_log_unflushed_age_seconds)
+//	min by (topic, partition) (sluice_log_unflushed_bytes)
+//
+// (a replica's tail above the high watermark, not yet acknowledged, is
+// counted too). "Flushed" means fsynced: batched writeback
+// (sluice.log.writeback.interval.bytes) and the kernel's own writeback put
+// most of the window on disk sooner without these metrics seeing it, so
+// they bound the exposure from above.
 //
 // # How values are gathered
 //
