@@ -161,8 +161,10 @@ type wbResult struct {
 	fileDirtySum, samples          float64
 	ageMax                         time.Duration
 	memDirtyMax, requested, rounds int64
-	// p999s are the p99.9 latencies of the rounds added up.
+	// p999s are the p99.9 latencies of the rounds added up, rows their
+	// one-line summaries.
 	p999s []time.Duration
+	rows  []string
 }
 
 func (r *wbResult) add(o *wbResult) {
@@ -178,6 +180,8 @@ func (r *wbResult) add(o *wbResult) {
 	r.requested += o.requested
 	r.rounds++
 	r.p999s = append(r.p999s, o.pct(0.999))
+	r.rows = append(r.rows, fmt.Sprintf("p99.9 %.1f ms, max %.1f ms, log not written back max %.1f MiB, machine dirty+writeback max %.1f MiB",
+		float64(o.pct(0.999))/1e6, float64(o.pct(1))/1e6, mib(o.fileDirtyMax), mib(o.memDirtyMax)))
 }
 
 // medianP999 is the median of the rounds' p99.9: one round disturbed by
@@ -220,12 +224,14 @@ func runWritebackRound(t *testing.T, cfg wbBenchConfig, on bool) *wbResult {
 	createTopic(ctx, t, cl, "wb", 1)
 	var r *replica
 	deadline := time.Now().Add(30 * time.Second)
+	poll := time.NewTicker(10 * time.Millisecond)
 	for r = tn.replica("wb", 0); r == nil; r = tn.replica("wb", 0) {
 		if time.Now().After(deadline) {
 			t.Fatal("the partition never opened")
 		}
-		time.Sleep(10 * time.Millisecond)
+		<-poll.C
 	}
+	poll.Stop()
 	logDir := filepath.Join(dir, replicaKey("wb", 0))
 
 	values := make([][]byte, 64)
@@ -244,6 +250,8 @@ func runWritebackRound(t *testing.T, cfg wbBenchConfig, on bool) *wbResult {
 	per := time.Duration(float64(time.Second) * float64(cfg.record) / float64(cfg.rateMiB<<20))
 	var mu sync.Mutex
 	var failed error
+	pace := time.NewTicker(time.Millisecond)
+	defer pace.Stop()
 	start := time.Now()
 	end := start.Add(time.Duration(cfg.seconds) * time.Second)
 	for i := 0; ; {
@@ -268,7 +276,7 @@ func runWritebackRound(t *testing.T, cfg wbBenchConfig, on bool) *wbResult {
 				res.bytes += cfg.record
 			})
 		}
-		time.Sleep(time.Millisecond)
+		<-pace.C
 	}
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -364,9 +372,11 @@ func formatWritebackTable(cfg wbBenchConfig, settings string, off, on *wbResult)
 		}
 		fmt.Fprintf(&b, "%-36s %12.1f %12.1f %8s\n", r.name, r.off, r.on, ratio)
 	}
-	for i := range off.p999s {
-		if i < len(on.p999s) {
-			fmt.Fprintf(&b, "round %d p99.9 ms: off %.1f, on %.1f\n", i, ms(off.p999s[i]), ms(on.p999s[i]))
+	b.WriteString("\n")
+	for i := range off.rows {
+		fmt.Fprintf(&b, "round %d off: %s\n", i, off.rows[i])
+		if i < len(on.rows) {
+			fmt.Fprintf(&b, "round %d on:  %s\n", i, on.rows[i])
 		}
 	}
 	fmt.Fprintf(&b, "\n'log not written back' is the log files' page cache still dirty or under writeback (cachestat): what a power cut\n"+
