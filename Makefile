@@ -8,7 +8,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -tags invariants -count=1 -timeout 12m
 FUZZTIME  ?= 15s
 
-.PHONY: all build test test-short bench bench-cluster fuzz lint demo crash e2e soak clean
+.PHONY: all build test test-short bench bench-cluster bench-writeback fuzz lint demo crash e2e soak clean
 
 all: build
 
@@ -68,6 +68,19 @@ BENCH_ARGS ?= --quick
 BENCH_PEER ?= nats
 bench-cluster: build
 	bin/sluice bench $(BENCH_ARGS) --peer "$(BENCH_PEER)" --out bin/bench-cluster
+
+# bench-writeback measures batched writeback (sluice.log.writeback.interval.bytes):
+# one in-process node on the real disk, a paced producer, rounds with it off
+# and on interleaved; prints produce latency (p50..max) and the durability
+# window (log pages not yet written back, via cachestat; the fsync window)
+# with on/off ratios, also kept in bin/bench-writeback.txt. As root it lowers
+# vm.dirty_background_bytes/dirty_bytes for the run and restores them after
+# (WB_KEEP_SYSCTLS=1 leaves them alone). Knobs: WB_SECONDS, WB_RATE_MIB,
+# WB_RECORD_BYTES, WB_INTERVAL_BYTES, WB_ROUNDS, WB_BG_BYTES, WB_DIRTY_BYTES
+# (node/bench_writeback_test.go). Linux only; not part of make test.
+bench-writeback:
+	@mkdir -p bin
+	SLUICE_BENCH_WRITEBACK=1 $(GO) test -count=1 -timeout 30m -run '^TestBenchWriteback$$' -v ./node/
 
 # fuzz runs every fuzz target for FUZZTIME each, from the seed corpus kept in
 # each package's testdata/fuzz/; a failing input is written there too (commit

@@ -67,13 +67,17 @@ func TestMetricsReplication(t *testing.T) {
 	}
 	leader := c.leaderOf("rm", 0)
 	waitMetrics(t, leader.Node, "an acks=all produce with remote time", func(mfs map[string]*dto.MetricFamily) bool {
-		for _, m := range mfs["kafka_network_requestmetrics_remotetimems"].GetMetric() {
-			if m.Label[0].GetValue() == "Produce" && m.Summary.GetSampleCount() > 0 && m.Summary.GetSampleSum() > 0 {
-				return true
-			}
-		}
-		return false
+		return value(t, mfs, "kafka_network_requestmetrics_remotetimems_count", "request=Produce") > 0 &&
+			value(t, mfs, "kafka_network_requestmetrics_remotetimems_sum", "request=Produce") > 0
 	})
+	// The followers' fetches are FetchFollower on the leader; no consumer
+	// fetched from it, so FetchConsumer stays empty.
+	fmfs := waitMetrics(t, leader.Node, "follower fetches", func(mfs map[string]*dto.MetricFamily) bool {
+		return value(t, mfs, "kafka_network_requestmetrics_totaltimems_count", "request=FetchFollower") > 0
+	})
+	if v := value(t, fmfs, "kafka_network_requestmetrics_totaltimems_count", "request=FetchConsumer"); v != 0 {
+		t.Errorf("leader: TotalTimeMs{request=FetchConsumer} count = %v with no consumer, want 0", v)
+	}
 	waitMetrics(t, leader.Node, "replication bytes out", func(mfs map[string]*dto.MetricFamily) bool {
 		return value(t, mfs, "kafka_server_brokertopicmetrics_replicationbytesout_total", "topic=rm") > 0
 	})

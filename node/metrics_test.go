@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
@@ -133,8 +134,8 @@ func TestMetricsScrape(t *testing.T) {
 	// A request is observed once its response has left, which may be
 	// just after the client read it: wait for the last ones.
 	mfs := scrapeUntil(t, tn, func(mfs map[string]*dto.MetricFamily) bool {
-		return value(t, mfs, "kafka_network_requestmetrics_totaltimems", "request=Produce") >= records &&
-			value(t, mfs, "kafka_network_requestmetrics_localtimems", "request=FetchConsumer") >= 1
+		return value(t, mfs, "kafka_network_requestmetrics_totaltimems_count", "request=Produce") >= records &&
+			value(t, mfs, "kafka_network_requestmetrics_localtimems_count", "request=FetchConsumer") >= 1
 	})
 	for _, topic := range []string{"m", ""} {
 		if v := value(t, mfs, "kafka_server_brokertopicmetrics_messagesin_total", "topic="+topic); v != records {
@@ -147,11 +148,14 @@ func TestMetricsScrape(t *testing.T) {
 	if v := value(t, mfs, "kafka_server_brokertopicmetrics_bytesout_total", "topic=m"); v <= 0 {
 		t.Errorf("BytesOut{topic=m} = %v, want > 0", v)
 	}
-	if v := value(t, mfs, "kafka_network_requestmetrics_totaltimems", "request=Produce"); v < records {
+	if v := value(t, mfs, "kafka_network_requestmetrics_totaltimems_count", "request=Produce"); v < records {
 		t.Errorf("TotalTimeMs{request=Produce} count = %v, want >= %d", v, records)
 	}
-	if v := value(t, mfs, "kafka_network_requestmetrics_localtimems", "request=FetchConsumer"); v < 1 {
+	if v := value(t, mfs, "kafka_network_requestmetrics_localtimems_count", "request=FetchConsumer"); v < 1 {
 		t.Errorf("LocalTimeMs{request=FetchConsumer} count = %v, want >= 1", v)
+	}
+	if v := value(t, mfs, "kafka_network_requestmetrics_totaltimems_count", "request=FetchFollower"); v != 0 {
+		t.Errorf("TotalTimeMs{request=FetchFollower} count = %v on a node without followers, want 0", v)
 	}
 	for name, want := range map[string]float64{
 		"kafka_server_replicamanager_partitioncount":              2,
@@ -183,7 +187,7 @@ func TestMetricsScrape(t *testing.T) {
 	if v := value(t, mfs, "sluice_log_unflushed_bytes", "topic=m", "partition=0"); v != size || v == 0 {
 		t.Errorf("unflushed bytes = %v, want the log's %v", v, size)
 	}
-	flushesBefore := value(t, mfs, "kafka_log_logflushstats_logflushrateandtimems")
+	flushesBefore := value(t, mfs, "kafka_log_logflushstats_logflushrateandtimems_count")
 	if err := r.log.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +201,7 @@ func TestMetricsScrape(t *testing.T) {
 	if v := value(t, mfs, "sluice_log_flushed_offset", "topic=m", "partition=0"); v != records/2 {
 		t.Errorf("flushed offset = %v, want %d", v, records/2)
 	}
-	if v := value(t, mfs, "kafka_log_logflushstats_logflushrateandtimems"); v != flushesBefore+1 {
+	if v := value(t, mfs, "kafka_log_logflushstats_logflushrateandtimems_count"); v != flushesBefore+1 {
 		t.Errorf("LogFlushRateAndTimeMs count = %v, want %v", v, flushesBefore+1)
 	}
 }
@@ -213,5 +217,31 @@ func TestReadyzNotReady(t *testing.T) {
 	code, body := getStatus(t, "http://"+tn.http.Addr().String()+"/readyz")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "fenced") {
 		t.Fatalf("/readyz of a fenced broker: %d %q", code, body)
+	}
+}
+
+// TestMetricsWriteback: with sluice.log.writeback.interval.bytes set, the
+// node's logs ask the kernel to write back as they grow (the node's
+// runner, real files), and the requests show in the metrics without errors.
+func TestMetricsWriteback(t *testing.T) {
+	tn := startNode(t, t.TempDir(), "sluice.log.writeback.interval.bytes=4096")
+	ctx := testCtx(t)
+	createTopic(ctx, t, newClient(t, tn), "wb", 1)
+	prod := newClient(t, tn, kgo.DefaultProduceTopic("wb"))
+	for i := 0; i < 20; i++ {
+		v := make([]byte, 1024) // incompressible: the producer compresses
+		_, _ = rand.Read(v)
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mfs := scrapeUntil(t, tn, func(mfs map[string]*dto.MetricFamily) bool {
+		return value(t, mfs, "sluice_log_writeback_requested_bytes_total") >= 16<<10
+	})
+	if v := value(t, mfs, "sluice_log_writeback_errors_total"); v != 0 {
+		t.Errorf("writeback errors = %v", v)
+	}
+	if size := float64(tn.replica("wb", 0).log.Size()); value(t, mfs, "sluice_log_writeback_requested_bytes_total") > size {
+		t.Errorf("requested more than the log's %v bytes", size)
 	}
 }

@@ -101,6 +101,9 @@ type Node struct {
 	served chan struct{}
 
 	metrics nodeMetrics // node/metrics.go
+	// wb runs the logs' batched writeback requests; nil when
+	// sluice.log.writeback.interval.bytes is 0.
+	wb *segment.Writeback
 }
 
 // Open starts a node from cfg; see the package doc for the steps. It
@@ -129,6 +132,10 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	n.metrics.m = newMetrics(n)
 	n.checkWriteback("/proc")
 	var closers []func()
+	if cfg.LogWritebackIntervalBytes > 0 {
+		n.wb = segment.NewWriteback()
+		closers = append(closers, n.wb.Close)
+	}
 	defer func() {
 		if err != nil {
 			for i := len(closers) - 1; i >= 0; i-- {
@@ -359,6 +366,9 @@ func (n *Node) Close(ctx context.Context) error {
 	}
 	logErr := n.closeLogs()
 	n.reconcileMu.Unlock()
+	if n.wb != nil {
+		n.wb.Close()
+	}
 	if logErr != nil {
 		errs = append(errs, logErr)
 	}
@@ -598,6 +608,7 @@ func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config
 	key := replicaKey(t.Name, partition)
 	opts := logOptions(n.cfg, t.Configs)
 	opts.OnFlush = n.metrics.m.ObserveFlush
+	opts.WritebackBytes, opts.Writeback, opts.OnWriteback = n.cfg.LogWritebackIntervalBytes, n.wb, n.metrics.m.ObserveWriteback
 	l, rep, err := segment.Open(n.fs, filepath.Join(n.dir, key), key, n.idx, opts)
 	if err != nil {
 		return nil, err

@@ -43,6 +43,10 @@
 // WaitFlushed waits for an offset to be fsynced, sharing one fsync among all
 // concurrent waiters (group commit). Options.FlushMessages and FlushMs are
 // Kafka's flush.messages and flush.ms; by default the OS writes back.
+// Options.WritebackBytes (off by default) asks the kernel every so many
+// appended bytes to start writing back what came before (sync_file_range,
+// SYNC_FILE_RANGE_WRITE), outside the log's lock: a hint that keeps the
+// page cache draining steadily, not a durability point (writeback.go).
 //
 // An fsync error fails the log for good (ErrLogFailed): Linux may drop dirty
 // pages after a failed writeback and report later fsyncs as successful, so

@@ -58,6 +58,9 @@ type Log struct {
 
 	syncMu  sync.Mutex
 	syncing chan struct{} // closed when the fsync in flight ends; nil if none
+
+	wbAppended int64       // bytes appended since the last writeback was due, under mu
+	wbQueued   atomic.Bool // the log waits in its Writeback runner's queue
 }
 
 // position names a batch boundary: offset and where it sits on disk.
@@ -223,6 +226,7 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 	}
 	l.unflushed += info.Records
 	flush := l.unflushed >= l.opts.FlushMessages
+	writeback := l.markWritebackLocked(len(records))
 	var err error
 	if len(l.pending) >= maxPending {
 		err = l.commitPendingLocked()
@@ -230,6 +234,9 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 	l.mu.Unlock()
 	if err == nil && flush {
 		err = l.Flush()
+	}
+	if err == nil && writeback {
+		l.requestWriteback()
 	}
 	return info, err
 }
@@ -312,6 +319,9 @@ func (l *Log) shouldRoll(act *segment, n int, now time.Time) bool {
 // log end offset.
 func (l *Log) rollLocked() error {
 	old := l.active()
+	if l.opts.WritebackBytes > 0 {
+		old.wbDue = old.size // its tail is older than anything after the roll
+	}
 	if !old.sealed {
 		old.sealed = true
 		l.pendBatch.Set(l.k.segment(old.base), segRecord{end: old.size, next: old.next, firstTs: old.firstTs, maxTs: old.maxTs}.encode(), nil)

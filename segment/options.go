@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Options are one log's settings, named after Kafka's topic configs. The node
@@ -37,6 +39,25 @@ type Options struct {
 	// OnFlush, when set, is told how long each successful fsync pass of
 	// Flush took (by Now): LogFlushRateAndTimeMs. It must not block.
 	OnFlush func(time.Duration)
+
+	// WritebackBytes (the node's sluice.log.writeback.interval.bytes):
+	// after every this many bytes appended, ask the kernel to start
+	// writing back what was appended before (sync_file_range on Linux;
+	// see writeback.go). Zero: never, the kernel decides (vm.dirty_*).
+	WritebackBytes int64
+	// Writeback runs the requests of WritebackBytes off the append path;
+	// shared by the logs of a node. Nil: Append runs them itself, after
+	// releasing the log's lock.
+	Writeback *Writeback
+	// OnWriteback, when set, is told the bytes of each writeback request
+	// and its error (the request is a hint: an error changes nothing
+	// else). It must not block.
+	OnWriteback func(bytes int64, err error)
+
+	// syncRange replaces the kernel call in tests, and wbAlign the page
+	// size the active segment's ranges end on (writebackAlign).
+	syncRange func(f vfs.File, off, n int64) error
+	wbAlign   int64
 }
 
 // Kafka's defaults for the settings above.
@@ -91,6 +112,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("flush.ms %v: must not be negative", o.FlushMs)
 	case o.IndexIntervalBytes < 0:
 		return fmt.Errorf("index.interval.bytes %d: must not be negative", o.IndexIntervalBytes)
+	case o.WritebackBytes < 0:
+		return fmt.Errorf("sluice.log.writeback.interval.bytes %d: must not be negative", o.WritebackBytes)
 	case o.MaxBatchBytes < BatchHeaderSize:
 		return fmt.Errorf("max.message.bytes %d: must be at least %d", o.MaxBatchBytes, BatchHeaderSize)
 	}

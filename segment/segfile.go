@@ -29,8 +29,11 @@ type segment struct {
 	sealed bool
 	// lastIndexPos is the position of its last offset index entry (0: none).
 	lastIndexPos int64
-	refs         int  // readers and flushers using file
-	removed      bool // renamed to .deleted; close and remove at refs == 0
+	refs         int // readers and flushers using file
+	// wbDue and wbDone bound its batched writeback (writeback.go): bytes
+	// before wbDue are due, bytes before wbDone were requested.
+	wbDue, wbDone int64
+	removed       bool // renamed to .deleted; close and remove at refs == 0
 }
 
 const noTimestamp = int64(-1 << 63)

@@ -90,7 +90,12 @@ type Config struct {
 	// never (the OS writes back), Kafka's defaults.
 	LogFlushIntervalMessages int64
 	LogFlushInterval         time.Duration
-	ReplicaLagTimeMax        time.Duration
+	// LogWritebackIntervalBytes (sluice.log.writeback.interval.bytes, a
+	// Sluice key): every this many bytes appended to a log, ask the kernel
+	// to start writing back what came before (sync_file_range on Linux).
+	// Zero, the default: never; vm.dirty_* decide when pages are written.
+	LogWritebackIntervalBytes int64
+	ReplicaLagTimeMax         time.Duration
 	// BrokerSessionTimeout (broker.session.timeout.ms): a broker the
 	// active controller has not seen alive through gossip for this long is
 	// fenced and its partitions get new leaders.
@@ -203,6 +208,15 @@ var keys = []key{
 			return nil
 		}
 		return parseMs(&c.LogFlushInterval, v, 0)
+	}},
+	{"sluice.log.writeback.interval.bytes", "0", "after this many bytes appended to a log, start writing back what came before (sync_file_range; Linux only; 0: never, the kernel decides by vm.dirty_*)", func(c *Config, v string) error {
+		if err := parseInt64(&c.LogWritebackIntervalBytes, v, 0, math.MaxInt64); err != nil {
+			return err
+		}
+		if n := c.LogWritebackIntervalBytes; n > 0 && n < 4096 {
+			return fmt.Errorf("%d: must be 0 (off) or at least one page, 4096", n)
+		}
+		return nil
 	}},
 	{"broker.session.timeout.ms", "9000", "a broker not seen alive (gossip) this long is fenced and loses its leaderships", func(c *Config, v string) error { return parseMs(&c.BrokerSessionTimeout, v, 1) }},
 	{"replica.lag.time.max.ms", "30000", "a follower this far behind leaves the ISR", func(c *Config, v string) error { return parseMs(&c.ReplicaLagTimeMax, v, 1) }},

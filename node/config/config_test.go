@@ -96,6 +96,12 @@ func TestSourcesAndErrors(t *testing.T) {
 				return c.LogFlushInterval == 100*time.Millisecond && c.LogFlushIntervalMessages == 1
 			}},
 
+		{name: "writeback off by default", file: minimal,
+			check: func(c *Config) bool { return c.LogWritebackIntervalBytes == 0 }},
+		{name: "writeback", file: minimal, env: []string{"SLUICE_SLUICE_LOG_WRITEBACK_INTERVAL_BYTES=1048576"},
+			check: func(c *Config) bool { return c.LogWritebackIntervalBytes == 1<<20 }},
+		{name: "writeback below a page", file: minimal + "sluice.log.writeback.interval.bytes=100\n", err: "sluice.log.writeback.interval.bytes"},
+
 		{name: "unknown file key", file: minimal + "log.dir=/x\n", err: `"log.dir"`},
 		{name: "unknown env", file: minimal, env: []string{"SLUICE_LOG_DIR=/x"}, err: "SLUICE_LOG_DIR"},
 		{name: "missing node.id", file: "log.dirs=/d\n", err: "node.id"},

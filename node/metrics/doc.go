@@ -6,11 +6,14 @@
 // Metrics that Kafka has carry Kafka's names as Prometheus sees them through
 // the jmx_exporter rules of Strimzi's kafka-metrics.yaml (lowercased
 // "kafka_<domain>_<type>_<name>", "PerSec" meters as "_total" counters,
-// histograms as summaries with Kafka's percentiles as quantiles), so existing
-// dashboards and alerts fit. Ours start with "sluice_".
+// histograms as gauges of Kafka's percentiles labelled quantile="0.50",
+// "0.75", "0.95", "0.98", "0.99", "0.999" (jmx_exporter's "0.$N" of
+// NthPercentile; a Prometheus summary would say "0.5") plus _count and _sum
+// counters, see timer.go), so existing dashboards and alerts fit. Ours
+// start with "sluice_".
 //
 //	Kafka MBean                                                   Prometheus name
-//	kafka.network:type=RequestMetrics,name=<X>TimeMs,request=R    kafka_network_requestmetrics_<x>timems{request} (summary, ms)
+//	kafka.network:type=RequestMetrics,name=<X>TimeMs,request=R    kafka_network_requestmetrics_<x>timems{request,quantile} (+ _count, _sum; ms)
 //	  X: RequestQueue, Local, Remote, ResponseQueue, ResponseSend, Total; R: Produce, FetchConsumer, FetchFollower
 //	kafka.network:type=RequestMetrics,name=RequestsPerSec          kafka_network_requestmetrics_requests_total{request,version}
 //	kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec     kafka_server_brokertopicmetrics_messagesin_total{topic}
@@ -24,7 +27,7 @@
 //	kafka.cluster:type=Partition,name=UnderReplicated,topic,partition     kafka_cluster_partition_underreplicated{topic,partition}
 //	  also InSyncReplicasCount, ReplicasCount (on the leader)
 //	kafka.log:type=Log,name=LogEndOffset,topic,partition           kafka_log_log_logendoffset{topic,partition} (and logstartoffset, size)
-//	kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs        kafka_log_logflushstats_logflushrateandtimems (summary, ms)
+//	kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs        kafka_log_logflushstats_logflushrateandtimems{quantile} (+ _count, _sum; ms)
 //	kafka.controller:type=KafkaController,name=ActiveControllerCount kafka_controller_kafkacontroller_activecontrollercount
 //	  also OfflinePartitionsCount, ActiveBrokerCount, FencedBrokerCount (active controller only)
 //	kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec kafka_controller_controllerstats_uncleanleaderelections_total
@@ -39,6 +42,8 @@
 //	sluice_log_flushed_offset{topic,partition}         every offset below is fsynced on this node
 //	sluice_partition_high_watermark{topic,partition}   records below are committed
 //	sluice_log_lost_on_recovery_records_total          committed records a log no longer held when opened (power cut)
+//	sluice_log_writeback_requested_bytes_total         bytes the logs asked the kernel to write back (batched writeback)
+//	sluice_log_writeback_errors_total                  such requests that failed
 //	sluice_raft_commits_total, sluice_raft_commit_seconds_total  metadata commit latency, as counters
 //	sluice_memory_dirty_bytes, sluice_memory_writeback_bytes     /proc/meminfo Dirty, Writeback
 //	sluice_vm_dirty_setting{name}                      each vm.dirty_* sysctl (name without "vm.")
@@ -59,7 +64,17 @@
 //	  - max by (topic, partition) (sluice_log_flushed_offset)
 //
 // which the dashboard (dashboards/sluice.json) plots next to the bytes and
-// age of each replica.
+// age of each replica. Its age and (about) its bytes are those of the
+// replica that flushed furthest, the smallest of each:
+//
+//	min by (topic, partition) (sluice_log_unflushed_age_seconds)
+//	min by (topic, partition) (sluice_log_unflushed_bytes)
+//
+// (a replica's tail above the high watermark, not yet acknowledged, is
+// counted too). "Flushed" means fsynced: batched writeback
+// (sluice.log.writeback.interval.bytes) and the kernel's own writeback put
+// most of the window on disk sooner without these metrics seeing it, so
+// they bound the exposure from above.
 //
 // # How values are gathered
 //

@@ -27,6 +27,8 @@ type Metrics struct {
 	// Requests is the kafka.Observer to put in kafka.Options.
 	Requests *Requests
 	flush    prometheus.Observer
+	// wbBytes and wbErrors count batched writeback requests (ObserveWriteback).
+	wbBytes, wbErrors prometheus.Counter
 }
 
 // New builds the registry of a node whose state src describes.
@@ -39,14 +41,17 @@ func New(src Source, opts Options) *Metrics {
 	}
 	reg := prometheus.NewRegistry()
 	m := &Metrics{reg: reg, Requests: newRequests(reg)}
-	flush := prometheus.NewSummary(prometheus.SummaryOpts{
-		Name:       "kafka_log_logflushstats_logflushrateandtimems",
-		Help:       "Kafka LogFlushStats LogFlushRateAndTimeMs: milliseconds per log fsync pass (count: flushes).",
-		Objectives: kafkaObjectives,
-		MaxAge:     5 * time.Minute,
+	flush := newTimer("kafka_log_logflushstats_logflushrateandtimems", "Kafka LogFlushStats LogFlushRateAndTimeMs: log fsync passes.", "", nil)
+	m.flush = flush.child(0)
+	m.wbBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sluice_log_writeback_requested_bytes_total",
+		Help: "Bytes the logs asked the kernel to start writing back (sluice.log.writeback.interval.bytes).",
 	})
-	m.flush = flush
-	reg.MustRegister(flush,
+	m.wbErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "sluice_log_writeback_errors_total",
+		Help: "Batched writeback requests the kernel refused (a hint: nothing else changes).",
+	})
+	reg.MustRegister(flush, m.wbBytes, m.wbErrors,
 		&sourceCollector{src: src, now: opts.Now},
 		&writebackCollector{procRoot: opts.ProcRoot},
 		collectors.NewGoCollector(),
@@ -57,6 +62,15 @@ func New(src Source, opts Options) *Metrics {
 
 // ObserveFlush records one log fsync pass; give it to segment.Options.OnFlush.
 func (m *Metrics) ObserveFlush(d time.Duration) { m.flush.Observe(ms(d)) }
+
+// ObserveWriteback counts one batched writeback request; give it to
+// segment.Options.OnWriteback.
+func (m *Metrics) ObserveWriteback(bytes int64, err error) {
+	m.wbBytes.Add(float64(bytes))
+	if err != nil {
+		m.wbErrors.Inc()
+	}
+}
 
 // Handler serves the registry in the Prometheus text format (/metrics).
 func (m *Metrics) Handler() http.Handler {

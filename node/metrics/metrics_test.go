@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -176,9 +177,9 @@ func TestRequestsObserve(t *testing.T) {
 	r.Fetched("t", 300, false)
 	r.Fetched("t", 700, true)
 	mfs := gather(t, m)
-	expect(t, mfs, 1, "kafka_network_requestmetrics_totaltimems", "request=Produce")
-	expect(t, mfs, 1, "kafka_network_requestmetrics_remotetimems", "request=FetchFollower")
-	expect(t, mfs, 2, "kafka_network_requestmetrics_totaltimems", "request=FetchConsumer")
+	expect(t, mfs, 1, "kafka_network_requestmetrics_totaltimems_count", "request=Produce")
+	expect(t, mfs, 1, "kafka_network_requestmetrics_remotetimems_count", "request=FetchFollower")
+	expect(t, mfs, 2, "kafka_network_requestmetrics_totaltimems_count", "request=FetchConsumer")
 	expect(t, mfs, 2, "kafka_network_requestmetrics_requests_total", "request=FetchConsumer", "version=12")
 	expect(t, mfs, 1, "kafka_network_requestmetrics_requests_total", "request=Metadata", "version=12")
 	expect(t, mfs, 2, "kafka_server_brokertopicmetrics_totalproducerequests_total", "topic=t")
@@ -193,18 +194,56 @@ func TestRequestsObserve(t *testing.T) {
 		t.Error("a produce to an unknown topic created per-topic series")
 	}
 	expect(t, mfs, 4, "kafka_server_brokertopicmetrics_totalproducerequests_total", "topic=")
-	var sum float64
-	for _, mm := range mfs["kafka_network_requestmetrics_remotetimems"].Metric {
-		if mm.Label[0].GetValue() == "Produce" {
-			sum = mm.Summary.GetSampleSum()
-		}
-	}
-	if sum != 2 {
-		t.Errorf("Produce RemoteTimeMs sum = %v, want 2 (ms)", sum)
-	}
+	expect(t, mfs, 2, "kafka_network_requestmetrics_remotetimems_sum", "request=Produce") // ms
+	expect(t, mfs, 1, "kafka_network_requestmetrics_totaltimems_count", "request=FetchFollower")
+	expect(t, mfs, 2, "kafka_network_requestmetrics_remotetimems", "quantile=0.50", "request=Produce")
+	expect(t, mfs, 2, "kafka_network_requestmetrics_remotetimems", "quantile=0.999", "request=Produce")
 	r.ForgetTopic("t")
 	if _, ok := get(gather(t, m), "kafka_server_brokertopicmetrics_messagesin_total", "topic=t"); ok {
 		t.Error("a forgotten topic still has series")
+	}
+}
+
+// TestQuantileLabels: the timers' quantiles carry Kafka's percentiles as
+// jmx_exporter spells them ("0.50", not Prometheus's "0.5"), in the request
+// metrics and LogFlushRateAndTimeMs alike, and every quantile the dashboard
+// asks for is one of them.
+func TestQuantileLabels(t *testing.T) {
+	m := newTestMetrics(t, &staticSource{})
+	m.ObserveFlush(3 * time.Millisecond)
+	m.Requests.ObserveRequest(&kafka.RequestTiming{Key: int16(kmsg.Produce), Version: 9, Total: time.Millisecond})
+	want := []string{"0.50", "0.75", "0.95", "0.98", "0.99", "0.999"}
+	mfs := gather(t, m)
+	for _, name := range []string{"kafka_network_requestmetrics_totaltimems", "kafka_log_logflushstats_logflushrateandtimems"} {
+		var have []string
+		for _, mm := range mfs[name].GetMetric() {
+			for _, l := range mm.Label {
+				if l.GetName() == "quantile" && !slices.Contains(have, l.GetValue()) {
+					have = append(have, l.GetValue())
+				}
+			}
+		}
+		sort.Strings(have)
+		if !slices.Equal(have, want) {
+			t.Errorf("%s quantiles %v, want %v", name, have, want)
+		}
+	}
+	expect(t, mfs, 3, "kafka_log_logflushstats_logflushrateandtimems", "quantile=0.50")
+	expect(t, mfs, 1, "kafka_log_logflushstats_logflushrateandtimems_count")
+	expect(t, mfs, 1, "kafka_network_requestmetrics_totaltimems", "quantile=0.99", "request=Produce")
+
+	b, err := os.ReadFile("dashboards/sluice.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := regexp.MustCompile(`quantile=\\"([^"\\]*)\\"`).FindAllSubmatch(b, -1)
+	if len(qs) == 0 {
+		t.Fatal("the dashboard queries no quantile: did the parsing break?")
+	}
+	for _, q := range qs {
+		if !slices.Contains(want, string(q[1])) {
+			t.Errorf("the dashboard asks for quantile %q, which no timer exports", q[1])
+		}
 	}
 }
 

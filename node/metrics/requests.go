@@ -21,10 +21,6 @@ var timedRequests = []string{"Produce", "FetchConsumer", "FetchFollower"}
 // timeMetrics are the phases of a request, Kafka's RequestMetrics names.
 var timeMetrics = []string{"requestqueuetimems", "localtimems", "remotetimems", "responsequeuetimems", "responsesendtimems", "totaltimems"}
 
-// kafkaObjectives are the quantiles Kafka's histograms report (50th, 75th,
-// 95th, 98th, 99th and 999th percentile), with their allowed error.
-var kafkaObjectives = map[float64]float64{0.5: 0.05, 0.75: 0.02, 0.95: 0.005, 0.98: 0.002, 0.99: 0.001, 0.999: 0.0001}
-
 // maxVersion bounds the versions counted per API key.
 const maxVersion = 32
 
@@ -60,16 +56,10 @@ type topicCounters struct {
 func newRequests(reg prometheus.Registerer) *Requests {
 	r := &Requests{topics: map[string]*topicCounters{}}
 	for j, m := range timeMetrics {
-		sv := prometheus.NewSummaryVec(prometheus.SummaryOpts{
-			Name:       "kafka_network_requestmetrics_" + m,
-			Help:       "Kafka RequestMetrics " + m + " (milliseconds) by request.",
-			Objectives: kafkaObjectives,
-			MaxAge:     5 * time.Minute,
-			AgeBuckets: 2,
-		}, []string{"request"})
-		reg.MustRegister(sv)
-		for i, name := range timedRequests {
-			r.times[i][j] = sv.WithLabelValues(name)
+		tm := newTimer("kafka_network_requestmetrics_"+m, "Kafka RequestMetrics "+m+" by request.", "request", timedRequests)
+		reg.MustRegister(tm)
+		for i := range timedRequests {
+			r.times[i][j] = tm.child(i)
 		}
 	}
 	r.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
