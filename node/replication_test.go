@@ -42,15 +42,20 @@ type replCluster struct {
 	seeds []string
 }
 
-// freeAddr finds a port free for TCP and UDP (memberlist needs both).
+// freeAddr finds a port free for TCP and UDP (memberlist needs both) for a
+// listener that is closed now and opened again by the node, also after a
+// restart. It draws from below the kernel's ephemeral range (32768-60999
+// by default): a port from there (what ":0" gives) can be taken in the
+// meantime as the source port of any outgoing connection on the machine,
+// which made node starts fail with "address already in use" under load.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for range 200 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		addr := ln.Addr().String()
 		pc, err := net.ListenPacket("udp", addr)
 		ln.Close()
 		if err == nil {
@@ -58,7 +63,7 @@ func freeAddr(t testing.TB) string {
 			return addr
 		}
 	}
-	t.Fatal("no free TCP+UDP port")
+	t.Fatal("no free TCP+UDP port in 20000-31999")
 	return ""
 }
 
