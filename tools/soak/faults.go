@@ -24,6 +24,9 @@ const (
 	FaultPause          = "pause"
 	FaultPowerLoss      = "power-loss"
 	FaultPartition      = "net-partition"
+	// NodeExited is not a fault the schedule injects: a node found dead
+	// between faults, which the faulter restarts.
+	NodeExited = "node-exited"
 )
 
 // AllFaults is every fault kind, the default of --faults.
@@ -58,6 +61,7 @@ func (f *faulter) run(ctx context.Context, lastHeal time.Time) {
 		if !wait(ctx, st.Rest) {
 			return
 		}
+		f.restartDead(ctx)
 		hold := st.Hold
 		if room := time.Until(lastHeal); hold > room {
 			if room < time.Second {
@@ -72,6 +76,27 @@ func (f *faulter) run(ctx context.Context, lastHeal time.Time) {
 		} else {
 			fmt.Fprintf(f.out, "fault %-15s %s: %v, healed\n", st.Kind, fl.Target, fl.Healed.Sub(fl.Start).Round(100*time.Millisecond))
 		}
+	}
+}
+
+// restartDead restarts every node that exited by itself (no fault of ours
+// is in progress between steps) and records it as a NodeExited event, so
+// that the windows it caused are put down to it and the report shows it.
+func (f *faulter) restartDead(ctx context.Context) {
+	for _, n := range f.l.Nodes {
+		if cluster.Alive(f.l, n.ID) {
+			continue
+		}
+		fl := Fault{Kind: NodeExited, Start: time.Now(), Nodes: []int32{n.ID},
+			Target: fmt.Sprintf("node %d exited by itself (see %s); restarted", n.ID, n.LogFile)}
+		rctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+		if err := cluster.RestartWith(rctx, f.l, n.ID, f.exe); err != nil {
+			fl.Target += " (error: " + err.Error() + ")"
+		}
+		cancel()
+		fl.Healed = time.Now()
+		f.faults = append(f.faults, fl)
+		fmt.Fprintf(f.out, "NODE EXITED    %s\n", fl.Target)
 	}
 }
 
@@ -190,17 +215,24 @@ func (f *faulter) metadata(ctx context.Context) (kadm.Metadata, error) {
 	return kadm.Metadata{}, fmt.Errorf("no metadata: %v", last)
 }
 
-// leader finds tp's leader and replicas in the metadata.
+// leader finds tp's leader and replicas in the metadata, waiting up to
+// 20 s for the partition to have one (after a power loss or a kill the
+// election takes a session timeout).
 func (f *faulter) leader(ctx context.Context, tp TP) (int32, []int32, error) {
-	md, err := f.metadata(ctx)
-	if err != nil {
-		return -1, nil, err
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		md, err := f.metadata(ctx)
+		if err != nil {
+			return -1, nil, err
+		}
+		p, ok := md.Topics[tp.Topic].Partitions[tp.Partition]
+		if ok && p.Leader >= 0 {
+			return p.Leader, p.Replicas, nil
+		}
+		if time.Now().After(deadline) || !wait(ctx, 500*time.Millisecond) {
+			return -1, nil, fmt.Errorf("%s has had no leader for 20 s", tp)
+		}
 	}
-	p, ok := md.Topics[tp.Topic].Partitions[tp.Partition]
-	if !ok || p.Leader < 0 {
-		return -1, nil, fmt.Errorf("%s has no leader now", tp)
-	}
-	return p.Leader, p.Replicas, nil
 }
 
 // killRestart SIGKILLs every node in ids at once, runs between (if set) on
