@@ -17,7 +17,12 @@ import (
 func PrintSummary(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FAULTS INJECTED\tCOUNT\tQUOTA")
-	for _, k := range slices.Sorted(maps.Keys(r.Faults)) {
+	kinds := map[string]int{}
+	maps.Copy(kinds, r.Faults)
+	for k := range r.Quota {
+		kinds[k] += 0 // a kind of the quota never injected shows as short
+	}
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
 		q := ""
 		if n, ok := r.Quota[k]; ok {
 			q = strconv.Itoa(n)
@@ -30,7 +35,7 @@ func PrintSummary(w io.Writer, r *Report) {
 	for _, k := range slices.Sorted(maps.Keys(r.Skipped)) {
 		fmt.Fprintf(tw, "  %s (skipped)\t%d\t\n", k, r.Skipped[k])
 	}
-	if len(r.Faults)+len(r.Skipped) == 0 {
+	if len(kinds)+len(r.Skipped) == 0 {
 		fmt.Fprintln(tw, "  none\t0\t")
 	}
 	c := r.Counts
