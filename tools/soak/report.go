@@ -119,9 +119,33 @@ func printLosses(w io.Writer, r *Report) {
 	if len(r.Losses) == 0 {
 		return
 	}
+	// One line per fault first, then the groups by partition.
+	var order []int
+	total := map[int]int{}
+	for _, l := range r.Losses {
+		if _, ok := total[l.Fault]; !ok {
+			order = append(order, l.Fault)
+		}
+		total[l.Fault] += l.Records
+	}
+	for _, f := range order {
+		name := "no fault after them"
+		for _, l := range r.Losses {
+			if l.Fault == f && f >= 0 {
+				name = fmt.Sprintf("#%d %s at +%v", f+1, l.Kind, l.FaultStart.Sub(r.Start).Round(100*time.Millisecond))
+				break
+			}
+		}
+		fmt.Fprintf(w, "lost by %s: %d acknowledged records\n", name, total[f])
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOST\tPARTITION\tOFFSETS\tACKNOWLEDGED\tFAULT")
-	for _, l := range r.Losses {
+	const maxRows = 30
+	for i, l := range r.Losses {
+		if i == maxRows {
+			fmt.Fprintf(tw, "  …\t%d more groups in the JSON report (losses)\t\t\t\n", len(r.Losses)-maxRows)
+			break
+		}
 		f := "none after them (lost at the end?)"
 		if l.Fault >= 0 {
 			f = fmt.Sprintf("#%d %s at +%v: %s", l.Fault+1, l.Kind, l.FaultStart.Sub(r.Start).Round(100*time.Millisecond), l.Target)
