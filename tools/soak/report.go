@@ -163,8 +163,8 @@ type FullReport struct {
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
 	Faults   []Fault   `json:"faults"`
-	// NetFaultsOff says why network partitions were not injected ("" when
-	// they were, or were not asked for... see the run's output).
+	// NetFaultsOff says why network partitions were left out of the
+	// schedule ("not asked for", "not root", ...); "" when they were in it.
 	NetFaultsOff string `json:"net_faults_off,omitempty"`
 	*Report
 }
