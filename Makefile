@@ -38,7 +38,9 @@ e2e:
 # soak runs `sluice soak` (tools/soak) for SOAK_DURATION against a fresh
 # cluster in SOAK_DIR: kills, pauses, network partitions and power cuts on
 # a seeded schedule, then the checker; exit 0 only if every invariant held.
-# SOAK_FLAGS passes more, e.g. SOAK_FLAGS="--seed 42 --replication-factor 1".
+# SOAK_FLAGS passes more, e.g. SOAK_FLAGS="--seed 42 --replication-factor 1"
+# or SOAK_FLAGS="--negative-control page-cache". make test runs a 75 s form
+# (tools/soak TestSoakShort: fixed seed, every fault kind, ~100 s).
 SOAK_DURATION ?= 10m
 SOAK_DIR      ?= ./soak-cluster
 SOAK_FLAGS    ?=

@@ -295,7 +295,11 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 	// With gossip, advertising the new epoch asks the active controller
 	// to unfence this broker; wait until the image says it did.
 	if err := n.gossip.SetBrokerEpoch(n.epoch); err != nil {
-		return fmt.Errorf("node: gossip: %w", err)
+		// The update stays queued for retransmission and travels in
+		// gossip's push-pull syncs too: a broadcast not confirmed within
+		// the session timeout (peers restarting after a power loss, this
+		// process paused) is no reason to exit. Wait for the unfence.
+		n.log.Warn("node: gossip broadcast of the broker epoch not confirmed yet; waiting for the controller to unfence", "epoch", n.epoch, "err", err)
 	}
 	for {
 		changed := (*broker)(n).Appended() // closed by every reconciliation

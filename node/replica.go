@@ -217,6 +217,9 @@ func (r *replica) truncate(t partition.Truncation) error {
 	if err != nil {
 		return err
 	}
+	// A flush asked for before the cut must not wait for offsets that are
+	// gone (startFlush only raises flushWant).
+	r.flushWant = min(r.flushWant, r.log.LogEndOffset())
 	if t.BelowHW >= 0 {
 		// Committed records are gone: only an unclean election does this.
 		r.n.log.Warn("node: truncated below the high watermark: committed records lost (unclean leader election)",
@@ -254,6 +257,16 @@ func (r *replica) flushLoop() {
 		r.mu.Unlock()
 		err := r.log.WaitFlushed(r.n.ctx, want)
 		r.mu.Lock()
+		if err != nil && errors.Is(err, segment.ErrOffsetOutOfRange) && !r.dead {
+			// A truncation cut the log below want while we waited: report
+			// what is flushed and go on with what is left. Giving up here
+			// left the replica never stepping LocalFlush again (a sync
+			// follower fetches only after its fsync: stuck for good).
+			r.flushWant = min(r.flushWant, r.log.LogEndOffset())
+			_ = r.part.Step(partition.LocalFlush{Flushed: r.log.FlushedOffset()})
+			r.process()
+			continue
+		}
 		if err != nil {
 			if !r.dead {
 				r.logErr("flush", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -43,6 +44,8 @@ type Gossip struct {
 	ml    *memberlist.Memberlist
 	epoch atomic.Int64
 	nudge chan struct{}
+	// joinOnce starts keepJoining at the first Join.
+	joinOnce sync.Once
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -102,8 +105,32 @@ func StartGossip(cfg GossipConfig, ctrl *Controller) (*Gossip, error) {
 // Addr is the advertised gossip address (host:port) other nodes join.
 func (g *Gossip) Addr() string { return g.ml.LocalNode().Address() }
 
-// Join contacts existing members; it returns how many answered.
-func (g *Gossip) Join(seeds []string) (int, error) { return g.ml.Join(seeds) }
+// Join contacts existing members; it returns how many answered. It keeps
+// trying in the background (every SessionTimeout/3, until Close) while
+// this node knows fewer live members than seeds+1: memberlist never
+// retries a join, so a node whose seeds were not listening yet when it
+// started (three nodes started at once) could stay an island that the
+// active controller never hears from, and fences.
+func (g *Gossip) Join(seeds []string) (int, error) {
+	n, err := g.ml.Join(seeds)
+	g.joinOnce.Do(func() { go g.keepJoining(slices.Clone(seeds)) })
+	return n, err
+}
+
+func (g *Gossip) keepJoining(seeds []string) {
+	t := time.NewTicker(max(g.cfg.SessionTimeout/3, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if g.ml.NumMembers() < len(seeds)+1 {
+			_, _ = g.ml.Join(seeds)
+		}
+	}
+}
 
 // SetBrokerEpoch advertises the epoch of this broker's current registration.
 // Call it after RegisterBroker, once the broker has caught up with the

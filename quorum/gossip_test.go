@@ -1,7 +1,9 @@
 package quorum
 
 import (
+	"net"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -99,4 +101,36 @@ func TestGossipFencing(t *testing.T) {
 		return b.Epoch == r.Epoch && !b.Fenced
 	})
 	t.Logf("restarted broker %d (new address) registered and unfenced in %v", victim.id, time.Since(start).Round(time.Millisecond))
+}
+
+// TestGossipJoinRetried: a node whose seed was not listening yet when it
+// joined keeps trying, so it does not stay an island the active controller
+// never hears from (three nodes started at once hit this).
+func TestGossipJoinRetried(t *testing.T) {
+	nodes := startQuorum(t, 1, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cfg := func(id int32, port int) GossipConfig {
+		return GossipConfig{NodeID: id, BindAddr: "127.0.0.1", BindPort: port, SessionTimeout: time.Second, Tick: 50 * time.Millisecond, Tune: fastGossip}
+	}
+	early, err := StartGossip(cfg(1, 0), nodes[0].c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { early.Close() })
+	if _, err := early.Join([]string{net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}); err == nil {
+		t.Fatal("join of a seed that is not listening succeeded")
+	}
+	late, err := StartGossip(cfg(2, port), nodes[0].c) // joins no one itself
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { late.Close() })
+	waitFor(t, 30*time.Second, "the early node joined the late one", func() bool {
+		return early.ml.NumMembers() == 2 && late.ml.NumMembers() == 2
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -37,6 +38,10 @@ type CheckOptions struct {
 	// MaxExamples caps the violations listed per kind (all are counted).
 	// Default 20.
 	MaxExamples int
+	// Quota is the least number of faults of each kind the schedule
+	// planned; the report shows a kind that fell short (not a violation:
+	// a slow machine fits fewer faults).
+	Quota map[string]int
 }
 
 func (o *CheckOptions) ensureDefaults() {
@@ -60,12 +65,38 @@ type Violation struct {
 	Detail string `json:"detail"`
 }
 
-// Window is a stretch in which a partition acknowledged nothing.
+// Window is a stretch in which a partition acknowledged nothing, with the
+// faults it overlaps (its likely causes).
 type Window struct {
 	TP       TP            `json:"tp"`
 	Start    time.Time     `json:"start"`
 	End      time.Time     `json:"end"`
 	Duration time.Duration `json:"duration_ns"`
+	// Faults are the indexes (in the history's faults) of the faults that
+	// were in progress at some point of the window.
+	Faults []int `json:"faults,omitempty"`
+	// Cause names those faults ("no fault" when none).
+	Cause string `json:"cause"`
+	// AfterHeal is how long the window lasted after the last of its faults
+	// healed: the time to recover (the window itself when no fault).
+	AfterHeal time.Duration `json:"after_heal_ns"`
+}
+
+// Loss is a group of lost acknowledged records of one partition, put
+// down to the fault that was in progress when they were acknowledged or
+// came next (the first fault that healed after their acknowledgement).
+type Loss struct {
+	Fault      int       `json:"fault"` // index in the history's faults; -1: none after them
+	Kind       string    `json:"kind,omitempty"`
+	Target     string    `json:"target,omitempty"`
+	FaultStart time.Time `json:"fault_start"`
+	TP         TP        `json:"tp"`
+	Records    int       `json:"records"`
+	// The lost records' acknowledged offsets and acknowledgement times.
+	FirstOffset int64     `json:"first_offset"`
+	LastOffset  int64     `json:"last_offset"`
+	FirstAck    time.Time `json:"first_ack"`
+	LastAck     time.Time `json:"last_ack"`
 }
 
 // Recovery is how long a partition took to take a write after the last
@@ -99,16 +130,21 @@ type Counts struct {
 
 // Report is the checker's verdict.
 type Report struct {
-	OK         bool                `json:"ok"`
-	Counts     Counts              `json:"counts"`
-	ByKind     map[string]int      `json:"violations_by_kind"`
-	Violations []Violation         `json:"violations"` // up to MaxExamples per kind
-	Faults     map[string]int      `json:"faults_by_kind"`
-	Skipped    map[string]int      `json:"faults_skipped_by_kind,omitempty"`
-	Windows    []Window            `json:"unavailability_windows"`
-	Recovery   []Recovery          `json:"recovery"`
-	LastHeal   time.Time           `json:"last_heal"`
-	PerTP      map[string]TPCounts `json:"per_partition"`
+	OK         bool           `json:"ok"`
+	Counts     Counts         `json:"counts"`
+	ByKind     map[string]int `json:"violations_by_kind"`
+	Violations []Violation    `json:"violations"` // up to MaxExamples per kind
+	Faults     map[string]int `json:"faults_by_kind"`
+	Skipped    map[string]int `json:"faults_skipped_by_kind,omitempty"`
+	Windows    []Window       `json:"unavailability_windows"`
+	Losses     []Loss         `json:"losses,omitempty"`
+	Quota      map[string]int `json:"fault_quota,omitempty"`
+	Recovery   []Recovery     `json:"recovery"`
+	LastHeal   time.Time      `json:"last_heal"`
+	// Start is the start of the run; GapThreshold the shortest window.
+	Start        time.Time           `json:"start"`
+	GapThreshold time.Duration       `json:"gap_threshold_ns"`
+	PerTP        map[string]TPCounts `json:"per_partition"`
 }
 
 // TPCounts are one partition's numbers.
@@ -144,7 +180,7 @@ func (c *checker) tp(tp TP) *TPCounts {
 // Check runs every invariant over h; see doc.go for what each means.
 func Check(h *History, o CheckOptions) *Report {
 	o.ensureDefaults()
-	r := &Report{ByKind: map[string]int{}, Faults: map[string]int{}, Skipped: map[string]int{}, PerTP: map[string]TPCounts{}}
+	r := &Report{ByKind: map[string]int{}, Faults: map[string]int{}, Skipped: map[string]int{}, PerTP: map[string]TPCounts{}, Quota: o.Quota, Start: h.Start, GapThreshold: o.GapThreshold}
 	c := &checker{o: o, r: r, per: map[TP]*TPCounts{}}
 	for _, tp := range h.Partitions {
 		c.tp(tp)
@@ -214,12 +250,14 @@ func Check(h *History, o CheckOptions) *Report {
 	}
 
 	// Every send against the final log.
+	var lost []*Send
 	for i := range h.Sends {
 		s := &h.Sends[i]
 		where := found[s.Key]
 		switch s.Outcome {
 		case Acked:
 			if len(where) == 0 {
+				lost = append(lost, s)
 				c.tp(s.TP).Lost++
 				why := "is not in the log"
 				if _, read := h.FinalHW[s.TP]; !read {
@@ -266,6 +304,7 @@ func Check(h *History, o CheckOptions) *Report {
 
 	c.faults(h)
 	c.windows(h)
+	c.losses(h, lost)
 	c.recovery(h)
 
 	for _, tp := range sortedTPs(c.per) {
@@ -347,12 +386,84 @@ func (c *checker) windows(h *History) {
 		prev := h.Start
 		for _, t := range append(ts, h.End) {
 			if d := t.Sub(prev); d > c.o.GapThreshold {
-				c.r.Windows = append(c.r.Windows, Window{TP: tp, Start: prev, End: t, Duration: d})
+				c.r.Windows = append(c.r.Windows, attribute(Window{TP: tp, Start: prev, End: t, Duration: d}, h.Faults))
 			}
 			if t.After(prev) {
 				prev = t
 			}
 		}
+	}
+}
+
+// attribute finds the faults in progress during w.
+func attribute(w Window, faults []Fault) Window {
+	var names []string
+	var healed time.Time
+	for i, f := range faults {
+		if f.Skipped != "" || f.Start.After(w.End) || f.Healed.Before(w.Start) {
+			continue
+		}
+		w.Faults = append(w.Faults, i)
+		names = append(names, fmt.Sprintf("#%d %s %s", i+1, f.Kind, f.Target))
+		if f.Healed.After(healed) {
+			healed = f.Healed
+		}
+	}
+	w.AfterHeal = w.Duration
+	if len(names) == 0 {
+		w.Cause = "no fault"
+		return w
+	}
+	w.Cause = strings.Join(names, "; ")
+	w.AfterHeal = max(w.End.Sub(healed), 0)
+	return w
+}
+
+// losses groups the lost records by the fault that lost them and by
+// partition: the first fault that healed after the record was
+// acknowledged.
+func (c *checker) losses(h *History, lost []*Send) {
+	type key struct {
+		fault int
+		tp    TP
+	}
+	groups := map[key]*Loss{}
+	var order []key
+	for _, s := range lost {
+		k := key{fault: -1, tp: s.TP}
+		for i, f := range h.Faults {
+			if f.Skipped == "" && !f.Healed.Before(s.Done) {
+				k.fault = i
+				break
+			}
+		}
+		g := groups[k]
+		if g == nil {
+			g = &Loss{Fault: k.fault, TP: s.TP, FirstOffset: s.Offset, LastOffset: s.Offset, FirstAck: s.Done, LastAck: s.Done}
+			if k.fault >= 0 {
+				f := h.Faults[k.fault]
+				g.Kind, g.Target, g.FaultStart = f.Kind, f.Target, f.Start
+			}
+			groups[k] = g
+			order = append(order, k)
+		}
+		g.Records++
+		g.FirstOffset, g.LastOffset = min(g.FirstOffset, s.Offset), max(g.LastOffset, s.Offset)
+		if s.Done.Before(g.FirstAck) {
+			g.FirstAck = s.Done
+		}
+		if s.Done.After(g.LastAck) {
+			g.LastAck = s.Done
+		}
+	}
+	slices.SortFunc(order, func(a, b key) int {
+		if a.fault != b.fault {
+			return a.fault - b.fault
+		}
+		return cmpTP(a.tp, b.tp)
+	})
+	for _, k := range order {
+		c.r.Losses = append(c.r.Losses, *groups[k])
 	}
 }
 
@@ -404,13 +515,12 @@ func abbrev(v []byte) string {
 }
 
 func sortedTPs[V any](m map[TP]V) []TP {
-	return slices.SortedFunc(maps.Keys(m), func(a, b TP) int {
-		if a.Topic != b.Topic {
-			if a.Topic < b.Topic {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Partition) - int(b.Partition)
-	})
+	return slices.SortedFunc(maps.Keys(m), cmpTP)
+}
+
+func cmpTP(a, b TP) int {
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return int(a.Partition) - int(b.Partition)
 }

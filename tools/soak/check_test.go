@@ -251,3 +251,67 @@ func TestValueRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A window is put down to the fault in progress during it, with the time it
+// lasted after the heal; one that overlaps no fault says so.
+func TestCheckWindowsNameTheirFaults(t *testing.T) {
+	b := newHist()
+	var ka, kb []Key
+	for i, sec := range []float64{0, 1, 2, 8, 9} {
+		b.ack(0, int64(i), tpA, int64(i), sec)
+		ka = append(ka, Key{0, int64(i)})
+	}
+	for i, sec := range []float64{0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5} { // then nothing until the end
+		b.ack(1, int64(i), tpB, int64(i), sec)
+		kb = append(kb, Key{1, int64(i)})
+	}
+	b.final(tpA, ka...).final(tpB, kb...)
+	b.h.Faults = []Fault{
+		{Kind: FaultKillLeader, Target: "node 1 (leader of soak/0)", Start: t0.Add(3 * time.Second), Healed: t0.Add(5 * time.Second)},
+	}
+	r := Check(&b.h, CheckOptions{RecoveryBound: time.Minute})
+	if len(r.Windows) != 2 {
+		t.Fatalf("windows %+v, want 2", r.Windows)
+	}
+	a, bw := r.Windows[0], r.Windows[1]
+	if a.TP != tpA || len(a.Faults) != 1 || a.Faults[0] != 0 || !strings.Contains(a.Cause, "#1 kill-leader node 1") || a.AfterHeal != 3*time.Second {
+		t.Errorf("window on %s: %+v, want the leader kill, 3s after its heal", tpA, a)
+	}
+	if bw.TP != tpB || len(bw.Faults) != 0 || bw.Cause != "no fault" || bw.AfterHeal != bw.Duration {
+		t.Errorf("window on %s: %+v, want no fault", tpB, bw)
+	}
+}
+
+// Lost records are grouped by the fault that healed first after their
+// acknowledgement, with their offsets and acknowledgement times.
+func TestCheckLossesByFault(t *testing.T) {
+	b := newHist()
+	for i := range int64(6) {
+		b.ack(0, i, tpA, i, float64(i))
+	}
+	b.ack(0, 6, tpA, 3, 8)                                   // written again after the power loss
+	b.final(tpA, Key{0, 0}, Key{0, 1}, Key{0, 2}, Key{0, 6}) // 3, 4, 5 lost
+	b.ack(1, 0, tpB, 0, 1).ack(1, 1, tpB, 1, 8).final(tpB, Key{1, 0}, Key{1, 1})
+	b.h.Faults = []Fault{
+		{Kind: FaultPause, Target: "node 2", Start: t0.Add(500 * time.Millisecond), Healed: t0.Add(2 * time.Second)},
+		{Kind: FaultPowerLoss, Target: "nodes [1 2 3]", Start: t0.Add(6 * time.Second), Healed: t0.Add(7 * time.Second)},
+		{Kind: FaultKillLeader, Skipped: "no leader", Start: t0.Add(2 * time.Second), Healed: t0.Add(2 * time.Second)},
+	}
+	r := Check(&b.h, CheckOptions{})
+	if r.ByKind[KindLost] != 3 { // and offset 3 holds another record now
+		t.Fatalf("lost %d, want 3: %+v", r.ByKind[KindLost], r.Violations)
+	}
+	if len(r.Losses) != 1 {
+		t.Fatalf("losses %+v, want one group", r.Losses)
+	}
+	l := r.Losses[0]
+	if l.Fault != 1 || l.Kind != FaultPowerLoss || l.TP != tpA || l.Records != 3 || l.FirstOffset != 3 || l.LastOffset != 5 ||
+		!l.FirstAck.Equal(t0.Add(3*time.Second)) || !l.LastAck.Equal(t0.Add(5*time.Second)) {
+		t.Errorf("loss %+v, want 3 records of %s, offsets 3–5, put down to the power loss", l, tpA)
+	}
+	var out strings.Builder
+	PrintSummary(&out, r)
+	if !strings.Contains(out.String(), "#2 power-loss") || !strings.Contains(out.String(), "3–5") {
+		t.Errorf("summary does not show the loss by fault:\n%s", out.String())
+	}
+}

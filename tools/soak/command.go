@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -59,6 +59,16 @@ type Options struct {
 	Report          string
 	Keep            bool
 	TopicConfigs    map[string]string // extra topic configs, applied last
+	// NodeConfigs are extra server.properties of every node (e.g.
+	// broker.session.timeout.ms).
+	NodeConfigs map[string]string
+	// PoisonEvery: a send the broker must refuse before any append (a
+	// record over the topic's max.message.bytes: MESSAGE_TOO_LARGE) goes
+	// out this often, so the failed-visible check sees definite failures;
+	// 0 sends none.
+	PoisonEvery time.Duration
+	// Executable is the sluice binary the nodes run ("": this process's).
+	Executable string
 }
 
 func (o *Options) acks1() bool { return o.NegativeControl == NegAcks1 }
@@ -67,7 +77,7 @@ func (o *Options) acks1() bool { return o.NegativeControl == NegAcks1 }
 func NewCommand() *cobra.Command {
 	o := Options{}
 	var faults string
-	var topicConfigs []string
+	var topicConfigs, nodeConfigs []string
 	cmd := &cobra.Command{
 		Use:   "soak",
 		Short: "Run producers and consumers against a local cluster while killing, pausing, partitioning and powering off nodes; check no acknowledged record was lost",
@@ -99,13 +109,12 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 				}
 				o.Faults = append(o.Faults, f)
 			}
-			o.TopicConfigs = map[string]string{}
-			for _, kv := range topicConfigs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return fmt.Errorf("--topic-config %q: want KEY=VALUE, e.g. unclean.leader.election.enable=true", kv)
-				}
-				o.TopicConfigs[k] = v
+			var err error
+			if o.TopicConfigs, err = keyValues("--topic-config", topicConfigs); err != nil {
+				return err
+			}
+			if o.NodeConfigs, err = keyValues("--node-config", nodeConfigs); err != nil {
+				return err
 			}
 			// Ctrl-C ends the workload early: faults heal, rules go, the
 			// run is still checked.
@@ -130,7 +139,7 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.IntVar(&o.InFlight, "in-flight", 2000, "records a producer may buffer before it waits")
 	f.DurationVar(&o.DeliveryTimeout, "delivery-timeout", 30*time.Second, "a record not acknowledged this long after it was sent fails (outcome unknown)")
 	f.StringVar(&faults, "faults", strings.Join(AllFaults, ","), "fault kinds to inject, comma separated")
-	f.DurationVar(&o.FaultGap, "fault-gap", 6*time.Second, "mean rest between a heal and the next fault")
+	f.DurationVar(&o.FaultGap, "fault-gap", 4*time.Second, "mean rest between a heal and the next fault")
 	f.DurationVar(&o.RecoveryBound, "recovery-bound", 30*time.Second, "every partition must take a write this soon after the last heal")
 	f.BoolVar(&o.PowerLoss, "power-loss", true, "run nodes on the power-loss filesystem (tools/soak/powerfs) and inject power-loss faults")
 	f.BoolVar(&o.NetFaults, "net-faults", true, "inject network partitions (needs root and iptables; skipped with a message otherwise)")
@@ -139,7 +148,22 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.StringVar(&o.Report, "report", "", "JSON report path (default DIR/soak-report.json)")
 	f.BoolVar(&o.Keep, "keep", false, "leave the cluster running at the end")
 	f.StringArrayVar(&topicConfigs, "topic-config", nil, "extra topic config KEY=VALUE (repeatable; applied after the ones the flags imply)")
+	f.StringArrayVar(&nodeConfigs, "node-config", nil, "extra server.properties KEY=VALUE of every node (repeatable), e.g. broker.session.timeout.ms=3000")
+	f.DurationVar(&o.PoisonEvery, "poison-every", 5*time.Second, "send a record over the topic's max.message.bytes this often (the broker must refuse it: a definitely failed send); 0: never")
 	return cmd
+}
+
+// keyValues parses repeated KEY=VALUE flags.
+func keyValues(flag string, kvs []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%s %q: want KEY=VALUE, e.g. unclean.leader.election.enable=true", flag, kv)
+		}
+		m[k] = v
+	}
+	return m, nil
 }
 
 // errViolated is returned when the checker found a broken invariant.
@@ -186,7 +210,7 @@ func (o *Options) validate() error {
 // topicConfigs are the configs the topic is created with.
 func (o *Options) topicConfigs() map[string]*string {
 	s := func(v string) *string { return &v }
-	c := map[string]*string{"min.insync.replicas": s(strconv.Itoa(o.MinISR))}
+	c := map[string]*string{"min.insync.replicas": s(strconv.Itoa(o.MinISR)), "max.message.bytes": s(strconv.Itoa(topicMaxMessageBytes))}
 	// sluice.durability=sync: replicas count towards acks=all only with
 	// what they fsynced (group commit); page-cache: replication is the
 	// durability.
@@ -202,9 +226,45 @@ func (o *Options) topicConfigs() map[string]*string {
 
 // Run is one soak: start, load, faults, final read, check, report.
 func Run(ctx context.Context, w io.Writer, o Options) error {
-	if err := o.validate(); err != nil {
+	fr, err := run(ctx, w, o)
+	if err != nil {
 		return err
 	}
+	r := fr.Report
+	if o.NegativeControl != "" {
+		if r.OK || r.Counts.Lost+r.Counts.Vanished+r.Counts.Conflicts == 0 {
+			fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported no loss: the control did not do its job\n", o.NegativeControl)
+			return errViolated
+		}
+		fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported the loss, as it must\n", o.NegativeControl)
+		return nil
+	}
+	if !r.OK {
+		return errViolated
+	}
+	return nil
+}
+
+// lockedWriter lets the workload, the faulter and the progress line write
+// to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// run is Run up to the verdict: it returns the report it wrote, or the
+// error that kept it from checking.
+func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	w = &lockedWriter{w: w}
 	fmt.Fprintf(w, "soak: seed %d, %v, %d nodes, topic %s: %d partitions, RF %d, durability %s, acks %s, faults %s\n",
 		o.Seed, o.Duration, o.Nodes, o.Topic, o.Partitions, o.RF, o.Durability, map[bool]string{true: "1", false: "all (idempotent)"}[o.acks1()], strings.Join(o.Faults, ","))
 	var cfgs []string
@@ -216,14 +276,17 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	if o.NegativeControl != "" {
 		fmt.Fprintf(w, "soak: NEGATIVE CONTROL %s: this run must lose acknowledged records\n", o.NegativeControl)
 	}
-	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x5eed))
-	exe, err := os.Executable()
-	if err != nil {
-		return err
+	exe := o.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, err
+		}
 	}
 
 	var power *powerLoss
 	copts := cluster.Options{Dir: o.Dir, Nodes: o.Nodes, BasePort: o.BasePort, Executable: exe, Properties: map[string]string{}}
+	maps.Copy(copts.Properties, o.NodeConfigs)
 	if o.NegativeControl == NegUnclean {
 		copts.Properties["unclean.leader.election.enable"] = "true"
 	}
@@ -234,6 +297,8 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	net, why := newNetFaults(o.NetFaults && slices.Contains(o.Faults, FaultPartition), &copts)
 	if why != "" {
 		fmt.Fprintf(w, "soak: network partitions off: %s\n", why)
+		// Not in the schedule at all, so that their quota goes to no one.
+		o.Faults = slices.DeleteFunc(slices.Clone(o.Faults), func(k string) bool { return k == FaultPartition })
 	}
 	if net != nil {
 		defer net.close() // after the nodes stopped (defers run last first)
@@ -248,7 +313,7 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_ = cluster.Stop(sctx, io.Discard, l)
-		return fmt.Errorf("soak: start the cluster: %w", err)
+		return nil, fmt.Errorf("soak: start the cluster: %w", err)
 	}
 	if !o.Keep {
 		defer func() {
@@ -260,30 +325,43 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	seeds := strings.Split(l.BootstrapServers, ",")
 	admCl, err := kgo.NewClient(clientOpts(seeds)...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
 	tps, err := createTopic(ctx, w, adm, &o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	h := &History{Partitions: tps}
 	var acked, failed, unk atomic.Int64
 	var prods []*producer
 	for i := range o.Producers {
-		p, err := newProducer(i, seeds, tps, &o, &acked, &failed, &unk)
+		p, err := newProducer(i, seeds, tps, &o, &acked, &failed, &unk, false)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		prods = append(prods, p)
 	}
+	var poison *producer
+	if o.PoisonEvery > 0 {
+		// One more producer number, so its keys are its own.
+		if poison, err = newProducer(o.Producers, seeds, tps, &o, &acked, &failed, &unk, true); err != nil {
+			return nil, err
+		}
+		prods = append(prods, poison)
+	}
 	cons, err := newConsumer(seeds, tps)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	f := &faulter{l: l, adm: adm, rng: rng, tps: tps, kinds: o.Faults, gap: o.FaultGap, out: w, power: power, net: net}
+	f := &faulter{l: l, exe: exe, adm: adm, tps: tps, out: w, power: power, net: net,
+		sched:          newSchedule(o.Seed, o.Faults, o.FaultGap, o.Duration, len(tps)),
+		operatorElects: o.Durability == "page-cache"}
+	if len(o.Faults) > 0 {
+		fmt.Fprintf(w, "soak: fault quota for %v: %v (then weighted draws)\n", o.Duration, quotaFor(o.Faults, o.Duration))
+	}
 
 	h.Start = time.Now()
 	end := h.Start.Add(o.Duration)
@@ -293,11 +371,18 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	defer stopCons()
 	var wg, cwg sync.WaitGroup
 	for _, p := range prods {
+		if p == poison {
+			wg.Go(func() { drivePoison(wctx, p, o.PoisonEvery) })
+			continue
+		}
 		wg.Go(func() { drive(wctx, p, o.Rate/o.Producers) })
 	}
 	cwg.Go(func() { cons.live(cctx) })
 	if len(o.Faults) > 0 {
-		wg.Go(func() { f.run(wctx, end.Add(-o.RecoveryBound)) })
+		// The last heal leaves a quiet end: the recovery bound plus a
+		// margin (up to 15 s) to see every partition take writes again.
+		lastHeal := end.Add(-o.RecoveryBound - min(15*time.Second, o.RecoveryBound/2))
+		wg.Go(func() { f.run(wctx, lastHeal) })
 	}
 	progress(wctx, w, h.Start, &acked, &failed, &unk, cons, f)
 	wg.Wait()
@@ -327,8 +412,8 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 	for _, n := range l.Nodes {
 		if !cluster.Alive(l, n.ID) {
 			fmt.Fprintf(w, "soak: node %d is down at the end; restarting it for the final read\n", n.ID)
-			if err := cluster.Restart(fctx, l, n.ID); err != nil {
-				return err
+			if err := cluster.RestartWith(fctx, l, n.ID, exe); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -345,25 +430,29 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		fmt.Fprintf(w, "soak: WARNING: %v: %v (their unread acknowledged records count as lost)\n", err, missing)
 	}
 
-	r := Check(h, CheckOptions{RecoveryBound: o.RecoveryBound})
+	r := Check(h, CheckOptions{RecoveryBound: o.RecoveryBound, Quota: quotaFor(o.Faults, o.Duration)})
 	fmt.Fprintln(w)
 	PrintSummary(w, r)
-	if err := WriteJSON(o.Report, FullReport{Settings: o, Start: h.Start, End: h.End, Faults: h.Faults, Report: r}); err != nil {
-		return err
+	fr := &FullReport{Settings: o, Start: h.Start, End: h.End, Faults: h.Faults, NetFaultsOff: why, Report: r}
+	if err := WriteJSON(o.Report, *fr); err != nil {
+		return nil, err
 	}
 	fmt.Fprintf(w, "report: %s (seed %d)\n", o.Report, o.Seed)
-	if o.NegativeControl != "" {
-		if r.OK || r.Counts.Lost+r.Counts.Vanished+r.Counts.Conflicts == 0 {
-			fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported no loss: the control did not do its job\n", o.NegativeControl)
-			return errViolated
+	return fr, nil
+}
+
+// drivePoison sends one record the broker must refuse every period.
+func drivePoison(ctx context.Context, p *producer, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
-		fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported the loss, as it must\n", o.NegativeControl)
-		return nil
+		p.produce(ctx, 1)
 	}
-	if !r.OK {
-		return errViolated
-	}
-	return nil
 }
 
 // drive produces rate records per second until ctx ends.

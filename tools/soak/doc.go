@@ -29,20 +29,36 @@
 //
 // Unknown sends may be present or absent (counted, never a violation). The
 // report also lists unavailability windows: stretches longer than the gap
-// threshold in which a partition acknowledged nothing.
+// threshold in which a partition acknowledged nothing, each with the faults
+// it overlaps and how long it lasted after they healed (the five longest
+// are printed). Lost records are grouped by the fault that lost them (the
+// first fault that healed after their acknowledgement), with their
+// partition, offsets and acknowledgement times.
+//
+// So that failed-visible checks real failures, a poison producer sends,
+// every --poison-every, one uncompressed record over the topic's
+// max.message.bytes (256 KiB; the workload's batches stay under 64 KiB):
+// the broker refuses it with MESSAGE_TOO_LARGE before any append.
 //
 // # Faults
 //
 // One at a time, on a schedule drawn from --seed (kind, partition, hold
 // time, rest; the current metadata decides which node is "the leader of
-// partition p"):
+// partition p"). The schedule starts with a quota per 10 minutes of run
+// (21 leader kills, 6 controller kills, 3 pauses, 3 power losses, 3
+// partitions; at least one of each kind, and one of each before any
+// second), then draws kinds by weight. Rests and holds are shortened (never
+// below 0.5 s rest, 1 s or 5 s hold) only as far as the quota needs to fit
+// before the last heal; the seed replays the same steps:
 //
 //	kill-leader      SIGKILL the leader of a partition, restart after 1–10 s
 //	kill-controller  SIGKILL the active controller, restart after 1–10 s
 //	pause            SIGSTOP the leader of a partition for 5–30 s, then SIGCONT
 //	power-loss       SIGKILL every replica of a partition at once, cut each
 //	                 one's files back to what it had fsynced (powerfs.Recover),
-//	                 restart them
+//	                 restart them; with page-cache durability, then elect
+//	                 leaders uncleanly as an operator must (the restarted
+//	                 replicas' ISR entries are stale, KIP-966)
 //	net-partition    for 5–30 s, the leader cut off from its followers (Kafka
 //	                 and gossip ports; the quorum stays up) or from the active
 //	                 controller (controller and gossip ports); netfault.go

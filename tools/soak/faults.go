@@ -2,15 +2,17 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluice-log/sluice/tools/cluster"
 )
@@ -22,78 +24,85 @@ const (
 	FaultPause          = "pause"
 	FaultPowerLoss      = "power-loss"
 	FaultPartition      = "net-partition"
+	// NodeExited is not a fault the schedule injects: a node found dead
+	// between faults, which the faulter restarts.
+	NodeExited = "node-exited"
 )
 
 // AllFaults is every fault kind, the default of --faults.
 var AllFaults = []string{FaultKillLeader, FaultKillController, FaultPause, FaultPowerLoss, FaultPartition}
 
-// weights make leader kills the most common fault.
-var weights = map[string]int{FaultKillLeader: 4, FaultKillController: 2, FaultPause: 2, FaultPowerLoss: 1, FaultPartition: 2}
-
-// faulter injects faults one at a time: inject, hold, heal, rest, next.
-// The seed fixes the sequence of kinds, partitions and durations; which
-// node a "leader of partition p" is depends on the run.
+// faulter injects faults one at a time: rest, inject, hold, heal, next.
+// The schedule (seeded) fixes the sequence of kinds, partitions and
+// durations; which node a "leader of partition p" is depends on the run.
 type faulter struct {
-	l      cluster.Layout
-	adm    *kadm.Client
-	rng    *rand.Rand
-	tps    []TP
-	kinds  []string
-	gap    time.Duration
-	out    io.Writer
-	power  *powerLoss // nil: power loss not enabled
-	net    *netFaults // nil: network partitions not possible here
-	faults []Fault
+	l     cluster.Layout
+	exe   string // the sluice binary nodes restart with
+	adm   *kadm.Client
+	sched *schedule
+	tps   []TP
+	out   io.Writer
+	power *powerLoss // nil: power loss not enabled
+	net   *netFaults // nil: network partitions not possible here
+	// operatorElects: after a power loss, elect leaders uncleanly where
+	// none can be elected cleanly (page-cache durability: the restarted
+	// replicas' ISR entries are stale, KIP-966), as an operator would with
+	// `sluice leaders elect --type unclean`, so that the loss shows.
+	operatorElects bool
+	faults         []Fault
 }
 
-// run injects faults until ctx ends or the next one could not heal
-// before until.
-func (f *faulter) run(ctx context.Context, until time.Time) {
+// run injects faults until ctx ends or the last heal time comes: every
+// fault heals by lastHeal; a long hold is shortened to fit, and the
+// schedule ends when nothing fits.
+func (f *faulter) run(ctx context.Context, lastHeal time.Time) {
 	for {
-		rest := f.gap/2 + time.Duration(f.rng.Int64N(int64(f.gap)))
-		if !wait(ctx, rest) {
+		st := f.sched.fit(f.sched.next(), time.Until(lastHeal))
+		if !wait(ctx, st.Rest) {
 			return
 		}
-		kind := f.pick()
-		tp := f.tps[f.rng.IntN(len(f.tps))]
-		hold := time.Second + time.Duration(f.rng.Int64N(int64(9*time.Second)))
-		if kind == FaultPause || kind == FaultPartition {
-			hold = 5*time.Second + time.Duration(f.rng.Int64N(int64(25*time.Second)))
-		}
-		// Every fault heals at least 15 s before until; a long hold is
-		// shortened to fit, and the schedule ends when nothing fits.
-		if room := time.Until(until) - 15*time.Second; hold > room {
+		f.restartDead(ctx)
+		hold := st.Hold
+		if room := time.Until(lastHeal); hold > room {
 			if room < time.Second {
 				return
 			}
 			hold = room
 		}
-		fl := f.inject(ctx, kind, tp, hold)
+		fl := f.inject(ctx, st, hold)
 		f.faults = append(f.faults, fl)
 		if fl.Skipped != "" {
-			fmt.Fprintf(f.out, "fault %-15s skipped: %s\n", kind, fl.Skipped)
+			fmt.Fprintf(f.out, "fault %-15s skipped: %s\n", st.Kind, fl.Skipped)
 		} else {
-			fmt.Fprintf(f.out, "fault %-15s %s: %v, healed\n", kind, fl.Target, fl.Healed.Sub(fl.Start).Round(100*time.Millisecond))
+			fmt.Fprintf(f.out, "fault %-15s %s: %v, healed\n", st.Kind, fl.Target, fl.Healed.Sub(fl.Start).Round(100*time.Millisecond))
 		}
 	}
 }
 
-func (f *faulter) pick() string {
-	total := 0
-	for _, k := range f.kinds {
-		total += weights[k]
-	}
-	n := f.rng.IntN(total)
-	for _, k := range f.kinds {
-		if n -= weights[k]; n < 0 {
-			return k
+// restartDead restarts every node that exited by itself (no fault of ours
+// is in progress between steps) and records it as a NodeExited event, so
+// that the windows it caused are put down to it and the report shows it.
+func (f *faulter) restartDead(ctx context.Context) {
+	for _, n := range f.l.Nodes {
+		if cluster.Alive(f.l, n.ID) {
+			continue
 		}
+		fl := Fault{Kind: NodeExited, Start: time.Now(), Nodes: []int32{n.ID},
+			Target: fmt.Sprintf("node %d exited by itself (see %s); restarted", n.ID, n.LogFile)}
+		rctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+		if err := cluster.RestartWith(rctx, f.l, n.ID, f.exe); err != nil {
+			fl.Target += " (error: " + err.Error() + ")"
+		}
+		cancel()
+		fl.Healed = time.Now()
+		f.faults = append(f.faults, fl)
+		fmt.Fprintf(f.out, "NODE EXITED    %s\n", fl.Target)
 	}
-	return f.kinds[0]
 }
 
 // inject runs one fault to its heal.
-func (f *faulter) inject(ctx context.Context, kind string, tp TP, hold time.Duration) Fault {
+func (f *faulter) inject(ctx context.Context, st step, hold time.Duration) Fault {
+	kind, tp := st.Kind, f.tps[st.Partition]
 	fl := Fault{Kind: kind, Start: time.Now()}
 	skip := func(why string) Fault { fl.Skipped, fl.Healed = why, time.Now(); return fl }
 	var err error
@@ -104,6 +113,7 @@ func (f *faulter) inject(ctx context.Context, kind string, tp TP, hold time.Dura
 			return skip(lerr.Error())
 		}
 		fl.Target = fmt.Sprintf("node %d (leader of %s)", leader, tp)
+		fl.Nodes = []int32{leader}
 		if kind == FaultPause {
 			err = f.pause(ctx, leader, hold)
 		} else {
@@ -118,6 +128,7 @@ func (f *faulter) inject(ctx context.Context, kind string, tp TP, hold time.Dura
 			return skip("no active controller to kill")
 		}
 		fl.Target = fmt.Sprintf("node %d (active controller)", md.Controller)
+		fl.Nodes = []int32{md.Controller}
 		err = f.killRestart(ctx, []int32{md.Controller}, hold, nil)
 	case FaultPowerLoss:
 		if f.power == nil {
@@ -128,12 +139,16 @@ func (f *faulter) inject(ctx context.Context, kind string, tp TP, hold time.Dura
 			return skip(lerr.Error())
 		}
 		fl.Target = fmt.Sprintf("nodes %v (every replica of %s)", replicas, tp)
+		fl.Nodes = replicas
 		err = f.killRestart(ctx, replicas, hold, func(id int32) error { return f.power.drop(f.l, id) })
+		if err == nil && f.operatorElects {
+			fl.Target += "; " + f.electUnclean(ctx)
+		}
 	case FaultPartition:
 		if f.net == nil {
 			return skip("network partitions need root, iptables and per-node addresses (--net-faults)")
 		}
-		fromController := f.rng.IntN(2) == 0
+		fromController := st.FromController
 		leader, replicas, lerr := f.leader(ctx, tp)
 		if lerr != nil {
 			return skip(lerr.Error())
@@ -160,6 +175,7 @@ func (f *faulter) inject(ctx context.Context, kind string, tp TP, hold time.Dura
 				return skip(fmt.Sprintf("%s has no followers and its leader is the controller", tp))
 			}
 		}
+		fl.Nodes = []int32{leader}
 		if fromController {
 			fl.Target = fmt.Sprintf("node %d (leader of %s) from the controller %d", leader, tp, md.Controller)
 		} else {
@@ -199,17 +215,24 @@ func (f *faulter) metadata(ctx context.Context) (kadm.Metadata, error) {
 	return kadm.Metadata{}, fmt.Errorf("no metadata: %v", last)
 }
 
-// leader finds tp's leader and replicas in the metadata.
+// leader finds tp's leader and replicas in the metadata, waiting up to
+// 20 s for the partition to have one (after a power loss or a kill the
+// election takes a session timeout).
 func (f *faulter) leader(ctx context.Context, tp TP) (int32, []int32, error) {
-	md, err := f.metadata(ctx)
-	if err != nil {
-		return -1, nil, err
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		md, err := f.metadata(ctx)
+		if err != nil {
+			return -1, nil, err
+		}
+		p, ok := md.Topics[tp.Topic].Partitions[tp.Partition]
+		if ok && p.Leader >= 0 {
+			return p.Leader, p.Replicas, nil
+		}
+		if time.Now().After(deadline) || !wait(ctx, 500*time.Millisecond) {
+			return -1, nil, fmt.Errorf("%s has had no leader for 20 s", tp)
+		}
 	}
-	p, ok := md.Topics[tp.Topic].Partitions[tp.Partition]
-	if !ok || p.Leader < 0 {
-		return -1, nil, fmt.Errorf("%s has no leader now", tp)
-	}
-	return p.Leader, p.Replicas, nil
 }
 
 // killRestart SIGKILLs every node in ids at once, runs between (if set) on
@@ -233,7 +256,7 @@ func (f *faulter) killRestart(ctx context.Context, ids []int32, hold time.Durati
 	wait(ctx, hold)
 	for _, id := range ids {
 		rctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-		if err := cluster.Restart(rctx, f.l, id); err != nil {
+		if err := cluster.RestartWith(rctx, f.l, id, f.exe); err != nil {
 			errs = append(errs, err.Error())
 		}
 		cancel()
@@ -252,6 +275,79 @@ func (f *faulter) pause(ctx context.Context, id int32, hold time.Duration) error
 	}
 	wait(ctx, hold)
 	return cluster.Signal(f.l, id, syscall.SIGCONT)
+}
+
+// electUnclean waits until every node is ready again (registered with
+// this run's epoch: /readyz), then elects leaders uncleanly for the
+// partitions that have none, and says what it did.
+func (f *faulter) electUnclean(ctx context.Context) string {
+	ectx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := waitReady(ectx, f.l); err != nil {
+		return "no unclean election: " + err.Error()
+	}
+	set := kadm.TopicsSet{}
+	for _, tp := range f.tps {
+		set.Add(tp.Topic, tp.Partition)
+	}
+	var elected []string
+	for {
+		res, err := f.adm.ElectLeaders(ectx, kadm.ElectLiveReplica, set)
+		pending := 0
+		if err == nil {
+			for t, ps := range res {
+				for p, r := range ps {
+					switch {
+					case r.Err == nil:
+						elected = append(elected, TP{t, p}.String())
+						set.Delete(t, p)
+					case errors.Is(r.Err, kerr.ElectionNotNeeded):
+						set.Delete(t, p)
+					default:
+						pending++
+					}
+				}
+			}
+		}
+		if err == nil && pending == 0 {
+			break
+		}
+		if !wait(ectx, time.Second) {
+			slices.Sort(elected)
+			return fmt.Sprintf("operator's unclean election: %v elected, %d partition(s) still failing (%v)", elected, pending, err)
+		}
+	}
+	slices.Sort(elected)
+	if len(elected) == 0 {
+		return "operator's unclean election: none needed"
+	}
+	return fmt.Sprintf("operator's unclean election of %s", strings.Join(elected, " "))
+}
+
+// waitReady waits until every node of l answers 200 on /readyz.
+func waitReady(ctx context.Context, l cluster.Layout) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for {
+		ready := 0
+		for _, n := range l.Nodes {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.HTTP+"/readyz", nil)
+			if err != nil {
+				return err
+			}
+			if resp, err := hc.Do(req); err == nil {
+				_ = resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					ready++
+				}
+			}
+		}
+		if ready == len(l.Nodes) {
+			return nil
+		}
+		if !wait(ctx, 250*time.Millisecond) {
+			return fmt.Errorf("%d of %d nodes ready", ready, len(l.Nodes))
+		}
+	}
 }
 
 // wait waits d unless ctx ends first; it reports whether d passed.

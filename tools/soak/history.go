@@ -114,6 +114,7 @@ type Read struct {
 type Fault struct {
 	Kind   string    `json:"kind"`
 	Target string    `json:"target"` // e.g. "node 2 (leader of soak/3)"
+	Nodes  []int32   `json:"nodes,omitempty"`
 	Start  time.Time `json:"start"`
 	Healed time.Time `json:"healed"`
 	// Skipped says why the fault was not injected ("" when it was).

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sluice-log/sluice/tools/cluster"
@@ -73,12 +74,39 @@ func newNetFaults(want bool, copts *cluster.Options) (*netFaults, string) {
 		return nil, "iptables cgroup match unavailable: " + err.Error()
 	}
 	_ = iptables("-F", n.chain)
+	// And a process can be started inside a group of ours (containers may
+	// refuse it), as every node will be.
+	if err := probeCgroup(filepath.Join(root, group, "probe")); err != nil {
+		n.close()
+		return nil, "cannot start a process in a cgroup of ours: " + err.Error()
+	}
 	copts.NodeCgroup = func(nd cluster.Node) string {
 		dir := filepath.Join(root, n.nodeGroup(nd.ID))
 		_ = os.MkdirAll(dir, 0o755) // a failure shows when the node starts
 		return dir
 	}
 	return n, ""
+}
+
+// probeCgroup starts /bin/true inside a new group dir (CLONE_INTO_CGROUP)
+// and removes the group again.
+func probeCgroup(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	defer os.Remove(dir)
+	cg, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer cg.Close()
+	exe, err := exec.LookPath("true")
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe)
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
+	return cmd.Run()
 }
 
 func iptables(args ...string) error {

@@ -1,12 +1,14 @@
 package soak
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"text/tabwriter"
 	"time"
 )
@@ -14,14 +16,26 @@ import (
 // PrintSummary writes the summary table of r.
 func PrintSummary(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FAULTS INJECTED\tCOUNT\t")
-	for _, k := range slices.Sorted(maps.Keys(r.Faults)) {
-		fmt.Fprintf(tw, "  %s\t%d\t\n", k, r.Faults[k])
+	fmt.Fprintln(tw, "FAULTS INJECTED\tCOUNT\tQUOTA")
+	kinds := map[string]int{}
+	maps.Copy(kinds, r.Faults)
+	for k := range r.Quota {
+		kinds[k] += 0 // a kind of the quota never injected shows as short
+	}
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		q := ""
+		if n, ok := r.Quota[k]; ok {
+			q = strconv.Itoa(n)
+			if r.Faults[k] < n {
+				q += " (short)"
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\n", k, r.Faults[k], q)
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Skipped)) {
 		fmt.Fprintf(tw, "  %s (skipped)\t%d\t\n", k, r.Skipped[k])
 	}
-	if len(r.Faults)+len(r.Skipped) == 0 {
+	if len(kinds)+len(r.Skipped) == 0 {
 		fmt.Fprintln(tw, "  none\t0\t")
 	}
 	c := r.Counts
@@ -46,11 +60,8 @@ func PrintSummary(w io.Writer, r *Report) {
 	}
 	tw.Flush()
 
-	var worst time.Duration
-	for _, win := range r.Windows {
-		worst = max(worst, win.Duration)
-	}
-	fmt.Fprintf(w, "unavailability windows (no ack on a partition): %d, longest %v\n", len(r.Windows), worst.Round(time.Millisecond))
+	printWindows(w, r)
+	printLosses(w, r)
 	var slow time.Duration
 	never := 0
 	for _, rc := range r.Recovery {
@@ -76,6 +87,75 @@ func PrintSummary(w io.Writer, r *Report) {
 	}
 }
 
+// printWindows says how many unavailability windows there were and lists
+// the longest with the faults they overlap.
+func printWindows(w io.Writer, r *Report) {
+	byLen := slices.Clone(r.Windows)
+	slices.SortStableFunc(byLen, func(a, b Window) int { return cmp.Compare(b.Duration, a.Duration) })
+	noFault := 0
+	var worstAfter time.Duration
+	for _, win := range r.Windows {
+		if len(win.Faults) == 0 {
+			noFault++
+		}
+		worstAfter = max(worstAfter, win.AfterHeal)
+	}
+	fmt.Fprintf(w, "unavailability windows (no ack on a partition for over %v): %d, %d overlapping no fault; longest after a heal %v\n",
+		r.GapThreshold, len(r.Windows), noFault, worstAfter.Round(time.Millisecond))
+	if len(byLen) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  LONGEST\tPARTITION\tFROM\tAFTER HEAL\tCAUSE")
+	for _, win := range byLen[:min(len(byLen), 5)] {
+		fmt.Fprintf(tw, "  %v\t%s\t+%v\t%v\t%s\n", win.Duration.Round(time.Millisecond), win.TP,
+			win.Start.Sub(r.Start).Round(100*time.Millisecond), win.AfterHeal.Round(time.Millisecond), win.Cause)
+	}
+	tw.Flush()
+}
+
+// printLosses lists the lost records by the fault that lost them.
+func printLosses(w io.Writer, r *Report) {
+	if len(r.Losses) == 0 {
+		return
+	}
+	// One line per fault first, then the groups by partition.
+	var order []int
+	total := map[int]int{}
+	for _, l := range r.Losses {
+		if _, ok := total[l.Fault]; !ok {
+			order = append(order, l.Fault)
+		}
+		total[l.Fault] += l.Records
+	}
+	for _, f := range order {
+		name := "no fault after them"
+		for _, l := range r.Losses {
+			if l.Fault == f && f >= 0 {
+				name = fmt.Sprintf("#%d %s at +%v", f+1, l.Kind, l.FaultStart.Sub(r.Start).Round(100*time.Millisecond))
+				break
+			}
+		}
+		fmt.Fprintf(w, "lost by %s: %d acknowledged records\n", name, total[f])
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOST\tPARTITION\tOFFSETS\tACKNOWLEDGED\tFAULT")
+	const maxRows = 30
+	for i, l := range r.Losses {
+		if i == maxRows {
+			fmt.Fprintf(tw, "  …\t%d more groups in the JSON report (losses)\t\t\t\n", len(r.Losses)-maxRows)
+			break
+		}
+		f := "none after them (lost at the end?)"
+		if l.Fault >= 0 {
+			f = fmt.Sprintf("#%d %s at +%v: %s", l.Fault+1, l.Kind, l.FaultStart.Sub(r.Start).Round(100*time.Millisecond), l.Target)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%d–%d\t+%v…+%v\t%s\n", l.Records, l.TP, l.FirstOffset, l.LastOffset,
+			l.FirstAck.Sub(r.Start).Round(100*time.Millisecond), l.LastAck.Sub(r.Start).Round(100*time.Millisecond), f)
+	}
+	tw.Flush()
+}
+
 // FullReport is the JSON report file: the run's settings, its faults and
 // the checker's verdict.
 type FullReport struct {
@@ -83,6 +163,9 @@ type FullReport struct {
 	Start    time.Time `json:"start"`
 	End      time.Time `json:"end"`
 	Faults   []Fault   `json:"faults"`
+	// NetFaultsOff says why network partitions were left out of the
+	// schedule ("not asked for", "not root", ...); "" when they were in it.
+	NetFaultsOff string `json:"net_faults_off,omitempty"`
 	*Report
 }
 

@@ -39,8 +39,26 @@ func clientOpts(seeds []string) []kgo.Opt {
 	}
 }
 
-func newProducer(id int, seeds []string, tps []TP, o *Options, acked, failed, unk *atomic.Int64) (*producer, error) {
+// Record sizes against the topic's max.message.bytes: the workload's
+// batches stay far below it, a poison record is over it.
+const (
+	topicMaxMessageBytes = 256 << 10
+	producerBatchBytes   = 64 << 10
+	poisonSize           = topicMaxMessageBytes + 4<<10
+)
+
+// newProducer makes workload producer id. A poison producer sends records
+// over the topic's max.message.bytes, which the broker refuses with
+// MESSAGE_TOO_LARGE before any append (definitely failed sends); it is not
+// idempotent (a failed batch would reset an idempotent producer's
+// sequences) and its batches may be as large as a poison record.
+func newProducer(id int, seeds []string, tps []TP, o *Options, acked, failed, unk *atomic.Int64, poison bool) (*producer, error) {
+	size, batch := o.ValueSize, int32(producerBatchBytes)
+	if poison {
+		size, batch = poisonSize, 2*poisonSize
+	}
 	opts := append(clientOpts(seeds),
+		kgo.ProducerBatchMaxBytes(batch),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RecordDeliveryTimeout(o.DeliveryTimeout),
 		kgo.ProduceRequestTimeout(10*time.Second),
@@ -50,9 +68,14 @@ func newProducer(id int, seeds []string, tps []TP, o *Options, acked, failed, un
 		kgo.MaxBufferedRecords(2*o.InFlight),
 		kgo.ProducerLinger(5*time.Millisecond),
 	)
-	if o.acks1() {
+	switch {
+	case o.acks1():
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-	} else {
+	case poison:
+		// Uncompressed: the limit is on the batch as sent, and the padding
+		// compresses to almost nothing.
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	default:
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
 	}
 	cl, err := kgo.NewClient(opts...)
@@ -60,7 +83,7 @@ func newProducer(id int, seeds []string, tps []TP, o *Options, acked, failed, un
 		return nil, err
 	}
 	capTP := max(o.InFlight/len(tps), 1)
-	return &producer{id: id, cl: cl, tps: tps, size: o.ValueSize, capTP: capTP, open: map[TP]int{}, acked: acked, failed: failed, unk: unk}, nil
+	return &producer{id: id, cl: cl, tps: tps, size: size, capTP: capTP, open: map[TP]int{}, acked: acked, failed: failed, unk: unk}, nil
 }
 
 // produce sends up to n records, round robin over the partitions that
