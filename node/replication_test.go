@@ -48,10 +48,12 @@ type replCluster struct {
 // by default): a port from there (what ":0" gives) can be taken in the
 // meantime as the source port of any outgoing connection on the machine,
 // which made node starts fail with "address already in use" under load.
+// 12000-17999 keeps apart from the demo and soak tests' ranges, which run
+// real node processes at the same time.
 func freeAddr(t testing.TB) string {
 	t.Helper()
 	for range 200 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		addr := fmt.Sprintf("127.0.0.1:%d", 12000+rand.IntN(6000))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue
@@ -63,7 +65,7 @@ func freeAddr(t testing.TB) string {
 			return addr
 		}
 	}
-	t.Fatal("no free TCP+UDP port in 20000-31999")
+	t.Fatal("no free TCP+UDP port in 12000-17999")
 	return ""
 }
 

@@ -87,7 +87,7 @@ func logNodes(t *testing.T, dir string) {
 func freeBase(t *testing.T) int {
 	t.Helper()
 	for range 50 {
-		base := 20005 + rand.IntN(1100)*10 // every port below 32768, where Linux's ephemeral ports start
+		base := 27005 + rand.IntN(400)*10 // 25959-31847: below Linux's ephemeral ports (32768+), apart from the demo test's and node tests' ranges
 		ok := true
 		for i := 1; i <= 3 && ok; i++ {
 			off := base - cluster.KafkaPort + cluster.PortStep*i
