@@ -10,7 +10,7 @@
 // controller.quorum.voters, or the initial controllers of meta.properties,
 // when the node is one of them; any other node, a broker-only one
 // included, joins the running quorum as a Raft non-voter through
-// quorum.Join: join.go), starts liveness gossip when a GOSSIP
+// Controller.Join: join.go), starts liveness gossip when a GOSSIP
 // listener is configured, registers the broker (saying whether the previous
 // run shut down cleanly: the .clean_shutdown marker; retried while the
 // outcome is unknown), gets it unfenced (by the active controller's gossip

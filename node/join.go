@@ -12,7 +12,7 @@ import (
 // or a controller outside the initial controllers) a Raft non-voter of the
 // running quorum, so it receives the metadata log: it asks the voters
 // (controller.quorum.voters, else meta.properties' initial controllers) to
-// add it (quorum.Join, which follows the leader and retries). Joining again
+// add it (Controller.Join, which follows the leader and retries). Joining again
 // after a restart is harmless. Without a reachable quorum it fails within
 // timeout with an error that says what to check.
 func (n *Node) joinQuorum(voters []quorum.Voter, timeout time.Duration) error {
@@ -25,7 +25,7 @@ func (n *Node) joinQuorum(voters []quorum.Voter, timeout time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := quorum.Join(ctx, addrs, n.cfg.NodeID, n.ctrl.Addr()); err != nil {
+	if err := n.ctrl.Join(ctx, addrs); err != nil {
 		return fmt.Errorf("node: join the metadata quorum at %v as a non-voter (are the controllers up?): %w", addrs, err)
 	}
 	return nil

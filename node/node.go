@@ -193,9 +193,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}
 	qc := quorum.Config{
 		NodeID: cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
-		ClusterID: meta.ClusterID,
-		Policy:    quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
-		OnApply:   func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
+		ClusterID: meta.ClusterID, PeerLog: n.log,
+		Policy:  quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
+		OnApply: func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
 	}
 	if a, ok := cfg.Advertised(config.ListenerController); ok && a.Host != "" {
 		qc.AdvertiseAddr = net.JoinHostPort(a.Host, strconv.Itoa(int(ctrlL.Addr().(*net.TCPAddr).Port)))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -40,7 +41,10 @@ type Config struct {
 	// state). Every initial voter must be given the same list. Empty means
 	// this node waits to be added (AddNonvoter / AddVoter on the leader).
 	InitialVoters []Voter
-	// ClusterID is written to the image by the first leader.
+	// ClusterID is written to the image by the first leader, and every
+	// connection to and from the controller port carries it (hello.go): a
+	// peer that names another cluster is refused. Empty accepts any peer
+	// (tests); at most 64 bytes.
 	ClusterID string
 	Policy    Policy
 	// OnApply receives the stream of applied changes; see FSM. It may run
@@ -48,6 +52,10 @@ type Config struct {
 	OnApply func(Change)
 	// Logger for raft; nil silences it.
 	Logger hclog.Logger
+	// PeerLog receives one line per refused controller-port connection
+	// (another cluster's id, a malformed hello), at most one a minute per
+	// peer host and reason; nil discards.
+	PeerLog *slog.Logger
 
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
@@ -101,6 +109,9 @@ func Open(cfg Config) (*Controller, error) {
 	if cfg.NodeID < 0 || cfg.Dir == "" {
 		return nil, fmt.Errorf("quorum: Config needs a NodeID >= 0 and a Dir (got %d, %q)", cfg.NodeID, cfg.Dir)
 	}
+	if len(cfg.ClusterID) > maxClusterIDLen {
+		return nil, fmt.Errorf("quorum: cluster id %q is longer than %d bytes", cfg.ClusterID, maxClusterIDLen)
+	}
 	if cfg.ApplyTimeout <= 0 {
 		cfg.ApplyTimeout = 10 * time.Second
 	}
@@ -129,7 +140,7 @@ func Open(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, log: logger, fsm: NewFSM(cfg.OnApply), conns: map[net.Conn]struct{}{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.mux = newMuxListener(ln, adv, c.serveForward)
+	c.mux = newMuxListener(ln, adv, c.serveForward, hello{ClusterID: cfg.ClusterID, NodeID: cfg.NodeID}, newRefusals(cfg.PeerLog))
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger,
 	})
@@ -274,7 +285,7 @@ func (c *Controller) Propose(ctx context.Context, cmd Command) (any, error) {
 				return reply, err
 			}
 		} else if _, addr := c.Leader(); addr != "" && addr != c.Addr() {
-			reply, err := forwardCommand(ctx, addr, cmd)
+			reply, err := c.forwardCommand(ctx, addr, cmd)
 			if err == nil {
 				return reply, nil
 			}
@@ -441,7 +452,7 @@ func (c *Controller) changeMembership(ctx context.Context, op string, id int32, 
 		if c.IsLeader() {
 			err = c.changeMembershipLocal(op, id, addr)
 		} else if _, laddr := c.Leader(); laddr != "" && laddr != c.Addr() {
-			err = forward(ctx, laddr, &forwardRequest{Op: op, ID: id, Addr: addr}, nil)
+			err = c.forward(ctx, laddr, &forwardRequest{Op: op, ID: id, Addr: addr}, nil)
 		} else {
 			err = kerrf(kerr.NotController, "no leader known")
 		}

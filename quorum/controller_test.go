@@ -358,7 +358,7 @@ func TestSnapshotInstallToNonvoter(t *testing.T) {
 	b2.start(t, listen(t), nil, nil)
 	t.Cleanup(func() { b2.stop(t) })
 	seeds := []string{followerOf(nodes, leader).addr, leader.addr}
-	if err := Join(ctx, seeds, b2.id, b2.addr); err != nil {
+	if err := b2.c.Join(ctx, seeds); err != nil {
 		t.Fatal(err)
 	}
 	all := append(nodes, b, b2)

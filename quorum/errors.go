@@ -25,4 +25,10 @@ var (
 	ErrOutcomeUnknown = errors.New("quorum: outcome unknown")
 	// ErrNoLeader is returned when no active controller is known before the deadline.
 	ErrNoLeader = errors.New("quorum: no active controller")
+	// ErrBadHello marks a controller-port connection that did not open with
+	// a well-formed hello of this version (hello.go).
+	ErrBadHello = errors.New("quorum: bad controller-port hello")
+	// ErrWrongCluster marks a controller-port connection from a node of
+	// another cluster (its hello names another cluster id).
+	ErrWrongCluster = errors.New("quorum: peer of another cluster")
 )

@@ -16,7 +16,8 @@ import (
 
 // The forwarding protocol carries commands from any node to the active
 // controller over the controller (Raft) port; see mux.go for how it shares
-// the port. A client connects, writes forwardMagic, then one request frame,
+// the port. A client connects, writes its hello (hello.go) and forwardMagic,
+// then one request frame,
 // and reads one response frame; then the connection is closed. A frame is a
 // 4-byte big-endian length and that many bytes of JSON:
 //
@@ -148,7 +149,7 @@ func (c *Controller) serveForward(conn net.Conn) {
 
 // forward sends req to the node at addr and decodes the reply into reply
 // (when not nil).
-func forward(ctx context.Context, addr string, req *forwardRequest, reply any) error {
+func (c *Controller) forward(ctx context.Context, addr string, req *forwardRequest, reply any) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -162,6 +163,7 @@ func forward(ctx context.Context, addr string, req *forwardRequest, reply any) e
 	_ = conn.SetDeadline(dl)
 	req.TimeoutMS = time.Until(dl).Milliseconds()
 	w := bufio.NewWriter(conn)
+	_, _ = w.Write(c.mux.hello) // errors stick in w
 	if err := w.WriteByte(forwardMagic); err != nil {
 		return err
 	}
@@ -220,30 +222,33 @@ func retriableRemote(err error) bool {
 
 // forwardCommand sends cmd to the node at addr (the active controller) and
 // returns the decoded reply.
-func forwardCommand(ctx context.Context, addr string, cmd Command) (any, error) {
+func (c *Controller) forwardCommand(ctx context.Context, addr string, cmd Command) (any, error) {
 	raw, err := json.Marshal(cmd)
 	if err != nil {
 		return nil, err
 	}
 	reply := cmd.newReply()
-	if err := forward(ctx, addr, &forwardRequest{Op: opPropose, Type: cmd.CommandType(), Cmd: raw}, reply); err != nil {
+	if err := c.forward(ctx, addr, &forwardRequest{Op: opPropose, Type: cmd.CommandType(), Cmd: raw}, reply); err != nil {
 		return nil, err
 	}
 	return reply, nil
 }
 
 // Join asks the quorum reachable at any of controllers (controller
-// addresses, e.g. meta.properties' initial.controllers) to add node id,
-// listening at addr, as a non-voter: what a broker does on its first start,
-// before it knows the leader. It follows NOT_CONTROLLER leader hints and
-// retries until ctx ends. Adding a node that is already a member is a no-op.
-func Join(ctx context.Context, controllers []string, id int32, addr string) error {
+// addresses, e.g. meta.properties' initial.controllers) to add this node,
+// at its advertised address, as a non-voter: what a broker does on its
+// first start, before it knows the leader. It follows NOT_CONTROLLER leader
+// hints and retries until ctx ends. Adding a node that is already a member
+// is a no-op. A quorum of another cluster closes the connection (hello.go):
+// Join then retries until ctx ends, and that quorum logs why.
+func (c *Controller) Join(ctx context.Context, controllers []string) error {
+	id, addr := c.cfg.NodeID, c.Addr()
 	if len(controllers) == 0 {
 		return fmt.Errorf("%w: no controller addresses", ErrNoLeader)
 	}
 	next := controllers[0]
 	for i := 0; ; i++ {
-		err := forward(ctx, next, &forwardRequest{Op: opAddNonvoter, ID: id, Addr: addr}, nil)
+		err := c.forward(ctx, next, &forwardRequest{Op: opAddNonvoter, ID: id, Addr: addr}, nil)
 		if err == nil {
 			return nil
 		}

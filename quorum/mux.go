@@ -2,8 +2,10 @@ package quorum
 
 import (
 	"bufio"
+	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -12,11 +14,13 @@ import (
 // forwardMagic is the first byte of a forwarding connection. The controller
 // port carries two protocols: hashicorp/raft's (every connection starts with
 // an RPC type byte, 0..4 in raft v1.7) and the forwarding protocol of
-// forward.go (starts with forwardMagic). muxListener reads the first byte of
-// each accepted connection and routes it.
+// forward.go (starts with forwardMagic). Both come after the hello of
+// hello.go: muxListener checks the hello of each accepted connection, then
+// reads the protocol's first byte and routes it.
 const forwardMagic byte = 0xF5
 
-// firstByteTimeout bounds how long an accepted connection may stay silent.
+// firstByteTimeout bounds how long an accepted connection may take to send
+// its hello and first protocol byte.
 const firstByteTimeout = 10 * time.Second
 
 // muxListener is the raft.StreamLayer of a Controller: it hands raft the
@@ -25,6 +29,10 @@ type muxListener struct {
 	ln        net.Listener
 	advertise net.Addr
 	handle    func(net.Conn)
+	clusterID string    // what accepted hellos must name; "" accepts any
+	hello     []byte    // what Dial sends
+	refusals  *refusals // logs refused connections
+	refused   atomic.Int64
 
 	raftConns chan net.Conn
 	closeOnce sync.Once
@@ -33,9 +41,10 @@ type muxListener struct {
 
 var _ raft.StreamLayer = (*muxListener)(nil)
 
-func newMuxListener(ln net.Listener, advertise net.Addr, handle func(net.Conn)) *muxListener {
+func newMuxListener(ln net.Listener, advertise net.Addr, handle func(net.Conn), self hello, refusals *refusals) *muxListener {
 	m := &muxListener{
 		ln: ln, advertise: advertise, handle: handle,
+		clusterID: self.ClusterID, hello: appendHello(nil, self), refusals: refusals,
 		raftConns: make(chan net.Conn), closed: make(chan struct{}),
 	}
 	go m.acceptLoop()
@@ -64,10 +73,18 @@ func (m *muxListener) acceptLoop() {
 func (m *muxListener) route(conn net.Conn) {
 	br := bufio.NewReader(conn)
 	_ = conn.SetReadDeadline(time.Now().Add(firstByteTimeout))
-	first, err := br.Peek(1)
+	h, err := checkHello(br, m.clusterID)
+	var first []byte
+	if err == nil {
+		first, err = br.Peek(1)
+	}
 	_ = conn.SetReadDeadline(time.Time{})
 	if err != nil {
-		conn.Close()
+		if errors.Is(err, ErrBadHello) || errors.Is(err, ErrWrongCluster) {
+			m.refused.Add(1)
+			m.refusals.refused(conn.RemoteAddr(), m.clusterID, h, err)
+		}
+		conn.Close() // a silent or truncated connection: closed quietly
 		return
 	}
 	pc := &peekedConn{Conn: conn, r: br}
@@ -106,9 +123,21 @@ func (m *muxListener) Close() error {
 // Addr is the advertised address: what raft tells its peers.
 func (m *muxListener) Addr() net.Addr { return m.advertise }
 
-// Dial implements raft.StreamLayer.
+// Dial implements raft.StreamLayer: it connects and sends the hello; raft
+// then writes its RPC type byte.
 func (m *muxListener) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(addr), timeout)
+	conn, err := net.DialTimeout("tcp", string(addr), timeout)
+	if err != nil {
+		return nil, err
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(timeout))
+	_, err = conn.Write(m.hello)
+	_ = conn.SetWriteDeadline(time.Time{})
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // peekedConn is a connection whose first bytes were buffered by route.

@@ -18,6 +18,9 @@ type RaftStats struct {
 	// controller, CommitTime their total time from proposal to commit.
 	Commits    int64
 	CommitTime time.Duration
+	// RefusedConns counts the connections the controller port closed for
+	// a malformed hello or another cluster's id (hello.go).
+	RefusedConns int64
 }
 
 // commitStats accumulates the commit latency of proposeLocal.
@@ -43,5 +46,6 @@ func (c *Controller) RaftStats() RaftStats {
 		AppliedIndex: c.fsm.AppliedIndex(),
 		Commits:      c.commits.count.Load(),
 		CommitTime:   time.Duration(c.commits.nanos.Load()),
+		RefusedConns: c.mux.refused.Load(),
 	}
 }

@@ -100,7 +100,7 @@ func (c *Controller) DescribeQuorum(ctx context.Context) (QuorumStatus, error) {
 		if c.IsLeader() {
 			st, err = c.describeLocal(ctx)
 		} else if _, laddr := c.Leader(); laddr != "" && laddr != c.Addr() {
-			err = forward(ctx, laddr, &forwardRequest{Op: opDescribeQuorum}, &st)
+			err = c.forward(ctx, laddr, &forwardRequest{Op: opDescribeQuorum}, &st)
 		} else {
 			err = kerrf(kerr.NotController, "no leader known")
 		}
@@ -155,7 +155,7 @@ func (c *Controller) describeLocal(ctx context.Context) (QuorumStatus, error) {
 			rctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			defer cancel()
 			var r memberReport
-			if err := forward(rctx, m.Addr, &forwardRequest{Op: opStatus}, &r); err != nil {
+			if err := c.forward(rctx, m.Addr, &forwardRequest{Op: opStatus}, &r); err != nil {
 				return
 			}
 			m.LastIndex = int64(r.LastIndex)

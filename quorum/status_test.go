@@ -19,7 +19,7 @@ func TestDescribeQuorum(t *testing.T) {
 	t.Cleanup(func() { b.stop(t) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := Join(ctx, []string{leader.addr}, b.id, b.addr); err != nil {
+	if err := b.c.Join(ctx, []string{leader.addr}); err != nil {
 		t.Fatal(err)
 	}
 	createTopics(t, leader, "q", 2)
