@@ -72,10 +72,15 @@
 // rebuilds it after a Barrier. Propose returns once the entry is applied to
 // the local committed image. On any other node it forwards
 // the command over TCP to the leader's Raft address: the controller port is
-// shared, a connection whose first byte is 0xF5 speaks the forwarding
-// protocol of forward.go (length-prefixed JSON, one request per connection),
-// anything else is handed to raft (mux.go). Retries happen only when the
-// command surely did not apply; otherwise the caller gets ErrOutcomeUnknown.
+// shared: every connection opens with a hello (hello.go: magic 0xC5,
+// version, cluster id, sender node id), then a connection whose next byte
+// is 0xF5 speaks the forwarding protocol of forward.go (length-prefixed
+// JSON, one request per connection), anything else is handed to raft
+// (mux.go). A connection whose hello is malformed or names another cluster
+// id is closed before either protocol sees it, with one rate-limited line
+// to Config.PeerLog naming both cluster ids (ErrWrongCluster, ErrBadHello).
+// Retries happen only when the command surely did not apply; otherwise the
+// caller gets ErrOutcomeUnknown.
 //
 // # Liveness
 //
