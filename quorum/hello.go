@@ -155,14 +155,22 @@ func (r *refusals) refused(remote net.Addr, clusterID string, h hello, err error
 	if ta, ok := remote.(*net.TCPAddr); ok {
 		host = ta.IP.String() // a retrying peer dials from a new port each time
 	}
-	key := host + "\x00" + err.Error()
+	wrong := errors.Is(err, ErrWrongCluster)
+	key := host + "\x00bad hello"
+	if wrong {
+		key = host + "\x00cluster " + h.ClusterID
+	}
 	ok, held := r.allow(key)
 	if !ok {
 		return
 	}
-	if errors.Is(err, ErrWrongCluster) {
+	if wrong {
+		peerCluster := h.ClusterID
+		if peerCluster == "" {
+			peerCluster = "(none)"
+		}
 		r.log.Error(fmt.Sprintf("quorum: refused a controller-port connection from another cluster: this node is in cluster %s; the peer at %s (node %d) says cluster %s: check controller.quorum.voters and the peer's log.dirs meta.properties",
-			clusterID, remote, h.NodeID, h.ClusterID),
+			clusterID, remote, h.NodeID, peerCluster),
 			"remote", remote.String(), "cluster_id", clusterID, "peer_cluster_id", h.ClusterID, "peer_node_id", h.NodeID, "refused_since_last_line", held)
 		return
 	}
