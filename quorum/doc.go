@@ -78,7 +78,8 @@
 // JSON, one request per connection), anything else is handed to raft
 // (mux.go). A connection whose hello is malformed or names another cluster
 // id is closed before either protocol sees it, with one rate-limited line
-// to Config.PeerLog naming both cluster ids (ErrWrongCluster, ErrBadHello).
+// to Config.PeerLog naming both cluster ids (ErrBadHello, ErrWrongCluster;
+// a forwarding client of another cluster gets ErrWrongCluster back).
 // Retries happen only when the command surely did not apply; otherwise the
 // caller gets ErrOutcomeUnknown.
 //

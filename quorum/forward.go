@@ -174,7 +174,16 @@ func (c *Controller) forward(ctx context.Context, addr string, req *forwardReque
 		return err
 	}
 	var resp forwardResponse
-	if err := readFrame(bufio.NewReader(conn), &resp); err != nil {
+	br := bufio.NewReader(conn)
+	if b, err := br.Peek(1); err == nil && b[0] == helloMagic {
+		// Not a frame (its length would exceed maxFrame): the controller
+		// at addr refused our hello and answered with its own.
+		if h, err := readHello(br); err == nil {
+			return fmt.Errorf("%w: the controller at %s (node %d) is in cluster %s; this node is in cluster %s: check controller.quorum.voters and this node's log.dirs meta.properties",
+				ErrWrongCluster, addr, h.NodeID, h.ClusterID, c.cfg.ClusterID)
+		}
+	}
+	if err := readFrame(br, &resp); err != nil {
 		return outcomeUnknown(fmt.Errorf("no answer from the active controller at %s: %w", addr, err))
 	}
 	if resp.Code != 0 {
@@ -210,7 +219,7 @@ func (e *RemoteError) Unwrap() []error {
 // retriableRemote reports whether a forwarded request surely did not apply
 // and may go to the (possibly new) leader again.
 func retriableRemote(err error) bool {
-	if errors.Is(err, ErrOutcomeUnknown) {
+	if errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrWrongCluster) {
 		return false
 	}
 	var re *RemoteError
@@ -239,18 +248,23 @@ func (c *Controller) forwardCommand(ctx context.Context, addr string, cmd Comman
 // at its advertised address, as a non-voter: what a broker does on its
 // first start, before it knows the leader. It follows NOT_CONTROLLER leader
 // hints and retries until ctx ends. Adding a node that is already a member
-// is a no-op. A quorum of another cluster closes the connection (hello.go):
-// Join then retries until ctx ends, and that quorum logs why.
+// is a no-op. A controller of another cluster refuses (hello.go): Join
+// tries the other addresses until ctx ends, and then returns an error
+// wrapping ErrWrongCluster that names both clusters.
 func (c *Controller) Join(ctx context.Context, controllers []string) error {
 	id, addr := c.cfg.NodeID, c.Addr()
 	if len(controllers) == 0 {
 		return fmt.Errorf("%w: no controller addresses", ErrNoLeader)
 	}
 	next := controllers[0]
+	var wrong error // the last refusal by another cluster's controller
 	for i := 0; ; i++ {
 		err := c.forward(ctx, next, &forwardRequest{Op: opAddNonvoter, ID: id, Addr: addr}, nil)
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, ErrWrongCluster) {
+			wrong = err
 		}
 		var re *RemoteError
 		if errors.As(err, &re) && !errors.Is(err, kerr.NotController) {
@@ -265,6 +279,9 @@ func (c *Controller) Join(ctx context.Context, controllers []string) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if wrong != nil {
+				return fmt.Errorf("join: %w", wrong)
+			}
 			return fmt.Errorf("%w: join: %v (last error: %v)", ErrNoLeader, ctx.Err(), err)
 		case <-t.C:
 		}

@@ -24,7 +24,11 @@ import (
 // of it: a node of another cluster (a wrong controller.quorum.voters, a
 // recycled port) cannot vote, append or propose here. The dialer does not
 // wait for an answer, so the hello costs no round trip; raft keeps its pooled
-// connections, each with one hello.
+// connections, each with one hello. To a peer of another cluster the acceptor
+// answers with its own hello before closing: where a response frame was
+// expected, 0xC5 cannot start one (its length would exceed maxFrame), so the
+// forwarding client (Join, Propose on a follower) returns ErrWrongCluster
+// naming both clusters instead of a bare EOF.
 const (
 	helloMagic   byte = 0xC5 // not forwardMagic, not a raft RPC type (0..4)
 	helloVersion byte = 1

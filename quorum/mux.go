@@ -3,6 +3,7 @@ package quorum
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,9 @@ func (m *muxListener) route(conn net.Conn) {
 			m.refused.Add(1)
 			m.refusals.refused(conn.RemoteAddr(), m.clusterID, h, err)
 		}
+		if errors.Is(err, ErrWrongCluster) {
+			m.answerRefused(conn, br)
+		}
 		conn.Close() // a silent or truncated connection: closed quietly
 		return
 	}
@@ -98,6 +102,26 @@ func (m *muxListener) route(conn net.Conn) {
 	case <-m.closed:
 		conn.Close()
 	}
+}
+
+// refusalLinger bounds how long a refused connection is kept to deliver
+// our hello (answerRefused).
+const refusalLinger = time.Second
+
+// answerRefused answers a peer of another cluster with this node's hello,
+// so a forwarding client can say which cluster it reached (forward). It
+// half-closes and drains what the peer already sent, for at most
+// refusalLinger and a few KiB: closing with unread data would reset the
+// connection and could discard the answer before the peer reads it.
+func (m *muxListener) answerRefused(conn net.Conn, br *bufio.Reader) {
+	_ = conn.SetDeadline(time.Now().Add(refusalLinger))
+	if _, err := conn.Write(m.hello); err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+	_, _ = io.CopyN(io.Discard, br, 64<<10)
 }
 
 // Accept implements net.Listener for raft.
