@@ -88,7 +88,7 @@ func (m *muxListener) route(conn net.Conn) {
 		if errors.Is(err, ErrWrongCluster) {
 			m.answerRefused(conn, br)
 		}
-		conn.Close() // a silent or truncated connection: closed quietly
+		conn.Close() // refused (logged above), or silent or truncated (quietly)
 		return
 	}
 	pc := &peekedConn{Conn: conn, r: br}
@@ -111,7 +111,7 @@ const refusalLinger = time.Second
 // answerRefused answers a peer of another cluster with this node's hello,
 // so a forwarding client can say which cluster it reached (forward). It
 // half-closes and drains what the peer already sent, for at most
-// refusalLinger and a few KiB: closing with unread data would reset the
+// refusalLinger and 64 KiB: closing with unread data would reset the
 // connection and could discard the answer before the peer reads it.
 func (m *muxListener) answerRefused(conn net.Conn, br *bufio.Reader) {
 	_ = conn.SetDeadline(time.Now().Add(refusalLinger))
