@@ -91,7 +91,7 @@ func (s *metricsSource) Controller() metrics.ControllerStat {
 	st := metrics.ControllerStat{Raft: metrics.RaftStat{
 		State: strings.ToLower(rs.State), Leader: rs.Leader, Term: rs.Term,
 		LastIndex: rs.LastIndex, CommitIndex: rs.CommitIndex, AppliedIndex: rs.AppliedIndex,
-		Commits: rs.Commits, CommitTime: rs.CommitTime,
+		Commits: rs.Commits, CommitTime: rs.CommitTime, RefusedConns: rs.RefusedConns,
 	}}
 	if st.Active = rs.State == "Leader"; !st.Active {
 		return st

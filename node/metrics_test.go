@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -176,6 +177,13 @@ func TestMetricsScrape(t *testing.T) {
 	if v := value(t, mfs, "sluice_raft_commits_total"); v < 2 {
 		t.Errorf("raft commits = %v, want the registration and the topic at least", v)
 	}
+	if v := value(t, mfs, "sluice_raft_refused_connections_total"); v != 0 {
+		t.Errorf("raft refused connections = %v before any foreign peer", v)
+	}
+	foreignHello(t, tn.ctrlL.Addr().String())
+	scrapeUntil(t, tn, func(mfs map[string]*dto.MetricFamily) bool {
+		return value(t, mfs, "sluice_raft_refused_connections_total") == 1
+	})
 	if v := value(t, mfs, "kafka_log_log_logendoffset", "topic=m", "partition=0"); v != records/2 {
 		t.Errorf("LogEndOffset{m,0} = %v, want %d", v, records/2)
 	}
@@ -243,5 +251,27 @@ func TestMetricsWriteback(t *testing.T) {
 	}
 	if size := float64(tn.replica("wb", 0).log.Size()); value(t, mfs, "sluice_log_writeback_requested_bytes_total") > size {
 		t.Errorf("requested more than the log's %v bytes", size)
+	}
+}
+
+// foreignHello connects to a controller port as a node of another cluster
+// would (quorum/hello.go: 0xC5, version 1, cluster id, node id) and waits
+// for the controller to close the connection.
+func foreignHello(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	id := "not-this-cluster"
+	msg := append([]byte{0xC5, 1, byte(len(id))}, id...)
+	msg = append(msg, 0, 0, 0, 9, 0) // node 9, then a raft RPC type byte
+	if _, err := c.Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		t.Fatalf("the controller kept a foreign cluster's connection open: %v", err)
 	}
 }

@@ -51,6 +51,7 @@ var (
 	raftCommitAvg    = desc("kafka_server_raftmetrics_commit_latency_avg", "Kafka raft-metrics commit-latency-avg: mean milliseconds from proposal to commit over the last 30-60 s, on the leader.")
 	raftCommitsTotal = desc("sluice_raft_commits_total", "Metadata commands committed by this node as Raft leader.")
 	raftCommitSecs   = desc("sluice_raft_commit_seconds_total", "Total seconds from proposal to commit of sluice_raft_commits_total.")
+	raftRefused      = desc("sluice_raft_refused_connections_total", "Connections the controller port closed because the peer's hello was malformed or named another cluster id (see the node's log for which peer).")
 )
 
 // sourceCollector turns a Source into metrics at each scrape.
@@ -67,7 +68,7 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{underReplicated, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery,
 		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unflushedAge,
 		activeController, offlinePartitions, activeBrokers, fencedBrokers, uncleanElections,
-		raftState, raftLeader, raftEpoch, raftHW, raftLEO, raftApplied, raftCommitAvg, raftCommitsTotal, raftCommitSecs} {
+		raftState, raftLeader, raftEpoch, raftHW, raftLEO, raftApplied, raftCommitAvg, raftCommitsTotal, raftCommitSecs, raftRefused} {
 		ch <- d
 	}
 }
@@ -146,6 +147,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(raftCommitAvg, c.window.avgMs(now, r.Commits, r.CommitTime))
 	ch <- prometheus.MustNewConstMetric(raftCommitsTotal, prometheus.CounterValue, float64(r.Commits))
 	ch <- prometheus.MustNewConstMetric(raftCommitSecs, prometheus.CounterValue, r.CommitTime.Seconds())
+	ch <- prometheus.MustNewConstMetric(raftRefused, prometheus.CounterValue, float64(r.RefusedConns))
 }
 
 // commitWindow turns cumulative commit counts into Kafka's windowed

@@ -84,4 +84,7 @@ type RaftStat struct {
 	// leader and the total time from proposal to commit.
 	Commits    int64
 	CommitTime time.Duration
+	// RefusedConns counts connections the controller port refused for
+	// a bad hello or a foreign cluster id.
+	RefusedConns int64
 }
