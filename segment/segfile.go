@@ -31,6 +31,7 @@ type segment struct {
 	lastIndexPos int64
 	refs         int  // readers and flushers using file
 	removed      bool // renamed to .deleted; close and remove at refs == 0
+	closeLate    bool // the log closed while refs > 0: close at refs == 0
 }
 
 const noTimestamp = int64(-1 << 63)
