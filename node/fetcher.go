@@ -51,6 +51,10 @@ type fetcher struct {
 	queue map[*replica]partition.FetchRequest
 	conn  net.Conn
 	wake  chan struct{}
+
+	// body holds the last response read (run's goroutine only): its
+	// record batches are appended before the next fetch reuses it.
+	body []byte
 }
 
 // fetcher returns (starting if needed) the fetcher for leader.
@@ -218,7 +222,7 @@ func (f *fetcher) fetch(items []fetchItem) (*kmsg.FetchResponse, error) {
 		return nil, err
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if err := roundTrip(conn, req, resp, replicaFetchWaitMax+replicaSocketTimeout); err != nil {
+	if f.body, err = roundTrip(conn, req, resp, replicaFetchWaitMax+replicaSocketTimeout, f.body); err != nil {
 		return nil, err
 	}
 	if resp.ErrorCode != 0 {
@@ -283,30 +287,35 @@ type bufConn struct {
 func (c *bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // roundTrip writes req (header v1/v2 as its version needs, correlation id
-// 1: one request in flight) and reads the response into resp.
-func roundTrip(c net.Conn, req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
+// 1: one request in flight) and reads the response into resp. The response
+// is read into buf when it fits (returned, grown if need be): resp's byte
+// fields alias it.
+func roundTrip(c net.Conn, req kmsg.Request, resp kmsg.Response, timeout time.Duration, buf []byte) ([]byte, error) {
 	const corr = 1
-	buf := kmsg.NewRequestFormatter(kmsg.FormatterClientID("sluice-replica-fetcher")).AppendRequest(nil, req, corr)
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("sluice-replica-fetcher")).AppendRequest(nil, req, corr)
 	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return err
+		return buf, err
 	}
-	if _, err := c.Write(buf); err != nil {
-		return err
+	if _, err := c.Write(frame); err != nil {
+		return buf, err
 	}
 	var size [4]byte
 	if _, err := io.ReadFull(c, size[:]); err != nil {
-		return err
+		return buf, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 4 || n > maxResponseFrame {
-		return fmt.Errorf("response frame of %d bytes", n)
+		return buf, fmt.Errorf("response frame of %d bytes", n)
 	}
-	body := make([]byte, n)
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	body := buf[:n]
 	if _, err := io.ReadFull(c, body); err != nil {
-		return err
+		return buf, err
 	}
 	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
-		return fmt.Errorf("response correlation id %d, want %d", got, corr)
+		return buf, fmt.Errorf("response correlation id %d, want %d", got, corr)
 	}
 	body = body[4:]
 	resp.SetVersion(req.GetVersion())
@@ -314,10 +323,10 @@ func roundTrip(c net.Conn, req kmsg.Request, resp kmsg.Response, timeout time.Du
 		// Response header v1: tagged fields; we know none.
 		var err error
 		if body, err = skipTags(body); err != nil {
-			return err
+			return buf, err
 		}
 	}
-	return resp.ReadFrom(body)
+	return buf, resp.ReadFrom(body)
 }
 
 // skipTags skips a tagged-field section.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/sluice-log/sluice/quorum"
@@ -28,9 +29,17 @@ type health struct {
 //   - /healthz: 200 while the process answers (liveness);
 //   - /readyz: 200 when the broker is registered, unfenced with this run's
 //     epoch, and serving Kafka requests; 503 with the reason otherwise
-//     (readiness).
+//     (readiness);
+//   - /debug/pprof/: Go's profiles, only with sluice.debug.pprof=true.
 func (n *Node) serveHTTP(ln net.Listener) {
 	mux := http.NewServeMux()
+	if n.cfg.DebugPprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("GET /metrics", n.metrics.m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

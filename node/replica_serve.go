@@ -113,12 +113,37 @@ func (r *replica) fetch(p kafka.FetchPartition) kafka.FetchResult {
 		return res
 	}
 	hw := r.hw.Load()
-	c, err := r.log.Read(p.Offset, p.MaxBytes, hw, nil)
+	return r.read(res, p.Offset, p.MaxBytes, hw, hw)
+}
+
+// spanMinBytes is the smallest read answered from the segment file (sent
+// with sendfile by the connection) rather than copied: below it the copy
+// is cheaper than the extra system calls.
+const spanMinBytes = 16 << 10
+
+// read answers a fetch with the whole batches from offset below upTo, at
+// most maxBytes but at least one: left in the segment file when they are
+// many bytes, copied otherwise.
+func (r *replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, hw int64) kafka.FetchResult {
+	s, err := r.log.ReadSpan(offset, maxBytes, upTo)
 	if err != nil {
-		res.Err = readError(err)
+		// Below the log start (retention): the follower or consumer
+		// starts over at the log start this answer carries.
+		res.Err, res.LogStartOffset = readError(err), s.LogStart
 		return res
 	}
-	res.HighWatermark, res.LogStartOffset, res.Records = hw, c.LogStart, c.Data
+	res.HighWatermark, res.LogStartOffset = hw, s.LogStart
+	switch {
+	case s.Size == 0:
+	case s.Size >= spanMinBytes:
+		res.File = s
+	default:
+		res.Records, err = s.AppendTo(make([]byte, 0, s.Size))
+		s.Release()
+		if err != nil {
+			res.Err, res.Records = readError(err), nil
+		}
+	}
 	return res
 }
 
@@ -158,15 +183,7 @@ func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 		res.Diverging = &kafka.EpochEnd{Epoch: a.Diverging.Epoch, EndOffset: a.Diverging.EndOffset}
 		return res
 	}
-	c, err := r.log.Read(a.ReadFrom, p.MaxBytes, math.MaxInt64, nil)
-	if err != nil {
-		// Below the log start (retention): the follower starts over at
-		// the log start this answer carries.
-		res.Err, res.LogStartOffset = readError(err), c.LogStart
-		return res
-	}
-	res.HighWatermark, res.LogStartOffset, res.Records = a.HW, c.LogStart, c.Data
-	return res
+	return r.read(res, a.ReadFrom, p.MaxBytes, math.MaxInt64, a.HW)
 }
 
 // fetched handles this follower's fetch response for req: append the

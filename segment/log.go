@@ -370,46 +370,75 @@ type Chunk struct {
 // Reading at the log end (or at upTo) returns an empty chunk; before the log
 // start or past the log end, ErrOffsetOutOfRange.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64, buf []byte) (Chunk, error) {
+	at, c, err := l.locate(offset, upTo)
+	if err != nil || at.seg == nil {
+		return c, err
+	}
+	out, err := at.find(c, func(pos int64, c Chunk) (Chunk, error) {
+		return l.readFrom(at.seg, pos, at.end, offset, maxBytes, at.upTo, buf, c)
+	})
+	l.releaseRead(at.seg, out, err)
+	return out, err
+}
+
+// readStart is where a read begins: the segment holding its offset (with a
+// reference taken), that segment's end and the read's upper bound when
+// located, and the position of a batch at or before the offset from a
+// read hint or a pending index entry (-1: ask the index).
+type readStart struct {
+	l      *Log
+	seg    *segment
+	end    int64
+	upTo   int64
+	offset int64
+	pos    int64
+	hinted bool
+}
+
+// locate finds where a read at offset up to upTo starts, under mu. With no
+// error and a nil seg there is nothing to read (c is the answer); with a
+// seg, the caller owns a reference to it.
+func (l *Log) locate(offset, upTo int64) (readStart, Chunk, error) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	c := Chunk{LogEnd: l.leo, LogStart: l.logStart, First: offset, Next: offset}
 	if l.closed {
-		l.mu.Unlock()
-		return c, ErrClosed
+		return readStart{}, c, ErrClosed
 	}
 	if offset < l.logStart || offset > l.leo {
-		l.mu.Unlock()
-		return c, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, l.logStart, l.leo)
+		return readStart{}, c, fmt.Errorf("%w: offset %d, log holds [%d, %d)", ErrOffsetOutOfRange, offset, l.logStart, l.leo)
 	}
 	upTo = min(upTo, l.leo)
 	if offset >= upTo {
-		l.mu.Unlock()
-		return c, nil
+		return readStart{}, c, nil
 	}
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
 	seg := l.segs[i]
-	end := seg.size
-	pos := l.hintPos(seg, offset)
-	hinted := pos >= 0
-	if !hinted {
-		pos = l.pendingPos(seg, offset)
+	at := readStart{l: l, seg: seg, end: seg.size, upTo: upTo, offset: offset, pos: l.hintPos(seg, offset)}
+	at.hinted = at.pos >= 0
+	if !at.hinted {
+		at.pos = l.pendingPos(seg, offset)
 	}
 	seg.refs++
-	l.mu.Unlock()
-
 	c.Segment = seg.base
+	return at, c, nil
+}
+
+// find runs read from the located position, and again from the index's
+// position when there was none or a hint did not find the offset's batch
+// where it said.
+func (at readStart) find(c Chunk, read func(pos int64, c Chunk) (Chunk, error)) (Chunk, error) {
 	var err error
 	out := c
-	if pos >= 0 {
-		out, err = l.readFrom(seg, pos, end, offset, maxBytes, upTo, buf, c)
+	if at.pos >= 0 {
+		out, err = read(at.pos, c)
 	}
-	if pos < 0 || hinted && (err != nil || out.First != offset) {
-		// No hint or pending entry, or a hint that did not find offset's
-		// batch where it said: ask the index.
-		if pos, err = l.lookupPos(seg, offset); err == nil {
-			out, err = l.readFrom(seg, pos, end, offset, maxBytes, upTo, buf, c)
+	if at.pos < 0 || at.hinted && (err != nil || out.First != at.offset) {
+		var pos int64
+		if pos, err = at.l.lookupPos(at.seg, at.offset); err == nil {
+			out, err = read(pos, c)
 		}
 	}
-	l.releaseRead(seg, out, err)
 	return out, err
 }
 
@@ -430,8 +459,13 @@ func (l *Log) hintPos(seg *segment, offset int64) int64 {
 // releaseRead is release for Read: it also records where c ended as a hint
 // for the next sequential Read, replacing the hint c started from if any.
 func (l *Log) releaseRead(seg *segment, c Chunk, err error) {
+	l.hint(seg, c, err)
+	l.release(seg)
+}
+
+// hint records where c ended as a hint for the next sequential read.
+func (l *Log) hint(seg *segment, c Chunk, err error) {
 	if err != nil || c.Size == 0 {
-		l.release(seg)
 		return
 	}
 	l.mu.Lock()
@@ -447,7 +481,6 @@ func (l *Log) releaseRead(seg *segment, c Chunk, err error) {
 	}
 	l.hints[slot] = readHint{seg: seg, offset: c.Next, pos: c.Position + c.Size}
 	l.mu.Unlock()
-	l.release(seg)
 }
 
 // pendingPos finds offset's index position among not-yet-committed entries
@@ -560,10 +593,13 @@ func (l *Log) release(seg *segment) {
 	l.mu.Lock()
 	seg.refs--
 	drop := seg.removed && seg.refs == 0
+	closeLate := seg.closeLate && seg.refs == 0
 	l.mu.Unlock()
 	if drop {
 		_ = seg.file.Close()
 		_ = l.fs.Remove(seg.path + deletedSuffix)
+	} else if closeLate {
+		_ = seg.file.Close()
 	}
 }
 

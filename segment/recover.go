@@ -550,7 +550,14 @@ func (l *Log) dropTimeEntriesBelow(before int64, wb *pebble.Batch) error {
 // closeFiles closes every segment file (open failed or log closed).
 func (l *Log) closeFiles() {
 	for _, s := range l.segs {
-		if !s.removed {
+		switch {
+		case s.removed:
+		case s.refs > 0:
+			// A reader holds it (a Span on its way to a socket by its
+			// descriptor): the last release closes it, so that the
+			// descriptor is never reused under the reader.
+			s.closeLate = true
+		default:
 			_ = s.file.Close()
 		}
 	}

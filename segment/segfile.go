@@ -34,6 +34,7 @@ type segment struct {
 	// before wbDue are due, bytes before wbDone were requested.
 	wbDue, wbDone int64
 	removed       bool // renamed to .deleted; close and remove at refs == 0
+	closeLate     bool // the log closed while refs > 0: close at refs == 0
 }
 
 const noTimestamp = int64(-1 << 63)

@@ -10,7 +10,8 @@
 // protocol listener and CONTROLLER the Raft controller listener (which also
 // carries command forwarding): CONTROLLER is always required (every node
 // replays the metadata log over it), PLAINTEXT when the node is a broker.
-// HTTP, optional, serves /health, /healthz, /readyz and /metrics; GOSSIP, optional, runs liveness gossip
+// HTTP, optional, serves /health, /healthz, /readyz and /metrics (and
+// /debug/pprof/ with sluice.debug.pprof=true); GOSSIP, optional, runs liveness gossip
 // (memberlist) and joins gossip.seeds.
 package config
 
@@ -103,6 +104,9 @@ type Config struct {
 	MessageMaxBytes        int32
 	SocketRequestMaxBytes  int32
 	AutoCreateTopicsEnable bool
+	// DebugPprof (sluice.debug.pprof, a Sluice key) serves Go's
+	// /debug/pprof/ on the HTTP listener.
+	DebugPprof bool
 
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
@@ -223,6 +227,7 @@ var keys = []key{
 	{"message.max.bytes", "1048588", "largest record batch", func(c *Config, v string) error { return parseInt32(&c.MessageMaxBytes, v, 61, math.MaxInt32) }},
 	{"socket.request.max.bytes", "104857600", "largest request frame", func(c *Config, v string) error { return parseInt32(&c.SocketRequestMaxBytes, v, 10, math.MaxInt32) }},
 	{"auto.create.topics.enable", "true", "create a topic on first use", func(c *Config, v string) error { return parseBool(&c.AutoCreateTopicsEnable, v) }},
+	{"sluice.debug.pprof", "false", "serve Go's /debug/pprof/ (CPU, heap, allocation profiles) on the HTTP listener", func(c *Config, v string) error { return parseBool(&c.DebugPprof, v) }},
 }
 
 // EnvPrefix is the prefix of environment variables: SLUICE_LOG_DIRS is log.dirs.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -65,13 +66,18 @@ type conn struct {
 	remote                   atomic.Int64
 	serveTiming, writeTiming RequestTiming
 	pending                  []*request // written, not yet flushed
+	scratch                  []byte     // the writer's, for file bytes read
 }
 
 // response is one encoded response on its way to the writer, with its
-// request for the Observer.
+// request for the Observer. files (a Fetch answered from segment files)
+// go into buf at their positions; done, if set, runs once the response is
+// written or dropped.
 type response struct {
-	buf []byte
-	r   *request
+	buf   []byte
+	files []filePiece
+	done  func()
+	r     *request
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -152,7 +158,12 @@ func (c *conn) writeLoop() {
 				m.r.stamps.picked = time.Now()
 				c.pending = append(c.pending, m.r)
 			}
-			_, err := bw.Write(buf)
+			var err error
+			if len(m.files) == 0 {
+				_, err = bw.Write(buf)
+			} else {
+				err = c.writeWithFiles(bw, m)
+			}
 			if err == nil && len(c.out) == 0 {
 				err = bw.Flush()
 				if err == nil && c.obs != nil {
@@ -166,6 +177,9 @@ func (c *conn) writeLoop() {
 				}
 				c.abort()
 			}
+		}
+		if m.done != nil {
+			m.done()
 		}
 		if cap(buf) <= maxKeptResponseBuffer {
 			select {
@@ -311,27 +325,80 @@ func (c *conn) answer(r *request) bool {
 			if c.obs != nil {
 				r.stamps.waited()
 			}
-			return response{buf: c.encode(r, d.Response), r: r}
+			return c.encode(r, d.Response)
 		}
 		return c.ctx.Err() == nil
 	}
-	buf := c.encode(r, resp)
-	c.fin <- func() response { return response{buf: buf, r: r} }
+	m := c.encode(r, resp)
+	c.fin <- func() response { return m }
 	return c.ctx.Err() == nil
 }
 
 // encode encodes r's response into a recycled buffer.
-func (c *conn) encode(r *request, resp kmsg.Response) []byte {
+func (c *conn) encode(r *request, resp kmsg.Response) response {
 	var buf []byte
 	select {
 	case buf = <-c.free:
 	default:
 	}
+	if fr, ok := resp.(*fileFetchResponse); ok {
+		if canEncodeFetch(fr) {
+			buf, pieces := appendFetchFrame(buf, r.correlationID, fr)
+			if invariantsEnabled {
+				checkFileResponse(buf, pieces, r, fr)
+			}
+			return response{buf: buf, files: pieces, done: fr.release, r: r}
+		}
+		resp = fr.materialize()
+	}
 	buf = appendResponse(buf, r.correlationID, resp)
 	if invariantsEnabled {
 		checkResponse(buf, r, resp)
 	}
-	return buf
+	return response{buf: buf, r: r}
+}
+
+// writeWithFiles writes m's frame: its buffer with the files' bytes
+// inserted, each sent from its file (sendfile) when the connection allows.
+func (c *conn) writeWithFiles(bw *bufio.Writer, m response) error {
+	prev := 0
+	for _, p := range m.files {
+		if _, err := bw.Write(m.buf[prev:p.at]); err != nil {
+			return err
+		}
+		prev = p.at
+		if err := c.writeFile(bw, p.f); err != nil {
+			return err
+		}
+	}
+	_, err := bw.Write(m.buf[prev:])
+	return err
+}
+
+// writeFile writes f's bytes after what bw holds: with sendfile(2) when f
+// has a descriptor and the connection is a socket, else read through a
+// scratch buffer.
+func (c *conn) writeFile(bw *bufio.Writer, f FileRecords) error {
+	if f.Len() == 0 {
+		return nil
+	}
+	if sc, ok := c.nc.(syscall.Conn); ok && f.Fd() != ^uintptr(0) {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		if handled, err := sendFile(sc, f.Fd(), f.Pos(), f.Len()); handled {
+			return err
+		}
+	}
+	b, err := f.AppendTo(c.scratch[:0])
+	if err != nil {
+		return err
+	}
+	if cap(b) <= maxKeptResponseBuffer {
+		c.scratch = b[:0]
+	}
+	_, err = bw.Write(b)
+	return err
 }
 
 func derefOr[T any](p *T, or T) T {

@@ -29,7 +29,11 @@
 // writes responses in that order through a buffer that it flushes whenever
 // the response queue is empty: responses ready together leave in one
 // syscall (2.7 times the pipelined ApiVersions throughput of one write per
-// response), and none waits behind a handler that blocks.
+// response), and none waits behind a handler that blocks. A Fetch response
+// whose records Logs left in their files (FileRecords) is encoded around
+// them; the writer flushes its buffer and sends each file range with
+// sendfile(2) (copying it when the connection is not a socket or the file
+// has no descriptor), then releases the files.
 //
 // So requests pipelined on one connection are decoded ahead but handled one
 // at a time, and responses go out strictly in request order. Handling in

@@ -22,6 +22,12 @@ import (
 // in the answer (KIP-320/595) ends the wait at once. The last stable offset is the high watermark (no
 // transactions); no aborted transactions; no preferred read replica.
 //
+// Records a partition answers as FileRecords (Logs.Fetch's File) are not
+// copied into the response: the response is encoded around them
+// (fetch_files.go) and the connection's writer sends them from their file
+// with sendfile(2), so a replica or consumer fetch costs no copy of the
+// records through user memory on the leader.
+//
 // Fetch sessions (KIP-227, v7+) are not kept: every answer carries session
 // id 0, which tells the client to send full requests. A request naming a
 // session (session_id not 0) answers FETCH_SESSION_ID_NOT_FOUND, so the
@@ -39,11 +45,12 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		maxBytes = int(^uint32(0) >> 1)
 	}
 	var deadline *time.Timer
+	var files []fetchFile
 	for {
 		// Take the signal before reading: an append that lands after
 		// the read closes it, so no wake-up is lost.
 		appended := logs.Appended()
-		total, failed := fetchOnce(ctx, logs, req, resp, maxBytes)
+		total, failed := fetchOnce(ctx, logs, req, resp, maxBytes, &files)
 		if failed || total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
 			break
 		}
@@ -61,17 +68,26 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		}
 		wait.End()
 		// One last read so the answer holds what arrived meanwhile.
-		fetchOnce(ctx, logs, req, resp, maxBytes)
+		fetchOnce(ctx, logs, req, resp, maxBytes, &files)
 		break
 	}
-	s.fetched(req, resp)
-	emptyNotNull(resp)
+	s.fetched(req, resp, files)
+	emptyNotNull(resp) // file partitions too: their encoding ignores it
+	if len(files) > 0 {
+		return &fileFetchResponse{FetchResponse: resp, files: files}, nil
+	}
 	return resp, nil
 }
 
 // fetchOnce fills resp.Topics from one pass over the partitions and
 // returns the record bytes found and whether any partition has an error.
-func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxBytes int) (total int, failed bool) {
+// *files is set to the partitions answered with FileRecords; those of an
+// earlier pass are released.
+func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxBytes int, files *[]fetchFile) (total int, failed bool) {
+	for _, f := range *files {
+		f.f.Release()
+	}
+	*files = (*files)[:0]
 	resp.Topics = resp.Topics[:0]
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
@@ -90,6 +106,10 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, resp *kms
 				fp.LastFetchedEpoch = -1
 			}
 			res := logs.Fetch(ctx, fp)
+			if res.File != nil && (res.Err != nil || res.Diverging != nil || room <= 0 && total > 0 || res.File.Len() == 0) {
+				res.File.Release()
+				res.File = nil
+			}
 			rp.ErrorCode = errorCode(res.Err)
 			switch {
 			case res.Err != nil:
@@ -102,7 +122,11 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, resp *kms
 				rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.Diverging.Epoch, res.Diverging.EndOffset
 			default:
 				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
-				if room > 0 || total == 0 {
+				switch {
+				case res.File != nil:
+					*files = append(*files, fetchFile{topic: len(resp.Topics), partition: len(rt.Partitions), f: res.File})
+					total += res.File.Len()
+				case room > 0 || total == 0:
 					rp.RecordBatches = res.Records
 					total += len(res.Records)
 				}

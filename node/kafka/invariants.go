@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -43,5 +44,34 @@ func checkResponse(frame []byte, r *request, resp kmsg.Response) {
 	back.SetVersion(resp.GetVersion())
 	if err := back.ReadFrom(body); err != nil {
 		fail("does not decode: %v", err)
+	}
+}
+
+// checkFileResponse is checkResponse for a Fetch frame whose files go into
+// buf at pieces: it also panics if the frame, files read in, differs from
+// kmsg's encoding of the same response.
+func checkFileResponse(buf []byte, pieces []filePiece, r *request, resp *fileFetchResponse) {
+	var frame []byte
+	prev := 0
+	for _, p := range pieces {
+		frame = append(frame, buf[prev:p.at]...)
+		prev = p.at
+		var err error
+		if frame, err = p.f.AppendTo(frame); err != nil {
+			return // the writer meets the same error and closes the connection
+		}
+	}
+	frame = append(frame, buf[prev:]...)
+	checkResponse(frame, r, resp)
+	for _, f := range resp.files {
+		p := &resp.Topics[f.topic].Partitions[f.partition]
+		p.RecordBatches, _ = f.f.AppendTo(nil)
+	}
+	want := appendResponse(nil, r.correlationID, resp.FetchResponse)
+	for _, f := range resp.files {
+		resp.Topics[f.topic].Partitions[f.partition].RecordBatches = nil
+	}
+	if !bytes.Equal(frame, want) {
+		panic(fmt.Sprintf("kafka: invariant: Fetch v%d response (correlation id %d) encoded around its files differs from kmsg's encoding", r.version, r.correlationID))
 	}
 }

@@ -16,7 +16,8 @@ import "context"
 //     it lies in the request's frame, which the server then reuses for a
 //     later request (framePool). Copy what must outlive the call.
 //   - Fetch returns Records the server only reads until the response is
-//     encoded.
+//     encoded, or File, which the server owns: it sends the bytes and
+//     releases it, whatever becomes of the request.
 //   - CurrentLeaderEpoch -1 means "the client did not say" and skips the
 //     epoch check (KIP-320); otherwise an epoch below the partition's is
 //     FENCED_LEADER_EPOCH and one above it UNKNOWN_LEADER_EPOCH.
@@ -107,9 +108,29 @@ type FetchResult struct {
 	HighWatermark  int64
 	LogStartOffset int64
 	Records        []byte
+	// File, when not nil, holds the records instead of Records: the
+	// connection sends them from the file (sendfile) and releases it.
+	File FileRecords
 	// Diverging (replica fetches, v12+) tells the follower where its log
 	// leaves the leader's; no records come with it.
 	Diverging *EpochEnd
+}
+
+// FileRecords are record batches left in a file, which a Fetch response
+// sends without copying them through user memory: with sendfile(2) on a TCP
+// connection when Fd is a descriptor, else read with AppendTo.
+// segment.Span implements it.
+type FileRecords interface {
+	// Len is the number of bytes; Pos the file position of the first.
+	Len() int
+	Pos() int64
+	// Fd is the file's descriptor, or ^uintptr(0) when it has none.
+	Fd() uintptr
+	// AppendTo appends the bytes to dst.
+	AppendTo(dst []byte) ([]byte, error)
+	// Release lets the file go; called once the bytes are sent or never
+	// will be. Calling it again does nothing.
+	Release()
 }
 
 // ListOffsetPartition is one partition of ListOffsets.

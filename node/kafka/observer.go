@@ -158,12 +158,17 @@ func (s *Server) produced(topic string, records []byte, err error) {
 
 // fetched reports the bytes of a Fetch response by topic, leaving out
 // topics unknown here.
-func (s *Server) fetched(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+func (s *Server) fetched(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, files []fetchFile) {
 	if s.topics == nil {
 		return
 	}
 	for i := range resp.Topics {
 		n, known := 0, false
+		for _, f := range files {
+			if f.topic == i {
+				n += f.f.Len()
+			}
+		}
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
 			n += len(p.RecordBatches)

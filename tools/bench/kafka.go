@@ -157,11 +157,6 @@ func (k *KafkaTarget) load(ctx context.Context, w io.Writer, c Cell, d time.Dura
 	go m.progress(pctx, w, 5*time.Second)
 
 	vals := newValuePool(c.Size)
-	pace := newPacer(c.RateMBps, c.Size, start)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
 	promise := func(r *kgo.Record, err error) {
 		now := time.Now()
 		if err != nil {
@@ -171,36 +166,13 @@ func (k *KafkaTarget) load(ctx context.Context, w io.Writer, c Cell, d time.Dura
 		}
 		vals.put(r.Value)
 	}
-loop:
-	for {
-		n := pace.allowance(time.Now(), 256)
-		for i := int64(0); i < n; i++ {
-			v := vals.get(time.Now())
-			// Produce blocks while kgo's buffer is full: that is the
-			// back-pressure of an unpaced cell.
-			// With acks=0 the promise runs once the request is written.
-			prod.Produce(ctx, &kgo.Record{Value: v}, promise)
-		}
-		pace.sent += n
-		select {
-		case <-deadline.C:
-			break loop
-		case <-m.failed:
-			break loop
-		case <-ctx.Done():
-			break loop
-		default:
-		}
-		if pace.perSec > 0 {
-			select {
-			case <-tick.C:
-			case <-deadline.C:
-				break loop
-			case <-m.failed:
-				break loop
-			}
-		}
-	}
+	produceLoop(ctx, m, c, start, d, vals, func(v []byte) bool {
+		// Produce blocks while kgo's buffer is full: that is the
+		// back-pressure of an unpaced cell. With acks=0 the promise
+		// runs once the request is written.
+		prod.Produce(ctx, &kgo.Record{Value: v}, promise)
+		return true
+	})
 	fctx, cancel := context.WithTimeout(ctx, drainTimeout)
 	defer cancel()
 	if err := prod.Flush(fctx); err != nil {
@@ -208,16 +180,7 @@ loop:
 	}
 	elapsed := time.Since(start)
 	stopProgress()
-	// Let the consumer catch up with what was acknowledged.
-	want := m.records.Load()
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for m.consumed.Load() < want && fctx.Err() == nil && m.failure() == nil {
-		select {
-		case <-fctx.Done():
-		case <-t.C:
-		}
-	}
+	waitConsumed(fctx, m)
 	stopConsumer()
 	<-consumed
 	return m.result("sluice", c, elapsed)

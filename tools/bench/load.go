@@ -99,6 +99,60 @@ func (p *pacer) allowance(now time.Time, burst int64) int64 {
 	return due
 }
 
+// produceLoop is the load of a cell, the same for Sluice and the peer: for
+// d from start, as fast as send returns (the client's back-pressure) or at
+// the cell's offered rate, until the deadline, a failure reported to m, or
+// the end of ctx. send publishes one value from vals and returns false
+// when the load must stop (it has told m why).
+func produceLoop(ctx context.Context, m *meter, c Cell, start time.Time, d time.Duration, vals *valuePool, send func(v []byte) bool) {
+	pace := newPacer(c.RateMBps, c.Size, start)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		n := pace.allowance(time.Now(), 256)
+		for i := int64(0); i < n; i++ {
+			if !send(vals.get(time.Now())) {
+				return
+			}
+		}
+		pace.sent += n
+		select {
+		case <-deadline.C:
+			return
+		case <-m.failed:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		if pace.perSec > 0 {
+			select {
+			case <-tick.C:
+			case <-deadline.C:
+				return
+			case <-m.failed:
+				return
+			}
+		}
+	}
+}
+
+// waitConsumed lets the consumer catch up with what was acknowledged: it
+// returns when it has, when the cell failed, or when ctx ends.
+func waitConsumed(ctx context.Context, m *meter) {
+	want := m.records.Load()
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for m.consumed.Load() < want && ctx.Err() == nil && m.failure() == nil {
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}
+
 // meter counts acknowledged records for the cell and for Kafka-style
 // progress lines every interval.
 type meter struct {

@@ -322,54 +322,25 @@ func (p *NATSPeer) Run(ctx context.Context, w io.Writer, c Cell, d time.Duration
 	}()
 	pctx, stopProgress := context.WithCancel(ctx)
 	go m.progress(pctx, w, 5*time.Second)
-	pace := newPacer(c.RateMBps, c.Size, start)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
 	next := 0
-loop:
-	for {
-		n := pace.allowance(time.Now(), 256)
-		for i := int64(0); i < n; i++ {
-			v := vals.get(time.Now())
-			subj := subjects[next%len(subjects)]
-			next++
-			for {
-				// A full window stalls the publish: back-pressure.
-				_, err := js.PublishAsync(subj, v, jetstream.WithStallWait(time.Second))
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
-					m.fail(fmt.Errorf("publish: %w", err))
-					break loop
-				}
-				if ctx.Err() != nil || m.failure() != nil {
-					break loop
-				}
+	produceLoop(ctx, m, c, start, d, vals, func(v []byte) bool {
+		subj := subjects[next%len(subjects)]
+		next++
+		for {
+			// A full window stalls the publish: back-pressure.
+			_, err := js.PublishAsync(subj, v, jetstream.WithStallWait(time.Second))
+			if err == nil {
+				return true
+			}
+			if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+				m.fail(fmt.Errorf("publish: %w", err))
+				return false
+			}
+			if ctx.Err() != nil || m.failure() != nil {
+				return false
 			}
 		}
-		pace.sent += n
-		select {
-		case <-deadline.C:
-			break loop
-		case <-m.failed:
-			break loop
-		case <-ctx.Done():
-			break loop
-		default:
-		}
-		if pace.perSec > 0 {
-			select {
-			case <-tick.C:
-			case <-deadline.C:
-				break loop
-			case <-m.failed:
-				break loop
-			}
-		}
-	}
+	})
 	fctx, fcancel := context.WithTimeout(ctx, drainTimeout)
 	defer fcancel()
 	select {
@@ -379,14 +350,6 @@ loop:
 	}
 	elapsed := time.Since(start)
 	stopProgress()
-	want := m.records.Load()
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for m.consumed.Load() < want && fctx.Err() == nil {
-		select {
-		case <-fctx.Done():
-		case <-t.C:
-		}
-	}
+	waitConsumed(fctx, m)
 	return m.result("nats", c, elapsed)
 }
