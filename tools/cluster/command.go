@@ -246,8 +246,15 @@ func waitHealthy(ctx context.Context, w io.Writer, l Layout) error {
 	}
 }
 
-// Stop stops every node cleanly (SIGTERM, then SIGKILL after 30 s).
+// Stop stops every node cleanly (SIGTERM, then SIGKILL after 30 s). The
+// pids are taken from cluster.json when it can be read: a node restarted
+// since l was read (RestartWith from another process or another copy of
+// the layout, as the demo does) runs under a pid l does not know, and was
+// left running by every test that stopped its cluster with a stale layout.
 func Stop(ctx context.Context, w io.Writer, l Layout) error {
+	if cur, err := readLayout(l.Dir); err == nil {
+		l = cur
+	}
 	for _, n := range l.Nodes {
 		if !alive(n.PID) {
 			continue

@@ -49,6 +49,15 @@ func TestLocalClusterDemo(t *testing.T) {
 		if err := cluster.Stop(context.Background(), &log, l); err != nil {
 			t.Errorf("stop: %v", err)
 		}
+		// The demo restarted a node behind l's back: none may outlive
+		// the test (they did, one per run, holding ports and CPU).
+		if cur, err := cluster.ReadLayout(l.Dir); err == nil {
+			for _, n := range cur.Nodes {
+				if cluster.Alive(cur, n.ID) {
+					t.Errorf("node %d (pid %d) still runs after stop", n.ID, n.PID)
+				}
+			}
+		}
 		if t.Failed() {
 			t.Log(log.String())
 			for _, n := range l.Nodes {
