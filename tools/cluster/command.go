@@ -201,6 +201,24 @@ func Start(ctx context.Context, w io.Writer, o Options) (Layout, error) {
 	return l, waitHealthy(ctx, w, l)
 }
 
+// logTails is the last lines of every node's log, for an error that
+// callers (bench, soak, tests) print after their temporary cluster
+// directory, and so the logs, may be gone: a port taken by another process
+// or a bad setting shows there.
+func logTails(l Layout, lines int) string {
+	var b strings.Builder
+	for _, n := range l.Nodes {
+		data, err := os.ReadFile(n.LogFile)
+		if err != nil {
+			continue
+		}
+		ls := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		ls = ls[max(0, len(ls)-lines):]
+		fmt.Fprintf(&b, "\nnode %d's last log lines:\n  %s", n.ID, strings.Join(ls, "\n  "))
+	}
+	return b.String()
+}
+
 // waitHealthy waits until every node process runs, every broker is in the
 // metadata and a controller is elected, printing progress every 2 s.
 func waitHealthy(ctx context.Context, w io.Writer, l Layout) error {
@@ -218,7 +236,7 @@ func waitHealthy(ctx context.Context, w io.Writer, l Layout) error {
 		why = ""
 		for _, n := range l.Nodes {
 			if !alive(n.PID) {
-				return fmt.Errorf("node %d (pid %d) exited while starting; see %s", n.ID, n.PID, n.LogFile)
+				return fmt.Errorf("node %d (pid %d) exited while starting; see %s%s", n.ID, n.PID, n.LogFile, logTails(l, 5))
 			}
 		}
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -240,7 +258,7 @@ func waitHealthy(ctx context.Context, w io.Writer, l Layout) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster not healthy in time (%s); node logs are in %s/node-*/node.log", why, l.Dir)
+			return fmt.Errorf("cluster not healthy in time (%s); node logs are in %s/node-*/node.log%s", why, l.Dir, logTails(l, 5))
 		case <-tick.C:
 		}
 	}
