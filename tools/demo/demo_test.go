@@ -3,9 +3,6 @@ package demo
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,24 +89,9 @@ func run1(ctx context.Context, w *bytes.Buffer, dir, exe string, records int) er
 // demo's run from 18954 to 25842.
 func freeBase(t *testing.T) int {
 	t.Helper()
-	for try := 0; try < 50; try++ {
-		base := 20000 + rand.IntN(500)*10
-		ok := true
-		for i := 1; i <= 3 && ok; i++ {
-			off := base - cluster.KafkaPort + cluster.PortStep*i
-			for _, p := range []int{cluster.KafkaPort, cluster.ControllerPort, cluster.GossipPort, cluster.HTTPPort} {
-				ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+off))
-				if err != nil {
-					ok = false
-					break
-				}
-				_ = ln.Close()
-			}
-		}
-		if ok {
-			return base
-		}
+	base, err := cluster.FreeBasePort(20000, 500, 3)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port range found")
-	return 0
+	return base
 }

@@ -3,9 +3,6 @@ package soak
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,24 +83,9 @@ func logNodes(t *testing.T, dir string) {
 // the four port offsets differ by 0, 1, 2, 3, 4, 6, 7, 8 or 9 mod 10.
 func freeBase(t *testing.T) int {
 	t.Helper()
-	for range 50 {
-		base := 27005 + rand.IntN(400)*10 // 25959-31847: below Linux's ephemeral ports (32768+), apart from the demo test's and node tests' ranges
-		ok := true
-		for i := 1; i <= 3 && ok; i++ {
-			off := base - cluster.KafkaPort + cluster.PortStep*i
-			for _, p := range []int{cluster.KafkaPort, cluster.ControllerPort, cluster.GossipPort, cluster.HTTPPort} {
-				ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+off))
-				if err != nil {
-					ok = false
-					break
-				}
-				_ = ln.Close()
-			}
-		}
-		if ok {
-			return base
-		}
+	base, err := cluster.FreeBasePort(27005, 400, 3)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port range found")
-	return 0
+	return base
 }
