@@ -34,11 +34,11 @@ import (
 // drift in the machine's load hits both; ratios are within this run.
 //
 // The window is sampled every 100 ms three ways: the log files' page-cache
-// pages still dirty or under writeback (segment.Log.Unwritten, cachestat(2):
-// what a power cut of this machine would take now, sluice_log_unwritten_bytes), segment.Log.Unflushed (the fsync window,
-// sluice_log_unflushed_bytes/_age_seconds, which writeback hints do not
-// move: they are not fsyncs), and the machine's Dirty (other processes
-// included).
+// pages still dirty or under writeback (segment.Log.Unwritten, cachestat(2),
+// sluice_log_unwritten_bytes: what a power cut of this machine would take
+// now), segment.Log.Unflushed (the fsync window, sluice_log_unflushed_bytes
+// and _age_seconds, which writeback hints do not move: they are not
+// fsyncs), and the machine's Dirty (other processes included).
 //
 // As root it lowers vm.dirty_background_bytes and vm.dirty_bytes for its
 // duration (24 GiB of RAM would otherwise let gigabytes pile up before any
