@@ -35,6 +35,12 @@ type unwrittenRange struct {
 // ones count whole). It never holds the log's lock during the system call.
 // A log whose bytes are all fsynced returns 0 without a system call.
 //
+// It estimates the loss, it does not bound it: recovery cuts at the first
+// missing byte, so a page written back ahead of an older dirty one saves
+// nothing after it (the kernel writes an append-only file back mostly in
+// file order), and a file's size is durable only at the file system's
+// journal commit (ext4: every 5 s), which can lag its data pages.
+//
 // ErrUnwrittenUnsupported when the kernel or the file system cannot tell.
 func (l *Log) Unwritten() (int64, error) {
 	if cachestatUnsupported.Load() {

@@ -271,7 +271,7 @@ func TestDashboardNames(t *testing.T) {
 	if err := json.Unmarshal(b, &dash); err != nil {
 		t.Fatal(err)
 	}
-	src := &staticSource{parts: []PartitionStat{{Topic: "a", Leader: true, Replicas: 1, ISR: 1, MinISR: 1}}, c: ControllerStat{Raft: RaftStat{State: "leader"}}}
+	src := &staticSource{parts: []PartitionStat{{Topic: "a", Leader: true, Replicas: 1, ISR: 1, MinISR: 1, UnwrittenKnown: true}}, c: ControllerStat{Raft: RaftStat{State: "leader"}}}
 	m := newTestMetrics(t, src)
 	m.Requests.Produced("a", 1, 1, nil)
 	m.Requests.ObserveRequest(&kafka.RequestTiming{Key: int16(kmsg.Produce), Version: 9}) // series appear on first use
