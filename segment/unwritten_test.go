@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -102,4 +103,74 @@ func TestUnwrittenMemFS(t *testing.T) {
 	if _, err := l.Unwritten(); !errors.Is(err, ErrUnwrittenUnsupported) {
 		t.Fatalf("Unwritten on a flushed MemFS log: %v, want ErrUnwrittenUnsupported", err)
 	}
+}
+
+// TestUnwrittenConcurrent: Unwritten runs beside appends that roll
+// segments, flushes and Close (run it with -race): it never fails with
+// anything but ErrClosed, never answers more than was appended, and the
+// files it holds are closed only after it lets them go.
+func TestUnwrittenConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	idx, err := OpenIndex(vfs.Default, filepath.Join(dir, "index"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = idx.Close() })
+	l, _, err := Open(vfs.Default, filepath.Join(dir, "t-0"), "t-0", idx, Options{SegmentBytes: 8 << 10, RetentionBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Unwritten(); errors.Is(err, ErrUnwrittenUnsupported) {
+		t.Skipf("this kernel cannot tell: %v", err)
+	}
+	const appends = 300
+	var appended atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		v := make([]byte, 1000)
+		for i := 0; i < appends; i++ {
+			b := BuildBatch(int64(i), v)
+			appended.Add(int64(len(b))) // before: Unwritten may see it before Append returns
+			if _, err := l.Append(b, 0); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%50 == 49 {
+				if err := l.Flush(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	check := func() bool {
+		n, err := l.Unwritten()
+		if errors.Is(err, ErrClosed) {
+			return false
+		}
+		if err != nil || n < 0 || n > appended.Load() {
+			t.Errorf("Unwritten = %d, %v with %d bytes appended", n, err, appended.Load())
+			return false
+		}
+		return true
+	}
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+			check()
+		}
+	}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		for check() {
+		}
+	}()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-closed
 }
