@@ -27,7 +27,7 @@ type unwrittenRange struct {
 
 // Unwritten returns how many bytes of the log past the flushed position
 // are still only in the page cache: dirty, or under writeback and not yet
-// on the device. It is what a power cut of this machine would take now,
+// on the device: an estimate of what a power cut would take now,
 // where Unflushed is what an fsync has not yet guaranteed (the kernel
 // writes back on its own long before the next fsync). It counts whole
 // pages, capped at each segment's bytes past the flushed position, and asks
