@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/sys/unix"
 
 	"github.com/sluice-log/sluice/node/writeback"
 )
@@ -35,11 +34,11 @@ import (
 // drift in the machine's load hits both; ratios are within this run.
 //
 // The window is sampled every 100 ms three ways: the log files' page-cache
-// pages still dirty or under writeback (cachestat(2): what a power cut of
-// this machine would take now), segment.Log.Unflushed (the fsync window,
-// sluice_log_unflushed_bytes/_age_seconds, which writeback hints do not
-// move: they are not fsyncs), and the machine's Dirty (other processes
-// included).
+// pages still dirty or under writeback (segment.Log.Unwritten, cachestat(2),
+// sluice_log_unwritten_bytes: what a power cut of this machine would take
+// now), segment.Log.Unflushed (the fsync window, sluice_log_unflushed_bytes
+// and _age_seconds, which writeback hints do not move: they are not
+// fsyncs), and the machine's Dirty (other processes included).
 //
 // As root it lowers vm.dirty_background_bytes and vm.dirty_bytes for its
 // duration (24 GiB of RAM would otherwise let gigabytes pile up before any
@@ -232,7 +231,6 @@ func runWritebackRound(t *testing.T, cfg wbBenchConfig, on bool) *wbResult {
 		<-poll.C
 	}
 	poll.Stop()
-	logDir := filepath.Join(dir, replicaKey("wb", 0))
 
 	values := make([][]byte, 64)
 	for i := range values {
@@ -244,7 +242,7 @@ func runWritebackRound(t *testing.T, cfg wbBenchConfig, on bool) *wbResult {
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		sampleWindow(logDir, r, res, stopSampling)
+		sampleWindow(r, res, stopSampling)
 	}()
 
 	per := time.Duration(float64(time.Second) * float64(cfg.record) / float64(cfg.rateMiB<<20))
@@ -295,14 +293,7 @@ func runWritebackRound(t *testing.T, cfg wbBenchConfig, on bool) *wbResult {
 }
 
 // sampleWindow samples the durability window every 100 ms until stop.
-func sampleWindow(logDir string, r *replica, res *wbResult, stop <-chan struct{}) {
-	files := map[string]*os.File{}
-	defer func() {
-		for _, f := range files {
-			_ = f.Close()
-		}
-	}()
-	page := int64(os.Getpagesize())
+func sampleWindow(r *replica, res *wbResult, stop <-chan struct{}) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -311,22 +302,7 @@ func sampleWindow(logDir string, r *replica, res *wbResult, stop <-chan struct{}
 			return
 		case <-tick.C:
 		}
-		var dirty int64
-		names, _ := filepath.Glob(filepath.Join(logDir, "*.log"))
-		for _, name := range names {
-			f := files[name]
-			if f == nil {
-				var err error
-				if f, err = os.Open(name); err != nil {
-					continue
-				}
-				files[name] = f
-			}
-			var cs unix.Cachestat_t
-			if err := unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{}, &cs, 0); err == nil {
-				dirty += int64(cs.Dirty+cs.Writeback) * page
-			}
-		}
+		dirty, _ := r.log.Unwritten() // 0 where the kernel cannot tell
 		u := r.log.Unflushed()
 		var age time.Duration
 		if !u.Since.IsZero() {

@@ -1,13 +1,16 @@
 package node
 
 import (
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-log/sluice/node/metrics"
 	"github.com/sluice-log/sluice/node/writeback"
 	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
+	"github.com/sluice-log/sluice/segment"
 )
 
 // nodeMetrics is the node's part of its metrics: the registry (built in
@@ -16,6 +19,10 @@ import (
 type nodeMetrics struct {
 	m   *metrics.Metrics
 	isr isrChanges
+	// noUnwritten is set once a log reported that the kernel cannot tell
+	// what it has not written back (segment.ErrUnwrittenUnsupported): the
+	// node logs it once and exports no sluice_log_unwritten_bytes.
+	noUnwritten atomic.Bool
 }
 
 // apply follows one applied metadata change (the quorum's OnApply): ISR
@@ -69,6 +76,7 @@ func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.Partit
 			LogStart: r.log.LogStartOffset(), LogEnd: st.LEO, HighWatermark: st.HW,
 			Flushed: u.Offset, Size: r.log.Size(), UnflushedBytes: u.Bytes, UnflushedSince: u.Since,
 		}
+		ps.UnwrittenBytes, ps.UnwrittenKnown = s.unwritten(r)
 		for _, f := range st.Followers {
 			if f.Acked >= 0 {
 				ps.FollowerLag = max(ps.FollowerLag, st.LEO-f.Acked)
@@ -77,6 +85,23 @@ func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.Partit
 		buf = append(buf, ps)
 	}
 	return buf
+}
+
+// unwritten asks r's log how much of it the kernel has not written back,
+// unless a log said it cannot tell. Any other error (a log closed under
+// the scrape) leaves this scrape without the value.
+func (s *metricsSource) unwritten(r *replica) (int64, bool) {
+	if s.metrics.noUnwritten.Load() {
+		return 0, false
+	}
+	n, err := r.log.Unwritten()
+	if errors.Is(err, segment.ErrUnwrittenUnsupported) {
+		if s.metrics.noUnwritten.CompareAndSwap(false, true) {
+			s.log.Info("node: sluice_log_unwritten_bytes is not exported: the kernel cannot tell what it has not written back (sluice_log_unflushed_bytes, since the last fsync, still is)", "err", err)
+		}
+		return 0, false
+	}
+	return n, err == nil
 }
 
 // Broker implements metrics.Source.

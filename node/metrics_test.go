@@ -2,6 +2,7 @@ package node
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-log/sluice/quorum"
+	"github.com/sluice-log/sluice/segment"
 )
 
 // scrape GETs /metrics from tn and parses it.
@@ -102,8 +104,9 @@ func getStatus(t *testing.T, url string) (int, string) {
 
 // TestMetricsScrape: a real node and franz-go clients; after a produce and
 // a consume, /metrics over HTTP shows the traffic, the request times, the
-// replica counts and the controller; the durability window is there until
-// a flush and drops to zero after it; /healthz and /readyz answer 200.
+// replica counts and the controller; the durability window (unflushed,
+// and the part the kernel has not written back) is there until a flush and
+// drops to zero after it; /healthz and /readyz answer 200.
 func TestMetricsScrape(t *testing.T) {
 	tn := startNode(t, t.TempDir())
 	ctx := testCtx(t)
@@ -195,6 +198,19 @@ func TestMetricsScrape(t *testing.T) {
 	if v := value(t, mfs, "sluice_log_unflushed_bytes", "topic=m", "partition=0"); v != size || v == 0 {
 		t.Errorf("unflushed bytes = %v, want the log's %v", v, size)
 	}
+	// What the kernel has not written back is at most that; after the
+	// flush it is 0 too. Kernels without cachestat(2) do not export it.
+	haveUnwritten := mfs["sluice_log_unwritten_bytes"] != nil
+	if _, err := r.log.Unwritten(); errors.Is(err, segment.ErrUnwrittenUnsupported) {
+		if haveUnwritten {
+			t.Errorf("sluice_log_unwritten_bytes exported where the kernel cannot tell")
+		}
+		t.Logf("sluice_log_unwritten_bytes not checked: %v", err)
+	} else if !haveUnwritten {
+		t.Errorf("sluice_log_unwritten_bytes not exported on a kernel that can tell")
+	} else if v := value(t, mfs, "sluice_log_unwritten_bytes", "topic=m", "partition=0"); v < 0 || v > size {
+		t.Errorf("unwritten bytes = %v, want between 0 and the log's %v", v, size)
+	}
 	flushesBefore := value(t, mfs, "kafka_log_logflushstats_logflushrateandtimems_count")
 	if err := r.log.Flush(); err != nil {
 		t.Fatal(err)
@@ -205,6 +221,11 @@ func TestMetricsScrape(t *testing.T) {
 	}
 	if v := value(t, mfs, "sluice_log_unflushed_age_seconds", "topic=m", "partition=0"); v != 0 {
 		t.Errorf("unflushed age after flush = %v, want 0", v)
+	}
+	if haveUnwritten {
+		if v := value(t, mfs, "sluice_log_unwritten_bytes", "topic=m", "partition=0"); v != 0 {
+			t.Errorf("unwritten bytes after flush = %v, want 0", v)
+		}
 	}
 	if v := value(t, mfs, "sluice_log_flushed_offset", "topic=m", "partition=0"); v != records/2 {
 		t.Errorf("flushed offset = %v, want %d", v, records/2)

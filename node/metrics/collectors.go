@@ -34,6 +34,7 @@ var (
 	highWatermark       = desc("sluice_partition_high_watermark", "High watermark of the local replica: records below it are committed.", "topic", "partition")
 	flushedOffset       = desc("sluice_log_flushed_offset", "Every offset below it is fsynced on this node.", "topic", "partition")
 	unflushedBytes      = desc("sluice_log_unflushed_bytes", "Bytes of the local log past the flushed offset: what a power cut of this node would take from this replica.", "topic", "partition")
+	unwrittenBytes      = desc("sluice_log_unwritten_bytes", "Page-cache bytes of the local log not yet written to disk by the kernel (dirty or under writeback): what a power cut of this node would take now, as opposed to sluice_log_unflushed_bytes, which counts since the last fsync. Absent where the kernel cannot tell (cachestat(2), Linux 6.5).", "topic", "partition")
 	unflushedAge        = desc("sluice_log_unflushed_age_seconds", "Age of the oldest record of the local log not yet fsynced (0: none).", "topic", "partition")
 
 	activeController  = desc("kafka_controller_kafkacontroller_activecontrollercount", "Kafka KafkaController ActiveControllerCount: 1 on the active controller.")
@@ -66,7 +67,7 @@ type sourceCollector struct {
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{underReplicated, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery,
-		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unflushedAge,
+		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unwrittenBytes, unflushedAge,
 		activeController, offlinePartitions, activeBrokers, fencedBrokers, uncleanElections,
 		raftState, raftLeader, raftEpoch, raftHW, raftLEO, raftApplied, raftCommitAvg, raftCommitsTotal, raftCommitSecs, raftRefused} {
 		ch <- d
@@ -109,6 +110,9 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(highWatermark, float64(p.HighWatermark), t, n)
 		gauge(flushedOffset, float64(p.Flushed), t, n)
 		gauge(unflushedBytes, float64(p.UnflushedBytes), t, n)
+		if p.UnwrittenKnown {
+			gauge(unwrittenBytes, float64(p.UnwrittenBytes), t, n)
+		}
 		age := 0.0
 		if !p.UnflushedSince.IsZero() {
 			age = max(now.Sub(p.UnflushedSince).Seconds(), 0)

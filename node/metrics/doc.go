@@ -39,6 +39,7 @@
 //
 //	sluice_log_unflushed_bytes{topic,partition}        bytes of the local log not yet fsynced
 //	sluice_log_unflushed_age_seconds{topic,partition}  age of the oldest of them (0: none)
+//	sluice_log_unwritten_bytes{topic,partition}        of those, bytes the kernel has not written back (cachestat; Linux 6.5+)
 //	sluice_log_flushed_offset{topic,partition}         every offset below is fsynced on this node
 //	sluice_partition_high_watermark{topic,partition}   records below are committed
 //	sluice_log_lost_on_recovery_records_total          committed records a log no longer held when opened (power cut)
@@ -74,7 +75,19 @@
 // counted too). "Flushed" means fsynced: batched writeback
 // (sluice.log.writeback.interval.bytes) and the kernel's own writeback put
 // most of the window on disk sooner without these metrics seeing it, so
-// they bound the exposure from above.
+// they bound the exposure from above. sluice_log_unwritten_bytes is the
+// exposure itself: the part of a replica's unflushed bytes whose page-cache
+// pages are still dirty or under writeback, asked of the kernel at each
+// scrape (cachestat(2); absent where the kernel cannot tell). What a power
+// cut of every replica would take is roughly
+//
+//	min by (topic, partition) (sluice_log_unwritten_bytes)
+//
+// It is an estimate, not a bound: recovery cuts at the first missing byte,
+// so a page written back out of order does not save what follows it (the
+// kernel writes an append-only file back mostly in order), and the file's
+// size reaches the disk with the file system's journal commit (ext4: every
+// 5 s), which can lag the data pages.
 //
 // # How values are gathered
 //

@@ -120,7 +120,7 @@ func expect(t *testing.T, mfs map[string]*dto.MetricFamily, want float64, name s
 func TestCollectorsAggregate(t *testing.T) {
 	src := &staticSource{
 		parts: []PartitionStat{
-			{Topic: "a", Partition: 0, Leader: true, Replicas: 3, ISR: 3, MinISR: 2, LogEnd: 10, Flushed: 4, UnflushedBytes: 600, UnflushedSince: now.Add(-1500 * time.Millisecond)},
+			{Topic: "a", Partition: 0, Leader: true, Replicas: 3, ISR: 3, MinISR: 2, LogEnd: 10, Flushed: 4, UnflushedBytes: 600, UnflushedSince: now.Add(-1500 * time.Millisecond), UnwrittenBytes: 300, UnwrittenKnown: true},
 			{Topic: "a", Partition: 1, Leader: true, Replicas: 3, ISR: 2, MinISR: 2},
 			{Topic: "b", Partition: 0, Leader: true, Replicas: 3, ISR: 1, MinISR: 2},
 			{Topic: "b", Partition: 1, Leader: false, Replicas: 3, ISR: 1, MinISR: 2, FollowerLag: 42},
@@ -142,6 +142,10 @@ func TestCollectorsAggregate(t *testing.T) {
 	expect(t, mfs, 1, "kafka_cluster_partition_underreplicated", "partition=0", "topic=b")
 	expect(t, mfs, 600, "sluice_log_unflushed_bytes", "partition=0", "topic=a")
 	expect(t, mfs, 1.5, "sluice_log_unflushed_age_seconds", "partition=0", "topic=a")
+	expect(t, mfs, 300, "sluice_log_unwritten_bytes", "partition=0", "topic=a")
+	if _, ok := get(mfs, "sluice_log_unwritten_bytes", "partition=1", "topic=a"); ok {
+		t.Error("sluice_log_unwritten_bytes exported for a partition whose kernel cannot tell")
+	}
 	expect(t, mfs, 0, "sluice_log_unflushed_age_seconds", "partition=1", "topic=a")
 	expect(t, mfs, 4, "sluice_log_flushed_offset", "partition=0", "topic=a")
 	expect(t, mfs, 1, "kafka_controller_kafkacontroller_activecontrollercount")
@@ -267,7 +271,7 @@ func TestDashboardNames(t *testing.T) {
 	if err := json.Unmarshal(b, &dash); err != nil {
 		t.Fatal(err)
 	}
-	src := &staticSource{parts: []PartitionStat{{Topic: "a", Leader: true, Replicas: 1, ISR: 1, MinISR: 1}}, c: ControllerStat{Raft: RaftStat{State: "leader"}}}
+	src := &staticSource{parts: []PartitionStat{{Topic: "a", Leader: true, Replicas: 1, ISR: 1, MinISR: 1, UnwrittenKnown: true}}, c: ControllerStat{Raft: RaftStat{State: "leader"}}}
 	m := newTestMetrics(t, src)
 	m.Requests.Produced("a", 1, 1, nil)
 	m.Requests.ObserveRequest(&kafka.RequestTiming{Key: int16(kmsg.Produce), Version: 9}) // series appear on first use

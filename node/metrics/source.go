@@ -35,6 +35,15 @@ type PartitionStat struct {
 	// UnflushedSince is when the oldest of them was appended; zero when
 	// there are none or the time is unknown (after recovery).
 	UnflushedSince time.Time
+	// UnwrittenBytes are those of the UnflushedBytes whose page-cache pages
+	// the kernel has not yet written to disk (dirty or under writeback,
+	// segment.Log.Unwritten): what a power cut now would most likely take,
+	// where UnflushedBytes is what no fsync guarantees yet. Asking the
+	// kernel is a system call per unfsynced segment, not I/O. Set only when
+	// UnwrittenKnown: kernels before Linux 6.5 and in-memory file systems
+	// cannot tell.
+	UnwrittenBytes int64
+	UnwrittenKnown bool
 	// FollowerLag, on a leader, is how many offsets its furthest-behind
 	// follower (of those that fetched in this leader epoch) is behind the
 	// log end; 0 on a follower. Kafka measures MaxLag on the followers;
