@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -32,6 +33,11 @@ type GossipConfig struct {
 	Tune func(*memberlist.Config)
 	// LogOutput receives memberlist's log; nil discards it.
 	LogOutput io.Writer
+	// Log, if set, gets a line for every fence and unfence the active
+	// controller proposes, with what gossip showed of the broker (Kafka
+	// logs these too: the first thing an operator asks when a broker
+	// drops out of the metadata).
+	Log *slog.Logger
 }
 
 // Gossip runs memberlist on one node. On every node it advertises the
@@ -199,10 +205,12 @@ func (g *Gossip) loop() {
 		g.ctrl.View(func(im *Image) { cmds = live.Decide(im, now) })
 		for _, cmd := range cmds {
 			ctx, cancel := context.WithTimeout(g.ctx, g.cfg.SessionTimeout)
-			if _, err := g.ctrl.Propose(ctx, cmd); err == nil {
+			_, err := g.ctrl.Propose(ctx, cmd)
+			if err == nil {
 				g.Proposed.Add(1)
 			}
 			cancel()
+			g.logDecision(cmd, err)
 		}
 	}
 }
@@ -256,4 +264,35 @@ func (e gossipEvents) NotifyLeave(n *memberlist.Node) {
 	e.g.dead[int32(id)] = time.Now()
 	e.g.mu.Unlock()
 	e.g.poke()
+}
+
+// logDecision logs a fence or unfence the active controller proposed, with
+// the broker's gossip state (advertised epoch, or not a live member).
+func (g *Gossip) logDecision(cmd Command, err error) {
+	if g.cfg.Log == nil {
+		return
+	}
+	var what string
+	var id int32
+	var epoch int64
+	switch c := cmd.(type) {
+	case *FenceBroker:
+		what, id, epoch = "fencing broker", c.ID, c.Epoch
+	case *UnfenceBroker:
+		what, id, epoch = "unfencing broker", c.ID, c.Epoch
+	default:
+		return
+	}
+	g.mu.Lock()
+	gossipEpoch, member := g.members[id]
+	g.mu.Unlock()
+	attrs := []any{"broker", id, "registered_epoch", epoch, "gossip_member", member}
+	if member {
+		attrs = append(attrs, "gossip_epoch", gossipEpoch)
+	}
+	if err != nil {
+		g.cfg.Log.Warn("quorum: "+what+" failed", append(attrs, "err", err)...)
+		return
+	}
+	g.cfg.Log.Info("quorum: "+what, attrs...)
 }

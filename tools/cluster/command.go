@@ -201,6 +201,36 @@ func Start(ctx context.Context, w io.Writer, o Options) (Layout, error) {
 	return l, waitHealthy(ctx, w, l)
 }
 
+// eachNodeSees asks every node alone for its metadata: which brokers it
+// lists and which controller, so that a cluster stuck "2 of 3 brokers
+// registered" says whether one node's view is stale (its metadata log
+// behind) or every node agrees a broker is fenced.
+func eachNodeSees(l Layout) string {
+	var b strings.Builder
+	for _, n := range l.Nodes {
+		fmt.Fprintf(&b, "\nnode %d sees: ", n.ID)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(n.Kafka), kgo.RequestRetries(0))
+		if err != nil {
+			fmt.Fprintf(&b, "%v", err)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+		cancel()
+		cl.Close()
+		if err != nil {
+			fmt.Fprintf(&b, "no answer: %v", err)
+			continue
+		}
+		var ids []int32
+		for _, br := range md.Brokers {
+			ids = append(ids, br.NodeID)
+		}
+		fmt.Fprintf(&b, "brokers %v, controller %d", ids, md.Controller)
+	}
+	return b.String()
+}
+
 // logTails is the last lines of every node's log, for an error that
 // callers (bench, soak, tests) print after their temporary cluster
 // directory, and so the logs, may be gone: a port taken by another process
@@ -258,7 +288,7 @@ func waitHealthy(ctx context.Context, w io.Writer, l Layout) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster not healthy in time (%s); node logs are in %s/node-*/node.log%s", why, l.Dir, logTails(l, 5))
+			return fmt.Errorf("cluster not healthy in time (%s); node logs are in %s/node-*/node.log%s%s", why, l.Dir, eachNodeSees(l), logTails(l, 5))
 		case <-tick.C:
 		}
 	}
