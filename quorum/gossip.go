@@ -33,6 +33,12 @@ type GossipConfig struct {
 	Tune func(*memberlist.Config)
 	// LogOutput receives memberlist's log; nil discards it.
 	LogOutput io.Writer
+	// ClusterID labels every gossip packet and stream (memberlist's
+	// Label): a node of another cluster — a misconfigured seed, a stale
+	// process on a reused port — is never merged into the membership,
+	// where its name ("2") and epoch would fence or unfence our broker 2.
+	// Empty: no label (tests).
+	ClusterID string
 	// Log, if set, gets a line for every fence and unfence the active
 	// controller proposes, with what gossip showed of the broker (Kafka
 	// logs these too: the first thing an operator asks when a broker
@@ -90,6 +96,9 @@ func StartGossip(cfg GossipConfig, ctrl *Controller) (*Gossip, error) {
 	// until DeadNodeReclaimTime has passed, so keep that well inside the
 	// session timeout.
 	mc.DeadNodeReclaimTime = cfg.SessionTimeout / 3
+	if cfg.ClusterID != "" {
+		mc.Label = "sluice/" + cfg.ClusterID
+	}
 	mc.Delegate = gossipDelegate{g}
 	mc.Events = gossipEvents{g}
 	mc.LogOutput = cfg.LogOutput

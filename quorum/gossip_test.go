@@ -134,3 +134,39 @@ func TestGossipJoinRetried(t *testing.T) {
 		return early.ml.NumMembers() == 2 && late.ml.NumMembers() == 2
 	})
 }
+
+// TestGossipOtherClusterNotMerged: gossip is labelled with the cluster id,
+// so a node of another cluster (a wrong seed, a stale process on a reused
+// port) cannot join the membership, where its name and epoch would stand
+// for one of our brokers.
+func TestGossipOtherClusterNotMerged(t *testing.T) {
+	nodes := startQuorum(t, 1, nil)
+	cfg := func(id int32, cluster string) GossipConfig {
+		return GossipConfig{NodeID: id, ClusterID: cluster, BindAddr: "127.0.0.1", SessionTimeout: time.Second, Tick: 50 * time.Millisecond, Tune: fastGossip}
+	}
+	ours, err := StartGossip(cfg(1, "cluster-a"), nodes[0].c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ours.Close() })
+	theirs, err := StartGossip(cfg(2, "cluster-b"), nodes[0].c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { theirs.Close() })
+	if _, err := theirs.Join([]string{ours.Addr()}); err == nil {
+		t.Fatal("a node of another cluster joined our gossip")
+	}
+	same, err := StartGossip(cfg(3, "cluster-a"), nodes[0].c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { same.Close() })
+	if _, err := same.Join([]string{ours.Addr()}); err != nil {
+		t.Fatalf("a node of the same cluster could not join: %v", err)
+	}
+	waitFor(t, 30*time.Second, "the same-cluster node is a member", func() bool { return ours.ml.NumMembers() == 2 })
+	if n := ours.ml.NumMembers(); n != 2 {
+		t.Fatalf("members = %d, want 2 (the other cluster's node kept out)", n)
+	}
+}
