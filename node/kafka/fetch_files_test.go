@@ -69,14 +69,7 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 			for i := range pieces {
 				pieces[i].at -= 4
 			}
-			var got []byte
-			prev := 0
-			for _, p := range pieces {
-				got = append(got, buf[prev:p.at]...)
-				got, _ = p.f.AppendTo(got)
-				prev = p.at
-			}
-			got = append(got, buf[prev:]...)
+			got := withFiles(buf, pieces)
 			for _, f := range files {
 				resp.Topics[f.topic].Partitions[f.partition].RecordBatches = f.f.(*memRecords).b
 			}

@@ -57,17 +57,22 @@ func FuzzFetchFrame(f *testing.F) {
 		if !canEncodeFetch(fr) {
 			return
 		}
-		buf, pieces := appendFetchFrame(nil, 7, fr)
-		var got []byte
-		prev := 0
-		for _, p := range pieces {
-			got = append(got, buf[prev:p.at]...)
-			got, _ = p.f.AppendTo(got)
-			prev = p.at
-		}
-		got = append(got, buf[prev:]...)
+		got := withFiles(appendFetchFrame(nil, 7, fr))
 		if !bytes.Equal(got, want) {
 			t.Fatalf("v%d frames differ:\n got %x\nwant %x", resp.Version, got, want)
 		}
 	})
+}
+
+// withFiles is the frame appendFetchFrame made, with each piece's file
+// inserted at its position: the bytes the connection sends.
+func withFiles(buf []byte, pieces []filePiece) []byte {
+	var out []byte
+	prev := 0
+	for _, p := range pieces {
+		out = append(out, buf[prev:p.at]...)
+		out, _ = p.f.AppendTo(out)
+		prev = p.at
+	}
+	return append(out, buf[prev:]...)
 }
