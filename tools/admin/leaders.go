@@ -1,18 +1,14 @@
 package admin
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ElectionResult is one partition of `sluice leaders elect --format json`.
@@ -23,42 +19,6 @@ type ElectionResult struct {
 	// elected) or "error".
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
-}
-
-// topicPartitions returns topic's partition ids, giving a topic created a
-// moment ago up to two seconds to reach the broker asked. It asks the
-// brokers directly: kadm's Metadata answers from a cache for 5 s.
-func topicPartitions(ctx context.Context, cl *kgo.Client, topic string) ([]int32, error) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range resp.Topics {
-			if t.Topic != nil && *t.Topic == topic && t.ErrorCode == 0 && len(t.Partitions) > 0 {
-				var ps []int32
-				for _, p := range t.Partitions {
-					ps = append(ps, p.Partition)
-				}
-				return ps, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("unknown topic %s: see `sluice topics list`", topic)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 // NewLeadersCommand returns `sluice leaders`, after kafka-leader-election.sh.
@@ -109,7 +69,7 @@ any partition's election failed.`,
 			case cmd.Flags().Changed("partition"):
 				set = kadm.TopicsSet{topic: {partition: {}}}
 			default:
-				ps, err := topicPartitions(ctx, cl, topic)
+				ps, err := c.topicPartitions(ctx, cl, topic)
 				if err != nil {
 					return err
 				}

@@ -28,7 +28,7 @@ func TestLeadersElect(t *testing.T) {
 	}{
 		{[]string{"leaders", "elect", "--type", "random", "--topic", "el"}, "want preferred or unclean"},
 		{[]string{"leaders", "elect", "--type", "preferred"}, "--all-topic-partitions"},
-		{[]string{"leaders", "elect", "--type", "preferred", "--topic", "nope"}, "unknown topic nope"},
+		{[]string{"leaders", "elect", "--type", "preferred", "--topic", "nope"}, `topic "nope" does not exist: create it`},
 	} {
 		if out, err := run(t, bootstrap, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("sluice %s: %v\n%s", strings.Join(tc.args, " "), err, out)

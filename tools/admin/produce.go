@@ -22,32 +22,47 @@ import (
 
 // topicPartitions asks the cluster for a topic's partitions without
 // creating it (the broker may auto-create topics; these tools never ask it
-// to). Errors say what to do: start the cluster, or create the topic.
+// to). It asks the brokers directly (kadm's Metadata answers from a cache
+// for 5 s) and gives a topic created a moment ago up to two seconds to
+// reach the broker asked. Errors say what to do: start the cluster, or
+// create the topic.
 func (c *common) topicPartitions(ctx context.Context, cl *kgo.Client, topic string) ([]int32, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	req.AllowAutoTopicCreation = false
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return nil, c.unreachable(err)
-	}
-	if len(resp.Topics) != 1 {
-		return nil, fmt.Errorf("metadata of %q: %d topics in the answer", topic, len(resp.Topics))
-	}
-	t := resp.Topics[0]
-	if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-		if errors.Is(err, kerr.UnknownTopicOrPartition) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		req.AllowAutoTopicCreation = false
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return nil, c.unreachable(err)
+		}
+		if len(resp.Topics) != 1 {
+			return nil, fmt.Errorf("metadata of %q: %d topics in the answer", topic, len(resp.Topics))
+		}
+		t := resp.Topics[0]
+		err = kerr.ErrorForCode(t.ErrorCode)
+		switch {
+		case err == nil:
+			ps := make([]int32, 0, len(t.Partitions))
+			for _, p := range t.Partitions {
+				ps = append(ps, p.Partition)
+			}
+			return ps, nil
+		case !errors.Is(err, kerr.UnknownTopicOrPartition):
+			return nil, fmt.Errorf("topic %q: %w", topic, err)
+		case time.Now().After(deadline):
 			return nil, unknownTopic(topic)
 		}
-		return nil, fmt.Errorf("topic %q: %w", topic, err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
 	}
-	ps := make([]int32, 0, len(t.Partitions))
-	for _, p := range t.Partitions {
-		ps = append(ps, p.Partition)
-	}
-	return ps, nil
 }
 
 func unknownTopic(topic string) error {
