@@ -2,6 +2,7 @@ package segment
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,10 @@ import (
 //	clock now=T                                      the clock for appends (segment.ms)
 //	state | epoch-end epoch=E | epoch-of offset=O | offset-for-ts ts=T | max-ts [up-to=O]
 //	scan-batches [from=O] [to=O]                     batch headers in [from, to)
+//	flip offset=O [at=N]     flip byte N (default 70: a record) of the batch holding O, through the vfs
+//	read-span offset=O [max-bytes=N] [up-to=O]      ReadSpan's batches
+//	scrub [due=T]            ScrubNext, once per segment at most, for segments last scrubbed before T (default: now)
+//	corruption | truncate-corrupt                    Corruption, TruncateBeforeCorruption
 //
 // append's pid=P [pepoch=E] [seq=S] [attrs=A] make it an idempotent
 // producer's batch (attrs: 16 transactional, 32 control).
@@ -199,6 +204,48 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 			return "no batches\n", nil
 		}
 		return b.String(), nil
+	case "flip":
+		return "", s.flip(s.arg(d, "offset", 0), s.arg(d, "at", 70))
+	case "read-span":
+		sp, err := s.l.ReadSpan(s.arg(d, "offset", 0), int(s.arg(d, "max-bytes", 1<<20)), s.arg(d, "up-to", 1<<62))
+		if err != nil {
+			return "", err
+		}
+		defer sp.Release()
+		return fmt.Sprintf("segment %d, batches %d..%d, position %d, %d bytes\n", sp.Segment, sp.First, sp.Next-1, sp.Position, sp.Size), nil
+	case "scrub":
+		var b strings.Builder
+		// Each sealed segment once: a scrub stamps it with the script's clock.
+		for range s.l.Segments() {
+			res, ok, err := s.l.ScrubNext(time.UnixMilli(s.arg(d, "due", s.now)), nil)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				break
+			}
+			fmt.Fprintf(&b, "segment %d: %d batches, %d bytes", res.Segment, res.Batches, res.Bytes)
+			if res.Corrupt != nil {
+				fmt.Fprintf(&b, "; corrupt at position %d, offset %d", res.Corrupt.Pos, res.Corrupt.Offset)
+			}
+			b.WriteString("\n")
+		}
+		if b.Len() == 0 {
+			return "nothing due\n", nil
+		}
+		return b.String(), nil
+	case "corruption":
+		c := s.l.Corruption()
+		if c == nil {
+			return "none\n", nil
+		}
+		return fmt.Sprintf("segment %d position %d offset %d\n", c.Segment, c.Pos, c.Offset), nil
+	case "truncate-corrupt":
+		end, err := s.l.TruncateBeforeCorruption()
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("log end %d\n", end) + s.state(), nil
 	case "epoch-of":
 		return fmt.Sprintf("offset %d: epoch %d\n", s.arg(d, "offset", 0), s.l.EpochForOffset(s.arg(d, "offset", 0))), nil
 	case "epoch-end":
@@ -224,6 +271,32 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 		return fmt.Sprintf("offset %d (record ts %d)\n", off, ts), nil
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+// flip inverts byte at of the batch holding offset in its segment file,
+// through the log's vfs, as a disk's bit rot would: the log is not told.
+func (s *script) flip(offset, at int64) error {
+	l := s.l
+	l.mu.Lock()
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
+	seg := l.segs[i]
+	pos, _, err := l.batchStart(seg, offset)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	f, err := s.mem.OpenReadWrite(seg.path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], pos+at); err != nil {
+		return err
+	}
+	b[0] ^= 0xff
+	_, err = f.WriteAt(b[:], pos+at)
+	return err
 }
 
 // then is the state after an operation that returned err.

@@ -74,6 +74,23 @@
 // RecoveryReport.Damaged, not cut, so that the segments after it stay
 // readable; a read in its missing bytes is ErrCorruptBatch.
 //
+// # Corruption: verified reads and scrubbing
+//
+// Bytes can rot after the log accepted them. Read and ReadSpan CRC-check
+// the batches they return that were on disk, unchecked, when the log
+// opened (bytes this process appended were validated by Append, so the
+// steady state at the log end costs nothing; each segment remembers the
+// latest range a read checked, so a sequential reader of old data checks
+// each byte once). A read never hands out a bad batch: it returns the good
+// batches before it, or a *CorruptionError (ErrCorruptBatch) when the bad
+// one comes first. ScrubNext verifies one sealed segment whole (framing,
+// magic, CRC-32C, offsets contiguous up to the seal), through the vfs,
+// without the log's lock, paced by the caller; it remembers the first bad
+// batch (Corruption) until a truncation or retention removes it, and
+// TruncateTo at or past it cuts at its recorded position with the usual
+// durable seal (TruncateBeforeCorruption), never trusting the damaged
+// header. Damage made while the log is open is found by the scrub only.
+//
 // # Lookups by time and by header
 //
 // OffsetForTimestamp (ListOffsets by timestamp) starts at the time index's

@@ -9,7 +9,8 @@ var (
 	// (framing, magic, counts). Kafka: INVALID_RECORD / CORRUPT_MESSAGE.
 	ErrInvalidBatch = errors.New("segment: invalid record batch")
 	// ErrCorruptBatch marks corruption: a CRC-32C mismatch, in a produced batch
-	// or in bytes read back from disk. Kafka: CORRUPT_MESSAGE.
+	// or in bytes read back from disk (then a *CorruptionError says where).
+	// Kafka: CORRUPT_MESSAGE.
 	ErrCorruptBatch = errors.New("segment: corrupt record batch")
 	// ErrBatchTooLarge: a batch over message.max.bytes. Kafka: MESSAGE_TOO_LARGE.
 	ErrBatchTooLarge = errors.New("segment: record batch too large")

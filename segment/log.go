@@ -46,8 +46,9 @@ type Log struct {
 	dirDirty  bool          // a segment file was created since the last dir sync
 	failed    error         // sticky I/O error: see ErrLogFailed
 	closed    bool
-	ckpt      metaRecord // last checkpoint written
-	flushPos  position   // where flushed ends: recovery point candidate
+	ckpt      metaRecord       // last checkpoint written
+	flushPos  position         // where flushed ends: recovery point candidate
+	corrupt   *CorruptionError // the lowest bad batch a scrub found (scrub.go)
 
 	flushed atomic.Int64 // every offset below is fsynced
 
@@ -377,6 +378,9 @@ func (l *Log) Read(offset int64, maxBytes int, upTo int64, buf []byte) (Chunk, e
 	out, err := at.find(c, func(pos int64, c Chunk) (Chunk, error) {
 		return l.readFrom(at.seg, pos, at.end, offset, maxBytes, at.upTo, buf, c)
 	})
+	if err == nil && out.Size > 0 {
+		out, err = l.verifyChunk(at.seg, at.vs, offset, out)
+	}
 	l.releaseRead(at.seg, out, err)
 	return out, err
 }
@@ -393,6 +397,7 @@ type readStart struct {
 	offset int64
 	pos    int64
 	hinted bool
+	vs     verifyState
 }
 
 // locate finds where a read at offset up to upTo starts, under mu. With no
@@ -414,7 +419,8 @@ func (l *Log) locate(offset, upTo int64) (readStart, Chunk, error) {
 	}
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
 	seg := l.segs[i]
-	at := readStart{l: l, seg: seg, end: seg.size, upTo: upTo, offset: offset, pos: l.hintPos(seg, offset)}
+	at := readStart{l: l, seg: seg, end: seg.size, upTo: upTo, offset: offset, pos: l.hintPos(seg, offset),
+		vs: verifyState{fromDisk: seg.fromDisk, vLo: seg.vLo, vHi: seg.vHi}}
 	at.hinted = at.pos >= 0
 	if !at.hinted {
 		at.pos = l.pendingPos(seg, offset)

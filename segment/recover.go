@@ -139,7 +139,7 @@ func (l *Log) open(rep *RecoveryReport) error {
 			return err
 		}
 		s := &segment{base: b, path: l.fs.PathJoin(l.dir, segmentName(b)), file: f, size: st.Size(),
-			next: b, firstTs: noTimestamp, maxTs: noTimestamp, maxTsOff: -1}
+			next: b, firstTs: noTimestamp, maxTs: noTimestamp, maxTsOff: -1, fromDisk: st.Size()}
 		if r, ok := recs[b]; ok {
 			if s.size < r.end {
 				short = append(short, DamagedSegment{Base: b, SealEnd: r.end, FileSize: s.size})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -34,7 +35,13 @@ type segment struct {
 	// before wbDue are due, bytes before wbDone were requested.
 	wbDue, wbDone int64
 	removed       bool // renamed to .deleted; close and remove at refs == 0
-	closeLate     bool // the log closed while refs > 0: close at refs == 0
+	// Verification (scrub.go): bytes before fromDisk were in the file when
+	// the log opened and are CRC-checked before a read hands them out,
+	// except within [vLo, vHi), the latest range a read or scrub checked.
+	// Bytes from fromDisk on were validated when this process wrote them.
+	fromDisk, vLo, vHi int64
+	scrubbed           time.Time // when a scrub last verified it whole
+	closeLate          bool      // the log closed while refs > 0: close at refs == 0
 }
 
 const noTimestamp = int64(-1 << 63)

@@ -30,6 +30,9 @@ func (l *Log) ReadSpan(offset int64, maxBytes int, upTo int64) (*Span, error) {
 	out, err := at.find(c, func(pos int64, c Chunk) (Chunk, error) {
 		return l.spanFrom(at.seg, pos, at.end, offset, maxBytes, at.upTo, c)
 	})
+	if err == nil && out.Size > 0 {
+		out, err = l.verifySpan(at.seg, at.vs, offset, out)
+	}
 	l.hint(at.seg, out, err)
 	if err != nil || out.Size == 0 {
 		l.release(at.seg)

@@ -13,6 +13,8 @@ import (
 // batch goes and the log end becomes its base offset, as in Kafka. The cut
 // segment is sealed, durably, before anything else changes, and appends go
 // to a new segment: no later recovery can read the old batches past the cut.
+// A corrupt batch a scrub found at or below offset (Corruption) cuts the log
+// at that batch instead, by its recorded position (scrub.go).
 // Below the log start it is TruncateFullyAndStartAt(offset); when the batch
 // to cut holds the log start, TruncateFullyAndStartAt(log start).
 func (l *Log) TruncateTo(offset int64) error {
@@ -32,11 +34,20 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err := l.commitPendingLocked(); err != nil {
 		return err
 	}
-	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
-	seg := l.segs[i]
-	pos, base, err := l.batchStart(seg, offset)
-	if err != nil {
-		return err
+	var i int
+	var seg *segment
+	var pos, base int64
+	if c := l.corrupt; c != nil && offset >= c.Offset {
+		// Cut where the scrub found the damage, without reading it.
+		i = sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > c.Segment }) - 1
+		seg, pos, base = l.segs[i], c.Pos, c.Offset
+	} else {
+		i = sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
+		seg = l.segs[i]
+		var err error
+		if pos, base, err = l.batchStart(seg, offset); err != nil {
+			return err
+		}
 	}
 	if base < l.logStart {
 		// The batch to cut holds the log start: nothing readable is left.
@@ -74,6 +85,9 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.removeSegment(t, wb)
 	}
 	l.segs = l.segs[:i+1]
+	if l.corrupt != nil && l.corrupt.Offset >= base {
+		l.corrupt = nil
+	}
 	seg.size, seg.next, seg.firstTs, seg.maxTs, seg.maxTsOff, seg.sealed = pos, base, firstTs, maxTs, maxTsOff, true
 	if pos == 0 {
 		l.removeSegment(seg, wb)
@@ -157,6 +171,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		l.removeSegment(s, wb)
 	}
 	l.segs = nil
+	l.corrupt = nil
 	l.epochs = epochCache{}
 	l.tsPoints.reset()
 	l.flushed.Store(offset)
@@ -202,6 +217,9 @@ func (l *Log) deleteBelowLocked(start int64, n int) error {
 	}
 	gone := l.segs[:n]
 	l.segs = l.segs[n:]
+	if l.corrupt != nil && l.corrupt.Segment < l.segs[0].base {
+		l.corrupt = nil
+	}
 	if err := l.dropTimeEntriesBelow(l.segs[0].base, wb); err != nil {
 		return err
 	}
