@@ -47,7 +47,10 @@
 // must come from the current leader with its broker epoch, the current leader
 // epoch and partition epoch, and every ISR member must be registered,
 // unfenced, not shutting down and carry its current broker epoch (KIP-841,
-// KIP-903).
+// KIP-903). Beyond Kafka, the leader may leave the ISR it proposes: it hands
+// leadership to the first member of the rest (a leader that found its own
+// log corrupt, node/scrub.go); an ISR without it and without an acceptable
+// leader is refused.
 //
 // A partition whose only ISR member re-registers after an unclean shutdown
 // (RegisterBroker.CleanShutdown false) keeps that member but marks the ISR

@@ -282,11 +282,15 @@ func (p *planner) alterPartition(c *AlterPartition) ([]Record, any, error) {
 		}
 		isr = append(isr, m.ID)
 	}
-	if !slices.Contains(isr, c.BrokerID) {
-		return nil, nil, kerrf(kerr.InvalidRequest, "%s: the leader %d must stay in the ISR", where, c.BrokerID)
-	}
+	// A leader may leave the ISR only by handing leadership to another
+	// member (beyond Kafka: its log is damaged, node/scrub.go); the builder
+	// elects it from what remains.
+	leaving := !slices.Contains(isr, c.BrokerID)
 	pc := PartitionChange{TopicID: t.ID, Partition: c.Partition, Current: part, Acceptable: p.acceptable(-1, -1), TargetISR: isr}
 	rec, changed := pc.Build()
+	if leaving && (len(isr) == 0 || !changed || rec.Leader == NoLeader) {
+		return nil, nil, kerrf(kerr.InvalidRequest, "%s: the leader %d must stay in the ISR unless another member can lead", where, c.BrokerID)
+	}
 	if !changed {
 		res := part.clone()
 		return nil, &res, nil
