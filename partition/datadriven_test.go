@@ -252,6 +252,9 @@ func (h *harness) run() {
 		h.step(n, LocalFlush{Flushed: n.log.flushed})
 	case "restart":
 		h.restart()
+	case "corrupt":
+		// corrupt id=N offset=O: the node found a bad batch at O in N's log.
+		h.step(h.node("id"), LogCorrupt{Offset: h.int("offset", 0)})
 	case "status":
 		for _, n := range h.sorted() {
 			if id, ok := h.arg("id"); ok && id != strconv.Itoa(int(n.id)) {
@@ -345,6 +348,9 @@ func (h *harness) alter() {
 	}
 	n.proposal = nil
 	res := AlterPartitionResult{Proposal: p, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1, ISR: p.ids()}
+	if !slices.Contains(res.ISR, n.id) {
+		res.LeaderEpoch++ // the leader resigned: the controller elected another
+	}
 	if s, ok := h.arg("err"); ok {
 		res = AlterPartitionResult{Proposal: p, Err: kerr.TypedErrorForCode(h.code(s))}
 	}

@@ -110,6 +110,15 @@
 // and starts there (Truncation.Fully); after other errors it fetches again
 // after Config.FetchBackoffTicks (at least one tick).
 //
+// # Damage in the own log
+//
+// LogCorrupt (corrupt.go) says the node found a bad batch in the replica's
+// own log. A follower truncates before it (BelowHW -1: the leader holds
+// those records) and fetches again; a leader with another ISR member
+// proposes the ISR without itself, which the controller answers by electing
+// that member, and truncates once it follows; the only in-sync copy keeps
+// leading and resigns when another member joins.
+//
 // # Durability modes
 //
 // The topic config sluice.durability (ConfigDurability) picks one:

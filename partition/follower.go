@@ -26,6 +26,7 @@ func (r *Replica) becomeFollower(m BecomeFollower) error {
 	// fetch to the new one decides again. (The node has not applied it:
 	// nothing is stepped between Ready and Advance.)
 	r.trunc = nil
+	r.repair() // a resigned leader cuts its damage now
 	return nil
 }
 

@@ -33,7 +33,8 @@ func (r *Replica) checkInvariants(prevHW int64) error {
 	if !slices.Contains(r.isr, r.cfg.ID) {
 		return fmt.Errorf("the leader is not in its ISR")
 	}
-	if r.inflight != nil && !slices.Contains(r.inflight.ids(), r.cfg.ID) {
+	if r.inflight != nil && !slices.Contains(r.inflight.ids(), r.cfg.ID) && r.damage < 0 {
+		// Only a leader with a damaged log resigns (corrupt.go).
 		return fmt.Errorf("proposal %v drops the leader", r.inflight)
 	}
 	if r.hw > prevHW {

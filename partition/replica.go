@@ -47,6 +47,7 @@ type Replica struct {
 	fetchAt      int64  // no fetch before this tick
 	flushAsked   int64  // sync mode: the last Ready.Flush
 	trunc        *Truncation
+	damage       int64 // first offset of known damage in the own log, or -1 (corrupt.go)
 
 	// outputs since the last Advance
 	hwReported int64
@@ -82,7 +83,7 @@ func New(cfg Config, log Log, st LogState) (*Replica, error) {
 	}
 	return &Replica{
 		cfg: cfg, log: log, role: Follower, leader: -1, leaderEpoch: -1, partitionEpoch: -1,
-		leo: st.LEO, hw: st.HW, flushed: st.Flushed, hwReported: st.HW,
+		leo: st.LEO, hw: st.HW, flushed: st.Flushed, hwReported: st.HW, damage: -1,
 	}, nil
 }
 
@@ -108,6 +109,8 @@ func (r *Replica) Step(m Msg) error {
 		err = r.fetchResponse(m)
 	case AlterPartitionResult:
 		err = r.alterPartitionResult(m)
+	case LogCorrupt:
+		r.logCorrupt(m)
 	default:
 		err = fmt.Errorf("%w: %T", ErrUnknownMsg, m)
 	}
@@ -131,6 +134,7 @@ func (r *Replica) Tick() {
 		}
 		r.waiting = kept
 		r.maybeShrinkISR()
+		r.maybeResign()
 	}
 	r.check(prevHW)
 }
@@ -249,6 +253,9 @@ func (r *Replica) Advance(rd Ready) {
 		r.flushAsked = min(r.flushAsked, r.leo)
 		r.trunc = nil
 		prevHW = r.hw
+		if r.damage >= r.leo {
+			r.damage = -1
+		}
 	}
 	if rd.Flush > r.flushAsked {
 		r.flushAsked = rd.Flush
