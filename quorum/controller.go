@@ -72,13 +72,16 @@ type Config struct {
 // initial controller) or a non-voter (a broker that only replays the log).
 // All methods are safe for concurrent use.
 type Controller struct {
-	cfg   Config
-	log   hclog.Logger
-	fsm   *FSM
-	raft  *raft.Raft
-	store *raftboltdb.BoltStore
-	mux   *muxListener
-	trans *raft.NetworkTransport
+	cfg  Config
+	log  hclog.Logger
+	fsm  *FSM
+	raft *raft.Raft
+	// raftReady is closed once raft is set: forwarded requests, which the
+	// mux accepts from the start (raft's transport needs it), wait for it.
+	raftReady chan struct{}
+	store     *raftboltdb.BoltStore
+	mux       *muxListener
+	trans     *raft.NetworkTransport
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -140,6 +143,7 @@ func Open(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{cfg: cfg, log: logger, fsm: NewFSM(cfg.OnApply), conns: map[net.Conn]struct{}{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.raftReady = make(chan struct{})
 	c.mux = newMuxListener(ln, adv, c.serveForward, hello{ClusterID: cfg.ClusterID, NodeID: cfg.NodeID}, newRefusals(cfg.PeerLog))
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger,
@@ -208,6 +212,7 @@ func Open(cfg Config) (*Controller, error) {
 	if c.raft, err = raft.NewRaft(rc, c.fsm, logs, c.store, snaps, c.trans); err != nil {
 		return fail(fmt.Errorf("quorum: raft: %w", err))
 	}
+	close(c.raftReady)
 	c.wg.Add(1)
 	go c.leaderLoop(notify)
 	return c, nil

@@ -94,6 +94,12 @@ func readFrame(r io.Reader, v any) error {
 
 // serveForward answers one forwarded request on conn.
 func (c *Controller) serveForward(conn net.Conn) {
+	select {
+	case <-c.raftReady: // a peer may forward while this node still opens
+	case <-c.ctx.Done():
+		conn.Close()
+		return
+	}
 	if !c.trackConn(conn, true) {
 		conn.Close()
 		return
