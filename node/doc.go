@@ -61,6 +61,14 @@
 //     in page-cache mode) and the node says so (a warning; lostOnRecovery).
 //     Each log's recovery point is checkpointed every 60 s.
 //
+// Corruption: scrub.go runs one scrubber goroutine that verifies the
+// sealed segments of every local log (sluice.log.scrub.interval.ms,
+// throttled by sluice.log.scrub.max.bytes.per.second), and at once those of
+// a log whose read met a bad batch. A bad batch is logged at ERROR, counted
+// and stepped as partition.LogCorrupt: a follower truncates before it and
+// fetches it again; a leader hands leadership to another in-sync replica,
+// then does the same; the only in-sync copy keeps serving what is valid.
+//
 // Idempotent producers: a replica keeps, per producer id, its epoch and the
 // sequence ranges and offsets of its last five batches (producer.go): a
 // duplicate answers the original offsets without writing (acks=all: once
@@ -88,7 +96,8 @@
 // (one), the replica ticker, one replica fetcher per leader broker, the
 // AlterPartition sender, a flush goroutine per sync-mode replica while it
 // fsyncs, the maintenance ticker (flush.ms, retention, checkpoints), the
-// Serve loop and the HTTP server. Lock order: Node.reconcileMu → Node.mu →
+// scrubber (takes replica.mu only to report), the Serve loop and the HTTP
+// server. Lock order: Node.reconcileMu → Node.mu →
 // replica.mu → fetcher.mu / alterer.mu (leaves, taken by process to
 // queue); Node.sigMu, Node.fetchMu and Node.pidMu are leaves. The fetcher
 // and alterer goroutines take replica.mu only with their own locks released.

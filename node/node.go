@@ -104,6 +104,9 @@ type Node struct {
 	// wb runs the logs' batched writeback requests; nil when
 	// sluice.log.writeback.interval.bytes is 0.
 	wb *segment.Writeback
+	// scrub verifies the logs' sealed segments and repairs bad batches
+	// (scrub.go).
+	scrub *scrubber
 }
 
 // Open starts a node from cfg; see the package doc for the steps. It
@@ -129,6 +132,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.alterer = newAlterer(n)
+	n.scrub = newScrubber(n)
 	n.metrics.m = newMetrics(n)
 	n.checkWriteback("/proc")
 	var closers []func()
@@ -257,8 +261,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 			n.log.Error("node: kafka listener failed", "err", err)
 		}
 	}()
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.maintain()
+	go n.scrub.run()
 	if hl != nil {
 		n.serveHTTP(hl)
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/partition"
+	"github.com/sluice-log/sluice/segment"
 )
 
 // defaultProduceTimeout bounds an acks=all wait when the request gave none.
@@ -130,6 +132,9 @@ func (r *replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, 
 		// Below the log start (retention): the follower or consumer
 		// starts over at the log start this answer carries.
 		res.Err, res.LogStartOffset = readError(err), s.LogStart
+		if errors.Is(err, segment.ErrCorruptBatch) {
+			r.n.scrubSoon(r) // never handed out; the scrub finds where and repairs
+		}
 		return res
 	}
 	res.HighWatermark, res.LogStartOffset = hw, s.LogStart

@@ -96,6 +96,14 @@ type Config struct {
 	// to start writing back what came before (sync_file_range on Linux).
 	// Zero, the default: never; vm.dirty_* decide when pages are written.
 	LogWritebackIntervalBytes int64
+	// LogScrubInterval (sluice.log.scrub.interval.ms, a Sluice key): each
+	// sealed segment is verified in the background (CRC of every batch)
+	// this often; 0: never (reads still verify what came from disk).
+	LogScrubInterval time.Duration
+	// LogScrubMaxBytesPerSecond (sluice.log.scrub.max.bytes.per.second):
+	// the background scrub reads at most this fast, over all logs; 0: no
+	// limit.
+	LogScrubMaxBytesPerSecond int64
 	ReplicaLagTimeMax         time.Duration
 	// BrokerSessionTimeout (broker.session.timeout.ms): a broker the
 	// active controller has not seen alive through gossip for this long is
@@ -221,6 +229,12 @@ var keys = []key{
 			return fmt.Errorf("%d: must be 0 (off) or at least one page, 4096", n)
 		}
 		return nil
+	}},
+	{"sluice.log.scrub.interval.ms", "86400000", "re-verify every sealed segment (CRC of each batch) in the background this often; a replica repairs a bad batch from another copy; 0: never (reads still verify what came from disk)", func(c *Config, v string) error {
+		return parseMs(&c.LogScrubInterval, v, 0)
+	}},
+	{"sluice.log.scrub.max.bytes.per.second", "10485760", "the background scrub reads at most this many bytes per second, over all logs; 0: no limit", func(c *Config, v string) error {
+		return parseInt64(&c.LogScrubMaxBytesPerSecond, v, 0, math.MaxInt64)
 	}},
 	{"broker.session.timeout.ms", "9000", "a broker not seen alive (gossip) this long is fenced and loses its leaderships", func(c *Config, v string) error { return parseMs(&c.BrokerSessionTimeout, v, 1) }},
 	{"replica.lag.time.max.ms", "30000", "a follower this far behind leaves the ISR", func(c *Config, v string) error { return parseMs(&c.ReplicaLagTimeMax, v, 1) }},

@@ -45,6 +45,7 @@
 //	sluice_log_lost_on_recovery_records_total          committed records a log no longer held when opened (power cut)
 //	sluice_log_writeback_requested_bytes_total         bytes the logs asked the kernel to write back (batched writeback)
 //	sluice_log_writeback_errors_total                  such requests that failed
+//	sluice_log_corrupt_batches_total{topic,partition}  bad batches the scrub or a read found in a local log
 //	sluice_raft_commits_total, sluice_raft_commit_seconds_total  metadata commit latency, as counters
 //	sluice_memory_dirty_bytes, sluice_memory_writeback_bytes     /proc/meminfo Dirty, Writeback
 //	sluice_vm_dirty_setting{name}                      each vm.dirty_* sysctl (name without "vm.")

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,6 +30,8 @@ type Metrics struct {
 	flush    prometheus.Observer
 	// wbBytes and wbErrors count batched writeback requests (ObserveWriteback).
 	wbBytes, wbErrors prometheus.Counter
+	// corrupt counts bad batches found in local logs (ObserveCorruptBatch).
+	corrupt *prometheus.CounterVec
 }
 
 // New builds the registry of a node whose state src describes.
@@ -51,7 +54,11 @@ func New(src Source, opts Options) *Metrics {
 		Name: "sluice_log_writeback_errors_total",
 		Help: "Batched writeback requests the kernel refused (a hint: nothing else changes).",
 	})
-	reg.MustRegister(flush, m.wbBytes, m.wbErrors,
+	m.corrupt = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_log_corrupt_batches_total",
+		Help: "Bad batches (CRC or framing) found in this node's logs by the scrub or a read; each is repaired from another replica where one is in sync.",
+	}, []string{"topic", "partition"})
+	reg.MustRegister(flush, m.wbBytes, m.wbErrors, m.corrupt,
 		&sourceCollector{src: src, now: opts.Now},
 		&writebackCollector{procRoot: opts.ProcRoot},
 		collectors.NewGoCollector(),
@@ -62,6 +69,11 @@ func New(src Source, opts Options) *Metrics {
 
 // ObserveFlush records one log fsync pass; give it to segment.Options.OnFlush.
 func (m *Metrics) ObserveFlush(d time.Duration) { m.flush.Observe(ms(d)) }
+
+// ObserveCorruptBatch counts one bad batch found in a local log.
+func (m *Metrics) ObserveCorruptBatch(topic string, partition int32) {
+	m.corrupt.WithLabelValues(topic, strconv.Itoa(int(partition))).Inc()
+}
 
 // ObserveWriteback counts one batched writeback request; give it to
 // segment.Options.OnWriteback.
