@@ -101,6 +101,9 @@ func TestCorruptReplicaHeals(t *testing.T) {
 	found := follower.scrub.found.Load()
 	flipSealed(t, follower, topic)
 	waitFor(ctx, t, "the follower's scrub to find the damage", func() bool { return follower.scrub.found.Load() > found })
+	if mf := gatherNode(t, follower.Node)["sluice_log_corrupt_batches_total"]; mf == nil || len(mf.Metric) != 1 || mf.Metric[0].GetCounter().GetValue() < 1 {
+		t.Errorf("sluice_log_corrupt_batches_total after a bad batch: %v", mf)
+	}
 	c.waitHealed(ctx, topic, follower)
 
 	// The stopped preferred leader, made leader again with the damage.
