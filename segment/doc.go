@@ -126,5 +126,6 @@
 // A Log is safe for concurrent use. Lock order: Log.flushMu (flushes,
 // checkpoints, truncation, retention, close) before Log.mu (segments, offsets,
 // index buffers) before Log.syncMu (the group-commit rendezvous). Reads hold
-// Log.mu only to pick a segment and take a reference on it.
+// Log.mu only to pick a segment and take a reference on it, and to record
+// the range they verified; a scrub the same, to pick and to record.
 package segment
