@@ -23,8 +23,9 @@ import (
 	"github.com/sluice-log/sluice/segment"
 )
 
-// cleanMarker is the node's clean-shutdown marker in its data directory.
-const cleanMarker = ".clean_shutdown"
+// CleanShutdownFile is the node's clean-shutdown marker in its data
+// directory: written last by Close, removed at Open.
+const CleanShutdownFile = ".clean_shutdown"
 
 // indexCacheBytes is the Pebble block cache of the node's segment Index.
 const indexCacheBytes = 64 << 20
@@ -145,9 +146,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}()
 
 	clean := false
-	if _, err := os.Stat(filepath.Join(n.dir, cleanMarker)); err == nil {
+	if _, err := os.Stat(filepath.Join(n.dir, CleanShutdownFile)); err == nil {
 		clean = true
-		if err := os.Remove(filepath.Join(n.dir, cleanMarker)); err != nil {
+		if err := os.Remove(filepath.Join(n.dir, CleanShutdownFile)); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
@@ -383,7 +384,7 @@ func (n *Node) Close(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("quorum: %w", err))
 	}
 	if len(errs) == 0 {
-		if err := writeMarker(filepath.Join(n.dir, cleanMarker)); err != nil {
+		if err := writeMarker(filepath.Join(n.dir, CleanShutdownFile)); err != nil {
 			errs = append(errs, err)
 		}
 	}

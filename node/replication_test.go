@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // replNode is one node of a replicated test cluster: its logs live on a
@@ -90,7 +90,7 @@ func startReplClusterOn(t testing.TB, n int, disk bool, extra ...string) *replCl
 	}
 	clusterID := quorum.NewUUID().String()
 	for _, rn := range c.nodes {
-		if _, err := initcmd.Format(rn.dir, initcmd.Meta{ClusterID: clusterID, NodeID: rn.id, InitialControllers: voters}); err != nil {
+		if _, err := meta.Format(rn.dir, meta.Meta{ClusterID: clusterID, NodeID: rn.id, InitialControllers: voters}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -30,8 +30,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // ErrInvalid wraps every configuration error.
@@ -148,7 +148,7 @@ var keys = []key{
 		if strings.TrimSpace(v) == "" {
 			return nil
 		}
-		vs, err := initcmd.ParseControllers(v)
+		vs, err := meta.ParseControllers(v)
 		c.ControllerQuorumVoters = vs
 		return err
 	}},
@@ -346,8 +346,8 @@ func (c *Config) validate(v *viper.Viper) error {
 // Verify checks that the data directory was formatted (sluice init) for
 // this node and, when cluster.id is set, this cluster, and returns its
 // meta.properties.
-func (c *Config) Verify() (initcmd.Meta, error) {
-	return initcmd.Verify(c.LogDirs[0], c.ClusterID, c.NodeID)
+func (c *Config) Verify() (meta.Meta, error) {
+	return meta.Verify(c.LogDirs[0], c.ClusterID, c.NodeID)
 }
 
 // Keys lists the known keys, sorted (documentation, tests).

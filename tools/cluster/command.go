@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // NewCommand returns `sluice cluster` and its subcommands.
@@ -160,7 +160,7 @@ func Start(ctx context.Context, w io.Writer, o Options) (Layout, error) {
 	}
 	_ = os.Remove(layoutPath(dir))
 	l := newLayout(dir, quorum.NewUUID().String(), o.Nodes, o.BasePort)
-	voters, err := initcmd.ParseControllers(l.voters())
+	voters, err := meta.ParseControllers(l.voters())
 	if err != nil {
 		return l, err
 	}
@@ -172,7 +172,7 @@ func Start(ctx context.Context, w io.Writer, o Options) (Layout, error) {
 		if err := os.MkdirAll(nd, 0o755); err != nil {
 			return l, err
 		}
-		if _, err := initcmd.Format(n.DataDir, initcmd.Meta{ClusterID: l.ClusterID, NodeID: n.ID, InitialControllers: voters}); err != nil {
+		if _, err := meta.Format(n.DataDir, meta.Meta{ClusterID: l.ClusterID, NodeID: n.ID, InitialControllers: voters}); err != nil {
 			return l, fmt.Errorf("format node %d: %w", n.ID, err)
 		}
 		if err := os.WriteFile(n.Config, []byte(l.properties(n, o.Properties)), 0o644); err != nil {
