@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-log/sluice/tools/internal/cli"
 	"maps"
 	"slices"
 	"strconv"
@@ -68,7 +69,7 @@ func NewHealthCommand() *cobra.Command {
 				fmt.Fprintf(w, "Unclean elections seen:      %d%s\n", h.UncleanElectionsTotal, uncleanDetail(h.UncleanElections))
 			})
 			if err == nil && !h.Healthy {
-				return ErrProblem
+				return cli.ErrProblem
 			}
 			return err
 		},

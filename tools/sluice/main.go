@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/sluice-log/sluice/tools/internal/cli"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -35,7 +36,7 @@ func main() {
 	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand())
 	root.AddCommand(initcmd.NewCommand(), nodecmd.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), admin.NewLeadersCommand(), admin.NewProduceCommand(), admin.NewConsumeCommand(), admin.NewPerfCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand(), soak.NewCommand())
 	if err := root.Execute(); err != nil {
-		if errors.Is(err, admin.ErrProblem) {
+		if errors.Is(err, cli.ErrProblem) {
 			os.Exit(2) // the command worked and found a problem (health, filters)
 		}
 		fmt.Fprintln(os.Stderr, "sluice:", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluice-log/sluice/tools/internal/cli"
 	"io"
 	"maps"
 	"os"
@@ -21,7 +22,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-log/sluice/tools/admin"
 	"github.com/sluice-log/sluice/tools/cluster"
 )
 
@@ -167,7 +167,7 @@ func keyValues(flag string, kvs []string) (map[string]string, error) {
 }
 
 // errViolated is returned when the checker found a broken invariant.
-var errViolated = fmt.Errorf("soak: invariants violated: %w", admin.ErrProblem)
+var errViolated = fmt.Errorf("soak: invariants violated: %w", cli.ErrProblem)
 
 func (o *Options) validate() error {
 	switch {
