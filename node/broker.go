@@ -98,8 +98,9 @@ func (b *broker) Metadata(ctx context.Context, q kafka.MetadataQuery) (kafka.Clu
 }
 
 // CreateTopics proposes the topics to the quorum (or only plans them, with
-// validateOnly) and opens the local logs before answering, so a produce
-// right after the answer finds its partition.
+// validateOnly) and answers once every live broker has the topics in
+// effect (publish.go), so a produce right after the answer finds its
+// partition wherever it leads.
 func (b *broker) CreateTopics(ctx context.Context, topics []kafka.NewTopic, validateOnly bool) ([]kafka.CreatedTopic, error) {
 	n := b.node()
 	out := make([]kafka.CreatedTopic, len(topics))
@@ -337,8 +338,7 @@ func (n *Node) decideTopics(ctx context.Context, cmd quorum.Command, validateOnl
 	if validateOnly {
 		_, reply, err = quorum.Plan(n.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: n.cfg.UncleanLeaderElectionEnable}, cmd)
 	} else {
-		reply, err = n.ctrl.Propose(ctx, cmd)
-		n.reconcile()
+		reply, err = n.publish(ctx, cmd)
 	}
 	if err != nil {
 		return nil, err

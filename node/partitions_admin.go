@@ -13,8 +13,8 @@ var _ kafka.PartitionAdmin = (*broker)(nil)
 
 // CreatePartitions implements kafka.PartitionAdmin: it proposes the new
 // counts to the quorum (or, with validateOnly, only plans them against the
-// local image) and opens the local logs of new partitions before answering,
-// as CreateTopics does.
+// local image) and answers once every live broker has the new partitions
+// in effect, as CreateTopics does.
 func (b *broker) CreatePartitions(ctx context.Context, topics []kafka.NewPartitions, validateOnly bool) ([]kafka.PartitionsResult, error) {
 	n := b.node()
 	cmd := &quorum.CreatePartitions{}
