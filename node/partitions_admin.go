@@ -22,6 +22,20 @@ func (b *broker) CreatePartitions(ctx context.Context, topics []kafka.NewPartiti
 		cmd.Topics = append(cmd.Topics, quorum.PartitionsSpec{Name: t.Topic, Count: t.Count, Assignments: t.Assignment})
 	}
 	out := make([]kafka.PartitionsResult, len(topics))
+	total := 0
+	n.ctrl.View(func(im *quorum.Image) {
+		for _, t := range topics {
+			if tp := im.Topics[t.Topic]; tp != nil && int(t.Count) > len(tp.Partitions) {
+				total += int(t.Count) - len(tp.Partitions)
+			}
+		}
+	})
+	if err := n.checkPartitionsPerRequest(total); err != nil {
+		for i := range out {
+			out[i] = kafka.PartitionsResult{Err: kerr.PolicyViolation, ErrMessage: err.Error()}
+		}
+		return out, nil
+	}
 	res, err := n.decideTopics(ctx, cmd, validateOnly)
 	if err != nil {
 		for i := range out {
