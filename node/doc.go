@@ -71,6 +71,14 @@
 // 20,000 offsets (producerScanOffsets), so retries across a restart are
 // recognised too.
 //
+// # Admin writes
+//
+// CreateTopics, CreatePartitions, DeleteTopics and IncrementalAlterConfigs
+// are answered once the change is in effect on every live broker
+// (publish.go over quorum's Publish and AwaitBrokers, at most 5 s): a
+// client that asks any broker right after the answer sees the topic, its
+// partitions and configs, and a produce finds the partition's leader.
+//
 // # Metrics and health
 //
 // The HTTP listener also serves /metrics (node/metrics, Kafka's metric

@@ -77,6 +77,9 @@ type Node struct {
 
 	sigMu    sync.Mutex
 	appended chan struct{}
+	// reconciled is the metadata index the logs were last reconciled
+	// with (under sigMu; appended is closed when it moves): publish.go.
+	reconciled uint64
 
 	pidMu    sync.Mutex
 	pidNext  int64
@@ -195,8 +198,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	qc := quorum.Config{
 		NodeID: cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
 		ClusterID: meta.ClusterID, PeerLog: n.log,
-		Policy:  quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
-		OnApply: func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
+		Policy:       quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
+		OnApply:      func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
+		AwaitApplied: n.awaitReconciled,
 	}
 	if a, ok := cfg.Advertised(config.ListenerController); ok && a.Host != "" {
 		qc.AdvertiseAddr = net.JoinHostPort(a.Host, strconv.Itoa(int(ctrlL.Addr().(*net.TCPAddr).Port)))
@@ -547,7 +551,7 @@ func replicaKey(topic string, partition int32) string {
 func (n *Node) reconcile() {
 	n.reconcileMu.Lock()
 	defer n.reconcileMu.Unlock()
-	im := n.ctrl.Image()
+	im, index := n.ctrl.ImageAt()
 	self := n.cfg.NodeID
 	want := map[string]bool{}
 	// The eligible brokers and their epochs (KIP-841/903), one map for
@@ -606,6 +610,9 @@ func (n *Node) reconcile() {
 		n.mu.RUnlock()
 		n.dropReplica(key, r)
 	}
+	n.sigMu.Lock()
+	n.reconciled = max(n.reconciled, index)
+	n.sigMu.Unlock()
 	n.signal()
 }
 

@@ -104,6 +104,11 @@ type Config struct {
 	MessageMaxBytes        int32
 	SocketRequestMaxBytes  int32
 	AutoCreateTopicsEnable bool
+	// MaxPartitionsPerRequest (sluice.max.partitions.per.request, a Sluice
+	// key): CreateTopics and CreatePartitions requests that would add more
+	// partitions in all are refused with POLICY_VIOLATION; at most
+	// quorum.MaxNewPartitionsPerRequest, the controller's own limit.
+	MaxPartitionsPerRequest int32
 	// DebugPprof (sluice.debug.pprof, a Sluice key) serves Go's
 	// /debug/pprof/ on the HTTP listener.
 	DebugPprof bool
@@ -227,6 +232,9 @@ var keys = []key{
 	{"message.max.bytes", "1048588", "largest record batch", func(c *Config, v string) error { return parseInt32(&c.MessageMaxBytes, v, 61, math.MaxInt32) }},
 	{"socket.request.max.bytes", "104857600", "largest request frame", func(c *Config, v string) error { return parseInt32(&c.SocketRequestMaxBytes, v, 10, math.MaxInt32) }},
 	{"auto.create.topics.enable", "true", "create a topic on first use", func(c *Config, v string) error { return parseBool(&c.AutoCreateTopicsEnable, v) }},
+	{"sluice.max.partitions.per.request", "10000", "refuse a CreateTopics or CreatePartitions request that adds more partitions in all (POLICY_VIOLATION); at most 10000", func(c *Config, v string) error {
+		return parseInt32(&c.MaxPartitionsPerRequest, v, 1, quorum.MaxNewPartitionsPerRequest)
+	}},
 	{"sluice.debug.pprof", "false", "serve Go's /debug/pprof/ (CPU, heap, allocation profiles) on the HTTP listener", func(c *Config, v string) error { return parseBool(&c.DebugPprof, v) }},
 }
 
