@@ -106,7 +106,7 @@ func crashRun(t *testing.T, seed uint64, points int, goOn bool) int {
 		t.Helper()
 		t.Fatalf("seed %d: %s", seed, fmt.Sprintf(format, args...))
 	}
-	// Batch timestamps are from 1970: producer ids never expire here.
+	// Producer ids never expire here: the model knows nothing of time.
 	opts := Options{SegmentBytes: int64(2048 + rng.IntN(4096)), IndexIntervalBytes: int64(rng.IntN(512)), RetentionBytes: -1,
 		ProducerIDExpiration: -1}
 	mem := vfs.NewCrashableMem()

@@ -121,9 +121,13 @@
 //
 // AppendReplicated and recovery update the state from every batch written,
 // without checks, so a follower that becomes leader recognises retries.
-// A producer whose latest batch timestamp is older than
-// Options.ProducerIDExpiration (producer.id.expiration.ms, one day) is
-// forgotten: when a snapshot is written, and when it appends again.
+// A producer whose latest batch was written longer than
+// Options.ProducerIDExpiration (producer.id.expiration.ms, one day) ago is
+// forgotten: when a snapshot is written, at open, and when it appends
+// again. Unlike Kafka, which counts from the batch's maxTimestamp (the
+// client's clock when CreateTime), the log counts from its own clock when
+// it wrote the batch, so that a skewed producer clock cannot expire a live
+// producer; a batch found by a recovery scan counts as written then.
 //
 // Snapshots. At every segment roll and every Checkpoint (so at Close) the
 // state is written to <offset>.snapshot, offset being the log end: the
@@ -133,7 +137,7 @@
 //
 //	magic "SLPS" (4) | version 1 (1) | crc (4) CRC-32C of every byte after it
 //	offset (8) | flags (1) bit 0: may miss producers | count (4)
-//	count × { producer id (8) | epoch (2) | latest batch timestamp (8)
+//	count × { producer id (8) | epoch (2) | latest write, ms (8)
 //	          n (1, at most 5) | n × { first seq (4) | last seq (4)
 //	                                   first offset (8) | last offset (8) } }
 //

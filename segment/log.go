@@ -261,7 +261,7 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 	for p := 0; p < len(records); {
 		h := parseHeader(records[p:])
 		l.indexBatchLocked(l.pendBatch, act, h, act.size+int64(p))
-		l.pstate.update(h)
+		l.pstate.update(h, now.UnixMilli())
 		p += h.Size()
 	}
 	act.size += int64(len(records))

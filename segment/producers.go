@@ -23,7 +23,7 @@ type producerBatch struct {
 // ProducerStateEntry).
 type producerEntry struct {
 	epoch   int16
-	lastTs  int64           // maxTimestamp of its latest batch: expiry counts from it
+	lastTs  int64           // when its latest batch was written (ms, the log's clock): expiry counts from it
 	batches []producerBatch // oldest first, at most producerWindow
 }
 
@@ -99,9 +99,15 @@ func (s *producerState) check(h BatchHeader) (dup producerBatch, isDup bool, err
 	return dup, false, nil
 }
 
-// update remembers the batch h, written with its final offsets. Batches
-// that are not idempotent change nothing.
-func (s *producerState) update(h BatchHeader) {
+// update remembers the batch h, written with its final offsets at nowMs
+// by the log's clock. Batches that are not idempotent change nothing.
+//
+// Expiry counts from nowMs, not from the batch's timestamp: that is the
+// producer's clock (CreateTime), which may be skewed or, in tests, 1970,
+// and would expire a live producer at once. A rebuild from the log, which
+// cannot know when a batch was written, passes the time of the rebuild:
+// a producer seen in a scan lives one expiration past it.
+func (s *producerState) update(h BatchHeader, nowMs int64) {
 	if !idempotent(h) {
 		return
 	}
@@ -119,11 +125,11 @@ func (s *producerState) update(h BatchHeader) {
 	}
 	e.batches = append(e.batches, producerBatch{firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
 		firstOffset: h.BaseOffset, lastOffset: h.LastOffset()})
-	e.lastTs = h.MaxTimestamp
+	e.lastTs = nowMs
 }
 
-// expire forgets the producers whose latest batch is ttlMs or more older
-// than nowMs (producer.id.expiration.ms); only pid when pid >= 0. A
+// expire forgets the producers whose latest batch was written ttlMs or
+// more before nowMs (producer.id.expiration.ms); only pid when pid >= 0. A
 // non-positive ttlMs expires nothing.
 func (s *producerState) expire(nowMs, ttlMs, pid int64) {
 	if ttlMs <= 0 {

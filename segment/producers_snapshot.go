@@ -193,9 +193,10 @@ func (l *Log) rebuildProducersLocked() ProducerRecovery {
 		st, from, rec.Snapshot = s, off, off
 		break
 	}
+	now := l.opts.Now().UnixMilli()
 	rec.Err = l.walkHeadersLocked(from, l.leo, func(h BatchHeader) {
 		rec.BatchesScanned++
-		st.update(h)
+		st.update(h, now)
 	})
 	if rec.Err != nil {
 		st.lossy = true
