@@ -123,6 +123,7 @@ func logOptions(cfg *config.Config, overrides map[string]string) segment.Options
 		SegmentBytes: cfg.LogSegmentBytes, SegmentMs: cfg.LogRoll, RetentionMs: cfg.LogRetention,
 		RetentionBytes: cfg.LogRetentionBytes, FlushMessages: cfg.LogFlushIntervalMessages,
 		FlushMs: cfg.LogFlushInterval, MaxBatchBytes: int(cfg.MessageMaxBytes),
+		ProducerIDExpiration: cfg.ProducerIDExpiration,
 	}
 	num := func(k string) (int64, bool) {
 		v, ok := overrides[k]

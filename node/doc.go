@@ -61,15 +61,14 @@
 //     in page-cache mode) and the node says so (a warning; lostOnRecovery).
 //     Each log's recovery point is checkpointed every 60 s.
 //
-// Idempotent producers: a replica keeps, per producer id, its epoch and the
-// sequence ranges and offsets of its last five batches (producer.go): a
-// duplicate answers the original offsets without writing (acks=all: once
-// they are committed), a gap answers OUT_OF_ORDER_SEQUENCE_NUMBER. Followers
-// keep the same state from the batches they replicate, so a new leader
-// recognises retries; a truncation drops the batches it removed. At open a
-// replica rebuilds the state from the batch headers of its log's last
-// 20,000 offsets (producerScanOffsets), so retries across a restart are
-// recognised too.
+// Idempotent producers: the log decides (segment.Log.Append; see
+// segment/doc.go). A duplicate answers the original offsets without
+// writing (acks=all: once they are committed), a gap answers
+// OUT_OF_ORDER_SEQUENCE_NUMBER and an old epoch INVALID_PRODUCER_EPOCH.
+// Followers' logs keep the same state from the batches they replicate, so
+// a new leader recognises retries, and every log keeps it across restarts
+// (snapshots and a scan). producer.id.expiration.ms (1 day) is passed down
+// in segment.Options.
 //
 // # Admin writes
 //

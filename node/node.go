@@ -633,6 +633,12 @@ func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config
 	} else {
 		n.log.Debug("node: opened log", "partition", key, "recovery", fmt.Sprintf("%+v", rep))
 	}
+	if pr := rep.Producers; pr.BadSnapshots > 0 || pr.Err != nil {
+		// The idempotent-producer state came from an older snapshot or a
+		// scan; after a scan error it lacks the producers past the damage.
+		n.log.Warn("node: producer state recovery", "partition", key, "snapshot", pr.Snapshot,
+			"bad_snapshots", pr.BadSnapshots, "batches_scanned", pr.BatchesScanned, "err", pr.Err)
+	}
 	r, err := newReplica(n, t, partition, l, pc, n.hwCkpt[key])
 	if err != nil {
 		l.Close()

@@ -185,5 +185,7 @@ func (l *Log) checkpointLocked(clean bool) error {
 		return l.failed
 	}
 	l.ckpt = m
-	return nil
+	// The producer state at the log end: after a crash, recovery scans
+	// only the batches after it (when the log still reaches it).
+	return l.writeSnapshotLocked()
 }
