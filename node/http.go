@@ -89,6 +89,9 @@ func (n *Node) notReady() string {
 	if n.epoch == 0 {
 		return "not registered with the controller yet"
 	}
+	if err := n.logDirOffline(); err != nil {
+		return fmt.Sprintf("log dir %s is offline (%v): its replicas serve nothing; free space or fix the disk, then restart the node", n.dir, err)
+	}
 	var why string
 	n.ctrl.View(func(im *quorum.Image) {
 		b := im.Brokers[n.cfg.NodeID]

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,9 @@ type replNode struct {
 	gossip   string
 	fs       *vfs.MemFS
 	extra    []string
+	// full, when set, makes the node's log writes fail with ENOSPC
+	// (logdir_test.go); nil for on-disk nodes.
+	full *atomic.Bool
 }
 
 // replCluster is n controller+broker nodes with gossip liveness on
@@ -82,7 +86,7 @@ func startReplClusterOn(t testing.TB, n int, disk bool, extra ...string) *replCl
 	for i := range n {
 		rn := &replNode{id: int32(i + 1), dir: t.TempDir(), ctrlAddr: freeAddr(t), gossip: freeAddr(t), extra: extra}
 		if !disk {
-			rn.fs = vfs.NewCrashableMem()
+			rn.fs, rn.full = vfs.NewCrashableMem(), new(atomic.Bool)
 		}
 		voters = append(voters, quorum.Voter{ID: rn.id, Addr: rn.ctrlAddr})
 		c.seeds = append(c.seeds, rn.gossip)
@@ -154,7 +158,7 @@ func (c *replCluster) open(rn *replNode) error {
 	}
 	opts := Options{KafkaListener: kl, RegisterTimeout: 45 * time.Second}
 	if rn.fs != nil {
-		opts.FS = rn.fs
+		opts.FS = diskFullFS(rn.fs, rn.full)
 	}
 	nd, err := Open(cfg, opts)
 	if err != nil {
