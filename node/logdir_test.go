@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,47 @@ func diskFullFS(fs vfs.FS, full *atomic.Bool) vfs.FS {
 		}
 		return nil
 	}))
+}
+
+// errorLines is a slog.Handler that keeps the messages and attributes of
+// ERROR records, one line each.
+type errorLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (e *errorLines) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
+
+func (e *errorLines) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lines = append(e.lines, b.String())
+	return nil
+}
+
+func (e *errorLines) WithAttrs([]slog.Attr) slog.Handler { return e }
+func (e *errorLines) WithGroup(string) slog.Handler      { return e }
+
+// find returns the first line containing every part, or "".
+func (e *errorLines) find(parts ...string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+next:
+	for _, l := range e.lines {
+		for _, p := range parts {
+			if !strings.Contains(l, p) {
+				continue next
+			}
+		}
+		return l
+	}
+	return ""
 }
 
 // TestFullDiskMovesLeadership fills the disk of partition 0's leader
@@ -148,6 +190,11 @@ func TestFullDiskMovesLeadership(t *testing.T) {
 	}
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.KafkaStorageError.Code {
 		t.Errorf("fetch from the node with the full disk: %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(code))
+	}
+	if l := victim.errors.find("log dir offline", "dir="+victim.dir, "no space left on device"); l == "" {
+		t.Errorf("no ERROR line names the offline log dir %s and its cause", victim.dir)
+	} else {
+		t.Logf("node %d logged: %s", victim.id, l)
 	}
 	if why := victim.notReady(); !strings.Contains(why, "offline") {
 		t.Errorf("/readyz reason %q does not say the log dir is offline", why)

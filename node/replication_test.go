@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -36,6 +37,8 @@ type replNode struct {
 	// full, when set, makes the node's log writes fail with ENOSPC
 	// (logdir_test.go); nil for on-disk nodes.
 	full *atomic.Bool
+	// errors keeps the node's ERROR log lines (logdir_test.go).
+	errors errorLines
 }
 
 // replCluster is n controller+broker nodes with gossip liveness on
@@ -156,7 +159,7 @@ func (c *replCluster) open(rn *replNode) error {
 		kl.Close()
 		return err
 	}
-	opts := Options{KafkaListener: kl, RegisterTimeout: 45 * time.Second}
+	opts := Options{KafkaListener: kl, RegisterTimeout: 45 * time.Second, Logger: slog.New(&rn.errors)}
 	if rn.fs != nil {
 		opts.FS = diskFullFS(rn.fs, rn.full)
 	}
