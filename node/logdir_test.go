@@ -109,6 +109,8 @@ func TestFullDiskMovesLeadership(t *testing.T) {
 	acks := &ackLog{acked: map[string]int64{}, order: map[int32][]string{}}
 	var failed sync.Map
 	var sent atomic.Int64
+	var p0mu sync.Mutex
+	var p0acks []time.Time // when partition 0's acknowledgements came
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -131,6 +133,11 @@ func TestFullDiskMovesLeadership(t *testing.T) {
 					return
 				}
 				acks.add(r)
+				if r.Partition == 0 {
+					p0mu.Lock()
+					p0acks = append(p0acks, time.Now())
+					p0mu.Unlock()
+				}
 			})
 		}
 	}()
@@ -199,16 +206,25 @@ func TestFullDiskMovesLeadership(t *testing.T) {
 	if why := victim.notReady(); !strings.Contains(why, "offline") {
 		t.Errorf("/readyz reason %q does not say the log dir is offline", why)
 	}
-	// Metadata lists its replicas offline (what `sluice cluster health` shows).
-	md, err := adm.Metadata(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range md.Topics[topic].Partitions {
-		if !contains(p.OfflineReplicas, victim.id) {
-			t.Errorf("metadata of %s/%d: offline replicas %v, want node %d", topic, p.Partition, p.OfflineReplicas, victim.id)
+	// Metadata lists its replicas offline (what `sluice cluster health`
+	// shows) once the broker answering has applied the record.
+	tick := time.NewTicker(50 * time.Millisecond)
+	for offline := false; !offline; {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offline = true
+		for _, p := range md.Topics[topic].Partitions {
+			offline = offline && contains(p.OfflineReplicas, victim.id)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("metadata never listed node %d's replicas offline: %v", victim.id, md.Topics[topic].Partitions)
 		}
 	}
+	tick.Stop()
 	if v := gatherNode(t, victim.Node)["kafka_log_logmanager_offlinelogdirectorycount"].GetMetric()[0].GetGauge().GetValue(); v != 1 {
 		t.Errorf("offline log dir gauge %v, want 1", v)
 	}
@@ -227,6 +243,22 @@ func TestFullDiskMovesLeadership(t *testing.T) {
 	if n := acks.count(); int64(n) != sent.Load() {
 		t.Fatalf("%d of %d records acknowledged", n, sent.Load())
 	}
+	// What the producer saw: the longest pause in partition 0's
+	// acknowledgements after the disk filled (kgo retries a
+	// KAFKA_STORAGE_ERROR and learns the new leader from a metadata
+	// refresh, at most every MetadataMinAge, 5 s by default).
+	var gap time.Duration
+	p0mu.Lock()
+	for i := 1; i < len(p0acks); i++ {
+		if prev := p0acks[i-1]; p0acks[i].After(start) {
+			if prev.Before(start) {
+				prev = start
+			}
+			gap = max(gap, p0acks[i].Sub(prev))
+		}
+	}
+	p0mu.Unlock()
+	t.Logf("partition 0: longest pause in acknowledgements after the disk filled: %v", gap)
 
 	// Space is freed and the operator restarts the node.
 	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
