@@ -246,6 +246,9 @@ func controllerError(err error) error {
 func (b *broker) lookup(topic string, partition int32) (*replica, error) {
 	n := b.node()
 	if r := n.replica(topic, partition); r != nil {
+		if err := n.logDirOffline(); err != nil {
+			return nil, fmt.Errorf("%w: log dir %s is offline: %v", kerr.KafkaStorageError, n.dir, err)
+		}
 		return r, nil
 	}
 	var err error = kerr.UnknownTopicOrPartition

@@ -78,11 +78,20 @@
 // client that asks any broker right after the answer sees the topic, its
 // partitions and configs, and a produce finds the partition's leader.
 //
+// A failed log directory (logdir.go): the first disk error of a log
+// (ErrLogFailed, ENOSPC, EIO) takes the node's one log dir offline, as
+// Kafka's LogDirFailureChannel does. The node logs it at ERROR with the
+// path, stops every replica, answers KAFKA_STORAGE_ERROR for them, writes
+// nothing more to the dir, and reports it to the controller
+// (quorum.LogDirOffline), which moves its leaderships to in-sync replicas
+// and takes it out of the ISRs until it registers again. Recovery is a
+// restart once the disk has room.
+//
 // # Metrics and health
 //
 // The HTTP listener also serves /metrics (node/metrics, Kafka's metric
 // names), /healthz (the process answers) and /readyz (registered, unfenced
-// with this run's epoch, serving). metrics.go is the node's side: the
+// with this run's epoch, log dir online, serving). metrics.go is the node's side: the
 // metrics.Source over the replicas and the image, the ISR change counts
 // taken from the metadata stream, and the vm.dirty_* check logged at start
 // (node/writeback). The Kafka server reports request times to the
@@ -95,8 +104,10 @@
 // (one), the replica ticker, one replica fetcher per leader broker, the
 // AlterPartition sender, a flush goroutine per sync-mode replica while it
 // fsyncs, the maintenance ticker (flush.ms, retention, checkpoints), the
-// Serve loop and the HTTP server. Lock order: Node.reconcileMu → Node.mu →
-// replica.mu → fetcher.mu / alterer.mu (leaves, taken by process to
-// queue); Node.sigMu, Node.fetchMu and Node.pidMu are leaves. The fetcher
-// and alterer goroutines take replica.mu only with their own locks released.
+// log-dir watcher (logDirLoop: waits for a failed dir, then reports it),
+// the Serve loop and the HTTP server. Lock order: Node.reconcileMu →
+// Node.mu → replica.mu → fetcher.mu / alterer.mu (leaves, taken by process
+// to queue); Node.sigMu, Node.fetchMu, Node.pidMu and Node.dirMu are
+// leaves. The fetcher and alterer goroutines take replica.mu only with
+// their own locks released.
 package node

@@ -104,6 +104,12 @@ type Node struct {
 	// served is closed when the Kafka Serve loop returns.
 	served chan struct{}
 
+	// dirErr is the error that took the log directory offline (logdir.go);
+	// dirFailed is closed then. dirMu is a leaf.
+	dirMu     sync.Mutex
+	dirErr    error
+	dirFailed chan struct{}
+
 	metrics nodeMetrics // node/metrics.go
 	// wb runs the logs' batched writeback requests; nil when
 	// sluice.log.writeback.interval.bytes is 0.
@@ -130,6 +136,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
 		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, appended: make(chan struct{}),
 		stop: make(chan struct{}), served: make(chan struct{}), fetchers: map[int32]*fetcher{},
+		dirFailed: make(chan struct{}),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.alterer = newAlterer(n)
@@ -223,10 +230,11 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.reconcileLoop()
 	go n.tickLoop()
 	go n.alterer.run()
+	go n.logDirLoop()
 	closers = append(closers, func() { n.stopLoops(); n.closeLogs() })
 
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
@@ -387,7 +395,9 @@ func (n *Node) Close(ctx context.Context) error {
 	if err := n.ctrl.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("quorum: %w", err))
 	}
-	if len(errs) == 0 {
+	if len(errs) == 0 && n.logDirOffline() == nil {
+		// After a failed log directory the restart is not clean: the
+		// logs recover from their checkpoints.
 		if err := writeMarker(filepath.Join(n.dir, CleanShutdownFile)); err != nil {
 			errs = append(errs, err)
 		}
@@ -496,6 +506,9 @@ func (n *Node) maintain() {
 		case <-n.stop:
 			return
 		case now := <-t.C:
+			if n.logDirOffline() != nil {
+				continue // nothing more is written to a failed directory
+			}
 			if now.Sub(lastHWCkpt) >= hwCheckpointInterval {
 				lastHWCkpt = now
 				if err := n.writeHWCheckpoint(); err != nil {
@@ -511,18 +524,18 @@ func (n *Node) maintain() {
 				lastRecovery = now
 			}
 			for _, r := range n.snapshotReplicas() {
-				if err := r.log.MaybeFlush(now); err != nil {
+				if err := r.log.MaybeFlush(now); err != nil && !n.checkDiskError(err) {
 					n.log.Warn("node: flush failed", "topic", r.topic, "partition", r.partition, "err", err)
 				}
 				if recovery {
 					// Record the recovery point, so that recovery after a
 					// crash scans only what came after it.
-					if err := r.log.Checkpoint(); err != nil {
+					if err := r.log.Checkpoint(); err != nil && !n.checkDiskError(err) {
 						n.log.Warn("node: recovery-point checkpoint failed", "topic", r.topic, "partition", r.partition, "err", err)
 					}
 				}
 				if retention {
-					if _, err := r.log.EnforceRetention(now, r.highWatermark()); err != nil {
+					if _, err := r.log.EnforceRetention(now, r.highWatermark()); err != nil && !n.checkDiskError(err) {
 						n.log.Warn("node: retention failed", "topic", r.topic, "partition", r.partition, "err", err)
 					}
 				}
@@ -552,6 +565,16 @@ func (n *Node) reconcile() {
 	n.reconcileMu.Lock()
 	defer n.reconcileMu.Unlock()
 	im, index := n.ctrl.ImageAt()
+	if n.logDirOffline() != nil {
+		// Its replicas are offline until the node restarts: nothing to
+		// open, but the metadata counts as applied here, so admin writes
+		// (publish.go) do not wait for this node until their deadline.
+		n.sigMu.Lock()
+		n.reconciled = max(n.reconciled, index)
+		n.sigMu.Unlock()
+		n.signal()
+		return
+	}
 	self := n.cfg.NodeID
 	want := map[string]bool{}
 	// The eligible brokers and their epochs (KIP-841/903), one map for
@@ -589,6 +612,7 @@ func (n *Node) reconcile() {
 			}
 			if !ok {
 				if r, err = n.openReplica(t, int32(i), pc); err != nil {
+					n.checkDiskError(err)
 					n.log.Error("node: open log", "partition", key, "err", err)
 					continue
 				}

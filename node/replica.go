@@ -294,6 +294,7 @@ func (r *replica) checkEpoch(current int32) error {
 
 // logErr logs a replica error once until a different one happens.
 func (r *replica) logErr(what string, err error) {
+	r.n.checkDiskError(err)
 	if s := what + err.Error(); s != r.lastErr {
 		r.lastErr = s
 		r.n.log.Error("node: replica "+what+" failed", "topic", r.topic, "partition", r.partition, "err", err)

@@ -33,6 +33,7 @@ func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 	// a duplicate writes nothing and answers the original's offsets.
 	info, err := r.log.Append(p.Records, r.part.LeaderEpoch())
 	if err != nil {
+		r.n.checkDiskError(err)
 		res.Err, res.ErrMessage = appendError(err), err.Error()
 		return res
 	}

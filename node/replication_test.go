@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -33,6 +34,11 @@ type replNode struct {
 	gossip   string
 	fs       *vfs.MemFS
 	extra    []string
+	// full, when set, makes the node's log writes fail with ENOSPC
+	// (logdir_test.go); nil for on-disk nodes.
+	full *atomic.Bool
+	// errors keeps the node's ERROR log lines (logdir_test.go).
+	errors errorLines
 }
 
 // replCluster is n controller+broker nodes with gossip liveness on
@@ -83,7 +89,7 @@ func startReplClusterOn(t testing.TB, n int, disk bool, extra ...string) *replCl
 	for i := range n {
 		rn := &replNode{id: int32(i + 1), dir: t.TempDir(), ctrlAddr: freeAddr(t), gossip: freeAddr(t), extra: extra}
 		if !disk {
-			rn.fs = vfs.NewCrashableMem()
+			rn.fs, rn.full = vfs.NewCrashableMem(), new(atomic.Bool)
 		}
 		voters = append(voters, quorum.Voter{ID: rn.id, Addr: rn.ctrlAddr})
 		c.seeds = append(c.seeds, rn.gossip)
@@ -153,9 +159,9 @@ func (c *replCluster) open(rn *replNode) error {
 		kl.Close()
 		return err
 	}
-	opts := Options{KafkaListener: kl, RegisterTimeout: 45 * time.Second}
+	opts := Options{KafkaListener: kl, RegisterTimeout: 45 * time.Second, Logger: slog.New(&rn.errors)}
 	if rn.fs != nil {
-		opts.FS = rn.fs
+		opts.FS = diskFullFS(rn.fs, rn.full)
 	}
 	nd, err := Open(cfg, opts)
 	if err != nil {

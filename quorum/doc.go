@@ -35,7 +35,8 @@
 // broker_shutdown, create_topic, remove_topic, topic_config,
 // partition_change (complete new leader/ISR/epochs, and the lost ISR of an
 // unclean election), producer_ids, add_partitions (CreatePartitions: new
-// partitions appended from the current count).
+// partitions appended from the current count), log_dir_offline (a broker's
+// log directory failed: logdir.go).
 //
 // # Election and ISR rules
 //
@@ -56,6 +57,13 @@
 // with sluice.durability=sync are the exception: every acknowledged record
 // was fsynced, so the unclean shutdown lost nothing acknowledged and the
 // member stays electable.
+//
+// A broker whose log directory fails reports it (LogDirOffline, with its
+// broker epoch, as Kafka's brokers do in their heartbeat): the broker stays
+// registered and unfenced but is no longer Alive, so it leaves every ISR
+// (as the last member it stays, without leading), its leaderships move to
+// in-sync replicas, and it is neither elected nor admitted to an ISR until
+// it registers again after a restart, which clears the offline directory.
 //
 // # Controller, forwarding, non-voters
 //
