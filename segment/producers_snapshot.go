@@ -194,7 +194,13 @@ func (l *Log) rebuildProducersLocked() ProducerRecovery {
 		break
 	}
 	now := l.opts.Now().UnixMilli()
+	next := int64(-1)
 	rec.Err = l.walkHeadersLocked(from, l.leo, func(h BatchHeader) {
+		if next >= 0 && h.BaseOffset > next {
+			// A damaged segment (shorter than its seal) hid batches.
+			st.lossy = true
+		}
+		next = h.NextOffset()
 		rec.BatchesScanned++
 		st.update(h, now)
 	})
@@ -206,8 +212,10 @@ func (l *Log) rebuildProducersLocked() ProducerRecovery {
 }
 
 // walkHeadersLocked calls fn with the header of every batch holding an
-// offset in [from, to), clamped to the log, reading headers only. Called
-// with mu held: no segment can go while it reads.
+// offset in [from, to), clamped to the log, reading headers only. A
+// segment that does not read (damage) is skipped and the walk goes on
+// with the next; the first such error is returned. Called with mu held:
+// no segment can go while it reads.
 func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader)) error {
 	from, to = max(from, l.logStart), min(to, l.leo)
 	if from >= to || len(l.segs) == 0 {
@@ -222,6 +230,7 @@ func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader)) error {
 		}
 	}
 	buf := make([]byte, headerReadSize)
+	var first error
 	for j, s := range l.segs[i:] {
 		if j > 0 {
 			pos = 0
@@ -230,10 +239,13 @@ func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader)) error {
 		for pos < s.size {
 			h, err := r.at(pos)
 			if err != nil {
-				return err
+				if first == nil {
+					first = err
+				}
+				break
 			}
 			if h.BaseOffset >= to {
-				return nil
+				return first
 			}
 			if h.LastOffset() >= from {
 				fn(h)
@@ -241,7 +253,7 @@ func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader)) error {
 			pos += int64(h.Size())
 		}
 	}
-	return nil
+	return first
 }
 
 // recoverProducers loads the producer state at open: snapshots past the
