@@ -14,7 +14,9 @@ import (
 
 const (
 	snapSuffix = ".snapshot"
-	tmpSuffix  = ".tmp"
+	// Temporary files of a snapshot being written: one kind per writer.
+	rollTmpSuffix = ".tmp"
+	ckptTmpSuffix = ".ckpt.tmp"
 )
 
 func snapshotName(off int64) string { return fmt.Sprintf("%020d%s", off, snapSuffix) }
@@ -37,7 +39,7 @@ func (l *Log) listSnapshots() ([]int64, error) {
 	}
 	var offs []int64
 	for _, n := range names {
-		if strings.HasSuffix(n, snapSuffix+tmpSuffix) {
+		if strings.HasSuffix(n, snapSuffix+rollTmpSuffix) || strings.HasSuffix(n, snapSuffix+ckptTmpSuffix) {
 			if err := l.fs.Remove(l.fs.PathJoin(l.dir, n)); err != nil {
 				return nil, err
 			}
@@ -52,19 +54,36 @@ func (l *Log) listSnapshots() ([]int64, error) {
 }
 
 // writeSnapshotLocked writes the producer state at the log end to
-// <leo>.snapshot, atomically: a temporary file, fsynced, renamed into
-// place, the directory fsynced. Producers past producer.id.expiration.ms
-// are forgotten first. Called with mu held. An error leaves the log
-// working (the state is in memory; recovery falls back to an older
-// snapshot or a scan).
+// <leo>.snapshot (see writeSnapshotFile) and registers it. Called with mu
+// held. An error leaves the log working (the state is in memory; recovery
+// falls back to an older snapshot or a scan).
 func (l *Log) writeSnapshotLocked() error {
-	off := l.leo
+	off, data := l.encodeSnapshotLocked()
+	if err := l.writeSnapshotFile(off, data, rollTmpSuffix); err != nil {
+		return err
+	}
+	l.addSnapshotLocked(off)
+	return nil
+}
+
+// encodeSnapshotLocked forgets the producers past producer.id.expiration.ms
+// and encodes the state at the log end. Called with mu held.
+func (l *Log) encodeSnapshotLocked() (int64, []byte) {
 	l.pstate.expire(l.opts.Now().UnixMilli(), l.opts.ProducerIDExpiration.Milliseconds(), -1)
-	data := l.pstate.encode(off)
+	return l.leo, l.pstate.encode(l.leo)
+}
+
+// writeSnapshotFile writes a snapshot atomically: a temporary file (named
+// with tmp, so that a roll under mu and a checkpoint outside it never
+// share one), fsynced, renamed into place, the directory fsynced. It runs
+// with mu held (a roll) or with flushMu held (a checkpoint): never
+// concurrently with a truncation, which could otherwise see a snapshot
+// past its cut appear after it removed them.
+func (l *Log) writeSnapshotFile(off int64, data []byte, tmp string) error {
 	path := l.fs.PathJoin(l.dir, snapshotName(off))
-	tmp := path + tmpSuffix
+	tmpPath := path + tmp
 	err := func() error {
-		f, err := l.fs.Create(tmp, vfs.WriteCategoryUnspecified)
+		f, err := l.fs.Create(tmpPath, vfs.WriteCategoryUnspecified)
 		if err != nil {
 			return err
 		}
@@ -79,21 +98,26 @@ func (l *Log) writeSnapshotLocked() error {
 		if err := f.Close(); err != nil {
 			return err
 		}
-		if err := l.fs.Rename(tmp, path); err != nil {
+		if err := l.fs.Rename(tmpPath, path); err != nil {
 			return err
 		}
 		return l.syncDir()
 	}()
 	if err != nil {
-		_ = l.fs.Remove(tmp)
+		_ = l.fs.Remove(tmpPath)
 		return fmt.Errorf("segment: producer-state snapshot %s: %w", path, err)
 	}
+	return nil
+}
+
+// addSnapshotLocked registers the snapshot file at off and prunes old ones.
+// Called with mu held.
+func (l *Log) addSnapshotLocked(off int64) {
 	i := sort.Search(len(l.snaps), func(i int) bool { return l.snaps[i] >= off })
 	if i == len(l.snaps) || l.snaps[i] != off {
 		l.snaps = append(l.snaps[:i], append([]int64{off}, l.snaps[i:]...)...)
 	}
 	l.pruneSnapshotsLocked()
-	return nil
 }
 
 // snapshotsKept is how many of the newest snapshots are kept besides those
@@ -194,7 +218,13 @@ func (l *Log) rebuildProducersLocked() ProducerRecovery {
 		break
 	}
 	now := l.opts.Now().UnixMilli()
+	next := int64(-1)
 	rec.Err = l.walkHeadersLocked(from, l.leo, func(h BatchHeader) {
+		if next >= 0 && h.BaseOffset > next {
+			// A damaged segment (shorter than its seal) hid batches.
+			st.lossy = true
+		}
+		next = h.NextOffset()
 		rec.BatchesScanned++
 		st.update(h, now)
 	})
@@ -206,8 +236,10 @@ func (l *Log) rebuildProducersLocked() ProducerRecovery {
 }
 
 // walkHeadersLocked calls fn with the header of every batch holding an
-// offset in [from, to), clamped to the log, reading headers only. Called
-// with mu held: no segment can go while it reads.
+// offset in [from, to), clamped to the log, reading headers only. A
+// segment that does not read (damage) is skipped and the walk goes on
+// with the next; the first such error is returned. Called with mu held:
+// no segment can go while it reads.
 func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader)) error {
 	from, to = max(from, l.logStart), min(to, l.leo)
 	if from >= to || len(l.segs) == 0 {
@@ -222,6 +254,7 @@ func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader)) error {
 		}
 	}
 	buf := make([]byte, headerReadSize)
+	var first error
 	for j, s := range l.segs[i:] {
 		if j > 0 {
 			pos = 0
@@ -230,10 +263,13 @@ func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader)) error {
 		for pos < s.size {
 			h, err := r.at(pos)
 			if err != nil {
-				return err
+				if first == nil {
+					first = err
+				}
+				break
 			}
 			if h.BaseOffset >= to {
-				return nil
+				return first
 			}
 			if h.LastOffset() >= from {
 				fn(h)
@@ -241,7 +277,7 @@ func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader)) error {
 			pos += int64(h.Size())
 		}
 	}
-	return nil
+	return first
 }
 
 // recoverProducers loads the producer state at open: snapshots past the
