@@ -74,6 +74,15 @@ func TestConnectionLimits(t *testing.T) {
 	if code, _ := getStatus(t, "http://"+tn.http.Addr().String()+"/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz with the connections full: %d", code)
 	}
+	_, body := getStatus(t, "http://"+tn.http.Addr().String()+"/metrics")
+	for _, want := range []string{
+		`sluice_kafka_connections_refused_total{limit="max.connections",listener="PLAINTEXT"} 3`,
+		`kafka_server_socket_server_metrics_connection_count{listener="PLAINTEXT"} 4`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	// The four are busy enough to stay open; then one leaves.
 	for _, nc := range kept {
 		apiVersions(t, nc)

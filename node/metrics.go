@@ -107,7 +107,12 @@ func (s *metricsSource) unwritten(r *replica) (int64, bool) {
 // Broker implements metrics.Source.
 func (s *metricsSource) Broker() metrics.BrokerStat {
 	shrinks, expands := s.metrics.isr.counts()
-	return metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands, LostOnRecovery: s.lostOnRecovery.Load()}
+	st := metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands, LostOnRecovery: s.lostOnRecovery.Load()}
+	if srv := s.srv; srv != nil {
+		cs := srv.ConnStats()
+		st.Connections, st.ConnectionsRefusedMax, st.ConnectionsRefusedPerIP, st.ConnectionsIdleClosed = cs.Open, cs.RefusedMax, cs.RefusedPerIP, cs.IdleClosed
+	}
+	return st
 }
 
 // Controller implements metrics.Source.

@@ -61,6 +61,13 @@ type BrokerStat struct {
 	// power cut took an unflushed tail. They are fetched back from a
 	// replica that kept them, if any did.
 	LostOnRecovery int64
+	// Connections is the number of open client connections (PLAINTEXT);
+	// ConnectionsRefusedMax and ConnectionsRefusedPerIP count those closed
+	// at accept by max.connections and max.connections.per.ip[.overrides];
+	// ConnectionsIdleClosed those closed by connections.max.idle.ms.
+	Connections                                    int
+	ConnectionsRefusedMax, ConnectionsRefusedPerIP int64
+	ConnectionsIdleClosed                          int64
 }
 
 // ControllerStat is the metadata quorum as this node sees it. The cluster
