@@ -103,8 +103,8 @@ func TestIdleConnectionClosed(t *testing.T) {
 	busy := dial(t, s.addr)
 	busy.apiVersions()
 	idle := dial(t, s.addr)
+	start := time.Now() // the server's idle clock starts after it read the request
 	idle.apiVersions()
-	start := time.Now()
 	deadline := start.Add(testTimeout)
 	for s.ConnStats().IdleClosed == 0 {
 		if time.Now().After(deadline) {
