@@ -111,6 +111,10 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 	if (*Node)(s).logDirOffline() != nil {
 		st.OfflineLogDirs = 1
 	}
+	if srv := s.srv; srv != nil {
+		cs := srv.ConnStats()
+		st.Connections, st.ConnectionsRefusedMax, st.ConnectionsRefusedPerIP, st.ConnectionsIdleClosed = cs.Open, cs.RefusedMax, cs.RefusedPerIP, cs.IdleClosed
+	}
 	return st
 }
 

@@ -260,7 +260,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		return nil, err
 	}
 
-	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log, Observer: n.metrics.m.Requests}
+	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log, Observer: n.metrics.m.Requests,
+		MaxConnections: int(cfg.MaxConnections), MaxConnectionsPerIP: int(cfg.MaxConnectionsPerIP),
+		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides, ConnectionsMaxIdle: cfg.ConnectionsMaxIdle}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -35,9 +36,24 @@ func TestAdminWritesVisibleWhenAnswered(t *testing.T) {
 	if err := cl.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// Learn every broker's address once, so cl.Broker(id) reaches each.
-	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
-		t.Fatal(err)
+	// Learn every broker's address, so that cl.Broker(id) reaches each:
+	// wait until the metadata lists all three (each registers and is
+	// unfenced on its own).
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(md.Brokers) == len(nodes) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("metadata lists %d of %d brokers", len(md.Brokers), len(nodes))
+		case <-tick.C:
+		}
 	}
 	rounds := 100
 	if testing.Short() {

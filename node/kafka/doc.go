@@ -73,6 +73,19 @@
 //
 // # Limits and bad input
 //
+//   - Connections (limits.go, idle.go): Options.MaxConnections
+//     (max.connections) and MaxConnectionsPerIP with its overrides
+//     (max.connections.per.ip[.overrides]) close a connection accepted
+//     over them at once, counted in ConnStats; ConnectionsMaxIdle
+//     (connections.max.idle.ms) closes one that sent nothing for that long
+//     while no request of it waited for an answer. Buffers are not kept
+//     per connection while idle: the 16 KiB read buffer goes back to a
+//     server-wide pool after a second without a byte (the reader then
+//     waits for readability with MSG_PEEK on Linux, holding none), the
+//     64 KiB write buffer is taken from a pool only while responses are
+//     being written, and recycled response buffers are dropped when idle.
+//     Replica fetchers connect to the same listener and count against the
+//     limits until an inter-broker listener exists.
 //   - A frame whose size prefix is negative or above Options.MaxRequestBytes
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,

@@ -22,6 +22,9 @@ var (
 	partitionCount  = desc("kafka_server_replicamanager_partitioncount", "Kafka ReplicaManager PartitionCount: partition replicas hosted here.")
 	isrShrinks      = desc("kafka_server_replicamanager_isrshrinks_total", "Kafka ReplicaManager IsrShrinksPerSec: ISR shrinks of partitions led here.")
 	isrExpands      = desc("kafka_server_replicamanager_isrexpands_total", "Kafka ReplicaManager IsrExpandsPerSec: ISR expansions of partitions led here.")
+	connCount       = desc("kafka_server_socket_server_metrics_connection_count", "Kafka socket-server-metrics connection-count: open client connections.", "listener")
+	connRefused     = desc("sluice_kafka_connections_refused_total", "Client connections closed when accepted, by the limit they were over (max.connections, max.connections.per.ip).", "listener", "limit")
+	connIdleClosed  = desc("sluice_kafka_connections_idle_closed_total", "Client connections closed by connections.max.idle.ms.", "listener")
 	lostOnRecovery  = desc("sluice_log_lost_on_recovery_records_total", "Committed records the local logs no longer held when opened (below their checkpointed high watermark): a power cut took unflushed data.")
 	offlineLogDirs  = desc("kafka_log_logmanager_offlinelogdirectorycount", "Kafka LogManager OfflineLogDirectoryCount: log directories of this broker that failed (I/O error, full disk); their replicas serve nothing until a restart.")
 	maxLag          = desc("kafka_server_replicafetchermanager_maxlag", "Kafka ReplicaFetcherManager MaxLag: the largest lag, in offsets, of a follower of a partition led here behind the log end (the leader's view).", "clientId")
@@ -132,6 +135,10 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(isrExpands, prometheus.CounterValue, float64(b.IsrExpands))
 	ch <- prometheus.MustNewConstMetric(lostOnRecovery, prometheus.CounterValue, float64(b.LostOnRecovery))
 	gauge(offlineLogDirs, float64(b.OfflineLogDirs))
+	gauge(connCount, float64(b.Connections), "PLAINTEXT")
+	ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(b.ConnectionsRefusedMax), "PLAINTEXT", "max.connections")
+	ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(b.ConnectionsRefusedPerIP), "PLAINTEXT", "max.connections.per.ip")
+	ch <- prometheus.MustNewConstMetric(connIdleClosed, prometheus.CounterValue, float64(b.ConnectionsIdleClosed), "PLAINTEXT")
 
 	ctl := c.src.Controller()
 	active := 0.0

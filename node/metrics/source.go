@@ -64,6 +64,13 @@ type BrokerStat struct {
 	// OfflineLogDirs counts the log directories that failed (0 or 1: a
 	// node has one).
 	OfflineLogDirs int
+	// Connections is the number of open client connections (PLAINTEXT);
+	// ConnectionsRefusedMax and ConnectionsRefusedPerIP count those closed
+	// at accept by max.connections and max.connections.per.ip[.overrides];
+	// ConnectionsIdleClosed those closed by connections.max.idle.ms.
+	Connections                                    int
+	ConnectionsRefusedMax, ConnectionsRefusedPerIP int64
+	ConnectionsIdleClosed                          int64
 }
 
 // ControllerStat is the metadata quorum as this node sees it. The cluster
