@@ -71,6 +71,7 @@ func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 		st.record(*idem, info.FirstOffset)
 	}
 	res.BaseOffset, res.LogStartOffset = info.FirstOffset, r.log.LogStartOffset()
+	res.Records = info.Records
 	r.nextID++
 	id := r.nextID
 	var ch chan error

@@ -54,13 +54,13 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			if reject != nil {
-				s.produced(t.Topic, p.Records, reject)
+				s.produced(t.Topic, 0, len(p.Records), reject)
 				rp.ErrorCode = errorCode(reject)
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
 			res := logs.Produce(ctx, ProducePartition{Topic: t.Topic, Partition: p.Partition, Acks: req.Acks, Records: p.Records})
-			s.produced(t.Topic, p.Records, res.Err)
+			s.produced(t.Topic, res.Records, len(p.Records), res.Err)
 			rp.ErrorCode = errorCode(res.Err)
 			if res.Err == nil {
 				rp.BaseOffset = res.BaseOffset
