@@ -91,13 +91,19 @@ type AppendInfo struct {
 	Records      int64 // sum of lastOffsetDelta+1
 	Bytes        int
 	Rolled       bool // a new segment was started for it
+	// Headers are the appended batches' headers, in order, as written
+	// (final base offsets and leader epochs), so that the layers above
+	// (producer state, metrics) need not parse the records again. Set on
+	// success; a new slice the caller owns.
+	Headers []BatchHeader
 }
 
 // Append writes records (one or more RecordBatch v2) as leader at leader
-// epoch epoch: every batch is validated (framing, magic, CRC-32C) before
-// anything is written, then its baseOffset and partitionLeaderEpoch are
-// rewritten in place — records is modified and must not be shared — and the
-// bytes are written verbatim in one write. Nothing is written on any error.
+// epoch epoch: every batch is validated (framing, magic, CRC-32C, then its
+// records as Kafka's LogValidator does: validate.go) before anything is
+// written, then its baseOffset and partitionLeaderEpoch are rewritten in
+// place — records is modified and must not be shared — and the bytes are
+// written verbatim in one write. Nothing is written on any error.
 func (l *Log) Append(records []byte, epoch int32) (AppendInfo, error) {
 	info, err := l.validate(records, true)
 	if err != nil {
@@ -113,12 +119,14 @@ func (l *Log) Append(records []byte, epoch int32) (AppendInfo, error) {
 		return info, fmt.Errorf("%w: append at epoch %d, log is at epoch %d", ErrStaleEpoch, epoch, last.Epoch)
 	}
 	off := l.leo
-	for p := 0; p < len(records); {
-		n := frameLength(records[p:], l.opts.MaxBatchBytes)
+	p := 0
+	for i := range info.Headers {
+		h := &info.Headers[i]
 		setBaseOffset(records[p:], off)
 		setLeaderEpoch(records[p:], epoch)
-		off = parseHeader(records[p:]).NextOffset()
-		p += n
+		h.BaseOffset, h.LeaderEpoch = off, epoch
+		off = h.NextOffset()
+		p += h.Size()
 	}
 	return l.appendLocked(records, info) // unlocks
 }
@@ -142,8 +150,7 @@ func (l *Log) AppendReplicated(records []byte) (AppendInfo, error) {
 	if last, ok := l.epochs.latest(); ok {
 		epoch = last.Epoch
 	}
-	for p := 0; p < len(records); {
-		h := parseHeader(records[p:])
+	for _, h := range info.Headers {
 		if h.BaseOffset != want {
 			l.mu.Unlock()
 			return info, fmt.Errorf("%w: batch at offset %d, log end is %d", ErrNonContiguous, h.BaseOffset, want)
@@ -154,17 +161,20 @@ func (l *Log) AppendReplicated(records []byte) (AppendInfo, error) {
 		}
 		epoch = h.LeaderEpoch
 		want = h.NextOffset()
-		p += h.Size()
 	}
 	return l.appendLocked(records, info)
 }
 
-// validate checks every batch of records and sums them up. leader adds the
-// checks a producer's batch must pass.
+// validate checks every batch of records, sums them up and collects their
+// headers. leader adds the checks of a producer's batch (validate.go).
 func (l *Log) validate(records []byte, leader bool) (AppendInfo, error) {
 	info := AppendInfo{MaxTimestamp: noTimestamp, Bytes: len(records)}
 	if len(records) == 0 {
 		return info, fmt.Errorf("%w: no record batch", ErrInvalidBatch)
+	}
+	var rc recordCheck
+	if leader {
+		rc = newRecordCheck(l.opts.Now().UnixMilli(), l.opts.TimestampBeforeMaxMs, l.opts.TimestampAfterMaxMs)
 	}
 	for p := 0; p < len(records); {
 		h, n, err := checkBatch(records[p:], l.opts.MaxBatchBytes)
@@ -174,9 +184,12 @@ func (l *Log) validate(records []byte, leader bool) (AppendInfo, error) {
 		if int64(n) > l.opts.SegmentBytes {
 			return info, fmt.Errorf("%w: batch %d is %d bytes, segment.bytes is %d", ErrBatchTooLarge, info.Batches, n, l.opts.SegmentBytes)
 		}
-		if leader && (h.RecordCount < 1 || h.LastOffsetDelta != h.RecordCount-1) {
-			return info, fmt.Errorf("%w: batch %d has %d records but lastOffsetDelta %d", ErrInvalidBatch, info.Batches, h.RecordCount, h.LastOffsetDelta)
+		if leader && !l.opts.noRecordCheck {
+			if err := rc.batch(records[p:p+n], h); err != nil {
+				return info, fmt.Errorf("batch %d at byte %d: %w", info.Batches, p, err)
+			}
 		}
+		info.Headers = append(info.Headers, h)
 		info.Batches++
 		info.Records += int64(h.LastOffsetDelta) + 1
 		info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
@@ -214,10 +227,10 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 		return info, l.failed
 	}
 	info.FirstOffset = l.leo
-	for p := 0; p < len(records); {
-		h := parseHeader(records[p:])
-		l.indexBatchLocked(l.pendBatch, act, h, act.size+int64(p))
-		p += h.Size()
+	p := int64(0)
+	for _, h := range info.Headers {
+		l.indexBatchLocked(l.pendBatch, act, h, act.size+p)
+		p += int64(h.Size())
 	}
 	act.size += int64(len(records))
 	info.LastOffset = l.leo - 1

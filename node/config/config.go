@@ -100,10 +100,18 @@ type Config struct {
 	// BrokerSessionTimeout (broker.session.timeout.ms): a broker the
 	// active controller has not seen alive through gossip for this long is
 	// fenced and its partitions get new leaders.
-	BrokerSessionTimeout   time.Duration
-	MessageMaxBytes        int32
-	SocketRequestMaxBytes  int32
-	AutoCreateTopicsEnable bool
+	BrokerSessionTimeout time.Duration
+	MessageMaxBytes      int32
+	// LogMessageTimestampBeforeMaxMs and LogMessageTimestampAfterMaxMs
+	// (log.message.timestamp.before.max.ms / after.max.ms, KIP-937): a
+	// leader refuses a produced record whose CreateTime timestamp is
+	// further than this before or after its clock (INVALID_TIMESTAMP).
+	// Kafka 4's defaults: unbounded before, one hour after. Kafka takes
+	// 0; Sluice takes 1 and up (0 would refuse nearly every record).
+	LogMessageTimestampBeforeMaxMs int64
+	LogMessageTimestampAfterMaxMs  int64
+	SocketRequestMaxBytes          int32
+	AutoCreateTopicsEnable         bool
 	// DebugPprof (sluice.debug.pprof, a Sluice key) serves Go's
 	// /debug/pprof/ on the HTTP listener.
 	DebugPprof bool
@@ -225,6 +233,12 @@ var keys = []key{
 	{"broker.session.timeout.ms", "9000", "a broker not seen alive (gossip) this long is fenced and loses its leaderships", func(c *Config, v string) error { return parseMs(&c.BrokerSessionTimeout, v, 1) }},
 	{"replica.lag.time.max.ms", "30000", "a follower this far behind leaves the ISR", func(c *Config, v string) error { return parseMs(&c.ReplicaLagTimeMax, v, 1) }},
 	{"message.max.bytes", "1048588", "largest record batch", func(c *Config, v string) error { return parseInt32(&c.MessageMaxBytes, v, 61, math.MaxInt32) }},
+	{"log.message.timestamp.before.max.ms", "9223372036854775807", "refuse a produced record timestamped further than this in the past (KIP-937)", func(c *Config, v string) error {
+		return parseInt64(&c.LogMessageTimestampBeforeMaxMs, v, 1, math.MaxInt64)
+	}},
+	{"log.message.timestamp.after.max.ms", "3600000", "refuse a produced record timestamped further than this in the future (KIP-937)", func(c *Config, v string) error {
+		return parseInt64(&c.LogMessageTimestampAfterMaxMs, v, 1, math.MaxInt64)
+	}},
 	{"socket.request.max.bytes", "104857600", "largest request frame", func(c *Config, v string) error { return parseInt32(&c.SocketRequestMaxBytes, v, 10, math.MaxInt32) }},
 	{"auto.create.topics.enable", "true", "create a topic on first use", func(c *Config, v string) error { return parseBool(&c.AutoCreateTopicsEnable, v) }},
 	{"sluice.debug.pprof", "false", "serve Go's /debug/pprof/ (CPU, heap, allocation profiles) on the HTTP listener", func(c *Config, v string) error { return parseBool(&c.DebugPprof, v) }},
