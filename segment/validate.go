@@ -11,7 +11,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -398,14 +398,8 @@ func (d *decoders) open(codec int16, body []byte) (*bufio.Reader, []byte, error)
 		r = d.gz
 	case codecSnappy:
 		if !bytes.HasPrefix(body, xerialMagic) {
-			n, err := s2.DecodedLen(body)
-			if err != nil {
-				return nil, nil, err
-			}
-			if n > maxDecompressed {
-				return nil, nil, fmt.Errorf("decompresses past %d bytes", maxDecompressed)
-			}
-			d.flat, err = s2.Decode(grow(d.flat, n)[:n], body)
+			var err error
+			d.flat, err = snappyBlock(d.flat, body)
 			return nil, d.flat, err
 		}
 		if len(body) < 16 {
@@ -422,7 +416,8 @@ func (d *decoders) open(codec int16, body []byte) (*bufio.Reader, []byte, error)
 	case codecZstd:
 		if d.zd == nil {
 			var err error
-			d.zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxMemory(maxDecompressed))
+			d.zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+				zstd.WithDecoderMaxMemory(maxDecompressed), zstd.WithDecoderMaxWindow(zstdMaxWindow))
 			if err != nil {
 				return nil, nil, err
 			}
@@ -437,6 +432,12 @@ func (d *decoders) open(codec int16, body []byte) (*bufio.Reader, []byte, error)
 	return d.br, nil, nil
 }
 
+// zstdMaxWindow is the largest zstd window accepted: zstd-jni's default
+// limit (windowLogMax 27), so nothing a Java consumer reads is refused.
+// The decoder allocates the window a frame claims, so a tiny frame can
+// still cost this much memory while it is checked.
+const zstdMaxWindow = 1 << 27
+
 // limitReader fails a stream that decompresses past maxDecompressed.
 type limitReader struct {
 	r    io.Reader
@@ -450,6 +451,25 @@ func (l *limitReader) Read(p []byte) (int, error) {
 		return n, fmt.Errorf("decompresses past %d bytes", maxDecompressed)
 	}
 	return n, err
+}
+
+// snappyExpansion bounds how much a standard snappy block can grow: its
+// densest element, a 3-byte copy of 64 bytes, is 21.3 to 1. A block that
+// claims more is refused before its buffer is allocated.
+const snappyExpansion = 22
+
+// snappyBlock decodes one standard snappy block into buf (reused when
+// large enough). The S2 extensions that s2.Decode also accepts are
+// refused: Kafka's clients (snappy-java, librdkafka) could not read them.
+func snappyBlock(buf, block []byte) ([]byte, error) {
+	n, err := snappy.DecodedLen(block)
+	if err != nil {
+		return nil, err
+	}
+	if n > snappyExpansion*len(block)+8 || n > maxDecompressed {
+		return nil, fmt.Errorf("snappy block of %d bytes claims %d decoded", len(block), n)
+	}
+	return snappy.DecodeStrict(grow(buf, n), block)
 }
 
 // xerialReader decodes xerial-framed snappy chunks one at a time.
@@ -473,14 +493,8 @@ func (x *xerialReader) Read(p []byte) (int, error) {
 		}
 		chunk := x.src[4 : 4+n]
 		x.src = x.src[4+n:]
-		dn, err := s2.DecodedLen(chunk)
-		if err != nil {
-			return 0, err
-		}
-		if dn > maxDecompressed {
-			return 0, fmt.Errorf("chunk decompresses past %d bytes", maxDecompressed)
-		}
-		if x.buf, err = s2.Decode(grow(x.buf, dn)[:dn], chunk); err != nil {
+		var err error
+		if x.buf, err = snappyBlock(x.buf, chunk); err != nil {
 			return 0, err
 		}
 		x.off = 0
