@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -170,5 +171,37 @@ func TestProducePoisonBatches(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("consumed %v, want %v", got, want)
+	}
+}
+
+// TestProduceTimestampBoundsPerTopic: the topic overrides of KIP-937's
+// bounds (message.timestamp.before.max.ms / after.max.ms) replace the
+// broker's.
+func TestProduceTimestampBoundsPerTopic(t *testing.T) {
+	tn := startNode(t, t.TempDir(), "log.message.timestamp.after.max.ms=1000")
+	ctx := testCtx(t)
+	cl := newClient(t, tn)
+	before, after := "60000", "600000"
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{
+		"message.timestamp.before.max.ms": &before, "message.timestamp.after.max.ms": &after,
+	}, "ts"); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(ctx, t, cl, "dflt", 1)
+	now := time.Now().UnixMilli()
+	for _, c := range []struct {
+		topic string
+		ts    int64
+		want  int16
+	}{
+		{"ts", now - 120_000, kerr.InvalidTimestamp.Code}, // 2 min old, 1 min allowed
+		{"ts", now - 10_000, 0},
+		{"ts", now + 120_000, 0},                            // 2 min ahead, 10 min allowed
+		{"dflt", now + 120_000, kerr.InvalidTimestamp.Code}, // the broker's 1 s
+		{"dflt", now - 86_400_000, 0},                       // unbounded before
+	} {
+		if pr := produceRaw(ctx, t, cl, c.topic, 0, 1, kBatch(0, 1, c.ts, kRecords("v"))); pr.ErrorCode != c.want {
+			t.Errorf("%s at now%+d ms: error %s, want %s", c.topic, c.ts-now, kerr.ErrorForCode(pr.ErrorCode), kerr.ErrorForCode(c.want))
+		}
 	}
 }

@@ -76,6 +76,10 @@ func (h BatchHeader) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffs
 // NextOffset is the offset after the batch's last record.
 func (h BatchHeader) NextOffset() int64 { return h.LastOffset() + 1 }
 
+// Compression is the batch's codec: 0 none, 1 gzip, 2 snappy, 3 lz4,
+// 4 zstd (anything else is refused by Append).
+func (h BatchHeader) Compression() int16 { return h.Attributes & attrCompression }
+
 // IsTransactional and IsControl read the attribute bits.
 func (h BatchHeader) IsTransactional() bool { return h.Attributes&0x10 != 0 }
 func (h BatchHeader) IsControl() bool       { return h.Attributes&0x20 != 0 }

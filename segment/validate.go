@@ -3,7 +3,6 @@ package segment
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -352,7 +352,8 @@ type decoders struct {
 	br   *bufio.Reader
 	gz   *gzip.Reader
 	lz   *lz4.Reader
-	zd   *zstd.Decoder
+	zd   *zstd.Decoder // streams
+	zs   *zstd.Decoder // decodes small bodies whole (zstdFlatMax)
 	xr   xerialReader
 	flat []byte // a raw snappy block, decoded
 }
@@ -414,6 +415,25 @@ func (d *decoders) open(codec int16, body []byte) (*bufio.Reader, []byte, error)
 		d.lz.Reset(&d.src)
 		r = d.lz
 	case codecZstd:
+		// Small batches (nearly all) decode in one call into a pooled
+		// buffer: a stream costs ~10 µs of setup per frame. A body that
+		// decodes past zstdFlatMax falls back to the stream.
+		if d.zs == nil {
+			var err error
+			d.zs, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+				zstd.WithDecoderMaxMemory(zstdFlatMax), zstd.WithDecoderMaxWindow(zstdMaxWindow))
+			if err != nil {
+				return nil, nil, err
+			}
+		}
+		flat, err := d.zs.DecodeAll(body, d.flat[:0])
+		if err == nil {
+			d.flat = flat
+			return nil, flat, nil
+		}
+		if !errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return nil, nil, err
+		}
 		if d.zd == nil {
 			var err error
 			d.zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
@@ -431,6 +451,10 @@ func (d *decoders) open(codec int16, body []byte) (*bufio.Reader, []byte, error)
 	d.br.Reset(&d.lim)
 	return d.br, nil, nil
 }
+
+// zstdFlatMax is the most a zstd body is decoded to at once; larger
+// ones are streamed.
+const zstdFlatMax = 1 << 20
 
 // zstdMaxWindow is the largest zstd window accepted: zstd-jni's default
 // limit (windowLogMax 27), so nothing a Java consumer reads is refused.
