@@ -33,9 +33,10 @@ import (
 // [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]
 // (KIP-937); key, value and header lengths fit; no byte is left after the
 // last record. A compressed batch is decompressed as a stream (gzip, lz4,
-// zstd, xerial snappy) or one block (raw snappy), never more than
-// maxDecompressed bytes, and never held whole except a raw snappy block; an
-// uncompressed batch is walked in place. Neither allocates per record.
+// xerial snappy, zstd past zstdFlatMax) or whole into a pooled buffer (a
+// raw snappy block; zstd up to zstdFlatMax), never past maxDecompressed
+// bytes; an uncompressed batch is walked in place. Neither allocates per
+// record.
 
 // recordCheck holds the bounds one Append checks its records against.
 type recordCheck struct {
