@@ -113,6 +113,11 @@ type cursor struct {
 }
 
 func (c *cursor) varint() int64 {
+	if c.p < len(c.b) && c.b[c.p] < 0x80 && !c.bad { // one byte: most fields
+		u := int64(c.b[c.p])
+		c.p++
+		return u>>1 ^ -(u & 1)
+	}
 	if c.bad {
 		return 0
 	}
