@@ -60,6 +60,8 @@ var topicConfigs = []topicConfig{
 	{"flush.messages", "log.flush.interval.messages", typeLong, "fsync after this many records", intIn(1, math.MaxInt64)},
 	{"flush.ms", "log.flush.interval.ms", typeLong, "fsync when the oldest unflushed record is this old", intIn(0, math.MaxInt64)},
 	{"max.message.bytes", "message.max.bytes", typeInt, "largest record batch", intIn(61, math.MaxInt32)},
+	{"message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", typeLong, "refuse a record timestamped further than this in the future", intIn(1, math.MaxInt64)},
+	{"message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms", typeLong, "refuse a record timestamped further than this in the past", intIn(1, math.MaxInt64)},
 	{"message.timestamp.type", "", typeString, "only CreateTime is supported", nil},
 	{quorum.ConfigMinInsyncReplicas, "min.insync.replicas", typeInt, "acks=all needs this many in-sync replicas", intIn(1, math.MaxInt32)},
 	{"retention.bytes", "log.retention.bytes", typeLong, "delete the oldest segments past this size; -1 unlimited", intIn(-1, math.MaxInt64)},
@@ -124,6 +126,7 @@ func logOptions(cfg *config.Config, overrides map[string]string) segment.Options
 		RetentionBytes: cfg.LogRetentionBytes, FlushMessages: cfg.LogFlushIntervalMessages,
 		FlushMs: cfg.LogFlushInterval, MaxBatchBytes: int(cfg.MessageMaxBytes),
 		ProducerIDExpiration: cfg.ProducerIDExpiration,
+		TimestampBeforeMaxMs: cfg.LogMessageTimestampBeforeMaxMs, TimestampAfterMaxMs: cfg.LogMessageTimestampAfterMaxMs,
 	}
 	num := func(k string) (int64, bool) {
 		v, ok := overrides[k]
@@ -162,6 +165,12 @@ func logOptions(cfg *config.Config, overrides map[string]string) segment.Options
 	}
 	if n, ok := num("max.message.bytes"); ok {
 		o.MaxBatchBytes = int(n)
+	}
+	if n, ok := num("message.timestamp.before.max.ms"); ok {
+		o.TimestampBeforeMaxMs = n
+	}
+	if n, ok := num("message.timestamp.after.max.ms"); ok {
+		o.TimestampAfterMaxMs = n
 	}
 	return o
 }

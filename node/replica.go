@@ -308,6 +308,14 @@ func appendError(err error) error {
 		return kerr.CorruptMessage
 	case errors.Is(err, segment.ErrInvalidBatch):
 		return kerr.CorruptMessage
+	case errors.Is(err, segment.ErrInvalidRecord):
+		return kerr.InvalidRecord
+	case errors.Is(err, segment.ErrInvalidTimestamp):
+		return kerr.InvalidTimestamp
+	case errors.Is(err, segment.ErrUnsupportedCompression):
+		return kerr.UnsupportedCompressionType
+	case errors.Is(err, segment.ErrTransactionalBatch):
+		return kerr.TransactionalIDAuthorizationFailed
 	case errors.Is(err, segment.ErrBatchTooLarge):
 		return kerr.MessageTooLarge
 	case errors.Is(err, segment.ErrStaleEpoch):
@@ -316,8 +324,6 @@ func appendError(err error) error {
 		return kerr.OutOfOrderSequenceNumber
 	case errors.Is(err, segment.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch
-	case errors.Is(err, segment.ErrInvalidRecord):
-		return kerr.InvalidRecord
 	case errors.Is(err, segment.ErrClosed):
 		return kerr.NotLeaderForPartition
 	case errors.Is(err, segment.ErrLogFailed):

@@ -49,6 +49,7 @@ func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 		return res
 	}
 	res.BaseOffset, res.LogStartOffset = info.FirstOffset, r.log.LogStartOffset()
+	res.Records = info.Records
 	r.nextID++
 	id := r.nextID
 	var ch chan error

@@ -75,6 +75,22 @@
 // RecoveryReport.Damaged, not cut, so that the segments after it stay
 // readable; a read in its missing bytes is ErrCorruptBatch.
 //
+// # Validation at the leader
+//
+// Append is the leader's append of a producer's batches, and checks them
+// as Kafka's LogValidator does before writing anything (validate.go):
+// besides framing, magic and CRC-32C, each batch's records are walked —
+// decompressed as a stream when compressed, in place otherwise, without
+// an allocation per record — and must match the header (count, offset
+// deltas 0..n-1, varint framing, no trailing bytes), carry CreateTime
+// timestamps within Options.TimestampBeforeMaxMs/AfterMaxMs of now
+// (KIP-937), and be neither control nor transactional batches. The
+// errors (ErrInvalidRecord, ErrInvalidTimestamp, ErrCorruptBatch,
+// ErrUnsupportedCompression, ErrTransactionalBatch) name the Kafka code
+// each maps to. AppendReplicated trusts the leader and checks framing
+// and CRC only. Both return the headers they parsed (AppendInfo.Headers);
+// outside this package BatchIter is the one walker of batch headers.
+//
 // # Lookups by time and by header
 //
 // OffsetForTimestamp (ListOffsets by timestamp) starts at the time index's

@@ -11,6 +11,23 @@ var (
 	// ErrCorruptBatch marks corruption: a CRC-32C mismatch, in a produced batch
 	// or in bytes read back from disk. Kafka: CORRUPT_MESSAGE.
 	ErrCorruptBatch = errors.New("segment: corrupt record batch")
+	// ErrInvalidRecord: a produced batch whose records do not match its
+	// header or do not decode (count, offset deltas, varint framing,
+	// trailing bytes), or that a client may not write (a control batch, an
+	// idempotent batch sent with others in one append). Checked on leader
+	// appends only. Kafka: INVALID_RECORD.
+	ErrInvalidRecord = errors.New("segment: invalid record")
+	// ErrInvalidTimestamp: a produced record or batch timestamp outside
+	// message.timestamp.before.max.ms / after.max.ms of now (KIP-937), or
+	// a producer's LogAppendTime flag. Kafka: INVALID_TIMESTAMP.
+	ErrInvalidTimestamp = errors.New("segment: record timestamp out of range")
+	// ErrUnsupportedCompression: a batch's codec is none of none, gzip,
+	// snappy, lz4, zstd. Kafka: UNSUPPORTED_COMPRESSION_TYPE.
+	ErrUnsupportedCompression = errors.New("segment: unsupported compression codec")
+	// ErrTransactionalBatch: a produced transactional batch; there is no
+	// transaction coordinator yet. Kafka answers a transactional write it
+	// cannot authorize with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+	ErrTransactionalBatch = errors.New("segment: transactional batches are not supported")
 	// ErrBatchTooLarge: a batch over message.max.bytes. Kafka: MESSAGE_TOO_LARGE.
 	ErrBatchTooLarge = errors.New("segment: record batch too large")
 	// ErrNonContiguous: AppendReplicated got a batch that leaves a gap after,
@@ -37,9 +54,6 @@ var (
 	// older than the partition has seen from that producer id (a fenced
 	// producer). Kafka 2.7+: INVALID_PRODUCER_EPOCH.
 	ErrInvalidProducerEpoch = errors.New("segment: producer epoch older than the partition's")
-	// ErrInvalidRecord: a batch the log refuses by rule, not by format: an
-	// idempotent batch sent with others in one append. Kafka: INVALID_RECORD.
-	ErrInvalidRecord = errors.New("segment: invalid record")
 )
 
 // ErrCorruptSnapshot marks a producer-state snapshot that does not decode

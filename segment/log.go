@@ -97,13 +97,19 @@ type AppendInfo struct {
 	// its last five batches. Nothing was written; FirstOffset and
 	// LastOffset are the original's.
 	Duplicate bool
+	// Headers are the appended batches' headers, in order, as written
+	// (final base offsets and leader epochs), so that the layers above
+	// (producer state, metrics) need not parse the records again. Set on
+	// success; a new slice the caller owns.
+	Headers []BatchHeader
 }
 
 // Append writes records (one or more RecordBatch v2) as leader at leader
-// epoch epoch: every batch is validated (framing, magic, CRC-32C) before
-// anything is written, then its baseOffset and partitionLeaderEpoch are
-// rewritten in place — records is modified and must not be shared — and the
-// bytes are written verbatim in one write. Nothing is written on any error.
+// epoch epoch: every batch is validated (framing, magic, CRC-32C, then its
+// records as Kafka's LogValidator does: validate.go) before anything is
+// written, then its baseOffset and partitionLeaderEpoch are rewritten in
+// place — records is modified and must not be shared — and the bytes are
+// written verbatim in one write. Nothing is written on any error.
 //
 // An idempotent producer's batch (producer id >= 0) must come alone, and
 // is checked against the producer state (producers.go): a retry of one of
@@ -115,7 +121,7 @@ func (l *Log) Append(records []byte, epoch int32) (AppendInfo, error) {
 	if err != nil {
 		return info, err
 	}
-	idem, isIdem, err := idempotentBatch(records, info.Batches, l.opts.MaxBatchBytes)
+	idem, isIdem, err := idempotentBatch(info.Headers)
 	if err != nil {
 		return info, err
 	}
@@ -140,12 +146,14 @@ func (l *Log) Append(records []byte, epoch int32) (AppendInfo, error) {
 		}
 	}
 	off := l.leo
-	for p := 0; p < len(records); {
-		n := frameLength(records[p:], l.opts.MaxBatchBytes)
+	p := 0
+	for i := range info.Headers {
+		h := &info.Headers[i]
 		setBaseOffset(records[p:], off)
 		setLeaderEpoch(records[p:], epoch)
-		off = parseHeader(records[p:]).NextOffset()
-		p += n
+		h.BaseOffset, h.LeaderEpoch = off, epoch
+		off = h.NextOffset()
+		p += h.Size()
 	}
 	return l.appendLocked(records, info) // unlocks
 }
@@ -169,8 +177,7 @@ func (l *Log) AppendReplicated(records []byte) (AppendInfo, error) {
 	if last, ok := l.epochs.latest(); ok {
 		epoch = last.Epoch
 	}
-	for p := 0; p < len(records); {
-		h := parseHeader(records[p:])
+	for _, h := range info.Headers {
 		if h.BaseOffset != want {
 			l.mu.Unlock()
 			return info, fmt.Errorf("%w: batch at offset %d, log end is %d", ErrNonContiguous, h.BaseOffset, want)
@@ -181,34 +188,35 @@ func (l *Log) AppendReplicated(records []byte) (AppendInfo, error) {
 		}
 		epoch = h.LeaderEpoch
 		want = h.NextOffset()
-		p += h.Size()
 	}
 	return l.appendLocked(records, info)
 }
 
 // idempotentBatch finds the idempotent producer's batch among the
-// validated batches of records: it must be the only one (clients send one
+// validated batches' headers: it must be the only one (clients send one
 // batch per partition; one per append keeps the duplicate check exact).
-func idempotentBatch(records []byte, batches, maxSize int) (BatchHeader, bool, error) {
-	for p := 0; p < len(records); {
-		h := parseHeader(records[p:])
+func idempotentBatch(headers []BatchHeader) (BatchHeader, bool, error) {
+	for _, h := range headers {
 		if idempotent(h) {
-			if batches > 1 {
-				return h, false, fmt.Errorf("%w: an idempotent producer's batch comes alone, not with %d others", ErrInvalidRecord, batches-1)
+			if len(headers) > 1 {
+				return h, false, fmt.Errorf("%w: an idempotent producer's batch comes alone, not with %d others", ErrInvalidRecord, len(headers)-1)
 			}
 			return h, true, nil
 		}
-		p += frameLength(records[p:], maxSize)
 	}
 	return BatchHeader{}, false, nil
 }
 
-// validate checks every batch of records and sums them up. leader adds the
-// checks a producer's batch must pass.
+// validate checks every batch of records, sums them up and collects their
+// headers. leader adds the checks of a producer's batch (validate.go).
 func (l *Log) validate(records []byte, leader bool) (AppendInfo, error) {
 	info := AppendInfo{MaxTimestamp: noTimestamp, Bytes: len(records)}
 	if len(records) == 0 {
 		return info, fmt.Errorf("%w: no record batch", ErrInvalidBatch)
+	}
+	var rc recordCheck
+	if leader {
+		rc = newRecordCheck(l.opts.Now().UnixMilli(), l.opts.TimestampBeforeMaxMs, l.opts.TimestampAfterMaxMs)
 	}
 	for p := 0; p < len(records); {
 		h, n, err := checkBatch(records[p:], l.opts.MaxBatchBytes)
@@ -218,9 +226,12 @@ func (l *Log) validate(records []byte, leader bool) (AppendInfo, error) {
 		if int64(n) > l.opts.SegmentBytes {
 			return info, fmt.Errorf("%w: batch %d is %d bytes, segment.bytes is %d", ErrBatchTooLarge, info.Batches, n, l.opts.SegmentBytes)
 		}
-		if leader && (h.RecordCount < 1 || h.LastOffsetDelta != h.RecordCount-1) {
-			return info, fmt.Errorf("%w: batch %d has %d records but lastOffsetDelta %d", ErrInvalidBatch, info.Batches, h.RecordCount, h.LastOffsetDelta)
+		if leader && !l.opts.noRecordCheck {
+			if err := rc.batch(records[p:p+n], h); err != nil {
+				return info, fmt.Errorf("batch %d at byte %d: %w", info.Batches, p, err)
+			}
 		}
+		info.Headers = append(info.Headers, h)
 		info.Batches++
 		info.Records += int64(h.LastOffsetDelta) + 1
 		info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
@@ -258,11 +269,11 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 		return info, l.failed
 	}
 	info.FirstOffset = l.leo
-	for p := 0; p < len(records); {
-		h := parseHeader(records[p:])
-		l.indexBatchLocked(l.pendBatch, act, h, act.size+int64(p))
+	p := int64(0)
+	for _, h := range info.Headers {
+		l.indexBatchLocked(l.pendBatch, act, h, act.size+p)
 		l.pstate.update(h, now.UnixMilli())
-		p += h.Size()
+		p += int64(h.Size())
 	}
 	act.size += int64(len(records))
 	info.LastOffset = l.leo - 1

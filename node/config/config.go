@@ -125,6 +125,14 @@ type Config struct {
 	// partitions in all are refused with POLICY_VIOLATION; at most
 	// quorum.MaxNewPartitionsPerRequest, the controller's own limit.
 	MaxPartitionsPerRequest int32
+	// LogMessageTimestampBeforeMaxMs and LogMessageTimestampAfterMaxMs
+	// (log.message.timestamp.before.max.ms / after.max.ms, KIP-937): a
+	// leader refuses a produced record whose CreateTime timestamp is
+	// further than this before or after its clock (INVALID_TIMESTAMP).
+	// Kafka 4's defaults: unbounded before, one hour after. Kafka takes
+	// 0; Sluice takes 1 and up (0 would refuse nearly every record).
+	LogMessageTimestampBeforeMaxMs int64
+	LogMessageTimestampAfterMaxMs  int64
 	// DebugPprof (sluice.debug.pprof, a Sluice key) serves Go's
 	// /debug/pprof/ on the HTTP listener.
 	DebugPprof bool
@@ -249,6 +257,12 @@ var keys = []key{
 		return parseMs(&c.ProducerIDExpiration, v, 1)
 	}},
 	{"message.max.bytes", "1048588", "largest record batch", func(c *Config, v string) error { return parseInt32(&c.MessageMaxBytes, v, 61, math.MaxInt32) }},
+	{"log.message.timestamp.before.max.ms", "9223372036854775807", "refuse a produced record timestamped further than this in the past (KIP-937)", func(c *Config, v string) error {
+		return parseInt64(&c.LogMessageTimestampBeforeMaxMs, v, 1, math.MaxInt64)
+	}},
+	{"log.message.timestamp.after.max.ms", "3600000", "refuse a produced record timestamped further than this in the future (KIP-937)", func(c *Config, v string) error {
+		return parseInt64(&c.LogMessageTimestampAfterMaxMs, v, 1, math.MaxInt64)
+	}},
 	{"socket.request.max.bytes", "104857600", "largest request frame", func(c *Config, v string) error { return parseInt32(&c.SocketRequestMaxBytes, v, 10, math.MaxInt32) }},
 	{"auto.create.topics.enable", "true", "create a topic on first use", func(c *Config, v string) error { return parseBool(&c.AutoCreateTopicsEnable, v) }},
 	{"max.connections", strconv.Itoa(DefaultMaxConnections()), "most client connections open at once; more are closed when accepted (default: half of RLIMIT_NOFILE, at most 16384)", func(c *Config, v string) error {

@@ -71,6 +71,11 @@ type ProduceResult struct {
 	// duplicate idempotent batch, of the first record written the first time.
 	BaseOffset     int64
 	LogStartOffset int64
+	// Records is how many records were appended, as the log counted
+	// them while validating (0 on an error or for a duplicate): the
+	// server's per-topic metrics take it from here rather than parse the
+	// batches again.
+	Records int64
 	// Pending, when not nil, delivers the acknowledgement once the acks
 	// are satisfied: nil, or the Kafka error that replaces the result
 	// (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER,
