@@ -65,10 +65,11 @@
 //     REQUEST_TIMED_OUT at their deadline tick, and NOT_LEADER_OR_FOLLOWER when
 //     the replica is deposed (BecomeFollower) or fenced.
 //   - Fetch answers, in order: a stale CurrentLeaderEpoch gets
-//     FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH — and fences this
-//     leader, which then acknowledges nothing more until the metadata
-//     catches up; a non-leader or a broker that is not an assigned replica
-//     gets NOT_LEADER_OR_FOLLOWER; a broker epoch older than one already seen
+//     FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH and nothing
+//     else (as in Kafka, leadership changes only with the metadata: a fetch
+//     is no proof that a newer epoch exists, anyone can send one); a
+//     non-leader or a broker that is not an assigned replica gets
+//     NOT_LEADER_OR_FOLLOWER; a broker epoch older than one already seen
 //     from that replica gets STALE_BROKER_EPOCH; then, if LastFetchedEpoch is
 //     set, the leader answers OffsetForLeaderEpoch from its epoch cache and
 //     returns a diverging epoch (no records) when the follower's epoch ends

@@ -163,7 +163,11 @@ func (r *Replica) answerFetch(m FollowerFetch) FetchAnswer {
 		case m.CurrentLeaderEpoch < r.leaderEpoch:
 			return FetchAnswer{Err: kerr.FencedLeaderEpoch}
 		case m.CurrentLeaderEpoch > r.leaderEpoch:
-			r.fence()
+			// The fetcher knows metadata this replica has not applied
+			// yet, or claims to: either way only the metadata changes
+			// leadership (Kafka answers the same and does nothing else).
+			// Fencing here let any one packet take the partition
+			// offline until a restart.
 			return FetchAnswer{Err: kerr.UnknownLeaderEpoch}
 		}
 	}
