@@ -46,7 +46,8 @@
 //     Consumers read below the high watermark.
 //   - Follower: fetcher.go runs one replica fetcher per leader broker
 //     (Kafka's ReplicaFetcherThread): the fetches its followers queued go as
-//     one Fetch v12 (replica id, current leader epoch, last fetched epoch),
+//     one Fetch v15 (topics by ID; ReplicaState: this broker's id and
+//     registered epoch; current leader epoch, last fetched epoch),
 //     long-polled by the leader (replica.fetch.wait.max.ms 500); each answer
 //     is appended with AppendReplicated when the state machine still waits
 //     for it, then stepped. An unreachable leader is retried after

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
 )
 
@@ -74,5 +75,27 @@ func TestNewerLeaderEpochDoesNotFenceLeader(t *testing.T) {
 	r.mu.Unlock()
 	if st.Fenced || st.HW != 1 {
 		t.Fatalf("leader after the forged fetch: fenced=%v hw=%d", st.Fenced, st.HW)
+	}
+}
+
+// TestFetchByTopicID: Fetch v13+ names topics by ID; an unknown ID is
+// UNKNOWN_TOPIC_ID, a known one reads as by name.
+func TestFetchByTopicID(t *testing.T) {
+	tn := startNode(t, t.TempDir())
+	ctx := testCtx(t)
+	cl := newClient(t, tn)
+	createTopic(ctx, t, cl, "byid", 1)
+	if pr := produceRaw(ctx, t, cl, "byid", 0, -1, segment.BuildBatch(1, []byte("a"), []byte("b"))); pr.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(pr.ErrorCode))
+	}
+	id := tn.replica("byid", 0).topicID
+	for _, v := range []int16{13, 15} {
+		p := forgeFetch(t, tn.KafkaAddr(), v, -1, -1, "", id, 0, 0, -1)
+		if p.ErrorCode != 0 || p.HighWatermark != 2 || len(p.RecordBatches) == 0 {
+			t.Fatalf("v%d by id: error %v hw %d, %d bytes", v, kerr.ErrorForCode(p.ErrorCode), p.HighWatermark, len(p.RecordBatches))
+		}
+		if p := forgeFetch(t, tn.KafkaAddr(), v, -1, -1, "", quorum.NewUUID(), 0, 0, -1); p.ErrorCode != kerr.UnknownTopicID.Code {
+			t.Fatalf("v%d by an unknown id: %v", v, kerr.ErrorForCode(p.ErrorCode))
+		}
 	}
 }

@@ -55,7 +55,7 @@ func (n *Node) serveHTTP(ln net.Listener) {
 		_, _ = io.WriteString(w, "ready\n")
 	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
-		h := health{NodeID: n.cfg.NodeID, BrokerEpoch: n.epoch, ClusterID: n.clusterID, Status: "ok"}
+		h := health{NodeID: n.cfg.NodeID, BrokerEpoch: n.epoch.Load(), ClusterID: n.clusterID, Status: "ok"}
 		h.Controller, _ = n.ctrl.Leader()
 		n.mu.RLock()
 		h.Partitions = len(n.replicas)
@@ -86,7 +86,7 @@ func (n *Node) notReady() string {
 	if closing {
 		return "shutting down"
 	}
-	if n.epoch == 0 {
+	if n.epoch.Load() == 0 {
 		return "not registered with the controller yet"
 	}
 	var why string
@@ -95,8 +95,8 @@ func (n *Node) notReady() string {
 		switch {
 		case b == nil:
 			why = fmt.Sprintf("broker %d is not registered in the metadata", n.cfg.NodeID)
-		case b.Epoch != n.epoch:
-			why = fmt.Sprintf("broker %d is registered with epoch %d, this process has epoch %d", n.cfg.NodeID, b.Epoch, n.epoch)
+		case b.Epoch != n.epoch.Load():
+			why = fmt.Sprintf("broker %d is registered with epoch %d, this process has epoch %d", n.cfg.NodeID, b.Epoch, n.epoch.Load())
 		case b.Fenced:
 			why = fmt.Sprintf("broker %d is fenced: the active controller has not seen it alive (gossip)", n.cfg.NodeID)
 		case b.ShuttingDown:

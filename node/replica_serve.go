@@ -161,7 +161,7 @@ func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 	r.nextID++
 	id := r.nextID
 	_ = r.part.Step(partition.FollowerFetch{
-		ReqID: id, Replica: p.ReplicaID, BrokerEpoch: partition.AnyBrokerEpoch, FetchOffset: p.Offset,
+		ReqID: id, Replica: p.ReplicaID, BrokerEpoch: p.BrokerEpoch, FetchOffset: p.Offset,
 		LastFetchedEpoch: p.LastFetchedEpoch, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
 	})
 	r.process()
