@@ -1,10 +1,14 @@
 package node
 
 import (
+	"context"
+	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -76,6 +80,204 @@ func TestNewerLeaderEpochDoesNotFenceLeader(t *testing.T) {
 	if st.Fenced || st.HW != 1 {
 		t.Fatalf("leader after the forged fetch: fenced=%v hw=%d", st.Fenced, st.HW)
 	}
+}
+
+// pauseProxy forwards TCP connections to a node's Kafka listener. Paused,
+// it cuts every connection it carries and refuses new ones: the node's
+// followers, which reach it at the address it advertises (the proxy's),
+// cannot fetch, while everything else (quorum, gossip, the test's direct
+// connections) goes on.
+type pauseProxy struct {
+	ln     net.Listener
+	mu     sync.Mutex
+	target string
+	paused bool
+	conns  map[net.Conn]bool
+}
+
+func newPauseProxy(t testing.TB) *pauseProxy {
+	p := &pauseProxy{ln: listen(t), conns: map[net.Conn]bool{}}
+	go p.serve()
+	t.Cleanup(func() {
+		p.ln.Close()
+		p.pause(true)
+	})
+	return p
+}
+
+func (p *pauseProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *pauseProxy) to(target string) {
+	p.mu.Lock()
+	p.target = target
+	p.mu.Unlock()
+}
+
+// pause cuts and refuses connections (on) or lets them through again.
+func (p *pauseProxy) pause(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused = on
+	if on {
+		for c := range p.conns {
+			c.Close()
+		}
+		clear(p.conns)
+	}
+}
+
+// track registers c, false (c closed) while paused.
+func (p *pauseProxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused {
+		c.Close()
+		return false
+	}
+	p.conns[c] = true
+	return true
+}
+
+func (p *pauseProxy) serve() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		target := p.target
+		p.mu.Unlock()
+		if !p.track(in) {
+			continue
+		}
+		out, err := net.Dial("tcp", target)
+		if err != nil || !p.track(out) {
+			in.Close()
+			continue
+		}
+		go func() {
+			_, _ = io.Copy(out, in)
+			out.Close()
+		}()
+		go func() {
+			_, _ = io.Copy(in, out)
+			in.Close()
+		}()
+	}
+}
+
+// TestForgedReplicaFetchesDoNotAcknowledge is issue 14's scenario: both
+// followers of an RF=3, min.insync.replicas=2 partition cannot fetch (the
+// leader's advertised address is cut), an acks=all produce waits, and
+// others send Fetches claiming to be those followers at the log end —
+// below v15 (no broker epoch), with wrong broker epochs, as the leader
+// itself. None is answered with records, the produce is not acknowledged
+// and the high watermark does not move; once the real followers fetch
+// again (v15, their registered epochs) it commits.
+func TestForgedReplicaFetchesDoNotAcknowledge(t *testing.T) {
+	c := newReplCluster(t, 3, false, "replica.lag.time.max.ms=60000")
+	for _, rn := range c.nodes {
+		rn.proxy = newPauseProxy(t)
+	}
+	c.start()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const topic = "forged"
+	adm := kadm.NewClient(c.client())
+	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	var id quorum.UUID
+	var leaderEpoch int32
+	epochs := map[int32]int64{}
+	c.waitImage(ctx, "the topic with a full ISR", func(im *quorum.Image) bool {
+		tp := im.Topics[topic]
+		if tp == nil || len(tp.Partitions[0].ISR) != 3 {
+			return false
+		}
+		id, leaderEpoch = tp.ID, tp.Partitions[0].LeaderEpoch
+		for bid, b := range im.Brokers {
+			epochs[bid] = b.Epoch
+		}
+		return true
+	})
+	leader := c.leaderOf(topic, 0)
+	var followers []int32
+	for _, rn := range c.nodes {
+		if rn != leader {
+			followers = append(followers, rn.id)
+		}
+	}
+	r := leader.replica(topic, 0)
+	hw := r.hw.Load()
+	leader.proxy.pause(true)
+
+	produced := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = segment.BuildBatch(1, []byte("must not be acknowledged"))
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		conn, err := net.Dial("tcp", leader.KafkaAddr())
+		if err == nil {
+			defer conn.Close()
+			_, err = roundTrip(conn, req, resp, 30*time.Second, nil)
+		}
+		if err != nil {
+			t.Error(err)
+			close(produced)
+			return
+		}
+		produced <- resp.Topics[0].Partitions[0]
+	}()
+	waitUntil(ctx, t, &testNode{Node: leader.Node}, func() bool { return r.log.LogEndOffset() > hw })
+	end := r.log.LogEndOffset()
+
+	type forged struct {
+		v       int16
+		replica int32
+		epoch   int64
+	}
+	var tries []forged
+	for _, f := range followers {
+		tries = append(tries,
+			forged{12, f, -1},            // the issue's packet: no broker epoch
+			forged{15, f, -1},            // v15 without an epoch
+			forged{15, f, epochs[f] + 1}, // a newer incarnation than registered
+			forged{15, f, epochs[f] - 1}, // an older one
+		)
+	}
+	tries = append(tries, forged{15, leader.id, epochs[leader.id]}, forged{15, 99, 1})
+	for _, f := range tries {
+		p := forgeFetch(t, leader.KafkaAddr(), f.v, f.replica, f.epoch, topic, id, 0, end, leaderEpoch)
+		if p.ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Errorf("fetch v%d as replica %d, broker epoch %d: error %v, want NOT_LEADER_OR_FOLLOWER", f.v, f.replica, f.epoch, kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+	select {
+	case pr, ok := <-produced:
+		if ok && pr.ErrorCode == 0 {
+			t.Fatalf("the produce was acknowledged (offset %d) with no follower fetching", pr.BaseOffset)
+		}
+		if ok && pr.ErrorCode != kerr.RequestTimedOut.Code {
+			t.Errorf("produce: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(pr.ErrorCode))
+		}
+	case <-ctx.Done():
+		t.Fatal("no produce answer")
+	}
+	if got := r.hw.Load(); got != hw {
+		t.Fatalf("high watermark moved from %d to %d with no follower fetching", hw, got)
+	}
+
+	// The real followers fetch again: the record commits.
+	leader.proxy.pause(false)
+	waitUntil(ctx, t, &testNode{Node: leader.Node}, func() bool { return r.hw.Load() >= end })
 }
 
 // TestFetchByTopicID: Fetch v13+ names topics by ID; an unknown ID is

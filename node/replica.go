@@ -119,7 +119,9 @@ func (r *replica) become(p *quorum.Partition, cfg partition.Config, brokers map[
 			r.cfg = cfg
 		}
 	}
-	if !maps.Equal(brokers, r.brokers) {
+	if r.brokers == nil || !maps.Equal(brokers, r.brokers) {
+		// Even an empty map: the state machine trusts the broker epochs
+		// fetches carry until it has one.
 		_ = r.part.Step(partition.BrokerEpochs{Epochs: brokers})
 		r.brokers = brokers
 	}

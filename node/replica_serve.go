@@ -148,8 +148,10 @@ func (r *replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, 
 }
 
 // replicaFetch serves a follower's Fetch: the state machine decides (epoch
-// fencing, divergence, what the follower acknowledges, ISR expansion), the
-// log is read outside the lock up to its end.
+// fencing, whether the fetch may count — an assigned replica fetching with
+// its registered broker epoch, so a Fetch below v15 (epoch -1) never does
+// —, divergence, what the follower acknowledges, ISR expansion), the log
+// is read outside the lock up to its end.
 func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
 	r.mu.Lock()

@@ -68,9 +68,13 @@
 //     FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH and nothing
 //     else (as in Kafka, leadership changes only with the metadata: a fetch
 //     is no proof that a newer epoch exists, anyone can send one); a
-//     non-leader or a broker that is not an assigned replica gets
-//     NOT_LEADER_OR_FOLLOWER; a broker epoch older than one already seen
-//     from that replica gets STALE_BROKER_EPOCH; then, if LastFetchedEpoch is
+//     non-leader, a broker that is not an assigned replica, and — once
+//     BrokerEpochs came — a fetch whose broker epoch is not the registered
+//     epoch of an eligible broker (KIP-903: fenced, shutting down, an older
+//     or newer incarnation, or no epoch at all) get NOT_LEADER_OR_FOLLOWER,
+//     Kafka's answer to a stale broker epoch, and acknowledge nothing;
+//     before the first BrokerEpochs only an epoch older than the one the
+//     replica last fetched with is refused; then, if LastFetchedEpoch is
 //     set, the leader answers OffsetForLeaderEpoch from its epoch cache and
 //     returns a diverging epoch (no records) when the follower's epoch ends
 //     earlier here or is unknown here (KIP-320/595); a fetch offset past the
