@@ -78,7 +78,8 @@
 //
 // The HTTP listener also serves /metrics (node/metrics, Kafka's metric
 // names), /healthz (the process answers) and /readyz (registered, unfenced
-// with this run's epoch, serving). metrics.go is the node's side: the
+// with this run's epoch, serving, and able to serve every partition the
+// metadata says it leads: its log opened, the leader not fenced). metrics.go is the node's side: the
 // metrics.Source over the replicas and the image, the ISR change counts
 // taken from the metadata stream, and the vm.dirty_* check logged at start
 // (node/writeback). The Kafka server reports request times to the

@@ -4,6 +4,10 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -299,5 +303,31 @@ func TestFetchByTopicID(t *testing.T) {
 		if p := forgeFetch(t, tn.KafkaAddr(), v, -1, -1, "", quorum.NewUUID(), 0, 0, -1); p.ErrorCode != kerr.UnknownTopicID.Code {
 			t.Fatalf("v%d by an unknown id: %v", v, kerr.ErrorForCode(p.ErrorCode))
 		}
+	}
+}
+
+// TestLeaderThatCannotServeIsVisible: a partition led here whose log does
+// not open (a file where its directory goes) makes /readyz answer 503 with
+// the partition and the error, and the reason goes when the topic does.
+func TestLeaderThatCannotServeIsVisible(t *testing.T) {
+	dir := t.TempDir()
+	tn := startNode(t, dir)
+	ctx := testCtx(t)
+	cl := newClient(t, tn)
+	if err := os.WriteFile(filepath.Join(dir, "broken-0"), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(ctx, t, cl, "broken", 1)
+	waitUntil(ctx, t, tn, func() bool { return len(tn.notServing()) > 0 })
+	code, body := getStatus(t, "http://"+tn.http.Addr().String()+"/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "broken-0 (its log did not open") {
+		t.Fatalf("/readyz with a partition that cannot serve: %d %q", code, body)
+	}
+	if _, err := kadm.NewClient(cl).DeleteTopics(ctx, "broken"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(ctx, t, tn, func() bool { return len(tn.notServing()) == 0 })
+	if code, body := getStatus(t, "http://"+tn.http.Addr().String()+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz after the topic went: %d %q", code, body)
 	}
 }

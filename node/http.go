@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluice-log/sluice/quorum"
@@ -103,5 +105,41 @@ func (n *Node) notReady() string {
 			why = fmt.Sprintf("broker %d is shutting down", n.cfg.NodeID)
 		}
 	})
+	if why == "" {
+		if ns := n.notServing(); len(ns) > 0 {
+			why = fmt.Sprintf("%d partitions led here cannot serve: %s", len(ns), strings.Join(ns[:min(len(ns), 10)], ", "))
+		}
+	}
 	return why
+}
+
+// notServing lists the partitions the metadata says this node leads but
+// that it cannot serve — its log did not open at the last reconciliation,
+// or a leader the controller fenced — as "topic-partition (why)", sorted.
+// Clients are sent here and get NOT_LEADER_OR_FOLLOWER from it.
+func (n *Node) notServing() []string {
+	var led []string
+	n.ctrl.View(func(im *quorum.Image) {
+		for name, t := range im.Topics {
+			for i, p := range t.Partitions {
+				if p.Leader == n.cfg.NodeID {
+					led = append(led, replicaKey(name, int32(i)))
+				}
+			}
+		}
+	})
+	var out []string
+	for _, key := range led {
+		n.mu.RLock()
+		r, openErr := n.replicas[key], n.openErrs[key]
+		n.mu.RUnlock()
+		switch {
+		case r == nil && openErr != nil:
+			out = append(out, fmt.Sprintf("%s (its log did not open: %v)", key, openErr))
+		case r.notServing():
+			out = append(out, key+" (fenced: a newer leader epoch exists, the metadata has not caught up)")
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -74,6 +74,10 @@ type Node struct {
 
 	mu       sync.RWMutex
 	replicas map[string]*replica // by "<topic>-<partition>"
+	// openErrs are the partitions hosted here whose log failed to open
+	// at the last reconciliation, with the error (/readyz shows those
+	// led here).
+	openErrs map[string]error
 	closed   bool
 
 	sigMu    sync.Mutex
@@ -126,7 +130,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}
 	n := &Node{
 		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
-		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, appended: make(chan struct{}),
+		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, openErrs: map[string]error{}, appended: make(chan struct{}),
 		stop: make(chan struct{}), served: make(chan struct{}), fetchers: map[int32]*fetcher{},
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -586,7 +590,15 @@ func (n *Node) reconcile() {
 				continue
 			}
 			if !ok {
-				if r, err = n.openReplica(t, int32(i), pc); err != nil {
+				r, err = n.openReplica(t, int32(i), pc)
+				n.mu.Lock()
+				if err != nil {
+					n.openErrs[key] = err
+				} else {
+					delete(n.openErrs, key)
+				}
+				n.mu.Unlock()
+				if err != nil {
 					n.log.Error("node: open log", "partition", key, "err", err)
 					continue
 				}
@@ -594,6 +606,13 @@ func (n *Node) reconcile() {
 			r.become(p, pc, brokers)
 		}
 	}
+	n.mu.Lock()
+	for key := range n.openErrs {
+		if !want[key] {
+			delete(n.openErrs, key)
+		}
+	}
+	n.mu.Unlock()
 	n.mu.RLock()
 	var drop []string
 	for key := range n.replicas {

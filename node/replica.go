@@ -49,6 +49,8 @@ type replica struct {
 	flushWant int64         // the offset it must fsync below
 	lastErr   string
 	dead      bool // the log is closed or deleted: no more work
+	// fenced is the state machine's Fenced as process last logged it.
+	fenced bool
 }
 
 type hwWait struct {
@@ -184,6 +186,15 @@ func (r *replica) process() {
 	if len(r.hwWaits) > 0 {
 		r.completeHWWaits()
 	}
+	if f := r.part.Fenced(); f != r.fenced {
+		r.fenced = f
+		if f {
+			r.n.log.Error("node: partition leader fenced: the controller refused its ISR change as from a stale leader; it acknowledges nothing until the metadata catches up",
+				"topic", r.topic, "partition", r.partition, "leader_epoch", r.part.LeaderEpoch())
+		} else {
+			r.n.log.Info("node: partition no longer fenced", "topic", r.topic, "partition", r.partition, "leader_epoch", r.part.LeaderEpoch())
+		}
+	}
 	if signal {
 		r.n.signal()
 	}
@@ -313,6 +324,14 @@ func (r *replica) status() partition.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.part.Status()
+}
+
+// notServing says whether the replica leads (per its state machine) but
+// acknowledges nothing: fenced.
+func (r *replica) notServing() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.dead && r.part.Fenced()
 }
 
 // highWatermark is the published high watermark.

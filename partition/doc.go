@@ -41,8 +41,8 @@
 // Ready before the next Step, Tick or Ready, after the node did everything
 // in rd (a truncation must be applied to the log before Advance: the next
 // fetch's lastFetchedEpoch is read from the truncated log). Queries
-// (CheckProduce, CheckLeaderEpoch, EndOffsetForEpoch, ExpectsFetch, HW,
-// LeaderEpoch, Now, Status) never change it. The Log interface (implemented
+// (CheckProduce, CheckLeaderEpoch, EndOffsetForEpoch, ExpectsFetch, Fenced,
+// HW, LeaderEpoch, Now, Status) never change it. The Log interface (implemented
 // by *segment.Log) is only read: its leader-epoch cache, and its log end
 // after a truncation (segment cuts at a batch start, possibly below the
 // offset asked for).
