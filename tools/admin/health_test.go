@@ -40,8 +40,13 @@ func TestHealthJudgement(t *testing.T) {
 		t.Errorf("nodes down %v", h.NodesDown)
 	}
 	delete(md.Topics, "bad")
-	if h := health(md, nil); !h.Healthy || len(h.Reasons) != 0 {
+	h = health(md, nil)
+	if h.judgeServing(nil); !h.Healthy || len(h.Reasons) != 0 {
 		t.Fatalf("healthy cluster judged %+v", h)
+	}
+	// A leader the metadata names but that answers with an error.
+	if h.judgeServing([]string{"ok/0: NOT_LEADER_OR_FOLLOWER"}); h.Healthy || !slices.Equal(h.Reasons, []string{"leaders_not_serving"}) {
+		t.Fatalf("a leader that cannot serve judged %+v", h)
 	}
 }
 
