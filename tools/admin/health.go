@@ -202,8 +202,8 @@ func health(md kadm.Metadata, minISR map[string]int) Health {
 // probeLeaders asks each live leader, in one ListOffsets per broker (no
 // retries), for the end offset of the partitions the metadata says it
 // leads, with their leader epochs, and returns those answered with an
-// error as "topic/partition: ERROR", sorted, except the epoch mismatches
-// of a leader change in flight. A broker that cannot be
+// error as "topic/partition: ERROR", sorted, except the answers of a
+// leader that has not applied the same metadata yet. A broker that cannot be
 // reached is left out: nodes_down covers it.
 func probeLeaders(ctx context.Context, cl *kgo.Client, md kadm.Metadata) []string {
 	live := map[int32]bool{}
@@ -242,9 +242,10 @@ func probeLeaders(ctx context.Context, cl *kgo.Client, md kadm.Metadata) []strin
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				switch err := kerr.ErrorForCode(p.ErrorCode); err {
-				case nil, kerr.FencedLeaderEpoch, kerr.UnknownLeaderEpoch:
-					// Our metadata and the leader's differ: a
-					// leader change in flight, not a leader stuck.
+				case nil, kerr.FencedLeaderEpoch, kerr.UnknownLeaderEpoch, kerr.UnknownTopicOrPartition:
+					// Our metadata and the leader's differ (a
+					// leader change or a new topic in flight), not
+					// a leader stuck.
 				default:
 					out = append(out, fmt.Sprintf("%s/%d: %s", t.Topic, p.Partition, errName(err)))
 				}
