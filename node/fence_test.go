@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
 )
@@ -329,5 +331,32 @@ func TestLeaderThatCannotServeIsVisible(t *testing.T) {
 	waitUntil(ctx, t, tn, func() bool { return len(tn.notServing()) == 0 })
 	if code, body := getStatus(t, "http://"+tn.http.Addr().String()+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz after the topic went: %d %q", code, body)
+	}
+}
+
+// TestFencedLeaderIsReported: a leader whose ISR change the controller
+// refuses as stale (a newer leader epoch exists) stops serving until the
+// metadata catches up; the node logs it, counts it as not serving, and
+// logs the recovery.
+func TestFencedLeaderIsReported(t *testing.T) {
+	r := openTestReplica(t)
+	var logs strings.Builder
+	r.n.log = slog.New(slog.NewTextHandler(&logs, nil))
+	r.become(&quorum.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 3},
+		partition.Config{ID: 1, LagTicks: 1}, map[int32]int64{1: 1, 2: 1})
+	for range 3 { // the silent follower lags: an ISR shrink is proposed
+		r.tick()
+	}
+	r.mu.Lock()
+	err := r.part.Step(partition.AlterPartitionResult{Err: kerr.FencedLeaderEpoch})
+	r.process()
+	r.mu.Unlock()
+	if err != nil || !r.notServing() || !strings.Contains(logs.String(), "partition leader fenced") {
+		t.Fatalf("after a refused ISR change: err %v, not serving %v, log %q", err, r.notServing(), logs.String())
+	}
+	r.become(&quorum.Partition{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 4},
+		partition.Config{ID: 1, LagTicks: 1}, map[int32]int64{1: 1, 2: 1})
+	if r.notServing() || !strings.Contains(logs.String(), "partition no longer fenced") {
+		t.Fatalf("after new metadata: not serving %v, log %q", r.notServing(), logs.String())
 	}
 }
