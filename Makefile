@@ -40,7 +40,8 @@ e2e:
 # a seeded schedule, then the checker; exit 0 only if every invariant held.
 # SOAK_FLAGS passes more, e.g. SOAK_FLAGS="--seed 42 --replication-factor 1"
 # or SOAK_FLAGS="--negative-control page-cache". make test runs a 75 s form
-# (tools/soak TestSoakShort: fixed seed, every fault kind, ~100 s).
+# (tools/soak TestSoakShort: fixed seed, every fault kind, ~100 s) and each
+# negative control once (TestNegativeControls: 15-25 s each, must lose).
 SOAK_DURATION ?= 10m
 SOAK_DIR      ?= ./soak-cluster
 SOAK_FLAGS    ?=

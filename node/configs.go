@@ -123,6 +123,7 @@ func logOptions(cfg *config.Config, overrides map[string]string) segment.Options
 		SegmentBytes: cfg.LogSegmentBytes, SegmentMs: cfg.LogRoll, RetentionMs: cfg.LogRetention,
 		RetentionBytes: cfg.LogRetentionBytes, FlushMessages: cfg.LogFlushIntervalMessages,
 		FlushMs: cfg.LogFlushInterval, MaxBatchBytes: int(cfg.MessageMaxBytes),
+		ProducerIDExpiration: cfg.ProducerIDExpiration,
 	}
 	num := func(k string) (int64, bool) {
 		v, ok := overrides[k]
@@ -250,6 +251,7 @@ func (b *broker) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource)
 // quorum (AlterConfigs); broker configs are static.
 func (b *broker) AlterConfigs(ctx context.Context, rs []kafka.ConfigAlteration, validateOnly bool) ([]kafka.ConfigResult, error) {
 	out := make([]kafka.ConfigResult, len(rs))
+	var published uint64 // the highest index of the changes proposed
 	for i, r := range rs {
 		if r.Type != kafka.ConfigResourceTopic {
 			out[i].Err, out[i].ErrMessage = kerr.InvalidRequest, "only topic configs can be altered; broker configs are static"
@@ -272,14 +274,17 @@ func (b *broker) AlterConfigs(ctx context.Context, rs []kafka.ConfigAlteration, 
 		if validateOnly {
 			_, _, err = quorum.Plan(b.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: b.cfg.UncleanLeaderElectionEnable}, cmd)
 		} else {
-			_, err = b.ctrl.Propose(ctx, cmd)
+			var index uint64
+			_, index, err = b.ctrl.Publish(ctx, cmd)
+			published = max(published, index)
 		}
 		if err != nil {
 			out[i].Err, out[i].ErrMessage = controllerError(err), err.Error()
 		}
 	}
-	if !validateOnly {
-		b.node().reconcile()
+	if published > 0 {
+		// Answer once every live broker has the new configs (publish.go).
+		b.node().awaitPublished(ctx, published, string(quorum.CmdAlterConfigs))
 	}
 	return out, nil
 }

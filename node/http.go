@@ -30,8 +30,8 @@ type health struct {
 //   - /metrics: the Prometheus text format (node/metrics);
 //   - /healthz: 200 while the process answers (liveness);
 //   - /readyz: 200 when the broker is registered, unfenced with this run's
-//     epoch, and serving Kafka requests; 503 with the reason otherwise
-//     (readiness);
+//     epoch, its log dir online, and serving Kafka requests; 503 with the
+//     reason otherwise (readiness);
 //   - /debug/pprof/: Go's profiles, only with sluice.debug.pprof=true.
 func (n *Node) serveHTTP(ln net.Listener) {
 	mux := http.NewServeMux()
@@ -90,6 +90,9 @@ func (n *Node) notReady() string {
 	}
 	if n.epoch.Load() == 0 {
 		return "not registered with the controller yet"
+	}
+	if err := n.logDirOffline(); err != nil {
+		return fmt.Sprintf("log dir %s is offline (%v): its replicas serve nothing; free space or fix the disk, then restart the node", n.dir, err)
 	}
 	var why string
 	n.ctrl.View(func(im *quorum.Image) {

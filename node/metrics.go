@@ -107,7 +107,11 @@ func (s *metricsSource) unwritten(r *replica) (int64, bool) {
 // Broker implements metrics.Source.
 func (s *metricsSource) Broker() metrics.BrokerStat {
 	shrinks, expands := s.metrics.isr.counts()
-	return metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands, LostOnRecovery: s.lostOnRecovery.Load()}
+	st := metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands, LostOnRecovery: s.lostOnRecovery.Load()}
+	if (*Node)(s).logDirOffline() != nil {
+		st.OfflineLogDirs = 1
+	}
+	return st
 }
 
 // Controller implements metrics.Source.

@@ -29,7 +29,23 @@ var (
 	ErrLogFailed = errors.New("segment: log failed on an I/O error; close and reopen it to recover")
 	// ErrClosed: the log or index was closed.
 	ErrClosed = errors.New("segment: closed")
+	// ErrOutOfOrderSequence: an idempotent producer's batch whose sequence
+	// does not follow the producer's last one in this partition. Kafka:
+	// OUT_OF_ORDER_SEQUENCE_NUMBER.
+	ErrOutOfOrderSequence = errors.New("segment: out of order sequence number")
+	// ErrInvalidProducerEpoch: an idempotent producer's batch at an epoch
+	// older than the partition has seen from that producer id (a fenced
+	// producer). Kafka 2.7+: INVALID_PRODUCER_EPOCH.
+	ErrInvalidProducerEpoch = errors.New("segment: producer epoch older than the partition's")
+	// ErrInvalidRecord: a batch the log refuses by rule, not by format: an
+	// idempotent batch sent with others in one append. Kafka: INVALID_RECORD.
+	ErrInvalidRecord = errors.New("segment: invalid record")
 )
+
+// ErrCorruptSnapshot marks a producer-state snapshot that does not decode
+// (a torn write, or damage). Open falls back to an older snapshot or a scan
+// of the log; it never refuses to open for it.
+var ErrCorruptSnapshot = errors.New("segment: corrupt producer-state snapshot")
 
 // ErrCorruptIndex marks an index record that does not decode. Checkpoints
 // and segment seals cannot be derived from the segments, so a log whose

@@ -46,8 +46,10 @@ type Log struct {
 	dirDirty  bool          // a segment file was created since the last dir sync
 	failed    error         // sticky I/O error: see ErrLogFailed
 	closed    bool
-	ckpt      metaRecord // last checkpoint written
-	flushPos  position   // where flushed ends: recovery point candidate
+	ckpt      metaRecord    // last checkpoint written
+	flushPos  position      // where flushed ends: recovery point candidate
+	pstate    producerState // idempotent producers, at leo (producers.go)
+	snaps     []int64       // offsets of the producer-state snapshot files, oldest first
 
 	flushed atomic.Int64 // every offset below is fsynced
 
@@ -91,6 +93,10 @@ type AppendInfo struct {
 	Records      int64 // sum of lastOffsetDelta+1
 	Bytes        int
 	Rolled       bool // a new segment was started for it
+	// Duplicate: the batch is an idempotent producer's retry of one of
+	// its last five batches. Nothing was written; FirstOffset and
+	// LastOffset are the original's.
+	Duplicate bool
 }
 
 // Append writes records (one or more RecordBatch v2) as leader at leader
@@ -98,8 +104,18 @@ type AppendInfo struct {
 // anything is written, then its baseOffset and partitionLeaderEpoch are
 // rewritten in place — records is modified and must not be shared — and the
 // bytes are written verbatim in one write. Nothing is written on any error.
+//
+// An idempotent producer's batch (producer id >= 0) must come alone, and
+// is checked against the producer state (producers.go): a retry of one of
+// the producer's last five batches writes nothing and answers the
+// original's offsets with Duplicate set; an older producer epoch is
+// ErrInvalidProducerEpoch; a sequence gap is ErrOutOfOrderSequence.
 func (l *Log) Append(records []byte, epoch int32) (AppendInfo, error) {
 	info, err := l.validate(records, true)
+	if err != nil {
+		return info, err
+	}
+	idem, isIdem, err := idempotentBatch(records, info.Batches, l.opts.MaxBatchBytes)
 	if err != nil {
 		return info, err
 	}
@@ -111,6 +127,17 @@ func (l *Log) Append(records []byte, epoch int32) (AppendInfo, error) {
 	if last, ok := l.epochs.latest(); ok && epoch < last.Epoch {
 		l.mu.Unlock()
 		return info, fmt.Errorf("%w: append at epoch %d, log is at epoch %d", ErrStaleEpoch, epoch, last.Epoch)
+	}
+	if isIdem {
+		l.pstate.expire(l.opts.Now().UnixMilli(), l.opts.ProducerIDExpiration.Milliseconds(), idem.ProducerID)
+		dup, isDup, err := l.pstate.check(idem)
+		if err != nil || isDup {
+			l.mu.Unlock()
+			if isDup {
+				info.FirstOffset, info.LastOffset, info.Duplicate = dup.firstOffset, dup.lastOffset, true
+			}
+			return info, err
+		}
 	}
 	off := l.leo
 	for p := 0; p < len(records); {
@@ -157,6 +184,23 @@ func (l *Log) AppendReplicated(records []byte) (AppendInfo, error) {
 		p += h.Size()
 	}
 	return l.appendLocked(records, info)
+}
+
+// idempotentBatch finds the idempotent producer's batch among the
+// validated batches of records: it must be the only one (clients send one
+// batch per partition; one per append keeps the duplicate check exact).
+func idempotentBatch(records []byte, batches, maxSize int) (BatchHeader, bool, error) {
+	for p := 0; p < len(records); {
+		h := parseHeader(records[p:])
+		if idempotent(h) {
+			if batches > 1 {
+				return h, false, fmt.Errorf("%w: an idempotent producer's batch comes alone, not with %d others", ErrInvalidRecord, batches-1)
+			}
+			return h, true, nil
+		}
+		p += frameLength(records[p:], maxSize)
+	}
+	return BatchHeader{}, false, nil
 }
 
 // validate checks every batch of records and sums them up. leader adds the
@@ -217,6 +261,7 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 	for p := 0; p < len(records); {
 		h := parseHeader(records[p:])
 		l.indexBatchLocked(l.pendBatch, act, h, act.size+int64(p))
+		l.pstate.update(h, now.UnixMilli())
 		p += h.Size()
 	}
 	act.size += int64(len(records))
@@ -329,6 +374,10 @@ func (l *Log) rollLocked() error {
 	if err := l.commitPendingLocked(); err != nil {
 		return err
 	}
+	// The producer state at the new segment's base, so that recovery
+	// scans at most the segments after it. Best effort: without it,
+	// recovery falls back to an older snapshot.
+	_ = l.writeSnapshotLocked()
 	seg, err := l.createSegment(l.leo)
 	if err != nil {
 		l.failed = fmt.Errorf("%w: %v", ErrLogFailed, err)

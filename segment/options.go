@@ -34,6 +34,9 @@ type Options struct {
 	IndexIntervalBytes int64
 	// MaxBatchBytes (max.message.bytes): the largest batch accepted.
 	MaxBatchBytes int
+	// ProducerIDExpiration (producer.id.expiration.ms): forget an idempotent
+	// producer whose latest batch's timestamp is this old. Negative: never.
+	ProducerIDExpiration time.Duration
 	// Now is the clock; time.Now when nil. Tests inject their own.
 	Now func() time.Time
 	// OnFlush, when set, is told how long each successful fsync pass of
@@ -67,6 +70,8 @@ const (
 	DefaultRetentionMs        = 7 * 24 * time.Hour
 	DefaultIndexIntervalBytes = 4096
 	DefaultMaxBatchBytes      = 1048588
+	// DefaultProducerIDExpiration is producer.id.expiration.ms (1 day).
+	DefaultProducerIDExpiration = 24 * time.Hour
 )
 
 // EnsureDefaults fills zero fields with Kafka's defaults and returns o.
@@ -90,6 +95,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.MaxBatchBytes == 0 {
 		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if o.ProducerIDExpiration == 0 {
+		o.ProducerIDExpiration = DefaultProducerIDExpiration
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -30,8 +30,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // ErrInvalid wraps every configuration error.
@@ -97,6 +97,9 @@ type Config struct {
 	// Zero, the default: never; vm.dirty_* decide when pages are written.
 	LogWritebackIntervalBytes int64
 	ReplicaLagTimeMax         time.Duration
+	// ProducerIDExpiration (producer.id.expiration.ms): a partition forgets
+	// an idempotent producer whose latest batch is this old.
+	ProducerIDExpiration time.Duration
 	// BrokerSessionTimeout (broker.session.timeout.ms): a broker the
 	// active controller has not seen alive through gossip for this long is
 	// fenced and its partitions get new leaders.
@@ -104,6 +107,11 @@ type Config struct {
 	MessageMaxBytes        int32
 	SocketRequestMaxBytes  int32
 	AutoCreateTopicsEnable bool
+	// MaxPartitionsPerRequest (sluice.max.partitions.per.request, a Sluice
+	// key): CreateTopics and CreatePartitions requests that would add more
+	// partitions in all are refused with POLICY_VIOLATION; at most
+	// quorum.MaxNewPartitionsPerRequest, the controller's own limit.
+	MaxPartitionsPerRequest int32
 	// DebugPprof (sluice.debug.pprof, a Sluice key) serves Go's
 	// /debug/pprof/ on the HTTP listener.
 	DebugPprof bool
@@ -148,7 +156,7 @@ var keys = []key{
 		if strings.TrimSpace(v) == "" {
 			return nil
 		}
-		vs, err := initcmd.ParseControllers(v)
+		vs, err := meta.ParseControllers(v)
 		c.ControllerQuorumVoters = vs
 		return err
 	}},
@@ -224,9 +232,15 @@ var keys = []key{
 	}},
 	{"broker.session.timeout.ms", "9000", "a broker not seen alive (gossip) this long is fenced and loses its leaderships", func(c *Config, v string) error { return parseMs(&c.BrokerSessionTimeout, v, 1) }},
 	{"replica.lag.time.max.ms", "30000", "a follower this far behind leaves the ISR", func(c *Config, v string) error { return parseMs(&c.ReplicaLagTimeMax, v, 1) }},
+	{"producer.id.expiration.ms", "86400000", "a partition forgets an idempotent producer whose latest batch is this old", func(c *Config, v string) error {
+		return parseMs(&c.ProducerIDExpiration, v, 1)
+	}},
 	{"message.max.bytes", "1048588", "largest record batch", func(c *Config, v string) error { return parseInt32(&c.MessageMaxBytes, v, 61, math.MaxInt32) }},
 	{"socket.request.max.bytes", "104857600", "largest request frame", func(c *Config, v string) error { return parseInt32(&c.SocketRequestMaxBytes, v, 10, math.MaxInt32) }},
 	{"auto.create.topics.enable", "true", "create a topic on first use", func(c *Config, v string) error { return parseBool(&c.AutoCreateTopicsEnable, v) }},
+	{"sluice.max.partitions.per.request", "10000", "refuse a CreateTopics or CreatePartitions request that adds more partitions in all (POLICY_VIOLATION); at most 10000", func(c *Config, v string) error {
+		return parseInt32(&c.MaxPartitionsPerRequest, v, 1, quorum.MaxNewPartitionsPerRequest)
+	}},
 	{"sluice.debug.pprof", "false", "serve Go's /debug/pprof/ (CPU, heap, allocation profiles) on the HTTP listener", func(c *Config, v string) error { return parseBool(&c.DebugPprof, v) }},
 }
 
@@ -346,8 +360,8 @@ func (c *Config) validate(v *viper.Viper) error {
 // Verify checks that the data directory was formatted (sluice init) for
 // this node and, when cluster.id is set, this cluster, and returns its
 // meta.properties.
-func (c *Config) Verify() (initcmd.Meta, error) {
-	return initcmd.Verify(c.LogDirs[0], c.ClusterID, c.NodeID)
+func (c *Config) Verify() (meta.Meta, error) {
+	return meta.Verify(c.LogDirs[0], c.ClusterID, c.NodeID)
 }
 
 // Keys lists the known keys, sorted (documentation, tests).

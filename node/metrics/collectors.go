@@ -23,6 +23,7 @@ var (
 	isrShrinks      = desc("kafka_server_replicamanager_isrshrinks_total", "Kafka ReplicaManager IsrShrinksPerSec: ISR shrinks of partitions led here.")
 	isrExpands      = desc("kafka_server_replicamanager_isrexpands_total", "Kafka ReplicaManager IsrExpandsPerSec: ISR expansions of partitions led here.")
 	lostOnRecovery  = desc("sluice_log_lost_on_recovery_records_total", "Committed records the local logs no longer held when opened (below their checkpointed high watermark): a power cut took unflushed data.")
+	offlineLogDirs  = desc("kafka_log_logmanager_offlinelogdirectorycount", "Kafka LogManager OfflineLogDirectoryCount: log directories of this broker that failed (I/O error, full disk); their replicas serve nothing until a restart.")
 	maxLag          = desc("kafka_server_replicafetchermanager_maxlag", "Kafka ReplicaFetcherManager MaxLag: the largest lag, in offsets, of a follower of a partition led here behind the log end (the leader's view).", "clientId")
 
 	partUnderReplicated = desc("kafka_cluster_partition_underreplicated", "Kafka Partition UnderReplicated (1/0), on the leader; 1 also when it cannot serve (fenced).", "topic", "partition")
@@ -66,7 +67,7 @@ type sourceCollector struct {
 }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{underReplicated, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery,
+	for _, d := range []*prometheus.Desc{underReplicated, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery, offlineLogDirs,
 		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unwrittenBytes, unflushedAge,
 		activeController, offlinePartitions, activeBrokers, fencedBrokers, uncleanElections,
 		raftState, raftLeader, raftEpoch, raftHW, raftLEO, raftApplied, raftCommitAvg, raftCommitsTotal, raftCommitSecs, raftRefused} {
@@ -130,6 +131,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(isrShrinks, prometheus.CounterValue, float64(b.IsrShrinks))
 	ch <- prometheus.MustNewConstMetric(isrExpands, prometheus.CounterValue, float64(b.IsrExpands))
 	ch <- prometheus.MustNewConstMetric(lostOnRecovery, prometheus.CounterValue, float64(b.LostOnRecovery))
+	gauge(offlineLogDirs, float64(b.OfflineLogDirs))
 
 	ctl := c.src.Controller()
 	active := 0.0

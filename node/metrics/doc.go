@@ -22,6 +22,7 @@
 //	kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions kafka_server_replicamanager_underreplicatedpartitions
 //	  also UnderMinIsrPartitionCount, AtMinIsrPartitionCount, LeaderCount, PartitionCount
 //	kafka.server:type=ReplicaManager,name=IsrShrinksPerSec         kafka_server_replicamanager_isrshrinks_total (and isrexpands_total)
+//	kafka.log:type=LogManager,name=OfflineLogDirectoryCount        kafka_log_logmanager_offlinelogdirectorycount
 //	kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica  kafka_server_replicafetchermanager_maxlag{clientId}
 //	  (measured on the leaders here: their furthest-behind follower; Kafka measures it on the followers)
 //	kafka.cluster:type=Partition,name=UnderReplicated,topic,partition     kafka_cluster_partition_underreplicated{topic,partition}

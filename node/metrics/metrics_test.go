@@ -127,7 +127,7 @@ func TestCollectorsAggregate(t *testing.T) {
 			{Topic: "b", Partition: 1, Leader: false, Replicas: 3, ISR: 1, MinISR: 2, FollowerLag: 42},
 			{Topic: "c", Partition: 0, Leader: true, NotServing: true, Replicas: 3, ISR: 3, MinISR: 2},
 		},
-		b: BrokerStat{IsrShrinks: 3, IsrExpands: 1, LostOnRecovery: 5},
+		b: BrokerStat{IsrShrinks: 3, IsrExpands: 1, LostOnRecovery: 5, OfflineLogDirs: 1},
 		c: ControllerStat{Active: true, OfflinePartitions: 1, ActiveBrokers: 2, FencedBrokers: 1, UncleanElections: 1,
 			Raft: RaftStat{State: "leader", Leader: 1, Term: 7, CommitIndex: 99, LastIndex: 100, AppliedIndex: 98, Commits: 4, CommitTime: 8 * time.Millisecond}},
 	}
@@ -139,6 +139,7 @@ func TestCollectorsAggregate(t *testing.T) {
 	expect(t, mfs, 1, "kafka_server_replicamanager_atminisrpartitioncount")
 	expect(t, mfs, 3, "kafka_server_replicamanager_isrshrinks_total")
 	expect(t, mfs, 1, "kafka_server_replicamanager_isrexpands_total")
+	expect(t, mfs, 1, "kafka_log_logmanager_offlinelogdirectorycount")
 	expect(t, mfs, 42, "kafka_server_replicafetchermanager_maxlag", "clientId=Replica")
 	expect(t, mfs, 5, "sluice_log_lost_on_recovery_records_total")
 	expect(t, mfs, 1, "kafka_cluster_partition_underreplicated", "partition=0", "topic=b")

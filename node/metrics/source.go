@@ -65,6 +65,9 @@ type BrokerStat struct {
 	// power cut took an unflushed tail. They are fetched back from a
 	// replica that kept them, if any did.
 	LostOnRecovery int64
+	// OfflineLogDirs counts the log directories that failed (0 or 1: a
+	// node has one).
+	OfflineLogDirs int
 }
 
 // ControllerStat is the metadata quorum as this node sees it. The cluster

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-log/sluice/tools/internal/cli"
 	"maps"
 	"slices"
 	"strconv"
@@ -30,6 +31,13 @@ type Health struct {
 	// answers an error: it cannot serve (its log failed, or it is fenced)
 	// while the metadata still names it leader. "topic/partition: ERROR".
 	NotServing []string `json:"not_serving_partitions"`
+	// OfflineLogDirs are live brokers whose replicas the metadata lists
+	// as offline (Metadata offline_replicas): their log directory failed
+	// (a full disk, an I/O error; the node's /readyz and
+	// kafka_log_logmanager_offlinelogdirectorycount say which) or, for a
+	// moment, they are in controlled shutdown. A restart once the disk is
+	// fixed brings them back.
+	OfflineLogDirs []int32 `json:"nodes_with_offline_log_dirs"`
 	// UncleanElections counts, per topic, the unclean leader elections
 	// the metadata records (history: each may have lost acknowledged
 	// records). They are shown, not judged: a cluster that recovered
@@ -70,6 +78,7 @@ func NewHealthCommand() *cobra.Command {
 				fmt.Fprintf(w, "Controller ID:               %d\n", h.Controller)
 				fmt.Fprintf(w, "All nodes:                   %v\n", h.Brokers)
 				fmt.Fprintf(w, "Nodes down:                  %v\n", h.NodesDown)
+				fmt.Fprintf(w, "Nodes with offline log dirs: %v\n", h.OfflineLogDirs)
 				fmt.Fprintf(w, "Leaderless partitions:       %v\n", h.Leaderless)
 				fmt.Fprintf(w, "Under-replicated partitions: %v\n", h.UnderReplicated)
 				fmt.Fprintf(w, "Under-min-ISR partitions:    %v\n", h.UnderMinISR)
@@ -77,7 +86,7 @@ func NewHealthCommand() *cobra.Command {
 				fmt.Fprintf(w, "Unclean elections seen:      %d%s\n", h.UncleanElectionsTotal, uncleanDetail(h.UncleanElections))
 			})
 			if err == nil && !h.Healthy {
-				return ErrProblem
+				return cli.ErrProblem
 			}
 			return err
 		},
@@ -155,13 +164,18 @@ func health(md kadm.Metadata, minISR map[string]int) Health {
 		live[b.NodeID] = true
 		h.Brokers = append(h.Brokers, b.NodeID)
 	}
-	down := map[int32]bool{}
+	down, offline := map[int32]bool{}, map[int32]bool{}
 	for _, name := range md.Topics.Names() {
 		for _, p := range md.Topics[name].Partitions.Sorted() {
 			id := fmt.Sprintf("%s/%d", name, p.Partition)
 			for _, r := range p.Replicas {
 				if !live[r] {
 					down[r] = true
+				}
+			}
+			for _, r := range p.OfflineReplicas {
+				if live[r] {
+					offline[r] = true
 				}
 			}
 			if p.Leader < 0 || !live[p.Leader] {
@@ -180,11 +194,18 @@ func health(md kadm.Metadata, minISR map[string]int) Health {
 	}
 	slices.Sort(h.Brokers)
 	slices.Sort(h.NodesDown)
+	for id := range offline {
+		h.OfflineLogDirs = append(h.OfflineLogDirs, id)
+	}
+	slices.Sort(h.OfflineLogDirs)
 	if h.Controller < 0 {
 		h.Reasons = append(h.Reasons, "no_elected_controller")
 	}
 	if len(h.NodesDown) > 0 {
 		h.Reasons = append(h.Reasons, "nodes_down")
+	}
+	if len(h.OfflineLogDirs) > 0 {
+		h.Reasons = append(h.Reasons, "offline_log_dirs")
 	}
 	if len(h.Leaderless) > 0 {
 		h.Reasons = append(h.Reasons, "leaderless_partitions")

@@ -12,13 +12,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/tools/internal/cli"
 )
 
 // mustRunProblem is mustRun for commands that may find a problem (exit 2).
 func mustRunProblem(t *testing.T, bootstrap string, args ...string) string {
 	t.Helper()
 	out, err := run(t, bootstrap, args...)
-	if err != nil && !errors.Is(err, ErrProblem) {
+	if err != nil && !errors.Is(err, cli.ErrProblem) {
 		t.Fatalf("sluice %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return out
@@ -28,7 +30,7 @@ func mustRunProblem(t *testing.T, bootstrap string, args ...string) string {
 // reports an unclean election (a partition whose only replica restarted
 // after a crash, on a topic that allows unclean elections), and the
 // describe filters find partitions at and under min.insync.replicas, with
-// exit status 2 (ErrProblem) when they find some.
+// exit status 2 (cli.ErrProblem) when they find some.
 func TestHealthAndFiltersOnCluster(t *testing.T) {
 	nodes, bootstrap := startCluster(t, 3)
 	h := decode[Health](t, mustRun(t, bootstrap, "cluster", "health", "--format", "json"))
@@ -81,8 +83,8 @@ func TestHealthAndFiltersOnCluster(t *testing.T) {
 		{"--under-min-isr-partitions", map[string]int{"undermin": 1}},
 	} {
 		out, err := run(t, bootstrap, "topics", "describe", "atmin", "undermin", c.filter, "--format", "json")
-		if !errors.Is(err, ErrProblem) {
-			t.Fatalf("%s: %v, want ErrProblem (exit 2)", c.filter, err)
+		if !errors.Is(err, cli.ErrProblem) {
+			t.Fatalf("%s: %v, want cli.ErrProblem (exit 2)", c.filter, err)
 		}
 		got := map[string]int{}
 		for _, r := range decode[[]TopicRow](t, out) {

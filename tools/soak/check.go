@@ -21,10 +21,11 @@ const (
 	KindPhantom       = "phantom"         // a record nobody sent (or sent to another partition)
 	KindAboveHW       = "above-hw"        // a consumer saw an offset at or above the high watermark
 	KindNotWritable   = "not-writable"    // a partition took no write within the bound after the last fault healed
+	KindNoEffect      = "no-effect"       // an injected fault did not show its effect
 )
 
 // Kinds lists every violation kind in report order.
-var Kinds = []string{KindLost, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable}
+var Kinds = []string{KindLost, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable, KindNoEffect}
 
 // CheckOptions tune the checker.
 type CheckOptions struct {
@@ -125,6 +126,7 @@ type Counts struct {
 	Phantoms        int `json:"phantoms"`
 	AboveHW         int `json:"above_hw"`
 	NotWritable     int `json:"not_writable"`
+	NoEffect        int `json:"no_effect"`
 	ViolationsTotal int `json:"violations"`
 }
 
@@ -151,6 +153,7 @@ type Report struct {
 type TPCounts struct {
 	Acked   int   `json:"acked"`
 	Read    int   `json:"read"`
+	Live    int   `json:"live_read"` // records the consumer read during the run
 	Lost    int   `json:"lost"`
 	FinalHW int64 `json:"final_hw"`
 }
@@ -286,6 +289,7 @@ func Check(h *History, o CheckOptions) *Report {
 	// What consumers saw during the run.
 	for _, rd := range h.Live {
 		r.Counts.LiveRead++
+		c.tp(rd.TP).Live++
 		c.checkHW(rd, "live read")
 		k, ok := c.known(rd, sends)
 		if ok && sends[k].Outcome == Failed && len(found[k]) == 0 {
@@ -319,6 +323,7 @@ func Check(h *History, o CheckOptions) *Report {
 	r.Counts.Phantoms = r.ByKind[KindPhantom]
 	r.Counts.AboveHW = r.ByKind[KindAboveHW]
 	r.Counts.NotWritable = r.ByKind[KindNotWritable]
+	r.Counts.NoEffect = r.ByKind[KindNoEffect]
 	for _, n := range r.ByKind {
 		r.Counts.ViolationsTotal += n
 	}
@@ -365,6 +370,10 @@ func (c *checker) faults(h *History) {
 			continue
 		}
 		c.r.Faults[f.Kind]++
+		if f.NoEffect != "" {
+			c.add(Violation{Kind: KindNoEffect, Offset: -1,
+				Detail: fmt.Sprintf("%s %s at %s: %s", f.Kind, f.Target, f.Start.Format(time.RFC3339Nano), f.NoEffect)})
+		}
 		if f.Healed.After(c.r.LastHeal) {
 			c.r.LastHeal = f.Healed
 		}

@@ -26,6 +26,7 @@
 //	above-hw         no consumer got an offset at or above the fetch's HW
 //	not-writable     every partition acknowledges a write within the
 //	                 recovery bound after the last fault healed
+//	no-effect        every injected fault showed its effect (below)
 //
 // Unknown sends may be present or absent (counted, never a violation). The
 // report also lists unavailability windows: stretches longer than the gap
@@ -66,10 +67,42 @@
 // A fault is healed when the processes are running again (or the rules are
 // gone); the recovery bound starts there.
 //
+// Every fault proves its effect in the report (Fault.Effect, printed on
+// its line), or the run fails with a no-effect violation: a leader kill
+// shows the partition's new leader (a later leader epoch) and how long
+// after the kill it appeared, a controller kill the new active controller
+// (DescribeQuorum: a later term) and the time; a pause how long the kernel
+// showed the process stopped (/proc state T); a power loss the bytes and
+// files powerfs.Recover dropped (nothing dropped, or no journal, is no
+// effect); a network partition the packets its rules dropped (0 is no
+// effect).
+//
 // # Negative controls
 //
 // --negative-control acks1 (acks=1, no idempotence), unclean
-// (unclean.leader.election.enable=true, min.insync.replicas=1) or
-// page-cache (no fsync before ack, only power-loss faults) must make the
-// checker report loss; the run exits 0 only if it does.
+// (unclean.leader.election.enable=true, min.insync.replicas=1, replication
+// factor capped so the followers are a minority of the nodes) or
+// page-cache (no fsync before ack) must make the checker report loss; the
+// run exits 0 only if it does. A control does not wait for the random
+// schedule to stumble on its loss: it runs a scripted scenario, the
+// shortest known path to it, on a partition the seed picks, and again
+// while the run has room (scenario.go); the workload runs until the last
+// scenario is over:
+//
+//	scenario-unclean     the Jepsen Kafka (2013) sequence: SIGSTOP the
+//	                     followers until only the leader is in the ISR, let
+//	                     it acknowledge alone, SIGKILL it, SIGCONT the stale
+//	                     followers; one is elected uncleanly (by the
+//	                     controller, or the operator's ElectLeaders type
+//	                     unclean, whichever comes first)
+//	scenario-acks1       SIGSTOP the followers, let the leader acknowledge
+//	                     acks=1 records, SIGKILL it, SIGCONT them: a
+//	                     follower still in the ISR is elected cleanly
+//	                     without those records
+//	scenario-page-cache  as soon as a partition acknowledged records, a
+//	                     power loss of every replica, then the operator's
+//	                     unclean election
+//
+// make test runs each control once (TestNegativeControls, 15–25 s each)
+// and requires loss put down to its scenario.
 package soak
