@@ -282,6 +282,17 @@ func (b *broker) Fetch(ctx context.Context, p kafka.FetchPartition) kafka.FetchR
 	return r.fetch(p)
 }
 
+// TopicName implements kafka.TopicNames (Fetch v13+ names topics by ID).
+func (b *broker) TopicName(id kafka.TopicID) (string, bool) {
+	var name string
+	b.node().ctrl.View(func(im *quorum.Image) {
+		if t := im.TopicByID(quorum.UUID(id)); t != nil {
+			name = t.Name
+		}
+	})
+	return name, name != ""
+}
+
 // Appended implements kafka.Logs.
 func (b *broker) Appended() <-chan struct{} {
 	b.sigMu.Lock()
@@ -319,7 +330,7 @@ func (b *broker) InitProducerID(ctx context.Context, producerID int64, producerE
 	b.pidMu.Lock()
 	defer b.pidMu.Unlock()
 	if b.pidNext >= b.pidLimit {
-		reply, err := b.ctrl.Propose(ctx, &quorum.AllocateProducerIDs{BrokerID: b.cfg.NodeID, BrokerEpoch: b.epoch})
+		reply, err := b.ctrl.Propose(ctx, &quorum.AllocateProducerIDs{BrokerID: b.cfg.NodeID, BrokerEpoch: b.epoch.Load()})
 		if err != nil {
 			return -1, -1, fmt.Errorf("%w: %v", controllerError(err), err)
 		}

@@ -103,7 +103,7 @@ func TestBrokerOnlyNodeJoins(t *testing.T) {
 
 	// Restarted, it joins again (a no-op for raft) and registers anew.
 	kaddr, caddr := b.kl.Addr().String(), b.ctrlL.Addr().String()
-	epoch := b.epoch
+	epoch := b.epoch.Load()
 	b.close(t)
 	kl, err := relisten(kaddr)
 	if err != nil {
@@ -116,8 +116,8 @@ func TestBrokerOnlyNodeJoins(t *testing.T) {
 	if b.Node, err = Open(b.cfg, Options{KafkaListener: kl, ControllerListener: cl}); err != nil {
 		t.Fatalf("restart of the broker-only node: %v", err)
 	}
-	if b.epoch <= epoch {
-		t.Fatalf("after restart: epoch %d (was %d)", b.epoch, epoch)
+	if b.epoch.Load() <= epoch {
+		t.Fatalf("after restart: epoch %d (was %d)", b.epoch.Load(), epoch)
 	}
 	// Its metadata image catches up from the quorum after the
 	// registration committed at the leader: wait for the partition.

@@ -41,12 +41,15 @@
 //     steps LocalAppend and returns at once; the Kafka handler then waits on
 //     every partition's Pending together (acks=all: until the HW passes the
 //     records; REQUEST_TIMED_OUT at the request's timeout). A replica Fetch
-//     (replica id >= 0) is stepped as FollowerFetch; the answer says whether
-//     to fence, report a diverging epoch, or read up to the log end.
+//     (replica id >= 0) is stepped as FollowerFetch with the broker epoch
+//     it claims (v15's ReplicaState; -1 below v15, which is refused); the
+//     answer is an error, a diverging epoch, or a read up to the log end.
 //     Consumers read below the high watermark.
 //   - Follower: fetcher.go runs one replica fetcher per leader broker
 //     (Kafka's ReplicaFetcherThread): the fetches its followers queued go as
-//     one Fetch v12 (replica id, current leader epoch, last fetched epoch),
+//     one Fetch v15 (topics by ID; ReplicaState: this broker's id and
+//     registered epoch, without which the leader counts nothing; current
+//     leader epoch, last fetched epoch),
 //     long-polled by the leader (replica.fetch.wait.max.ms 500); each answer
 //     is appended with AppendReplicated when the state machine still waits
 //     for it, then stepped. An unreachable leader is retried after
@@ -91,7 +94,9 @@
 //
 // The HTTP listener also serves /metrics (node/metrics, Kafka's metric
 // names), /healthz (the process answers) and /readyz (registered, unfenced
-// with this run's epoch, log dir online, serving). metrics.go is the node's side: the
+// with this run's epoch, log dir online, serving, and able to serve every
+// partition the metadata says it leads: its log opened, the leader not
+// fenced). metrics.go is the node's side: the
 // metrics.Source over the replicas and the image, the ISR change counts
 // taken from the metadata stream, and the vm.dirty_* check logged at start
 // (node/writeback). The Kafka server reports request times to the

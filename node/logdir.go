@@ -74,14 +74,14 @@ func (n *Node) logDirLoop() {
 	}
 	cause := n.logDirOffline()
 	n.log.Error("node: log dir offline: its replicas serve nothing (KAFKA_STORAGE_ERROR) and leadership moves to in-sync replicas on other brokers; free space or fix the disk, then restart the node",
-		"dir", n.dir, "err", cause, "broker", n.cfg.NodeID, "epoch", n.epoch)
+		"dir", n.dir, "err", cause, "broker", n.cfg.NodeID, "epoch", n.epoch.Load())
 	n.reconcileMu.Lock() // no reconciliation opens or steps a replica meanwhile
 	for _, r := range n.snapshotReplicas() {
 		r.takeOffline()
 	}
 	n.reconcileMu.Unlock()
 	n.signal() // long polls answer now
-	cmd := &quorum.LogDirOffline{ID: n.cfg.NodeID, Epoch: n.epoch, Dir: n.dir}
+	cmd := &quorum.LogDirOffline{ID: n.cfg.NodeID, Epoch: n.epoch.Load(), Dir: n.dir}
 	for {
 		start := time.Now()
 		_, err := n.proposeRetrying(n.ctx, cmd)

@@ -186,7 +186,8 @@ func TestFullDiskMovesLeadership(t *testing.T) {
 	req := kmsg.NewPtrFetchRequest()
 	req.MaxWaitMillis, req.MaxBytes = 0, 1<<20
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = topic
+	ft.Topic = topic // Fetch v13+ (what kgo picks) names it by ID
+	victim.ctrl.View(func(im *quorum.Image) { ft.TopicID = im.Topics[topic].ID })
 	fp := kmsg.NewFetchRequestTopicPartition()
 	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 0, 0, 1<<20, -1
 	ft.Partitions = append(ft.Partitions, fp)

@@ -71,7 +71,7 @@ func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.Partit
 		r.mu.Unlock()
 		u := r.log.Unflushed()
 		ps := metrics.PartitionStat{
-			Topic: r.topic, Partition: r.partition, Leader: st.Role == partition.Leader,
+			Topic: r.topic, Partition: r.partition, Leader: st.Role == partition.Leader, NotServing: st.Role == partition.Leader && st.Fenced,
 			Replicas: nr, ISR: len(st.ISR), MinISR: minISR,
 			LogStart: r.log.LogStartOffset(), LogEnd: st.LEO, HighWatermark: st.HW,
 			Flushed: u.Offset, Size: r.log.Size(), UnflushedBytes: u.Bytes, UnflushedSince: u.Since,

@@ -63,7 +63,9 @@ type Node struct {
 	// gossip runs liveness gossip; nil without a GOSSIP listener.
 	gossip *quorum.Gossip
 	kafkaL net.Listener
-	epoch  int64 // broker epoch of this run's registration
+	// epoch is the broker epoch of this run's registration, 0 until then
+	// (set by register while the reconciler and fetchers may run).
+	epoch atomic.Int64
 
 	clusterID string
 
@@ -73,6 +75,10 @@ type Node struct {
 
 	mu       sync.RWMutex
 	replicas map[string]*replica // by "<topic>-<partition>"
+	// openErrs are the partitions hosted here whose log failed to open
+	// at the last reconciliation, with the error (/readyz shows those
+	// led here).
+	openErrs map[string]error
 	closed   bool
 
 	sigMu    sync.Mutex
@@ -134,7 +140,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}
 	n := &Node{
 		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
-		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, appended: make(chan struct{}),
+		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, openErrs: map[string]error{}, appended: make(chan struct{}),
 		stop: make(chan struct{}), served: make(chan struct{}), fetchers: map[int32]*fetcher{},
 		dirFailed: make(chan struct{}),
 	}
@@ -297,11 +303,12 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 	if err != nil {
 		return fmt.Errorf("node: register broker %d: %w", n.cfg.NodeID, err)
 	}
-	n.epoch = reply.(*quorum.RegisterBrokerReply).Epoch
+	epoch := reply.(*quorum.RegisterBrokerReply).Epoch
+	n.epoch.Store(epoch)
 	if n.gossip == nil {
 		// Without gossip the broker unfences itself once registered,
 		// having replayed the metadata log up to its registration.
-		if _, err := n.proposeRetrying(ctx, &quorum.UnfenceBroker{ID: n.cfg.NodeID, Epoch: n.epoch}); err != nil {
+		if _, err := n.proposeRetrying(ctx, &quorum.UnfenceBroker{ID: n.cfg.NodeID, Epoch: epoch}); err != nil {
 			return fmt.Errorf("node: unfence broker %d: %w", n.cfg.NodeID, err)
 		}
 		n.reconcile()
@@ -309,19 +316,19 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 	}
 	// With gossip, advertising the new epoch asks the active controller
 	// to unfence this broker; wait until the image says it did.
-	if err := n.gossip.SetBrokerEpoch(n.epoch); err != nil {
+	if err := n.gossip.SetBrokerEpoch(epoch); err != nil {
 		// The update stays queued for retransmission and travels in
 		// gossip's push-pull syncs too: a broadcast not confirmed within
 		// the session timeout (peers restarting after a power loss, this
 		// process paused) is no reason to exit. Wait for the unfence.
-		n.log.Warn("node: gossip broadcast of the broker epoch not confirmed yet; waiting for the controller to unfence", "epoch", n.epoch, "err", err)
+		n.log.Warn("node: gossip broadcast of the broker epoch not confirmed yet; waiting for the controller to unfence", "epoch", epoch, "err", err)
 	}
 	for {
 		changed := (*broker)(n).Appended() // closed by every reconciliation
 		var alive bool
 		n.ctrl.View(func(im *quorum.Image) {
 			b := im.Brokers[n.cfg.NodeID]
-			alive = b.Alive() && b.Epoch == n.epoch
+			alive = b.Alive() && b.Epoch == epoch
 		})
 		if alive {
 			n.reconcile()
@@ -330,7 +337,7 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("node: broker %d epoch %d was not unfenced by the active controller (is gossip reaching it?): %w", n.cfg.NodeID, n.epoch, ctx.Err())
+			return fmt.Errorf("node: broker %d epoch %d was not unfenced by the active controller (is gossip reaching it?): %w", n.cfg.NodeID, epoch, ctx.Err())
 		}
 	}
 }
@@ -613,7 +620,15 @@ func (n *Node) reconcile() {
 				continue
 			}
 			if !ok {
-				if r, err = n.openReplica(t, int32(i), pc); err != nil {
+				r, err = n.openReplica(t, int32(i), pc)
+				n.mu.Lock()
+				if err != nil {
+					n.openErrs[key] = err
+				} else {
+					delete(n.openErrs, key)
+				}
+				n.mu.Unlock()
+				if err != nil {
 					n.checkDiskError(err)
 					n.log.Error("node: open log", "partition", key, "err", err)
 					continue
@@ -622,6 +637,13 @@ func (n *Node) reconcile() {
 			r.become(p, pc, brokers)
 		}
 	}
+	n.mu.Lock()
+	for key := range n.openErrs {
+		if !want[key] {
+			delete(n.openErrs, key)
+		}
+	}
+	n.mu.Unlock()
 	n.mu.RLock()
 	var drop []string
 	for key := range n.replicas {

@@ -48,6 +48,8 @@ type replica struct {
 	flushWant int64         // the offset it must fsync below
 	lastErr   string
 	dead      bool // the log is closed or deleted: no more work
+	// fenced is the state machine's Fenced as process last logged it.
+	fenced bool
 }
 
 type hwWait struct {
@@ -94,7 +96,9 @@ func (r *replica) become(p *quorum.Partition, cfg partition.Config, brokers map[
 			r.cfg = cfg
 		}
 	}
-	if !maps.Equal(brokers, r.brokers) {
+	if r.brokers == nil || !maps.Equal(brokers, r.brokers) {
+		// Even an empty map: the state machine trusts the broker epochs
+		// fetches carry until it has one.
 		_ = r.part.Step(partition.BrokerEpochs{Epochs: brokers})
 		r.brokers = brokers
 	}
@@ -156,6 +160,15 @@ func (r *replica) process() {
 	}
 	if len(r.hwWaits) > 0 {
 		r.completeHWWaits()
+	}
+	if f := r.part.Fenced(); f != r.fenced {
+		r.fenced = f
+		if f {
+			r.n.log.Error("node: partition leader fenced: the controller refused its ISR change as from a stale leader; it acknowledges nothing until the metadata catches up",
+				"topic", r.topic, "partition", r.partition, "leader_epoch", r.part.LeaderEpoch())
+		} else {
+			r.n.log.Info("node: partition no longer fenced", "topic", r.topic, "partition", r.partition, "leader_epoch", r.part.LeaderEpoch())
+		}
 	}
 	if signal {
 		r.n.signal()
@@ -280,6 +293,14 @@ func (r *replica) status() partition.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.part.Status()
+}
+
+// notServing says whether the replica leads (per its state machine) but
+// acknowledges nothing: fenced.
+func (r *replica) notServing() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.dead && r.part.Fenced()
 }
 
 // highWatermark is the published high watermark.

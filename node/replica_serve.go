@@ -127,8 +127,10 @@ func (r *replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, 
 }
 
 // replicaFetch serves a follower's Fetch: the state machine decides (epoch
-// fencing, divergence, what the follower acknowledges, ISR expansion), the
-// log is read outside the lock up to its end.
+// fencing, whether the fetch may count — an assigned replica fetching with
+// its registered broker epoch, so a Fetch below v15 (epoch -1) never does
+// —, divergence, what the follower acknowledges, ISR expansion), the log
+// is read outside the lock up to its end.
 func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
 	r.mu.Lock()
@@ -140,7 +142,7 @@ func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 	r.nextID++
 	id := r.nextID
 	_ = r.part.Step(partition.FollowerFetch{
-		ReqID: id, Replica: p.ReplicaID, BrokerEpoch: partition.AnyBrokerEpoch, FetchOffset: p.Offset,
+		ReqID: id, Replica: p.ReplicaID, BrokerEpoch: p.BrokerEpoch, FetchOffset: p.Offset,
 		LastFetchedEpoch: p.LastFetchedEpoch, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
 	})
 	r.process()

@@ -34,6 +34,9 @@ type replNode struct {
 	gossip   string
 	fs       *vfs.MemFS
 	extra    []string
+	// proxy, when set before start, is the Kafka address the node
+	// advertises (so its followers fetch through it).
+	proxy *pauseProxy
 	// full, when set, makes the node's log writes fail with ENOSPC
 	// (logdir_test.go); nil for on-disk nodes.
 	full *atomic.Bool
@@ -84,6 +87,15 @@ func startReplCluster(t testing.TB, n int, extra ...string) *replCluster {
 // when disk is set (benchmarks), else on crashable in-memory filesystems.
 func startReplClusterOn(t testing.TB, n int, disk bool, extra ...string) *replCluster {
 	t.Helper()
+	c := newReplCluster(t, n, disk, extra...)
+	c.start()
+	return c
+}
+
+// newReplCluster formats the nodes of a cluster for start; the test may
+// set up each replNode (a proxy) in between.
+func newReplCluster(t testing.TB, n int, disk bool, extra ...string) *replCluster {
+	t.Helper()
 	c := &replCluster{t: t}
 	var voters []quorum.Voter
 	for i := range n {
@@ -101,6 +113,13 @@ func startReplClusterOn(t testing.TB, n int, disk bool, extra ...string) *replCl
 			t.Fatal(err)
 		}
 	}
+	return c
+}
+
+// start opens every node of c at once and closes them at the test's end.
+func (c *replCluster) start() {
+	t, n := c.t, len(c.nodes)
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i, rn := range c.nodes {
@@ -125,7 +144,6 @@ func startReplClusterOn(t testing.TB, n int, disk bool, extra ...string) *replCl
 			}
 		}
 	})
-	return c
 }
 
 // open starts rn on its directory and filesystem.
@@ -140,11 +158,16 @@ func (c *replCluster) open(rn *replNode) error {
 	if err != nil {
 		return err
 	}
+	advertised := kl.Addr().String()
+	if rn.proxy != nil {
+		rn.proxy.to(advertised)
+		advertised = rn.proxy.addr()
+	}
 	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
 	config.Flags(fs)
 	args := []string{fmt.Sprintf("--node.id=%d", rn.id), "--log.dirs=" + rn.dir,
 		"--listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://" + rn.ctrlAddr + ",GOSSIP://" + rn.gossip,
-		"--advertised.listeners=PLAINTEXT://" + kl.Addr().String(),
+		"--advertised.listeners=PLAINTEXT://" + advertised,
 		"--gossip.seeds=" + strings.Join(seeds, ","),
 		"--broker.session.timeout.ms=2000", "--replica.lag.time.max.ms=3000"}
 	for _, e := range rn.extra {

@@ -9,7 +9,8 @@
 // FindCoordinator 0-4 (refusing every key: no groups or transactions);
 // with a TopicAdmin CreateTopics 0-7 and DeleteTopics 0-6 (request
 // validation here, the work in the Broker); with Logs Produce 3-9 (listed
-// from 0 for librdkafka's sake), Fetch 4-12, ListOffsets 0-8 and
+// from 0 for librdkafka's sake), Fetch 4-12 (4-15 when the Logs is also a
+// TopicNames: topics by ID, KIP-903's ReplicaState), ListOffsets 0-8 and
 // OffsetForLeaderEpoch 0-4; with ProducerIDs InitProducerId 0-4; with
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
 // Elector ElectLeaders 0-2; with a QuorumDescriber DescribeQuorum 0-2; with

@@ -145,7 +145,11 @@ func (r *request) timing(t *RequestTiming, sent time.Time) {
 // follower reports whether r is a Fetch from a replica.
 func (r *request) follower() bool {
 	f, ok := r.body.(*kmsg.FetchRequest)
-	return ok && f.ReplicaID >= 0
+	if !ok {
+		return false
+	}
+	id, _ := fetchReplica(f)
+	return id >= 0
 }
 
 // produced reports one partition of a Produce to the Observer's
@@ -163,6 +167,7 @@ func (s *Server) fetched(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, files
 	if s.topics == nil {
 		return
 	}
+	replica, _ := fetchReplica(req)
 	for i := range resp.Topics {
 		n, known := 0, false
 		for _, f := range files {
@@ -173,10 +178,10 @@ func (s *Server) fetched(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, files
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
 			n += len(p.RecordBatches)
-			known = known || p.ErrorCode != kerr.UnknownTopicOrPartition.Code
+			known = known || p.ErrorCode != kerr.UnknownTopicOrPartition.Code && p.ErrorCode != kerr.UnknownTopicID.Code
 		}
 		if known { // a client may name any topic: report only those served
-			s.topics.Fetched(resp.Topics[i].Topic, n, req.ReplicaID >= 0)
+			s.topics.Fetched(resp.Topics[i].Topic, n, replica >= 0)
 		}
 	}
 }

@@ -15,7 +15,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 // Descs of the source collector, by Kafka name (see the package doc).
 var (
-	underReplicated = desc("kafka_server_replicamanager_underreplicatedpartitions", "Kafka ReplicaManager UnderReplicatedPartitions: partitions led here whose ISR is smaller than their replica set.")
+	underReplicated = desc("kafka_server_replicamanager_underreplicatedpartitions", "Kafka ReplicaManager UnderReplicatedPartitions: partitions led here whose ISR is smaller than their replica set, or that cannot serve (a fenced leader).")
 	underMinISR     = desc("kafka_server_replicamanager_underminisrpartitioncount", "Kafka ReplicaManager UnderMinIsrPartitionCount: partitions led here whose ISR is below min.insync.replicas (acks=all fails).")
 	atMinISR        = desc("kafka_server_replicamanager_atminisrpartitioncount", "Kafka ReplicaManager AtMinIsrPartitionCount: partitions led here whose ISR is exactly min.insync.replicas (one more loss stops acks=all).")
 	leaderCount     = desc("kafka_server_replicamanager_leadercount", "Kafka ReplicaManager LeaderCount: partitions led here.")
@@ -29,7 +29,7 @@ var (
 	offlineLogDirs  = desc("kafka_log_logmanager_offlinelogdirectorycount", "Kafka LogManager OfflineLogDirectoryCount: log directories of this broker that failed (I/O error, full disk); their replicas serve nothing until a restart.")
 	maxLag          = desc("kafka_server_replicafetchermanager_maxlag", "Kafka ReplicaFetcherManager MaxLag: the largest lag, in offsets, of a follower of a partition led here behind the log end (the leader's view).", "clientId")
 
-	partUnderReplicated = desc("kafka_cluster_partition_underreplicated", "Kafka Partition UnderReplicated (1/0), on the leader.", "topic", "partition")
+	partUnderReplicated = desc("kafka_cluster_partition_underreplicated", "Kafka Partition UnderReplicated (1/0), on the leader; 1 also when it cannot serve (fenced).", "topic", "partition")
 	partISR             = desc("kafka_cluster_partition_insyncreplicascount", "Kafka Partition InSyncReplicasCount, on the leader.", "topic", "partition")
 	partReplicas        = desc("kafka_cluster_partition_replicascount", "Kafka Partition ReplicasCount, on the leader.", "topic", "partition")
 	logEnd              = desc("kafka_log_log_logendoffset", "Kafka Log LogEndOffset of the local replica.", "topic", "partition")
@@ -94,7 +94,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		if p.Leader {
 			leaders++
 			ur := 0.0
-			if p.ISR < p.Replicas {
+			if p.ISR < p.Replicas || p.NotServing {
 				under++
 				ur = 1
 			}

@@ -22,6 +22,10 @@ type PartitionStat struct {
 	Partition int32
 	// Leader is set when this node leads the partition.
 	Leader bool
+	// NotServing: this node leads it but acknowledges nothing (a leader
+	// the controller fenced until the metadata catches up). It counts as
+	// under-replicated: no acks=all produce completes there.
+	NotServing bool
 	// Replicas and ISR are the sizes of the assigned replica set and of
 	// the in-sync replica set; MinISR is min.insync.replicas.
 	Replicas, ISR, MinISR int

@@ -3,12 +3,17 @@ package admin
 import (
 	"context"
 	"errors"
-	"github.com/sluice-log/sluice/tools/internal/cli"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/tools/internal/cli"
 )
 
 // mustRunProblem is mustRun for commands that may find a problem (exit 2).
@@ -97,5 +102,31 @@ func TestHealthAndFiltersOnCluster(t *testing.T) {
 	// Nothing to report: exit 0 and no rows.
 	if out := mustRun(t, bootstrap, "topics", "describe", "atmin", "--unavailable-partitions"); out != "" {
 		t.Fatalf("unavailable partitions of a healthy topic: %q", out)
+	}
+}
+
+// TestHealthSeesLeadersThatCannotServe: partitions whose leader cannot
+// serve them while the metadata names it (here its log cannot open: a file
+// where the partition's directory goes, on every node) make `cluster
+// health` unhealthy with the partitions and the leaders' answers, though
+// every ISR is full.
+func TestHealthSeesLeadersThatCannotServe(t *testing.T) {
+	nodes, bootstrap := startCluster(t, 3)
+	for _, cn := range nodes {
+		for p := range 3 {
+			if err := os.WriteFile(filepath.Join(cn.dir, fmt.Sprintf("stuck-%d", p)), []byte("not a directory"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mustRun(t, bootstrap, "topics", "create", "stuck", "--partitions", "3", "--replication-factor", "1")
+	var h Health
+	eventually(t, "health to see the three partitions", func() bool {
+		h = decode[Health](t, mustRunProblem(t, bootstrap, "cluster", "health", "--format", "json"))
+		return len(h.NotServing) == 3
+	})
+	if h.Healthy || !slices.Contains(h.Reasons, "leaders_not_serving") || len(h.UnderReplicated) != 0 ||
+		!strings.HasPrefix(h.NotServing[0], "stuck/0: NOT_LEADER") {
+		t.Fatalf("health: %+v", h)
 	}
 }

@@ -46,8 +46,13 @@ func TestHealthJudgement(t *testing.T) {
 	}
 	delete(md.Topics, "bad")
 	delete(md.Topics, "disk")
-	if h := health(md, nil); !h.Healthy || len(h.Reasons) != 0 {
+	h = health(md, nil)
+	if h.judgeServing(nil); !h.Healthy || len(h.Reasons) != 0 {
 		t.Fatalf("healthy cluster judged %+v", h)
+	}
+	// A leader the metadata names but that answers with an error.
+	if h.judgeServing([]string{"ok/0: NOT_LEADER_OR_FOLLOWER"}); h.Healthy || !slices.Equal(h.Reasons, []string{"leaders_not_serving"}) {
+		t.Fatalf("a leader that cannot serve judged %+v", h)
 	}
 }
 
