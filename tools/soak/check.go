@@ -22,10 +22,11 @@ const (
 	KindAboveHW       = "above-hw"        // a consumer saw an offset at or above the high watermark
 	KindNotWritable   = "not-writable"    // a partition took no write within the bound after the last fault healed
 	KindNoEffect      = "no-effect"       // an injected fault did not show its effect
+	KindBadAccepted   = "bad-accepted"    // a forged fetch or a poison batch of the bad client was accepted
 )
 
 // Kinds lists every violation kind in report order.
-var Kinds = []string{KindLost, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable, KindNoEffect}
+var Kinds = []string{KindLost, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable, KindNoEffect, KindBadAccepted}
 
 // CheckOptions tune the checker.
 type CheckOptions struct {
@@ -110,23 +111,28 @@ type Recovery struct {
 
 // Counts are the report's numbers.
 type Counts struct {
-	Sent            int `json:"sent"`
-	Acked           int `json:"acked"`
-	Failed          int `json:"failed"`
-	Unknown         int `json:"unknown"`
-	UnknownInLog    int `json:"unknown_in_log"` // unknown sends that were written after all
-	Read            int `json:"read"`           // records in the final read
-	LiveRead        int `json:"live_read"`      // records consumers saw during the run
-	Lost            int `json:"lost"`
-	Duplicated      int `json:"duplicated"`
-	Reordered       int `json:"reordered"`
-	Conflicts       int `json:"offset_conflicts"`
-	Vanished        int `json:"vanished"`
-	FailedVisible   int `json:"failed_visible"`
-	Phantoms        int `json:"phantoms"`
-	AboveHW         int `json:"above_hw"`
-	NotWritable     int `json:"not_writable"`
-	NoEffect        int `json:"no_effect"`
+	Sent          int `json:"sent"`
+	Acked         int `json:"acked"`
+	Failed        int `json:"failed"`
+	Unknown       int `json:"unknown"`
+	UnknownInLog  int `json:"unknown_in_log"` // unknown sends that were written after all
+	Read          int `json:"read"`           // records in the final read
+	LiveRead      int `json:"live_read"`      // records consumers saw during the run
+	Lost          int `json:"lost"`
+	Duplicated    int `json:"duplicated"`
+	Reordered     int `json:"reordered"`
+	Conflicts     int `json:"offset_conflicts"`
+	Vanished      int `json:"vanished"`
+	FailedVisible int `json:"failed_visible"`
+	Phantoms      int `json:"phantoms"`
+	AboveHW       int `json:"above_hw"`
+	NotWritable   int `json:"not_writable"`
+	NoEffect      int `json:"no_effect"`
+	BadAccepted   int `json:"bad_accepted"`
+	// BadSent and BadRefused count the bad client's requests, and those
+	// answered with an error code (the rest had no answer: a node down).
+	BadSent         int `json:"bad_sent"`
+	BadRefused      int `json:"bad_refused"`
 	ViolationsTotal int `json:"violations"`
 }
 
@@ -307,6 +313,7 @@ func Check(h *History, o CheckOptions) *Report {
 	}
 
 	c.faults(h)
+	c.badRequests(h)
 	c.windows(h)
 	c.losses(h, lost)
 	c.recovery(h)
@@ -324,6 +331,7 @@ func Check(h *History, o CheckOptions) *Report {
 	r.Counts.AboveHW = r.ByKind[KindAboveHW]
 	r.Counts.NotWritable = r.ByKind[KindNotWritable]
 	r.Counts.NoEffect = r.ByKind[KindNoEffect]
+	r.Counts.BadAccepted = r.ByKind[KindBadAccepted]
 	for _, n := range r.ByKind {
 		r.Counts.ViolationsTotal += n
 	}
@@ -532,4 +540,20 @@ func cmpTP(a, b TP) int {
 		return c
 	}
 	return int(a.Partition) - int(b.Partition)
+}
+
+// badRequests: every request of the bad client that got an answer must
+// have been refused (an error code); one taken is a violation even when
+// nothing was lost by it (yet).
+func (c *checker) badRequests(h *History) {
+	for _, b := range h.Bad {
+		c.r.Counts.BadSent++
+		switch {
+		case b.Accepted():
+			c.add(Violation{Kind: KindBadAccepted, TP: b.TP, Offset: -1,
+				Detail: fmt.Sprintf("%s to node %d at %s was accepted", b.Kind, b.Broker, b.Time.Format(time.RFC3339Nano))})
+		case b.Answered():
+			c.r.Counts.BadRefused++
+		}
+	}
 }

@@ -67,6 +67,10 @@ type Options struct {
 	// out this often, so the failed-visible check sees definite failures;
 	// 0 sends none.
 	PoisonEvery time.Duration
+	// BadClientEvery: the bad client (badclient.go) sends a forged replica
+	// fetch, a future-epoch fetch or a poison batch this often; each must
+	// be refused. 0 sends none.
+	BadClientEvery time.Duration
 	// Executable is the sluice binary the nodes run ("": this process's).
 	Executable string
 }
@@ -150,6 +154,7 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.StringArrayVar(&topicConfigs, "topic-config", nil, "extra topic config KEY=VALUE (repeatable; applied after the ones the flags imply)")
 	f.StringArrayVar(&nodeConfigs, "node-config", nil, "extra server.properties KEY=VALUE of every node (repeatable), e.g. broker.session.timeout.ms=3000")
 	f.DurationVar(&o.PoisonEvery, "poison-every", 5*time.Second, "send a record over the topic's max.message.bytes this often (the broker must refuse it: a definitely failed send); 0: never")
+	f.DurationVar(&o.BadClientEvery, "bad-client-every", 2*time.Second, "send a forged replica fetch, a future-epoch fetch or a poison batch this often (each must be refused); 0: never")
 	return cmd
 }
 
@@ -408,6 +413,11 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		wg.Go(func() { drive(wctx, p, o.Rate/o.Producers) })
 	}
 	cwg.Go(func() { cons.live(cctx) })
+	var bad *badClient
+	if o.BadClientEvery > 0 {
+		bad = newBadClient(admCl, tps, o.BadClientEvery, int64(o.Seed))
+		wg.Go(func() { bad.run(wctx) })
+	}
 	switch {
 	case control != "":
 		wg.Go(func() {
@@ -442,6 +452,9 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		h.Sends = append(h.Sends, p.history()...)
 	}
 	h.Faults = f.faults
+	if bad != nil {
+		h.Bad = bad.requests()
+	}
 
 	fctx, cancel := context.WithTimeout(post, 3*time.Minute)
 	defer cancel()

@@ -27,6 +27,8 @@
 //	not-writable     every partition acknowledges a write within the
 //	                 recovery bound after the last fault healed
 //	no-effect        every injected fault showed its effect (below)
+//	bad-accepted     every request of the bad client that got an answer
+//	                 was refused with an error code
 //
 // Unknown sends may be present or absent (counted, never a violation). The
 // report also lists unavailability windows: stretches longer than the gap
@@ -40,6 +42,18 @@
 // every --poison-every, one uncompressed record over the topic's
 // max.message.bytes (256 KiB; the workload's batches stay under 64 KiB):
 // the broker refuses it with MESSAGE_TOO_LARGE before any append.
+//
+// A bad client (badclient.go) sends, every --bad-client-every (2 s),
+// what a broken or hostile client sends, cycling through: a Fetch v15 that
+// claims a follower's replica id with a broker epoch that is not its own; a
+// Fetch v12 with a follower's replica id (no broker epoch to check); a Fetch
+// with the leader's epoch + 1; and batches with a valid CRC but a gzip flag
+// over garbage, a record count of a million for two records, or the control
+// flag. Each goes on a raw connection to the partition's leader, at exactly
+// the version and fields forged. Its only allowed effect is a refused
+// request: an answer without an error code is a bad-accepted violation, and
+// the other invariants (no loss, no phantom, every partition writable
+// after the last heal) must keep holding beside it.
 //
 // # Faults
 //

@@ -149,4 +149,6 @@ type History struct {
 	// FinalHW is the high watermark of each partition when the final read
 	// began; the final read covers [log start, FinalHW).
 	FinalHW map[TP]int64 `json:"-"`
+	// Bad are the bad client's requests and their answers.
+	Bad []BadRequest `json:"bad_requests,omitempty"`
 }
