@@ -15,8 +15,11 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./tools/sluice
 
+# test also runs every benchmark once (-benchtime 1x, in the same test
+# binaries, after the tests), so that a broken benchmark is noticed; the
+# numbers mean nothing under -race (make bench measures).
 test: lint
-	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(GO) test $(TESTFLAGS) -bench . -benchtime 1x $(PKGS)
 
 # test-short skips the long crash loops; for quick iteration only.
 test-short:

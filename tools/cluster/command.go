@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
@@ -257,7 +258,6 @@ func waitHealthy(ctx context.Context, w io.Writer, l Layout) error {
 		return err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	lastSay := time.Now()
@@ -269,15 +269,21 @@ func waitHealthy(ctx context.Context, w io.Writer, l Layout) error {
 				return fmt.Errorf("node %d (pid %d) exited while starting; see %s%s", n.ID, n.PID, n.LogFile, logTails(l, 5))
 			}
 		}
+		// A Metadata request of our own, not kadm's BrokerMetadata: that
+		// answers from kgo's cache, whose broker list only the client's
+		// metadata loop refreshes (every 5 minutes when the client does
+		// nothing else), so a first answer of "2 of 3 brokers" stuck.
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		md, err := adm.BrokerMetadata(rctx)
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		md, err := req.RequestWith(rctx, cl)
 		cancel()
 		switch {
 		case err != nil:
 			why = "no answer yet: " + err.Error()
 		case len(md.Brokers) < len(l.Nodes):
 			why = fmt.Sprintf("%d of %d brokers registered", len(md.Brokers), len(l.Nodes))
-		case md.Controller < 0:
+		case md.ControllerID < 0:
 			why = "no active controller yet"
 		default:
 			return nil
