@@ -15,8 +15,11 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./tools/sluice
 
+# test also runs every benchmark once (-benchtime 1x, in the same test
+# binaries, after the tests), so that a broken benchmark is noticed; the
+# numbers mean nothing under -race (make bench measures).
 test: lint
-	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(GO) test $(TESTFLAGS) -bench . -benchtime 1x $(PKGS)
 
 # test-short skips the long crash loops; for quick iteration only.
 test-short:
@@ -40,7 +43,8 @@ e2e:
 # a seeded schedule, then the checker; exit 0 only if every invariant held.
 # SOAK_FLAGS passes more, e.g. SOAK_FLAGS="--seed 42 --replication-factor 1"
 # or SOAK_FLAGS="--negative-control page-cache". make test runs a 75 s form
-# (tools/soak TestSoakShort: fixed seed, every fault kind, ~100 s).
+# (tools/soak TestSoakShort: fixed seed, every fault kind, ~100 s) and each
+# negative control once (TestNegativeControls: 15-25 s each, must lose).
 SOAK_DURATION ?= 10m
 SOAK_DIR      ?= ./soak-cluster
 SOAK_FLAGS    ?=
@@ -48,8 +52,10 @@ soak: build
 	$(BIN) soak --duration $(SOAK_DURATION) --dir $(SOAK_DIR) $(SOAK_FLAGS)
 
 # bench prints the segment engine next to its baselines (plain sequential
-# file writes and reads of the same bytes, measured in the same run) as a
-# ratio table, then the protocol's cost: node's BenchmarkProduce (the
+# file writes and reads of the same bytes, measured in the same run; for
+# BenchmarkAppendCompressed, 1 KiB produces per codec with the leader's
+# record validation against the same appends without it) as a ratio
+# table, then the protocol's cost: node's BenchmarkProduce (the
 # segment append, then one node with a kgo producer, acks=1, per record
 # size; x-segment is their records/s ratio, p50/p99 the produce latency)
 # and the protocol layer alone (BenchmarkWireProduce); the tables are

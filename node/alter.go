@@ -60,7 +60,7 @@ func (a *alterer) run() {
 
 func (a *alterer) send(batch map[*replica]*partition.Proposal) {
 	n := a.n
-	cmd := &quorum.AlterPartitions{BrokerID: n.cfg.NodeID, BrokerEpoch: n.epoch}
+	cmd := &quorum.AlterPartitions{BrokerID: n.cfg.NodeID, BrokerEpoch: n.epoch.Load()}
 	order := make([]*replica, 0, len(batch))
 	for r, p := range batch {
 		item := quorum.AlterPartitionItem{TopicID: r.topicID, Partition: r.partition, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}

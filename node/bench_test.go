@@ -153,8 +153,9 @@ func segmentAppend(b *testing.B, size int) float64 {
 //   - all-flush1: acks=all, flush.messages=1 (an fsync per batch appended,
 //     Kafka's way to force fsync).
 //
-// Compare records/s across cells of the same run: `make bench` prints the
-// ratios.
+// Compare records/s across cells of the same run (`go test -run '^$'
+// -bench ReplicatedProduce ./node/`); nothing prints their ratios for you:
+// `make bench` runs BenchmarkProduce, not this one.
 func BenchmarkReplicatedProduce(b *testing.B) {
 	c := startReplClusterOn(b, 3, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

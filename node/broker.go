@@ -98,8 +98,9 @@ func (b *broker) Metadata(ctx context.Context, q kafka.MetadataQuery) (kafka.Clu
 }
 
 // CreateTopics proposes the topics to the quorum (or only plans them, with
-// validateOnly) and opens the local logs before answering, so a produce
-// right after the answer finds its partition.
+// validateOnly) and answers once every live broker has the topics in
+// effect (publish.go), so a produce right after the answer finds its
+// partition wherever it leads.
 func (b *broker) CreateTopics(ctx context.Context, topics []kafka.NewTopic, validateOnly bool) ([]kafka.CreatedTopic, error) {
 	n := b.node()
 	out := make([]kafka.CreatedTopic, len(topics))
@@ -124,6 +125,20 @@ func (b *broker) CreateTopics(ctx context.Context, topics []kafka.NewTopic, vali
 		cmd.Topics = append(cmd.Topics, spec)
 	}
 	if len(cmd.Topics) == 0 {
+		return out, nil
+	}
+	total := 0
+	for _, spec := range cmd.Topics {
+		if spec.Assignments != nil {
+			total += len(spec.Assignments)
+		} else {
+			total += int(max(spec.Partitions, 0))
+		}
+	}
+	if err := n.checkPartitionsPerRequest(total); err != nil {
+		for _, i := range idx {
+			out[i].Err, out[i].ErrMessage = kerr.PolicyViolation, err.Error()
+		}
 		return out, nil
 	}
 	res, err := n.decideTopics(ctx, cmd, validateOnly)
@@ -197,6 +212,21 @@ func (b *broker) DeleteTopics(ctx context.Context, refs []kafka.TopicRef) ([]kaf
 	return out, nil
 }
 
+// checkPartitionsPerRequest refuses a CreateTopics or CreatePartitions
+// request that adds more than sluice.max.partitions.per.request partitions
+// in all, saying what to do instead (Kafka's controller refuses more than
+// 10,000 records per request with POLICY_VIOLATION; one topic of 45,000
+// partitions took minutes to materialise, past every client's timeout).
+func (n *Node) checkPartitionsPerRequest(total int) error {
+	limit := int(n.cfg.MaxPartitionsPerRequest)
+	if total <= limit {
+		return nil
+	}
+	return fmt.Errorf("the request adds %d partitions in all, more than sluice.max.partitions.per.request (%d): "+
+		"create fewer topics per request, or create a bigger topic with at most %d partitions and grow it with CreatePartitions "+
+		"(sluice topics alter --partitions) in steps of at most %d", total, limit, limit, limit)
+}
+
 // controllerError maps a Propose failure to the Kafka error for the client.
 func controllerError(err error) error {
 	var ke *kerr.Error
@@ -216,6 +246,9 @@ func controllerError(err error) error {
 func (b *broker) lookup(topic string, partition int32) (*replica, error) {
 	n := b.node()
 	if r := n.replica(topic, partition); r != nil {
+		if err := n.logDirOffline(); err != nil {
+			return nil, fmt.Errorf("%w: log dir %s is offline: %v", kerr.KafkaStorageError, n.dir, err)
+		}
 		return r, nil
 	}
 	var err error = kerr.UnknownTopicOrPartition
@@ -247,6 +280,17 @@ func (b *broker) Fetch(ctx context.Context, p kafka.FetchPartition) kafka.FetchR
 		return kafka.FetchResult{Err: err, HighWatermark: -1, LogStartOffset: -1}
 	}
 	return r.fetch(p)
+}
+
+// TopicName implements kafka.TopicNames (Fetch v13+ names topics by ID).
+func (b *broker) TopicName(id kafka.TopicID) (string, bool) {
+	var name string
+	b.node().ctrl.View(func(im *quorum.Image) {
+		if t := im.TopicByID(quorum.UUID(id)); t != nil {
+			name = t.Name
+		}
+	})
+	return name, name != ""
 }
 
 // Appended implements kafka.Logs.
@@ -286,7 +330,7 @@ func (b *broker) InitProducerID(ctx context.Context, producerID int64, producerE
 	b.pidMu.Lock()
 	defer b.pidMu.Unlock()
 	if b.pidNext >= b.pidLimit {
-		reply, err := b.ctrl.Propose(ctx, &quorum.AllocateProducerIDs{BrokerID: b.cfg.NodeID, BrokerEpoch: b.epoch})
+		reply, err := b.ctrl.Propose(ctx, &quorum.AllocateProducerIDs{BrokerID: b.cfg.NodeID, BrokerEpoch: b.epoch.Load()})
 		if err != nil {
 			return -1, -1, fmt.Errorf("%w: %v", controllerError(err), err)
 		}
@@ -337,8 +381,7 @@ func (n *Node) decideTopics(ctx context.Context, cmd quorum.Command, validateOnl
 	if validateOnly {
 		_, reply, err = quorum.Plan(n.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: n.cfg.UncleanLeaderElectionEnable}, cmd)
 	} else {
-		reply, err = n.ctrl.Propose(ctx, cmd)
-		n.reconcile()
+		reply, err = n.publish(ctx, cmd)
 	}
 	if err != nil {
 		return nil, err

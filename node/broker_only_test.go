@@ -12,8 +12,8 @@ import (
 
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // TestBrokerOnlyNodeJoins: a fourth node with process.roles=broker joins a
@@ -23,12 +23,12 @@ import (
 func TestBrokerOnlyNodeJoins(t *testing.T) {
 	nodes := startCluster(t, 3)
 	ctx := testCtx(t)
-	meta, err := initcmd.ReadMeta(nodes[0].dir)
+	m, err := meta.ReadMeta(nodes[0].dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := &testNode{dir: t.TempDir(), kl: listen(t), ctrlL: listen(t)}
-	if _, err := initcmd.Format(b.dir, initcmd.Meta{ClusterID: meta.ClusterID, NodeID: 4, InitialControllers: meta.InitialControllers}); err != nil {
+	if _, err := meta.Format(b.dir, meta.Meta{ClusterID: m.ClusterID, NodeID: 4, InitialControllers: m.InitialControllers}); err != nil {
 		t.Fatal(err)
 	}
 	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
@@ -103,7 +103,7 @@ func TestBrokerOnlyNodeJoins(t *testing.T) {
 
 	// Restarted, it joins again (a no-op for raft) and registers anew.
 	kaddr, caddr := b.kl.Addr().String(), b.ctrlL.Addr().String()
-	epoch := b.epoch
+	epoch := b.epoch.Load()
 	b.close(t)
 	kl, err := relisten(kaddr)
 	if err != nil {
@@ -116,8 +116,8 @@ func TestBrokerOnlyNodeJoins(t *testing.T) {
 	if b.Node, err = Open(b.cfg, Options{KafkaListener: kl, ControllerListener: cl}); err != nil {
 		t.Fatalf("restart of the broker-only node: %v", err)
 	}
-	if b.epoch <= epoch {
-		t.Fatalf("after restart: epoch %d (was %d)", b.epoch, epoch)
+	if b.epoch.Load() <= epoch {
+		t.Fatalf("after restart: epoch %d (was %d)", b.epoch.Load(), epoch)
 	}
 	// Its metadata image catches up from the quorum after the
 	// registration committed at the leader: wait for the partition.

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // startCluster starts n nodes, every one a controller (Raft voter) and a
@@ -29,7 +29,7 @@ func startCluster(t *testing.T, n int) []*testNode {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i, tn := range nodes {
-		if _, err := initcmd.Format(tn.dir, initcmd.Meta{ClusterID: clusterID, NodeID: int32(i + 1), InitialControllers: voters}); err != nil {
+		if _, err := meta.Format(tn.dir, meta.Meta{ClusterID: clusterID, NodeID: int32(i + 1), InitialControllers: voters}); err != nil {
 			t.Fatal(err)
 		}
 		fs := pflag.NewFlagSet("node", pflag.ContinueOnError)

@@ -60,6 +60,8 @@ var topicConfigs = []topicConfig{
 	{"flush.messages", "log.flush.interval.messages", typeLong, "fsync after this many records", intIn(1, math.MaxInt64)},
 	{"flush.ms", "log.flush.interval.ms", typeLong, "fsync when the oldest unflushed record is this old", intIn(0, math.MaxInt64)},
 	{"max.message.bytes", "message.max.bytes", typeInt, "largest record batch", intIn(61, math.MaxInt32)},
+	{"message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", typeLong, "refuse a record timestamped further than this in the future", intIn(1, math.MaxInt64)},
+	{"message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms", typeLong, "refuse a record timestamped further than this in the past", intIn(1, math.MaxInt64)},
 	{"message.timestamp.type", "", typeString, "only CreateTime is supported", nil},
 	{quorum.ConfigMinInsyncReplicas, "min.insync.replicas", typeInt, "acks=all needs this many in-sync replicas", intIn(1, math.MaxInt32)},
 	{"retention.bytes", "log.retention.bytes", typeLong, "delete the oldest segments past this size; -1 unlimited", intIn(-1, math.MaxInt64)},
@@ -123,6 +125,8 @@ func logOptions(cfg *config.Config, overrides map[string]string) segment.Options
 		SegmentBytes: cfg.LogSegmentBytes, SegmentMs: cfg.LogRoll, RetentionMs: cfg.LogRetention,
 		RetentionBytes: cfg.LogRetentionBytes, FlushMessages: cfg.LogFlushIntervalMessages,
 		FlushMs: cfg.LogFlushInterval, MaxBatchBytes: int(cfg.MessageMaxBytes),
+		ProducerIDExpiration: cfg.ProducerIDExpiration,
+		TimestampBeforeMaxMs: cfg.LogMessageTimestampBeforeMaxMs, TimestampAfterMaxMs: cfg.LogMessageTimestampAfterMaxMs,
 	}
 	num := func(k string) (int64, bool) {
 		v, ok := overrides[k]
@@ -161,6 +165,12 @@ func logOptions(cfg *config.Config, overrides map[string]string) segment.Options
 	}
 	if n, ok := num("max.message.bytes"); ok {
 		o.MaxBatchBytes = int(n)
+	}
+	if n, ok := num("message.timestamp.before.max.ms"); ok {
+		o.TimestampBeforeMaxMs = n
+	}
+	if n, ok := num("message.timestamp.after.max.ms"); ok {
+		o.TimestampAfterMaxMs = n
 	}
 	return o
 }
@@ -250,6 +260,7 @@ func (b *broker) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource)
 // quorum (AlterConfigs); broker configs are static.
 func (b *broker) AlterConfigs(ctx context.Context, rs []kafka.ConfigAlteration, validateOnly bool) ([]kafka.ConfigResult, error) {
 	out := make([]kafka.ConfigResult, len(rs))
+	var published uint64 // the highest index of the changes proposed
 	for i, r := range rs {
 		if r.Type != kafka.ConfigResourceTopic {
 			out[i].Err, out[i].ErrMessage = kerr.InvalidRequest, "only topic configs can be altered; broker configs are static"
@@ -272,14 +283,17 @@ func (b *broker) AlterConfigs(ctx context.Context, rs []kafka.ConfigAlteration, 
 		if validateOnly {
 			_, _, err = quorum.Plan(b.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: b.cfg.UncleanLeaderElectionEnable}, cmd)
 		} else {
-			_, err = b.ctrl.Propose(ctx, cmd)
+			var index uint64
+			_, index, err = b.ctrl.Publish(ctx, cmd)
+			published = max(published, index)
 		}
 		if err != nil {
 			out[i].Err, out[i].ErrMessage = controllerError(err), err.Error()
 		}
 	}
-	if !validateOnly {
-		b.node().reconcile()
+	if published > 0 {
+		// Answer once every live broker has the new configs (publish.go).
+		b.node().awaitPublished(ctx, published, string(quorum.CmdAlterConfigs))
 	}
 	return out, nil
 }

@@ -41,12 +41,15 @@
 //     steps LocalAppend and returns at once; the Kafka handler then waits on
 //     every partition's Pending together (acks=all: until the HW passes the
 //     records; REQUEST_TIMED_OUT at the request's timeout). A replica Fetch
-//     (replica id >= 0) is stepped as FollowerFetch; the answer says whether
-//     to fence, report a diverging epoch, or read up to the log end.
+//     (replica id >= 0) is stepped as FollowerFetch with the broker epoch
+//     it claims (v15's ReplicaState; -1 below v15, which is refused); the
+//     answer is an error, a diverging epoch, or a read up to the log end.
 //     Consumers read below the high watermark.
 //   - Follower: fetcher.go runs one replica fetcher per leader broker
 //     (Kafka's ReplicaFetcherThread): the fetches its followers queued go as
-//     one Fetch v12 (replica id, current leader epoch, last fetched epoch),
+//     one Fetch v15 (topics by ID; ReplicaState: this broker's id and
+//     registered epoch, without which the leader counts nothing; current
+//     leader epoch, last fetched epoch),
 //     long-polled by the leader (replica.fetch.wait.max.ms 500); each answer
 //     is appended with AppendReplicated when the state machine still waits
 //     for it, then stepped. An unreachable leader is retried after
@@ -69,21 +72,39 @@
 // fetches it again; a leader hands leadership to another in-sync replica,
 // then does the same; the only in-sync copy keeps serving what is valid.
 //
-// Idempotent producers: a replica keeps, per producer id, its epoch and the
-// sequence ranges and offsets of its last five batches (producer.go): a
-// duplicate answers the original offsets without writing (acks=all: once
-// they are committed), a gap answers OUT_OF_ORDER_SEQUENCE_NUMBER. Followers
-// keep the same state from the batches they replicate, so a new leader
-// recognises retries; a truncation drops the batches it removed. At open a
-// replica rebuilds the state from the batch headers of its log's last
-// 20,000 offsets (producerScanOffsets), so retries across a restart are
-// recognised too.
+// Idempotent producers: the log decides (segment.Log.Append; see
+// segment/doc.go). A duplicate answers the original offsets without
+// writing (acks=all: once they are committed), a gap answers
+// OUT_OF_ORDER_SEQUENCE_NUMBER and an old epoch INVALID_PRODUCER_EPOCH.
+// Followers' logs keep the same state from the batches they replicate, so
+// a new leader recognises retries, and every log keeps it across restarts
+// (snapshots and a scan). producer.id.expiration.ms (1 day) is passed down
+// in segment.Options.
+//
+// # Admin writes
+//
+// CreateTopics, CreatePartitions, DeleteTopics and IncrementalAlterConfigs
+// are answered once the change is in effect on every live broker
+// (publish.go over quorum's Publish and AwaitBrokers, at most 5 s): a
+// client that asks any broker right after the answer sees the topic, its
+// partitions and configs, and a produce finds the partition's leader.
+//
+// A failed log directory (logdir.go): the first disk error of a log
+// (ErrLogFailed, ENOSPC, EIO) takes the node's one log dir offline, as
+// Kafka's LogDirFailureChannel does. The node logs it at ERROR with the
+// path, stops every replica, answers KAFKA_STORAGE_ERROR for them, writes
+// nothing more to the dir, and reports it to the controller
+// (quorum.LogDirOffline), which moves its leaderships to in-sync replicas
+// and takes it out of the ISRs until it registers again. Recovery is a
+// restart once the disk has room.
 //
 // # Metrics and health
 //
 // The HTTP listener also serves /metrics (node/metrics, Kafka's metric
 // names), /healthz (the process answers) and /readyz (registered, unfenced
-// with this run's epoch, serving). metrics.go is the node's side: the
+// with this run's epoch, log dir online, serving, and able to serve every
+// partition the metadata says it leads: its log opened, the leader not
+// fenced). metrics.go is the node's side: the
 // metrics.Source over the replicas and the image, the ISR change counts
 // taken from the metadata stream, and the vm.dirty_* check logged at start
 // (node/writeback). The Kafka server reports request times to the
@@ -96,9 +117,10 @@
 // (one), the replica ticker, one replica fetcher per leader broker, the
 // AlterPartition sender, a flush goroutine per sync-mode replica while it
 // fsyncs, the maintenance ticker (flush.ms, retention, checkpoints), the
-// scrubber (takes replica.mu only to report), the Serve loop and the HTTP
-// server. Lock order: Node.reconcileMu → Node.mu →
-// replica.mu → fetcher.mu / alterer.mu (leaves, taken by process to
-// queue); Node.sigMu, Node.fetchMu and Node.pidMu are leaves. The fetcher
-// and alterer goroutines take replica.mu only with their own locks released.
+// log-dir watcher (logDirLoop: waits for a failed dir, then reports it),
+// the scrubber (takes replica.mu only to report), the Serve loop and the
+// HTTP server. Lock order: Node.reconcileMu → Node.mu → replica.mu →
+// fetcher.mu / alterer.mu (leaves, taken by process to queue); Node.sigMu,
+// Node.fetchMu, Node.pidMu and Node.dirMu are leaves. The fetcher and
+// alterer goroutines take replica.mu only with their own locks released.
 package node

@@ -40,9 +40,10 @@ var errLeaderUnreachable = errors.New("node: partition leader unreachable")
 
 // fetcher is the replica fetcher for one leader broker (Kafka's
 // ReplicaFetcherThread): it sends the fetches its followers queued as one
-// Fetch request (replica id = this broker, v12 with last_fetched_epoch) and
-// hands each partition's answer back to its replica. One request is in
-// flight at a time; the leader long-polls it (replica.fetch.wait.max.ms).
+// Fetch request (v15: topics by ID, ReplicaState with this broker's id
+// and epoch, last_fetched_epoch) and hands each partition's answer back to
+// its replica. One request is in flight at a time; the leader long-polls
+// it (replica.fetch.wait.max.ms).
 type fetcher struct {
 	n      *Node
 	leader int32
@@ -160,7 +161,7 @@ func (f *fetcher) run() {
 			for j := range t.Partitions {
 				rp := &t.Partitions[j]
 				for _, it := range items {
-					if it.r.topic == t.Topic && it.r.partition == rp.Partition && !answered[it.r] {
+					if it.r.topicID == t.TopicID && it.r.partition == rp.Partition && !answered[it.r] {
 						answered[it.r] = true
 						if ch := it.r.fetched(it.req, rp, nil); ch != nil {
 							flushes = append(flushes, ch)
@@ -192,20 +193,23 @@ func (f *fetcher) run() {
 // fetch sends one Fetch for items to the leader and returns its answer.
 func (f *fetcher) fetch(items []fetchItem) (*kmsg.FetchResponse, error) {
 	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
-	req.ReplicaID = f.n.cfg.NodeID
+	// v15: topics by ID, and ReplicaState with this broker's id and epoch
+	// (KIP-903), without which the leader counts nothing.
+	req.SetVersion(15)
+	req.ReplicaID = -1
+	req.ReplicaState.ID, req.ReplicaState.Epoch = f.n.cfg.NodeID, f.n.epoch.Load()
 	req.MaxWaitMillis = int32(replicaFetchWaitMax / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = replicaFetchResponseMaxBytes
 	req.SessionEpoch = -1
-	byTopic := map[string]int{}
+	byTopic := map[quorum.UUID]int{}
 	for _, it := range items {
-		i, ok := byTopic[it.r.topic]
+		i, ok := byTopic[it.r.topicID]
 		if !ok {
 			i = len(req.Topics)
-			byTopic[it.r.topic] = i
+			byTopic[it.r.topicID] = i
 			t := kmsg.NewFetchRequestTopic()
-			t.Topic = it.r.topic
+			t.TopicID = it.r.topicID
 			req.Topics = append(req.Topics, t)
 		}
 		p := kmsg.NewFetchRequestTopicPartition()

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sluice-log/sluice/quorum"
@@ -28,8 +30,8 @@ type health struct {
 //   - /metrics: the Prometheus text format (node/metrics);
 //   - /healthz: 200 while the process answers (liveness);
 //   - /readyz: 200 when the broker is registered, unfenced with this run's
-//     epoch, and serving Kafka requests; 503 with the reason otherwise
-//     (readiness);
+//     epoch, its log dir online, and serving Kafka requests; 503 with the
+//     reason otherwise (readiness);
 //   - /debug/pprof/: Go's profiles, only with sluice.debug.pprof=true.
 func (n *Node) serveHTTP(ln net.Listener) {
 	mux := http.NewServeMux()
@@ -55,7 +57,7 @@ func (n *Node) serveHTTP(ln net.Listener) {
 		_, _ = io.WriteString(w, "ready\n")
 	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
-		h := health{NodeID: n.cfg.NodeID, BrokerEpoch: n.epoch, ClusterID: n.clusterID, Status: "ok"}
+		h := health{NodeID: n.cfg.NodeID, BrokerEpoch: n.epoch.Load(), ClusterID: n.clusterID, Status: "ok"}
 		h.Controller, _ = n.ctrl.Leader()
 		n.mu.RLock()
 		h.Partitions = len(n.replicas)
@@ -86,8 +88,11 @@ func (n *Node) notReady() string {
 	if closing {
 		return "shutting down"
 	}
-	if n.epoch == 0 {
+	if n.epoch.Load() == 0 {
 		return "not registered with the controller yet"
+	}
+	if err := n.logDirOffline(); err != nil {
+		return fmt.Sprintf("log dir %s is offline (%v): its replicas serve nothing; free space or fix the disk, then restart the node", n.dir, err)
 	}
 	var why string
 	n.ctrl.View(func(im *quorum.Image) {
@@ -95,13 +100,49 @@ func (n *Node) notReady() string {
 		switch {
 		case b == nil:
 			why = fmt.Sprintf("broker %d is not registered in the metadata", n.cfg.NodeID)
-		case b.Epoch != n.epoch:
-			why = fmt.Sprintf("broker %d is registered with epoch %d, this process has epoch %d", n.cfg.NodeID, b.Epoch, n.epoch)
+		case b.Epoch != n.epoch.Load():
+			why = fmt.Sprintf("broker %d is registered with epoch %d, this process has epoch %d", n.cfg.NodeID, b.Epoch, n.epoch.Load())
 		case b.Fenced:
 			why = fmt.Sprintf("broker %d is fenced: the active controller has not seen it alive (gossip)", n.cfg.NodeID)
 		case b.ShuttingDown:
 			why = fmt.Sprintf("broker %d is shutting down", n.cfg.NodeID)
 		}
 	})
+	if why == "" {
+		if ns := n.notServing(); len(ns) > 0 {
+			why = fmt.Sprintf("%d partitions led here cannot serve: %s", len(ns), strings.Join(ns[:min(len(ns), 10)], ", "))
+		}
+	}
 	return why
+}
+
+// notServing lists the partitions the metadata says this node leads but
+// that it cannot serve — its log did not open at the last reconciliation,
+// or a leader the controller fenced — as "topic-partition (why)", sorted.
+// Clients are sent here and get NOT_LEADER_OR_FOLLOWER from it.
+func (n *Node) notServing() []string {
+	var led []string
+	n.ctrl.View(func(im *quorum.Image) {
+		for name, t := range im.Topics {
+			for i, p := range t.Partitions {
+				if p.Leader == n.cfg.NodeID {
+					led = append(led, replicaKey(name, int32(i)))
+				}
+			}
+		}
+	})
+	var out []string
+	for _, key := range led {
+		n.mu.RLock()
+		r, openErr := n.replicas[key], n.openErrs[key]
+		n.mu.RUnlock()
+		switch {
+		case r == nil && openErr != nil:
+			out = append(out, fmt.Sprintf("%s (its log did not open: %v)", key, openErr))
+		case r.notServing():
+			out = append(out, key+" (fenced: a newer leader epoch exists, the metadata has not caught up)")
+		}
+	}
+	slices.Sort(out)
+	return out
 }

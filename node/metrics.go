@@ -71,7 +71,7 @@ func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.Partit
 		r.mu.Unlock()
 		u := r.log.Unflushed()
 		ps := metrics.PartitionStat{
-			Topic: r.topic, Partition: r.partition, Leader: st.Role == partition.Leader,
+			Topic: r.topic, Partition: r.partition, Leader: st.Role == partition.Leader, NotServing: st.Role == partition.Leader && st.Fenced,
 			Replicas: nr, ISR: len(st.ISR), MinISR: minISR,
 			LogStart: r.log.LogStartOffset(), LogEnd: st.LEO, HighWatermark: st.HW,
 			Flushed: u.Offset, Size: r.log.Size(), UnflushedBytes: u.Bytes, UnflushedSince: u.Since,
@@ -107,7 +107,15 @@ func (s *metricsSource) unwritten(r *replica) (int64, bool) {
 // Broker implements metrics.Source.
 func (s *metricsSource) Broker() metrics.BrokerStat {
 	shrinks, expands := s.metrics.isr.counts()
-	return metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands, LostOnRecovery: s.lostOnRecovery.Load()}
+	st := metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands, LostOnRecovery: s.lostOnRecovery.Load()}
+	if (*Node)(s).logDirOffline() != nil {
+		st.OfflineLogDirs = 1
+	}
+	if srv := s.srv; srv != nil {
+		cs := srv.ConnStats()
+		st.Connections, st.ConnectionsRefusedMax, st.ConnectionsRefusedPerIP, st.ConnectionsIdleClosed = cs.Open, cs.RefusedMax, cs.RefusedPerIP, cs.IdleClosed
+	}
+	return st
 }
 
 // Controller implements metrics.Source.

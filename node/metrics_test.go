@@ -240,7 +240,7 @@ func TestMetricsScrape(t *testing.T) {
 func TestReadyzNotReady(t *testing.T) {
 	tn := startNode(t, t.TempDir())
 	ctx := testCtx(t)
-	if _, err := tn.ctrl.Propose(ctx, &quorum.FenceBroker{ID: 1, Epoch: tn.epoch}); err != nil {
+	if _, err := tn.ctrl.Propose(ctx, &quorum.FenceBroker{ID: 1, Epoch: tn.epoch.Load()}); err != nil {
 		t.Fatalf("fence through the quorum: %v", err)
 	}
 	code, body := getStatus(t, "http://"+tn.http.Addr().String()+"/readyz")

@@ -23,8 +23,9 @@ import (
 	"github.com/sluice-log/sluice/segment"
 )
 
-// cleanMarker is the node's clean-shutdown marker in its data directory.
-const cleanMarker = ".clean_shutdown"
+// CleanShutdownFile is the node's clean-shutdown marker in its data
+// directory: written last by Close, removed at Open.
+const CleanShutdownFile = ".clean_shutdown"
 
 // indexCacheBytes is the Pebble block cache of the node's segment Index.
 const indexCacheBytes = 64 << 20
@@ -62,7 +63,9 @@ type Node struct {
 	// gossip runs liveness gossip; nil without a GOSSIP listener.
 	gossip *quorum.Gossip
 	kafkaL net.Listener
-	epoch  int64 // broker epoch of this run's registration
+	// epoch is the broker epoch of this run's registration, 0 until then
+	// (set by register while the reconciler and fetchers may run).
+	epoch atomic.Int64
 
 	clusterID string
 
@@ -72,10 +75,17 @@ type Node struct {
 
 	mu       sync.RWMutex
 	replicas map[string]*replica // by "<topic>-<partition>"
+	// openErrs are the partitions hosted here whose log failed to open
+	// at the last reconciliation, with the error (/readyz shows those
+	// led here).
+	openErrs map[string]error
 	closed   bool
 
 	sigMu    sync.Mutex
 	appended chan struct{}
+	// reconciled is the metadata index the logs were last reconciled
+	// with (under sigMu; appended is closed when it moves): publish.go.
+	reconciled uint64
 
 	pidMu    sync.Mutex
 	pidNext  int64
@@ -99,6 +109,12 @@ type Node struct {
 	wg     sync.WaitGroup
 	// served is closed when the Kafka Serve loop returns.
 	served chan struct{}
+
+	// dirErr is the error that took the log directory offline (logdir.go);
+	// dirFailed is closed then. dirMu is a leaf.
+	dirMu     sync.Mutex
+	dirErr    error
+	dirFailed chan struct{}
 
 	metrics nodeMetrics // node/metrics.go
 	// wb runs the logs' batched writeback requests; nil when
@@ -127,8 +143,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}
 	n := &Node{
 		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
-		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, appended: make(chan struct{}),
+		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, openErrs: map[string]error{}, appended: make(chan struct{}),
 		stop: make(chan struct{}), served: make(chan struct{}), fetchers: map[int32]*fetcher{},
+		dirFailed: make(chan struct{}),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.alterer = newAlterer(n)
@@ -149,9 +166,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}()
 
 	clean := false
-	if _, err := os.Stat(filepath.Join(n.dir, cleanMarker)); err == nil {
+	if _, err := os.Stat(filepath.Join(n.dir, CleanShutdownFile)); err == nil {
 		clean = true
-		if err := os.Remove(filepath.Join(n.dir, cleanMarker)); err != nil {
+		if err := os.Remove(filepath.Join(n.dir, CleanShutdownFile)); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
 		}
 	}
@@ -198,8 +215,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	qc := quorum.Config{
 		NodeID: cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
 		ClusterID: meta.ClusterID, PeerLog: n.log,
-		Policy:  quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
-		OnApply: func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
+		Policy:       quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
+		OnApply:      func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
+		AwaitApplied: n.awaitReconciled,
 	}
 	if a, ok := cfg.Advertised(config.ListenerController); ok && a.Host != "" {
 		qc.AdvertiseAddr = net.JoinHostPort(a.Host, strconv.Itoa(int(ctrlL.Addr().(*net.TCPAddr).Port)))
@@ -222,10 +240,11 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.reconcileLoop()
 	go n.tickLoop()
 	go n.alterer.run()
+	go n.logDirLoop()
 	closers = append(closers, func() { n.stopLoops(); n.closeLogs() })
 
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
@@ -251,7 +270,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		return nil, err
 	}
 
-	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log, Observer: n.metrics.m.Requests}
+	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log, Observer: n.metrics.m.Requests,
+		MaxConnections: int(cfg.MaxConnections), MaxConnectionsPerIP: int(cfg.MaxConnectionsPerIP),
+		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides, ConnectionsMaxIdle: cfg.ConnectionsMaxIdle}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
 		return nil, err
 	}
@@ -287,11 +308,12 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 	if err != nil {
 		return fmt.Errorf("node: register broker %d: %w", n.cfg.NodeID, err)
 	}
-	n.epoch = reply.(*quorum.RegisterBrokerReply).Epoch
+	epoch := reply.(*quorum.RegisterBrokerReply).Epoch
+	n.epoch.Store(epoch)
 	if n.gossip == nil {
 		// Without gossip the broker unfences itself once registered,
 		// having replayed the metadata log up to its registration.
-		if _, err := n.proposeRetrying(ctx, &quorum.UnfenceBroker{ID: n.cfg.NodeID, Epoch: n.epoch}); err != nil {
+		if _, err := n.proposeRetrying(ctx, &quorum.UnfenceBroker{ID: n.cfg.NodeID, Epoch: epoch}); err != nil {
 			return fmt.Errorf("node: unfence broker %d: %w", n.cfg.NodeID, err)
 		}
 		n.reconcile()
@@ -299,19 +321,19 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 	}
 	// With gossip, advertising the new epoch asks the active controller
 	// to unfence this broker; wait until the image says it did.
-	if err := n.gossip.SetBrokerEpoch(n.epoch); err != nil {
+	if err := n.gossip.SetBrokerEpoch(epoch); err != nil {
 		// The update stays queued for retransmission and travels in
 		// gossip's push-pull syncs too: a broadcast not confirmed within
 		// the session timeout (peers restarting after a power loss, this
 		// process paused) is no reason to exit. Wait for the unfence.
-		n.log.Warn("node: gossip broadcast of the broker epoch not confirmed yet; waiting for the controller to unfence", "epoch", n.epoch, "err", err)
+		n.log.Warn("node: gossip broadcast of the broker epoch not confirmed yet; waiting for the controller to unfence", "epoch", epoch, "err", err)
 	}
 	for {
 		changed := (*broker)(n).Appended() // closed by every reconciliation
 		var alive bool
 		n.ctrl.View(func(im *quorum.Image) {
 			b := im.Brokers[n.cfg.NodeID]
-			alive = b.Alive() && b.Epoch == n.epoch
+			alive = b.Alive() && b.Epoch == epoch
 		})
 		if alive {
 			n.reconcile()
@@ -320,7 +342,7 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("node: broker %d epoch %d was not unfenced by the active controller (is gossip reaching it?): %w", n.cfg.NodeID, n.epoch, ctx.Err())
+			return fmt.Errorf("node: broker %d epoch %d was not unfenced by the active controller (is gossip reaching it?): %w", n.cfg.NodeID, epoch, ctx.Err())
 		}
 	}
 }
@@ -387,8 +409,10 @@ func (n *Node) Close(ctx context.Context) error {
 	if err := n.ctrl.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("quorum: %w", err))
 	}
-	if len(errs) == 0 {
-		if err := writeMarker(filepath.Join(n.dir, cleanMarker)); err != nil {
+	if len(errs) == 0 && n.logDirOffline() == nil {
+		// After a failed log directory the restart is not clean: the
+		// logs recover from their checkpoints.
+		if err := writeMarker(filepath.Join(n.dir, CleanShutdownFile)); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -496,6 +520,9 @@ func (n *Node) maintain() {
 		case <-n.stop:
 			return
 		case now := <-t.C:
+			if n.logDirOffline() != nil {
+				continue // nothing more is written to a failed directory
+			}
 			if now.Sub(lastHWCkpt) >= hwCheckpointInterval {
 				lastHWCkpt = now
 				if err := n.writeHWCheckpoint(); err != nil {
@@ -511,18 +538,18 @@ func (n *Node) maintain() {
 				lastRecovery = now
 			}
 			for _, r := range n.snapshotReplicas() {
-				if err := r.log.MaybeFlush(now); err != nil {
+				if err := r.log.MaybeFlush(now); err != nil && !n.checkDiskError(err) {
 					n.log.Warn("node: flush failed", "topic", r.topic, "partition", r.partition, "err", err)
 				}
 				if recovery {
 					// Record the recovery point, so that recovery after a
 					// crash scans only what came after it.
-					if err := r.log.Checkpoint(); err != nil {
+					if err := r.log.Checkpoint(); err != nil && !n.checkDiskError(err) {
 						n.log.Warn("node: recovery-point checkpoint failed", "topic", r.topic, "partition", r.partition, "err", err)
 					}
 				}
 				if retention {
-					if _, err := r.log.EnforceRetention(now, r.highWatermark()); err != nil {
+					if _, err := r.log.EnforceRetention(now, r.highWatermark()); err != nil && !n.checkDiskError(err) {
 						n.log.Warn("node: retention failed", "topic", r.topic, "partition", r.partition, "err", err)
 					}
 				}
@@ -551,7 +578,17 @@ func replicaKey(topic string, partition int32) string {
 func (n *Node) reconcile() {
 	n.reconcileMu.Lock()
 	defer n.reconcileMu.Unlock()
-	im := n.ctrl.Image()
+	im, index := n.ctrl.ImageAt()
+	if n.logDirOffline() != nil {
+		// Its replicas are offline until the node restarts: nothing to
+		// open, but the metadata counts as applied here, so admin writes
+		// (publish.go) do not wait for this node until their deadline.
+		n.sigMu.Lock()
+		n.reconciled = max(n.reconciled, index)
+		n.sigMu.Unlock()
+		n.signal()
+		return
+	}
 	self := n.cfg.NodeID
 	want := map[string]bool{}
 	// The eligible brokers and their epochs (KIP-841/903), one map for
@@ -588,7 +625,16 @@ func (n *Node) reconcile() {
 				continue
 			}
 			if !ok {
-				if r, err = n.openReplica(t, int32(i), pc); err != nil {
+				r, err = n.openReplica(t, int32(i), pc)
+				n.mu.Lock()
+				if err != nil {
+					n.openErrs[key] = err
+				} else {
+					delete(n.openErrs, key)
+				}
+				n.mu.Unlock()
+				if err != nil {
+					n.checkDiskError(err)
 					n.log.Error("node: open log", "partition", key, "err", err)
 					continue
 				}
@@ -596,6 +642,13 @@ func (n *Node) reconcile() {
 			r.become(p, pc, brokers)
 		}
 	}
+	n.mu.Lock()
+	for key := range n.openErrs {
+		if !want[key] {
+			delete(n.openErrs, key)
+		}
+	}
+	n.mu.Unlock()
 	n.mu.RLock()
 	var drop []string
 	for key := range n.replicas {
@@ -610,6 +663,9 @@ func (n *Node) reconcile() {
 		n.mu.RUnlock()
 		n.dropReplica(key, r)
 	}
+	n.sigMu.Lock()
+	n.reconciled = max(n.reconciled, index)
+	n.sigMu.Unlock()
 	n.signal()
 }
 
@@ -629,6 +685,12 @@ func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config
 			"bytes_cut", rep.BytesCut, "damaged_segments", len(rep.Damaged), "recovery", fmt.Sprintf("%+v", rep))
 	} else {
 		n.log.Debug("node: opened log", "partition", key, "recovery", fmt.Sprintf("%+v", rep))
+	}
+	if pr := rep.Producers; pr.BadSnapshots > 0 || pr.Err != nil {
+		// The idempotent-producer state came from an older snapshot or a
+		// scan; after a scan error it lacks the producers past the damage.
+		n.log.Warn("node: producer state recovery", "partition", key, "snapshot", pr.Snapshot,
+			"bad_snapshots", pr.BadSnapshots, "batches_scanned", pr.BatchesScanned, "err", pr.Err)
 	}
 	r, err := newReplica(n, t, partition, l, pc, n.hwCkpt[key])
 	if err != nil {

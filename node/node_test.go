@@ -14,12 +14,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // testNode is a one-node cluster (controller and broker) on 127.0.0.1
-// with its data in a temporary directory, formatted with initcmd.
+// with its data in a temporary directory, formatted with meta.Format.
 type testNode struct {
 	*Node
 	dir   string
@@ -43,8 +43,8 @@ func listen(t testing.TB) net.Listener {
 func startNode(t testing.TB, dir string, extra ...string) *testNode {
 	t.Helper()
 	tn := &testNode{dir: dir, kl: listen(t), ctrlL: listen(t)}
-	if _, err := initcmd.ReadMeta(dir); err != nil {
-		_, err := initcmd.Format(dir, initcmd.Meta{
+	if _, err := meta.ReadMeta(dir); err != nil {
+		_, err := meta.Format(dir, meta.Meta{
 			ClusterID: quorum.NewUUID().String(), NodeID: 1,
 			InitialControllers: []quorum.Voter{{ID: 1, Addr: tn.ctrlL.Addr().String()}},
 		})
@@ -53,9 +53,9 @@ func startNode(t testing.TB, dir string, extra ...string) *testNode {
 		}
 	} else {
 		// A restart: the controller address is in meta.properties.
-		meta, _ := initcmd.ReadMeta(dir)
+		m, _ := meta.ReadMeta(dir)
 		tn.ctrlL.Close()
-		ln, err := net.Listen("tcp", meta.InitialControllers[0].Addr)
+		ln, err := net.Listen("tcp", m.InitialControllers[0].Addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestNodeStartsAndStops(t *testing.T) {
 // meta.properties, and the error says so.
 func TestOpenRefusesAnotherClustersDirectory(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := initcmd.Format(dir, initcmd.Meta{ClusterID: quorum.NewUUID().String(), NodeID: 1,
+	if _, err := meta.Format(dir, meta.Meta{ClusterID: quorum.NewUUID().String(), NodeID: 1,
 		InitialControllers: []quorum.Voter{{ID: 1, Addr: "127.0.0.1:1"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestOpenRefusesAnotherClustersDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(cfg, Options{}); !errors.Is(err, initcmd.ErrMismatch) {
+	if _, err := Open(cfg, Options{}); !errors.Is(err, meta.ErrMismatch) {
 		t.Fatalf("Open: %v, want ErrMismatch", err)
 	}
 }

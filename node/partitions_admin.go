@@ -13,8 +13,8 @@ var _ kafka.PartitionAdmin = (*broker)(nil)
 
 // CreatePartitions implements kafka.PartitionAdmin: it proposes the new
 // counts to the quorum (or, with validateOnly, only plans them against the
-// local image) and opens the local logs of new partitions before answering,
-// as CreateTopics does.
+// local image) and answers once every live broker has the new partitions
+// in effect, as CreateTopics does.
 func (b *broker) CreatePartitions(ctx context.Context, topics []kafka.NewPartitions, validateOnly bool) ([]kafka.PartitionsResult, error) {
 	n := b.node()
 	cmd := &quorum.CreatePartitions{}
@@ -22,6 +22,20 @@ func (b *broker) CreatePartitions(ctx context.Context, topics []kafka.NewPartiti
 		cmd.Topics = append(cmd.Topics, quorum.PartitionsSpec{Name: t.Topic, Count: t.Count, Assignments: t.Assignment})
 	}
 	out := make([]kafka.PartitionsResult, len(topics))
+	total := 0
+	n.ctrl.View(func(im *quorum.Image) {
+		for _, t := range topics {
+			if tp := im.Topics[t.Topic]; tp != nil && int(t.Count) > len(tp.Partitions) {
+				total += int(t.Count) - len(tp.Partitions)
+			}
+		}
+	})
+	if err := n.checkPartitionsPerRequest(total); err != nil {
+		for i := range out {
+			out[i] = kafka.PartitionsResult{Err: kerr.PolicyViolation, ErrMessage: err.Error()}
+		}
+		return out, nil
+	}
 	res, err := n.decideTopics(ctx, cmd, validateOnly)
 	if err != nil {
 		for i := range out {

@@ -33,14 +33,13 @@ type replica struct {
 	// without taking mu.
 	hw atomic.Int64
 
-	mu        sync.Mutex
-	part      *partition.Replica
-	cfg       partition.Config
-	brokers   map[int32]int64 // the BrokerEpochs last stepped
-	producers map[int64]*producerState
-	nextID    uint64
-	waiters   map[uint64]chan error            // produce requests by ReqID
-	answers   map[uint64]partition.FetchAnswer // follower fetch answers by ReqID
+	mu      sync.Mutex
+	part    *partition.Replica
+	cfg     partition.Config
+	brokers map[int32]int64 // the BrokerEpochs last stepped
+	nextID  uint64
+	waiters map[uint64]chan error            // produce requests by ReqID
+	answers map[uint64]partition.FetchAnswer // follower fetch answers by ReqID
 	// hwWaits are acks=all duplicates of batches not yet committed: they
 	// complete when the HW passes their last offset.
 	hwWaits   []hwWait
@@ -49,6 +48,8 @@ type replica struct {
 	flushWant int64         // the offset it must fsync below
 	lastErr   string
 	dead      bool // the log is closed or deleted: no more work
+	// fenced is the state machine's Fenced as process last logged it.
+	fenced bool
 }
 
 type hwWait struct {
@@ -73,34 +74,10 @@ func newReplica(n *Node, t *quorum.Topic, partitionID int32, log *segment.Log, c
 	}
 	r := &replica{
 		n: n, topic: t.Name, topicID: t.ID, partition: partitionID, log: log, part: pr, cfg: cfg,
-		producers: map[int64]*producerState{}, waiters: map[uint64]chan error{}, answers: map[uint64]partition.FetchAnswer{},
+		waiters: map[uint64]chan error{}, answers: map[uint64]partition.FetchAnswer{},
 	}
 	r.hw.Store(st.HW)
-	r.rebuildProducers()
 	return r, nil
-}
-
-// producerScanOffsets is how far back from the log end a replica looks, at
-// open, for the batches of idempotent producers (their last five each).
-const producerScanOffsets = 20000
-
-// rebuildProducers restores the idempotent-producer state from the tail of
-// the log, reading batch headers only, so that a producer's retry of a
-// batch written before a restart is still recognised as a duplicate. Only
-// the last producerScanOffsets offsets are read: a producer silent for
-// longer starts over, as after Kafka's producer.id.expiration.ms.
-func (r *replica) rebuildProducers() {
-	end := r.log.LogEndOffset()
-	err := r.log.ScanBatches(max(r.log.LogStartOffset(), end-producerScanOffsets), end, func(h segment.BatchHeader) error {
-		if h.ProducerID >= 0 {
-			r.recordBatch(batchHead{baseOffset: h.BaseOffset, lastOffsetDelta: h.LastOffsetDelta,
-				producerID: h.ProducerID, producerEpoch: h.ProducerEpoch, baseSequence: h.BaseSequence})
-		}
-		return nil
-	})
-	if err != nil {
-		r.n.log.Warn("node: rebuilding idempotent producer state", "topic", r.topic, "partition", r.partition, "err", err)
-	}
 }
 
 // become steps the partition's state from the metadata image, the
@@ -119,7 +96,9 @@ func (r *replica) become(p *quorum.Partition, cfg partition.Config, brokers map[
 			r.cfg = cfg
 		}
 	}
-	if !maps.Equal(brokers, r.brokers) {
+	if r.brokers == nil || !maps.Equal(brokers, r.brokers) {
+		// Even an empty map: the state machine trusts the broker epochs
+		// fetches carry until it has one.
 		_ = r.part.Step(partition.BrokerEpochs{Epochs: brokers})
 		r.brokers = brokers
 	}
@@ -182,6 +161,15 @@ func (r *replica) process() {
 	if len(r.hwWaits) > 0 {
 		r.completeHWWaits()
 	}
+	if f := r.part.Fenced(); f != r.fenced {
+		r.fenced = f
+		if f {
+			r.n.log.Error("node: partition leader fenced: the controller refused its ISR change as from a stale leader; it acknowledges nothing until the metadata catches up",
+				"topic", r.topic, "partition", r.partition, "leader_epoch", r.part.LeaderEpoch())
+		} else {
+			r.n.log.Info("node: partition no longer fenced", "topic", r.topic, "partition", r.partition, "leader_epoch", r.part.LeaderEpoch())
+		}
+	}
 	if signal {
 		r.n.signal()
 	}
@@ -205,8 +193,8 @@ func (r *replica) completeHWWaits() {
 	r.hwWaits = kept
 }
 
-// truncate applies a follower's truncation to the log and forgets the
-// producer batches it removed.
+// truncate applies a follower's truncation to the log (which rolls its
+// idempotent-producer state back with it).
 func (r *replica) truncate(t partition.Truncation) error {
 	var err error
 	if t.Fully {
@@ -226,12 +214,6 @@ func (r *replica) truncate(t partition.Truncation) error {
 			"topic", r.topic, "partition", r.partition, "hw", t.BelowHW, "to", t.Offset, "from", t.From)
 	} else {
 		r.n.log.Info("node: truncated diverging log tail", "topic", r.topic, "partition", r.partition, "to", t.Offset, "from", t.From)
-	}
-	end := r.log.LogEndOffset()
-	for id, st := range r.producers {
-		if t.Fully || !st.trimFrom(end) {
-			delete(r.producers, id)
-		}
 	}
 	return nil
 }
@@ -313,6 +295,14 @@ func (r *replica) status() partition.Status {
 	return r.part.Status()
 }
 
+// notServing says whether the replica leads (per its state machine) but
+// acknowledges nothing: fenced.
+func (r *replica) notServing() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.dead && r.part.Fenced()
+}
+
 // highWatermark is the published high watermark.
 func (r *replica) highWatermark() int64 { return r.hw.Load() }
 
@@ -325,6 +315,7 @@ func (r *replica) checkEpoch(current int32) error {
 
 // logErr logs a replica error once until a different one happens.
 func (r *replica) logErr(what string, err error) {
+	r.n.checkDiskError(err)
 	if s := what + err.Error(); s != r.lastErr {
 		r.lastErr = s
 		r.n.log.Error("node: replica "+what+" failed", "topic", r.topic, "partition", r.partition, "err", err)
@@ -338,10 +329,22 @@ func appendError(err error) error {
 		return kerr.CorruptMessage
 	case errors.Is(err, segment.ErrInvalidBatch):
 		return kerr.CorruptMessage
+	case errors.Is(err, segment.ErrInvalidRecord):
+		return kerr.InvalidRecord
+	case errors.Is(err, segment.ErrInvalidTimestamp):
+		return kerr.InvalidTimestamp
+	case errors.Is(err, segment.ErrUnsupportedCompression):
+		return kerr.UnsupportedCompressionType
+	case errors.Is(err, segment.ErrTransactionalBatch):
+		return kerr.TransactionalIDAuthorizationFailed
 	case errors.Is(err, segment.ErrBatchTooLarge):
 		return kerr.MessageTooLarge
 	case errors.Is(err, segment.ErrStaleEpoch):
 		return kerr.FencedLeaderEpoch
+	case errors.Is(err, segment.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber
+	case errors.Is(err, segment.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch
 	case errors.Is(err, segment.ErrClosed):
 		return kerr.NotLeaderForPartition
 	case errors.Is(err, segment.ErrLogFailed):

@@ -31,48 +31,27 @@ func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 		res.Err = err
 		return res
 	}
-	heads, ok := parseBatches(p.Records)
-	var st *producerState
-	var idem *batchHead
-	if ok && heads[0].producerID >= 0 {
-		if len(heads) > 1 {
-			// Clients send one batch per partition; refusing the rest
-			// keeps the duplicate check exact.
-			res.Err, res.ErrMessage = kerr.InvalidRecord, "an idempotent produce carries one batch per partition"
-			return res
-		}
-		idem = &heads[0]
-		st = r.producers[idem.producerID]
-		dup, isDup, err := st.check(*idem)
-		if err != nil {
-			res.Err = err
-			return res
-		}
-		if isDup {
-			// The original's offsets; with acks=all it answers once
-			// they are committed, as Kafka does.
-			res.BaseOffset, res.LogStartOffset = dup, r.log.LogStartOffset()
-			if last := dup + int64(idem.lastOffsetDelta); p.Acks == partition.AcksAll && r.hw.Load() <= last {
-				ch := make(chan error, 1)
-				r.hwWaits = append(r.hwWaits, hwWait{last: last, ch: ch})
-				res.Pending = ch
-			}
-			return res
-		}
-	}
+	// The log decides idempotent producers' batches (segment.Log.Append):
+	// a duplicate writes nothing and answers the original's offsets.
 	info, err := r.log.Append(p.Records, r.part.LeaderEpoch())
 	if err != nil {
+		r.n.checkDiskError(err)
 		res.Err, res.ErrMessage = appendError(err), err.Error()
 		return res
 	}
-	if idem != nil {
-		if st == nil {
-			st = &producerState{epoch: idem.producerEpoch}
-			r.producers[idem.producerID] = st
+	if info.Duplicate {
+		// With acks=all it answers once the original is committed, as
+		// Kafka does.
+		res.BaseOffset, res.LogStartOffset = info.FirstOffset, r.log.LogStartOffset()
+		if p.Acks == partition.AcksAll && r.hw.Load() <= info.LastOffset {
+			ch := make(chan error, 1)
+			r.hwWaits = append(r.hwWaits, hwWait{last: info.LastOffset, ch: ch})
+			res.Pending = ch
 		}
-		st.record(*idem, info.FirstOffset)
+		return res
 	}
 	res.BaseOffset, res.LogStartOffset = info.FirstOffset, r.log.LogStartOffset()
+	res.Records = info.Records
 	r.nextID++
 	id := r.nextID
 	var ch chan error
@@ -153,8 +132,10 @@ func (r *replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, 
 }
 
 // replicaFetch serves a follower's Fetch: the state machine decides (epoch
-// fencing, divergence, what the follower acknowledges, ISR expansion), the
-// log is read outside the lock up to its end.
+// fencing, whether the fetch may count — an assigned replica fetching with
+// its registered broker epoch, so a Fetch below v15 (epoch -1) never does
+// —, divergence, what the follower acknowledges, ISR expansion), the log
+// is read outside the lock up to its end.
 func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
 	r.mu.Lock()
@@ -166,7 +147,7 @@ func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 	r.nextID++
 	id := r.nextID
 	_ = r.part.Step(partition.FollowerFetch{
-		ReqID: id, Replica: p.ReplicaID, BrokerEpoch: partition.AnyBrokerEpoch, FetchOffset: p.Offset,
+		ReqID: id, Replica: p.ReplicaID, BrokerEpoch: p.BrokerEpoch, FetchOffset: p.Offset,
 		LastFetchedEpoch: p.LastFetchedEpoch, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
 	})
 	r.process()
@@ -223,8 +204,6 @@ func (r *replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopi
 			if _, err := r.log.AppendReplicated(rp.RecordBatches); err != nil {
 				r.logErr("replicated append", err)
 				m.Err = kerr.KafkaStorageError
-			} else {
-				r.recordReplicated(rp.RecordBatches)
 			}
 		}
 	}
@@ -234,31 +213,6 @@ func (r *replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopi
 	}
 	r.process()
 	return nil // the deferred check fills in the flush in progress
-}
-
-// recordReplicated keeps the idempotent-producer state on a follower from
-// the batches it replicates, so that it can take over as leader and still
-// recognise retries (Kafka's followers do the same).
-func (r *replica) recordReplicated(records []byte) {
-	heads, ok := parseBatches(records)
-	if !ok {
-		return
-	}
-	for _, h := range heads {
-		if h.producerID >= 0 {
-			r.recordBatch(h)
-		}
-	}
-}
-
-// recordBatch remembers an idempotent producer's batch found in the log.
-func (r *replica) recordBatch(h batchHead) {
-	st := r.producers[h.producerID]
-	if st == nil {
-		st = &producerState{epoch: h.producerEpoch}
-		r.producers[h.producerID] = st
-	}
-	st.record(h, h.baseOffset)
 }
 
 // listOffset answers ListOffsets; see kafka.Logs.ListOffset.

@@ -3,10 +3,12 @@ package node
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // replNode is one node of a replicated test cluster: its logs live on a
@@ -32,6 +34,14 @@ type replNode struct {
 	gossip   string
 	fs       *vfs.MemFS
 	extra    []string
+	// proxy, when set before start, is the Kafka address the node
+	// advertises (so its followers fetch through it).
+	proxy *pauseProxy
+	// full, when set, makes the node's log writes fail with ENOSPC
+	// (logdir_test.go); nil for on-disk nodes.
+	full *atomic.Bool
+	// errors keeps the node's ERROR log lines (logdir_test.go).
+	errors errorLines
 }
 
 // replCluster is n controller+broker nodes with gossip liveness on
@@ -77,12 +87,21 @@ func startReplCluster(t testing.TB, n int, extra ...string) *replCluster {
 // when disk is set (benchmarks), else on crashable in-memory filesystems.
 func startReplClusterOn(t testing.TB, n int, disk bool, extra ...string) *replCluster {
 	t.Helper()
+	c := newReplCluster(t, n, disk, extra...)
+	c.start()
+	return c
+}
+
+// newReplCluster formats the nodes of a cluster for start; the test may
+// set up each replNode (a proxy) in between.
+func newReplCluster(t testing.TB, n int, disk bool, extra ...string) *replCluster {
+	t.Helper()
 	c := &replCluster{t: t}
 	var voters []quorum.Voter
 	for i := range n {
 		rn := &replNode{id: int32(i + 1), dir: t.TempDir(), ctrlAddr: freeAddr(t), gossip: freeAddr(t), extra: extra}
 		if !disk {
-			rn.fs = vfs.NewCrashableMem()
+			rn.fs, rn.full = vfs.NewCrashableMem(), new(atomic.Bool)
 		}
 		voters = append(voters, quorum.Voter{ID: rn.id, Addr: rn.ctrlAddr})
 		c.seeds = append(c.seeds, rn.gossip)
@@ -90,10 +109,17 @@ func startReplClusterOn(t testing.TB, n int, disk bool, extra ...string) *replCl
 	}
 	clusterID := quorum.NewUUID().String()
 	for _, rn := range c.nodes {
-		if _, err := initcmd.Format(rn.dir, initcmd.Meta{ClusterID: clusterID, NodeID: rn.id, InitialControllers: voters}); err != nil {
+		if _, err := meta.Format(rn.dir, meta.Meta{ClusterID: clusterID, NodeID: rn.id, InitialControllers: voters}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return c
+}
+
+// start opens every node of c at once and closes them at the test's end.
+func (c *replCluster) start() {
+	t, n := c.t, len(c.nodes)
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i, rn := range c.nodes {
@@ -118,7 +144,6 @@ func startReplClusterOn(t testing.TB, n int, disk bool, extra ...string) *replCl
 			}
 		}
 	})
-	return c
 }
 
 // open starts rn on its directory and filesystem.
@@ -133,11 +158,16 @@ func (c *replCluster) open(rn *replNode) error {
 	if err != nil {
 		return err
 	}
+	advertised := kl.Addr().String()
+	if rn.proxy != nil {
+		rn.proxy.to(advertised)
+		advertised = rn.proxy.addr()
+	}
 	fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
 	config.Flags(fs)
 	args := []string{fmt.Sprintf("--node.id=%d", rn.id), "--log.dirs=" + rn.dir,
 		"--listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://" + rn.ctrlAddr + ",GOSSIP://" + rn.gossip,
-		"--advertised.listeners=PLAINTEXT://" + kl.Addr().String(),
+		"--advertised.listeners=PLAINTEXT://" + advertised,
 		"--gossip.seeds=" + strings.Join(seeds, ","),
 		"--broker.session.timeout.ms=2000", "--replica.lag.time.max.ms=3000"}
 	for _, e := range rn.extra {
@@ -152,9 +182,9 @@ func (c *replCluster) open(rn *replNode) error {
 		kl.Close()
 		return err
 	}
-	opts := Options{KafkaListener: kl, RegisterTimeout: 45 * time.Second}
+	opts := Options{KafkaListener: kl, RegisterTimeout: 45 * time.Second, Logger: slog.New(&rn.errors)}
 	if rn.fs != nil {
-		opts.FS = rn.fs
+		opts.FS = diskFullFS(rn.fs, rn.full)
 	}
 	nd, err := Open(cfg, opts)
 	if err != nil {
@@ -364,10 +394,12 @@ func (c *replCluster) checkAllAcked(ctx context.Context, topic string, partition
 }
 
 // TestReplicationSurvivesLeaderKill: RF=3, min.insync.replicas=2, kgo's
-// idempotent acks=all producer; the leader of partition 0 is killed (no
-// clean shutdown) mid-stream and restarted. Every acknowledged record is
-// read back exactly once, in order, and the restarted broker rejoins the
-// ISR after catching up.
+// idempotent acks=all producer streaming records (one a millisecond, round
+// robin over three partitions); the leader of partition 0 is killed (no
+// clean shutdown) while produces to it are in flight, the stream goes on
+// through the failover, and the node is restarted. Every record is
+// acknowledged, every acknowledged record is read back exactly once, in
+// order, and the restarted broker rejoins the ISR after catching up.
 func TestReplicationSurvivesLeaderKill(t *testing.T) {
 	c := startReplCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -381,11 +413,32 @@ func TestReplicationSurvivesLeaderKill(t *testing.T) {
 
 	prod := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
 	acks := &ackLog{acked: map[string]int64{}, order: map[int32][]string{}}
-	const total = 3000
 	var failed sync.Map
-	produce := func(from, to int) {
-		for i := from; i < to; i++ {
-			prod.Produce(ctx, &kgo.Record{Partition: int32(i % parts), Value: fmt.Appendf(nil, "v%05d", i)}, func(r *kgo.Record, err error) {
+	// Sent and answered records of partition 0: in flight is their
+	// difference.
+	var sent0, done0, total atomic.Int64
+	stop := make(chan struct{})
+	var stream sync.WaitGroup
+	stream.Go(func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			p := int32(i % parts)
+			if p == 0 {
+				sent0.Add(1)
+			}
+			total.Add(1)
+			prod.Produce(ctx, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "v%06d", i)}, func(r *kgo.Record, err error) {
+				if r.Partition == 0 {
+					done0.Add(1)
+				}
 				if err != nil {
 					failed.Store(string(r.Value), err)
 					return
@@ -393,18 +446,44 @@ func TestReplicationSurvivesLeaderKill(t *testing.T) {
 				acks.add(r)
 			})
 		}
+	})
+	stopStream := sync.OnceFunc(func() { close(stop); stream.Wait() })
+	defer stopStream()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		tick := time.NewTicker(200 * time.Microsecond)
+		defer tick.Stop()
+		for !cond() {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("waiting for %s: %v", what, ctx.Err())
+			case <-tick.C:
+			}
+		}
 	}
-	produce(0, total/2)
-	if err := prod.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	waitFor("500 acknowledged records", func() bool { return acks.count() >= 500 })
 	victim := c.leaderOf(topic, 0)
 	if victim == nil {
 		t.Fatal("partition 0 has no leader")
 	}
-	t.Logf("killing node %d, leader of partition 0, after %d acknowledged records", victim.id, acks.count())
+	waitFor("produces to partition 0 in flight", func() bool { return sent0.Load() > done0.Load() })
+	inFlight := sent0.Load() - done0.Load()
 	c.kill(victim)
-	produce(total/2, total)
+	before := acks.count()
+	t.Logf("killed node %d, leader of partition 0, with %d produces to it in flight, after %d acknowledged records", victim.id, inFlight, before)
+	if inFlight <= 0 {
+		t.Fatalf("%d produces in flight at the kill", inFlight)
+	}
+	// The stream goes on through the failover until partition 0 took
+	// writes again from its new leader.
+	acked0 := func() int {
+		acks.mu.Lock()
+		defer acks.mu.Unlock()
+		return len(acks.order[0])
+	}
+	n0 := acked0()
+	waitFor("partition 0 acknowledging again after the failover", func() bool { return acked0() >= n0+300 })
+	stopStream()
 	if err := prod.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -412,8 +491,8 @@ func TestReplicationSurvivesLeaderKill(t *testing.T) {
 		t.Errorf("record %s failed: %v", k, v)
 		return true
 	})
-	if acks.count() != total {
-		t.Fatalf("%d of %d records acknowledged", acks.count(), total)
+	if acks.count() != int(total.Load()) {
+		t.Fatalf("%d of %d records acknowledged", acks.count(), total.Load())
 	}
 	c.restart(victim)
 	c.waitImage(ctx, "the restarted broker back in every ISR", func(im *quorum.Image) bool {

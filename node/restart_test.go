@@ -30,7 +30,7 @@ func TestRestartKeepsData(t *testing.T) {
 	prod.Close()
 	epoch := tn.replica("auto", 0).epoch()
 	tn.close(t)
-	if _, err := os.Stat(filepath.Join(dir, cleanMarker)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, CleanShutdownFile)); err != nil {
 		t.Fatalf("clean-shutdown marker: %v", err)
 	}
 
@@ -40,7 +40,7 @@ func TestRestartKeepsData(t *testing.T) {
 	if !clean {
 		t.Fatal("restart after a clean stop registered as unclean")
 	}
-	if _, err := os.Stat(filepath.Join(dir, cleanMarker)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, CleanShutdownFile)); !os.IsNotExist(err) {
 		t.Fatalf("clean-shutdown marker still there while running: %v", err)
 	}
 	r := tn2.replica("auto", 0)

@@ -105,8 +105,6 @@ func (s *scrubber) scrubLog(r *replica, due time.Time, limit int) bool {
 	return true
 }
 
-var errStopped = errors.New("node: stopping")
-
 // wait is the throttle: it returns once n more bytes may be read at the
 // configured rate, or errStopped.
 func (s *scrubber) wait(n int) error {

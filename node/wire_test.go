@@ -39,7 +39,12 @@ func fetchRaw(ctx context.Context, t testing.TB, cl *kgo.Client, topic string, p
 	req := kmsg.NewPtrFetchRequest()
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = maxWait, minBytes, 1<<20
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
+	// Fetch v13+ (what kgo picks) names the topic by ID.
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil || td.Error() != nil {
+		t.Fatalf("topic id of %s: %v %v", topic, err, td.Error())
+	}
+	rt.Topic, rt.TopicID = topic, td[topic].ID
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = partition, offset, epoch, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)

@@ -41,8 +41,8 @@
 // Ready before the next Step, Tick or Ready, after the node did everything
 // in rd (a truncation must be applied to the log before Advance: the next
 // fetch's lastFetchedEpoch is read from the truncated log). Queries
-// (CheckProduce, CheckLeaderEpoch, EndOffsetForEpoch, ExpectsFetch, HW,
-// LeaderEpoch, Now, Status) never change it. The Log interface (implemented
+// (CheckProduce, CheckLeaderEpoch, EndOffsetForEpoch, ExpectsFetch, Fenced,
+// HW, LeaderEpoch, Now, Status) never change it. The Log interface (implemented
 // by *segment.Log) is only read: its leader-epoch cache, and its log end
 // after a truncation (segment cuts at a batch start, possibly below the
 // offset asked for).
@@ -65,11 +65,16 @@
 //     REQUEST_TIMED_OUT at their deadline tick, and NOT_LEADER_OR_FOLLOWER when
 //     the replica is deposed (BecomeFollower) or fenced.
 //   - Fetch answers, in order: a stale CurrentLeaderEpoch gets
-//     FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH — and fences this
-//     leader, which then acknowledges nothing more until the metadata
-//     catches up; a non-leader or a broker that is not an assigned replica
-//     gets NOT_LEADER_OR_FOLLOWER; a broker epoch older than one already seen
-//     from that replica gets STALE_BROKER_EPOCH; then, if LastFetchedEpoch is
+//     FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH and nothing
+//     else (as in Kafka, leadership changes only with the metadata: a fetch
+//     is no proof that a newer epoch exists, anyone can send one); a
+//     non-leader, a broker that is not an assigned replica, and — once
+//     BrokerEpochs came — a fetch whose broker epoch is not the registered
+//     epoch of an eligible broker (KIP-903: fenced, shutting down, an older
+//     or newer incarnation, or no epoch at all) get NOT_LEADER_OR_FOLLOWER,
+//     Kafka's answer to a stale broker epoch, and acknowledge nothing;
+//     before the first BrokerEpochs only an epoch older than the one the
+//     replica last fetched with is refused; then, if LastFetchedEpoch is
 //     set, the leader answers OffsetForLeaderEpoch from its epoch cache and
 //     returns a diverging epoch (no records) when the follower's epoch ends
 //     earlier here or is unknown here (KIP-320/595); a fetch offset past the

@@ -163,7 +163,11 @@ func (r *Replica) answerFetch(m FollowerFetch) FetchAnswer {
 		case m.CurrentLeaderEpoch < r.leaderEpoch:
 			return FetchAnswer{Err: kerr.FencedLeaderEpoch}
 		case m.CurrentLeaderEpoch > r.leaderEpoch:
-			r.fence()
+			// The fetcher knows metadata this replica has not applied
+			// yet, or claims to: either way only the metadata changes
+			// leadership (Kafka answers the same and does nothing else).
+			// Fencing here let any one packet take the partition
+			// offline until a restart.
 			return FetchAnswer{Err: kerr.UnknownLeaderEpoch}
 		}
 	}
@@ -171,12 +175,11 @@ func (r *Replica) answerFetch(m FollowerFetch) FetchAnswer {
 		return FetchAnswer{Err: kerr.NotLeaderForPartition}
 	}
 	f := r.followers[m.Replica]
-	if f == nil {
-		// Not an assigned replica (or ourselves): refused as Kafka does.
+	if f == nil || !r.brokerEpochValid(m.Replica, m.BrokerEpoch, f) {
+		// Not an assigned replica (or ourselves), or not the current
+		// incarnation of an eligible broker: refused as Kafka refuses a
+		// stale broker epoch, and nothing is acknowledged.
 		return FetchAnswer{Err: kerr.NotLeaderForPartition}
-	}
-	if m.BrokerEpoch >= 0 && (m.BrokerEpoch < f.brokerEpoch || m.BrokerEpoch < r.brokers[m.Replica]) {
-		return FetchAnswer{Err: kerr.StaleBrokerEpoch}
 	}
 	if m.LastFetchedEpoch != UndefinedEpoch {
 		e, end := r.EndOffsetForEpoch(m.LastFetchedEpoch)
@@ -203,6 +206,22 @@ func (r *Replica) answerFetch(m FollowerFetch) FetchAnswer {
 	r.maybeExpandISR(m.Replica, f)
 	r.advanceHW()
 	return FetchAnswer{HW: r.hw, ReadFrom: m.FetchOffset}
+}
+
+// brokerEpochValid says whether a replica fetch from id with broker epoch
+// e may count. Once BrokerEpochs came, e must be the registered epoch of an
+// eligible broker (registered, unfenced, not shutting down; KIP-903), so a
+// fenced broker, an older incarnation and a fetch without an epoch
+// (AnyBrokerEpoch) acknowledge nothing. Kafka lets fenced brokers fetch
+// and refuses only older epochs; a refused follower here fetches again
+// once the metadata lists it. Before BrokerEpochs (tests), only an epoch
+// older than the one the follower last fetched with is refused.
+func (r *Replica) brokerEpochValid(id int32, e int64, f *follower) bool {
+	if r.brokers != nil {
+		want, ok := r.brokers[id]
+		return ok && e == want
+	}
+	return e < 0 || e >= f.brokerEpoch
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101/279) for this

@@ -131,10 +131,11 @@ type AlterPartitionResult struct {
 
 // BrokerEpochs is the metadata's list of eligible brokers — registered,
 // unfenced, not shutting down — with their broker epochs (KIP-841/903). The
-// leader proposes only eligible followers fetching with their current
-// broker epoch for the ISR, and refuses fetches from older incarnations.
-// Until the first BrokerEpochs it trusts the epochs fetches carry. The map
-// is read, never changed, and must not change after Step: pass a new one.
+// leader counts a replica fetch only from a listed broker fetching with
+// its listed epoch, and proposes only such followers for the ISR. Until
+// the first BrokerEpochs it trusts the epochs fetches carry (refusing only
+// older ones); the node steps one before anything else. The map is read,
+// never changed, and must not change after Step: pass a new one.
 type BrokerEpochs struct{ Epochs map[int32]int64 }
 
 func (BrokerEpochs) isMsg()         {}
@@ -263,8 +264,9 @@ type Status struct {
 	PendingISR     []int32
 	LEO, HW        int64
 	Flushed        int64
-	// Fenced: a leader that learned a newer leader epoch exists; it
-	// acknowledges nothing more.
+	// Fenced: a leader whose AlterPartition the controller refused as
+	// from a stale leader (a newer leader epoch exists); it acknowledges
+	// nothing more until the metadata catches up.
 	Fenced bool
 	// Followers (leader only), by id: for metrics such as under-replicated
 	// partitions and replica lag.

@@ -168,6 +168,11 @@ func (r *Replica) CheckLeaderEpoch(current int32) error {
 	return nil
 }
 
+// Fenced says whether this leader was told by the controller that a newer
+// leader epoch exists: it acknowledges nothing until the metadata makes it
+// leader again at a newer epoch or a follower.
+func (r *Replica) Fenced() bool { return r.role == Leader && r.fenced }
+
 // HW is the high watermark: consumers read only below it.
 func (r *Replica) HW() int64 { return r.hw }
 

@@ -52,6 +52,10 @@ func TestPartitionChangeBuild(t *testing.T) {
 			alive(1, 2), nil, ElectUnclean, "leader=1 isr=[1] leader-epoch=3 partition-epoch=4 UNCLEAN(lost-isr=[1])", false},
 		{"stale flag is not set when others stay", cur, alive(2, 3), []int32{2, 3}, ElectClean,
 			"leader=2 isr=[2 3] leader-epoch=6 partition-epoch=10", true},
+		{"a leader whose log dir went offline is not acceptable: leadership moves in the ISR", cur, alive(2, 3), []int32{2, 3}, ElectClean,
+			"leader=2 isr=[2 3] leader-epoch=6 partition-epoch=10", false},
+		{"a last ISR member with its log dir offline keeps the ISR, no leader", Partition{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 2, PartitionEpoch: 3},
+			alive(2), []int32{}, ElectClean, "leader=-1 isr=[1] leader-epoch=3 partition-epoch=4", false},
 		{"offline partition comes back", Partition{Replicas: []int32{1, 2}, ISR: []int32{2}, Leader: NoLeader, LeaderEpoch: 2, PartitionEpoch: 3},
 			alive(1, 2), nil, ElectClean, "leader=2 isr=[2] leader-epoch=3 partition-epoch=4", false},
 	}

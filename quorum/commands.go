@@ -260,6 +260,8 @@ func newCommand(t CommandType) Command {
 		return &AllocateProducerIDs{}
 	case CmdCreatePartitions:
 		return &CreatePartitions{}
+	case CmdLogDirOffline:
+		return &LogDirOffline{}
 	}
 	return nil
 }

@@ -66,6 +66,10 @@ type Config struct {
 	TrailingLogs      uint64
 	// ApplyTimeout bounds one Raft apply and one forwarded request (10s).
 	ApplyTimeout time.Duration
+	// AwaitApplied, if set, waits until the entry at index is in effect on
+	// this node (the node: applied and reconciled) or ctx ends; it answers
+	// AwaitBrokers (publish.go). nil waits until the image holds index.
+	AwaitApplied func(ctx context.Context, index uint64) error
 }
 
 // Controller is one node's member of the metadata quorum: a voter (an
@@ -104,6 +108,9 @@ type Controller struct {
 	caught caughtUp
 
 	commits commitStats // RaftStats
+
+	// nudges asks nudgeLoop for a Barrier (publish.go); capacity 1.
+	nudges chan struct{}
 }
 
 // Open starts a controller: opens (or creates) Dir, starts Raft on the
@@ -141,7 +148,7 @@ func Open(cfg Config) (*Controller, error) {
 		}
 		adv = a
 	}
-	c := &Controller{cfg: cfg, log: logger, fsm: NewFSM(cfg.OnApply), conns: map[net.Conn]struct{}{}}
+	c := &Controller{cfg: cfg, log: logger, fsm: NewFSM(cfg.OnApply), conns: map[net.Conn]struct{}{}, nudges: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.raftReady = make(chan struct{})
 	c.mux = newMuxListener(ln, adv, c.serveForward, hello{ClusterID: cfg.ClusterID, NodeID: cfg.NodeID}, newRefusals(cfg.PeerLog))
@@ -213,8 +220,9 @@ func Open(cfg Config) (*Controller, error) {
 		return fail(fmt.Errorf("quorum: raft: %w", err))
 	}
 	close(c.raftReady)
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.leaderLoop(notify)
+	go c.nudgeLoop()
 	return c, nil
 }
 
@@ -232,7 +240,7 @@ func (c *Controller) leaderLoop(notify <-chan bool) {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ApplyTimeout)
-			if _, err := c.proposeLocal(ctx, &SetClusterID{ClusterID: c.cfg.ClusterID}); err != nil {
+			if _, _, err := c.proposeLocal(ctx, &SetClusterID{ClusterID: c.cfg.ClusterID}, false); err != nil {
 				c.log.Error("quorum: cannot record the cluster id", "cluster-id", c.cfg.ClusterID, "error", err)
 			}
 			cancel()
@@ -266,6 +274,9 @@ func (c *Controller) View(fn func(*Image)) { c.fsm.View(fn) }
 // Image returns a deep copy of the local image.
 func (c *Controller) Image() *Image { return c.fsm.Image() }
 
+// ImageAt returns a deep copy of the local image and the Raft index it holds.
+func (c *Controller) ImageAt() (*Image, uint64) { return c.fsm.ImageAt() }
+
 // AppliedIndex returns the Raft index of the last entry applied locally.
 func (c *Controller) AppliedIndex() uint64 { return c.fsm.AppliedIndex() }
 
@@ -280,26 +291,33 @@ func (c *Controller) Snapshot() error { return c.wait(c.ctx, c.raft.Snapshot()) 
 // A command whose outcome is unknown returns an error wrapping
 // ErrOutcomeUnknown and is not retried here.
 func (c *Controller) Propose(ctx context.Context, cmd Command) (any, error) {
+	reply, _, err := c.propose(ctx, cmd, false)
+	return reply, err
+}
+
+// propose is Propose, also returning the index (see Publish); with nudge
+// the active controller nudges the followers after the commit.
+func (c *Controller) propose(ctx context.Context, cmd Command, nudge bool) (any, uint64, error) {
 	for {
 		if c.ctx.Err() != nil {
-			return nil, ErrClosed
+			return nil, 0, ErrClosed
 		}
 		if c.IsLeader() {
-			reply, err := c.proposeLocal(ctx, cmd)
+			reply, index, err := c.proposeLocal(ctx, cmd, nudge)
 			if !errors.Is(err, kerr.NotController) {
-				return reply, err
+				return reply, index, err
 			}
 		} else if _, addr := c.Leader(); addr != "" && addr != c.Addr() {
-			reply, err := c.forwardCommand(ctx, addr, cmd)
+			reply, index, err := c.forwardCommand(ctx, addr, cmd, nudge)
 			if err == nil {
-				return reply, nil
+				return reply, index, nil
 			}
 			if !retriableRemote(err) {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		if err := c.pause(ctx); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 }
@@ -331,30 +349,40 @@ func (c *Controller) pause(ctx context.Context) error {
 // calls, so the committed image goes through the same states as spec. When
 // an entry fails, spec is dropped and rebuilt, after a Barrier, from the
 // committed image.
-func (c *Controller) proposeLocal(ctx context.Context, cmd Command) (any, error) {
+//
+// The index returned is the entry's, or, for a command that needed no
+// records, the index the local image holds. With nudge, a committed entry
+// nudges the followers (publish.go).
+func (c *Controller) proposeLocal(ctx context.Context, cmd Command, nudge bool) (any, uint64, error) {
 	timeout := c.cfg.ApplyTimeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}
 	start := time.Now()
 	reply, f, err := c.appendCommand(cmd, timeout)
-	if err != nil || f == nil {
-		return reply, err
+	if err != nil {
+		return reply, 0, err
+	}
+	if f == nil {
+		return reply, c.fsm.AppliedIndex(), nil
 	}
 	if err := c.wait(ctx, f); err != nil {
 		c.dropSpec()
 		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
-			return nil, outcomeUnknown(err)
+			return nil, 0, outcomeUnknown(err)
 		}
-		return nil, c.raftError(err, true)
+		return nil, 0, c.raftError(err, true)
 	}
 	if rerr, ok := f.Response().(error); ok && rerr != nil {
 		// Planned against a stale image: some records may have applied.
 		c.dropSpec()
-		return nil, outcomeUnknown(rerr)
+		return nil, 0, outcomeUnknown(rerr)
 	}
 	c.commits.observe(time.Since(start))
-	return reply, nil
+	if nudge {
+		c.nudge()
+	}
+	return reply, f.Index(), nil
 }
 
 // appendCommand plans cmd and appends its entry; f is nil when there is

@@ -92,6 +92,9 @@ func (h *harness) command(t *testing.T, d *datadriven.TestData) Command {
 		return &UnfenceBroker{ID: id, Epoch: epoch}
 	case "shutdown":
 		return &ControlledShutdown{ID: id, Epoch: epoch}
+	case "log-dir-offline":
+		dir, _ := arg(d, "dir")
+		return &LogDirOffline{ID: id, Epoch: epoch, Dir: dir}
 	case "create-topic":
 		spec := TopicSpec{Name: topic, Partitions: int32(argInt(t, d, "partitions", 1)),
 			ReplicationFactor: int16(argInt(t, d, "rf", 1))}

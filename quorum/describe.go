@@ -26,6 +26,9 @@ func (im *Image) Describe(topic string) string {
 			if br.ShuttingDown {
 				b.WriteString(" shutting-down")
 			}
+			for _, d := range br.OfflineLogDirs {
+				fmt.Fprintf(&b, " log-dir-offline=%s", d)
+			}
 			b.WriteString("\n")
 		}
 		if im.NextProducerID > 0 {

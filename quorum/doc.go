@@ -35,7 +35,8 @@
 // broker_shutdown, create_topic, remove_topic, topic_config,
 // partition_change (complete new leader/ISR/epochs, and the lost ISR of an
 // unclean election), producer_ids, add_partitions (CreatePartitions: new
-// partitions appended from the current count).
+// partitions appended from the current count), log_dir_offline (a broker's
+// log directory failed: logdir.go).
 //
 // # Election and ISR rules
 //
@@ -59,6 +60,13 @@
 // with sluice.durability=sync are the exception: every acknowledged record
 // was fsynced, so the unclean shutdown lost nothing acknowledged and the
 // member stays electable.
+//
+// A broker whose log directory fails reports it (LogDirOffline, with its
+// broker epoch, as Kafka's brokers do in their heartbeat): the broker stays
+// registered and unfenced but is no longer Alive, so it leaves every ISR
+// (as the last member it stays, without leading), its leaderships move to
+// in-sync replicas, and it is neither elected nor admitted to an ISR until
+// it registers again after a restart, which clears the offline directory.
 //
 // # Controller, forwarding, non-voters
 //
@@ -86,6 +94,23 @@
 // Retries happen only when the command surely did not apply; otherwise the
 // caller gets ErrOutcomeUnknown.
 //
+// # Publishing: changes in effect when answered
+//
+// A hashicorp/raft follower learns that an entry committed only from the
+// leader's next AppendEntries (the next entry, or one every CommitTimeout,
+// 50-100 ms, when idle), so a change answered on commit was not yet
+// visible on the other brokers. Publish (publish.go) proposes a command
+// and has the active controller append a Barrier once it commits
+// (coalesced, one in flight): its AppendEntries carry the new commit index
+// to every follower at once. AwaitBrokers then asks this node and every
+// live broker of the image (op "await_applied" of the forwarding
+// protocol) to answer once the index is in effect there
+// (Config.AwaitApplied: the node's "applied and reconciled"; by default
+// applied to the image), until the caller's deadline; it names the
+// brokers that did not confirm (ErrNotPublished). The node publishes the
+// admin writes (CreateTopics, CreatePartitions, DeleteTopics,
+// IncrementalAlterConfigs); other commands only Propose.
+//
 // # Liveness
 //
 // Gossip runs memberlist on every node; a broker advertises the epoch of its
@@ -109,7 +134,9 @@
 // Goroutines of a Controller: raft's own; the mux accept loop and one short
 // goroutine per accepted connection (routing); one per forwarding
 // connection (serveForward, which calls proposeLocal like a local caller);
-// leaderLoop (writes the cluster id when this node becomes leader); and one
+// leaderLoop (writes the cluster id when this node becomes leader);
+// nudgeLoop (the Barriers of Publish); one per broker awaited by
+// AwaitBrokers while it waits; and one
 // per wait on a raft future (wait), because raft does not answer futures
 // left in its buffered apply channel at shutdown: every wait also watches
 // the caller's context and Close. Gossip adds memberlist's goroutines and

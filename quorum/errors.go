@@ -31,4 +31,8 @@ var (
 	// ErrWrongCluster marks a controller-port connection from a node of
 	// another cluster (its hello names another cluster id).
 	ErrWrongCluster = errors.New("quorum: peer of another cluster")
+	// ErrNotPublished is returned by AwaitBrokers when a live broker did
+	// not confirm, before the deadline, that a change is in effect there.
+	// The change itself is committed.
+	ErrNotPublished = errors.New("quorum: change not yet in effect on every live broker")
 )

@@ -25,7 +25,11 @@ import (
 //	          {"op":"add_nonvoter","id":4,"addr":"host:port"}
 //	          {"op":"status"}  (any member: its own log; status.go)
 //	          {"op":"describe_quorum"}  (the leader: QuorumStatus)
-//	response: {"code":0,"message":"","outcome_unknown":false,"reply":{...}}
+//	          {"op":"await_applied","index":42}  (any member: publish.go)
+//	response: {"code":0,"message":"","outcome_unknown":false,"reply":{...},"index":42}
+//
+// A propose may carry "nudge":true (Publish); its response carries the
+// index the command applied at.
 //
 // code is a Kafka error code (kerr). A node that is not the active
 // controller answers NOT_CONTROLLER, and the client looks the leader up again
@@ -45,6 +49,10 @@ type forwardRequest struct {
 	ID        int32           `json:"id,omitempty"`
 	Addr      string          `json:"addr,omitempty"`
 	TimeoutMS int64           `json:"timeout_ms,omitempty"`
+	// Nudge (propose): nudge the followers after the commit (publish.go).
+	Nudge bool `json:"nudge,omitempty"`
+	// Index (await_applied): the log index to wait for.
+	Index uint64 `json:"index,omitempty"`
 }
 
 type forwardResponse struct {
@@ -53,6 +61,8 @@ type forwardResponse struct {
 	Leader  string          `json:"leader,omitempty"` // with NOT_CONTROLLER: the leader as known here
 	Message string          `json:"message,omitempty"`
 	Reply   json.RawMessage `json:"reply,omitempty"`
+	// Index (propose): the log index the command applied at (Publish).
+	Index uint64 `json:"index,omitempty"`
 }
 
 const (
@@ -131,13 +141,15 @@ func (c *Controller) serveForward(conn net.Conn) {
 			err = kerrf(kerr.InvalidRequest, "%s: %v", req.Type, err)
 			break
 		}
-		reply, err = c.proposeLocal(ctx, cmd)
+		reply, resp.Index, err = c.proposeLocal(ctx, cmd, req.Nudge)
 	case opAddNonvoter, opAddVoter, opRemove:
 		err = c.changeMembershipLocal(req.Op, req.ID, req.Addr)
 	case opStatus:
 		reply = c.report()
 	case opDescribeQuorum:
 		reply, err = c.describeLocal(ctx)
+	case opAwaitApplied:
+		err = c.awaitApplied(ctx, req.Index)
 	default:
 		err = kerrf(kerr.InvalidRequest, "unknown op %q", req.Op)
 	}
@@ -156,10 +168,16 @@ func (c *Controller) serveForward(conn net.Conn) {
 // forward sends req to the node at addr and decodes the reply into reply
 // (when not nil).
 func (c *Controller) forward(ctx context.Context, addr string, req *forwardRequest, reply any) error {
+	_, err := c.call(ctx, addr, req, reply)
+	return err
+}
+
+// call is forward, also returning the response's index.
+func (c *Controller) call(ctx context.Context, addr string, req *forwardRequest, reply any) (uint64, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer conn.Close()
 	dl, ok := ctx.Deadline()
@@ -171,13 +189,13 @@ func (c *Controller) forward(ctx context.Context, addr string, req *forwardReque
 	w := bufio.NewWriter(conn)
 	_, _ = w.Write(c.mux.hello) // errors stick in w
 	if err := w.WriteByte(forwardMagic); err != nil {
-		return err
+		return 0, err
 	}
 	if err := writeFrame(w, req); err != nil {
-		return err
+		return 0, err
 	}
 	if err := w.Flush(); err != nil {
-		return err
+		return 0, err
 	}
 	var resp forwardResponse
 	br := bufio.NewReader(conn)
@@ -185,20 +203,20 @@ func (c *Controller) forward(ctx context.Context, addr string, req *forwardReque
 		// Not a frame (its length would exceed maxFrame): the controller
 		// at addr refused our hello and answered with its own.
 		if h, err := readHello(br); err == nil {
-			return fmt.Errorf("%w: the controller at %s (node %d) is in cluster %s; this node is in cluster %s: check controller.quorum.voters and this node's log.dirs meta.properties",
+			return 0, fmt.Errorf("%w: the controller at %s (node %d) is in cluster %s; this node is in cluster %s: check controller.quorum.voters and this node's log.dirs meta.properties",
 				ErrWrongCluster, addr, h.NodeID, h.ClusterID, c.cfg.ClusterID)
 		}
 	}
 	if err := readFrame(br, &resp); err != nil {
-		return outcomeUnknown(fmt.Errorf("no answer from the active controller at %s: %w", addr, err))
+		return 0, outcomeUnknown(fmt.Errorf("no answer from the active controller at %s: %w", addr, err))
 	}
 	if resp.Code != 0 {
-		return &RemoteError{Err: kerr.ErrorForCode(resp.Code), Message: resp.Message, Unknown: resp.Unknown, Leader: resp.Leader}
+		return 0, &RemoteError{Err: kerr.ErrorForCode(resp.Code), Message: resp.Message, Unknown: resp.Unknown, Leader: resp.Leader}
 	}
 	if reply != nil && len(resp.Reply) > 0 {
-		return json.Unmarshal(resp.Reply, reply)
+		return resp.Index, json.Unmarshal(resp.Reply, reply)
 	}
-	return nil
+	return resp.Index, nil
 }
 
 // RemoteError is an error returned by the active controller to a forwarded
@@ -236,17 +254,18 @@ func retriableRemote(err error) bool {
 }
 
 // forwardCommand sends cmd to the node at addr (the active controller) and
-// returns the decoded reply.
-func (c *Controller) forwardCommand(ctx context.Context, addr string, cmd Command) (any, error) {
+// returns the decoded reply and the index it applied at.
+func (c *Controller) forwardCommand(ctx context.Context, addr string, cmd Command, nudge bool) (any, uint64, error) {
 	raw, err := json.Marshal(cmd)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	reply := cmd.newReply()
-	if err := c.forward(ctx, addr, &forwardRequest{Op: opPropose, Type: cmd.CommandType(), Cmd: raw}, reply); err != nil {
-		return nil, err
+	index, err := c.call(ctx, addr, &forwardRequest{Op: opPropose, Type: cmd.CommandType(), Cmd: raw, Nudge: nudge}, reply)
+	if err != nil {
+		return nil, 0, err
 	}
-	return reply, nil
+	return reply, index, nil
 }
 
 // Join asks the quorum reachable at any of controllers (controller

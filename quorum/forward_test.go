@@ -99,7 +99,7 @@ func TestForwardProtocolAbuse(t *testing.T) {
 	_, _ = halfHello.Write(hi[:4])
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := n.c.forwardCommand(ctx, n.addr, &SetClusterID{ClusterID: "test-cluster"}); err != nil {
+	if _, _, err := n.c.forwardCommand(ctx, n.addr, &SetClusterID{ClusterID: "test-cluster"}, false); err != nil {
 		t.Fatal(err)
 	}
 	registerBrokers(t, n, 1)

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,6 +38,9 @@ type FSM struct {
 	mu      sync.RWMutex
 	im      *Image
 	applied uint64
+	// advanced is closed and replaced (under mu) whenever applied moves:
+	// WaitApplied waits on it.
+	advanced chan struct{}
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -45,7 +49,7 @@ var _ raft.FSM = (*FSM)(nil)
 // every change after it is visible to View; it runs on raft's FSM goroutine,
 // so it must be quick and must not call Controller.Propose.
 func NewFSM(onApply func(Change)) *FSM {
-	return &FSM{im: NewImage(), onApply: onApply}
+	return &FSM{im: NewImage(), onApply: onApply, advanced: make(chan struct{})}
 }
 
 // Apply implements raft.FSM. It returns nil, or an error wrapping
@@ -69,6 +73,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 		ch.Records = append(ch.Records, r)
 	}
 	f.applied = l.Index
+	f.advance()
 	if invariantsOn {
 		if err := f.im.CheckInvariants(); err != nil {
 			panic(fmt.Sprintf("quorum: after log index %d: %v", l.Index, err))
@@ -106,6 +111,37 @@ func (f *FSM) AppliedIndex() uint64 {
 	return f.applied
 }
 
+// ImageAt returns a deep copy of the image and the log index it holds.
+func (f *FSM) ImageAt() (*Image, uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.im.Clone(), f.applied
+}
+
+// advance wakes the waiters of WaitApplied; f.mu must be held.
+func (f *FSM) advance() {
+	close(f.advanced)
+	f.advanced = make(chan struct{})
+}
+
+// WaitApplied waits until the image holds log index index (or a later
+// one) and returns nil, or ctx.Err() when ctx ends first.
+func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		f.mu.RLock()
+		applied, ch := f.applied, f.advanced
+		f.mu.RUnlock()
+		if applied >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // snapshotFile is the encoding of a snapshot.
 type snapshotFile struct {
 	Version int    `json:"v"`
@@ -134,6 +170,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.im, f.applied = im, applied
+	f.advance()
 	f.mu.Unlock()
 	if f.onApply != nil {
 		f.onApply(ch)

@@ -144,7 +144,7 @@ func TestForeignClusterRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	fb := followerOf(bs, lb)
-	_, err := fb.c.forwardCommand(ctx, a.addr, &RegisterBroker{ID: 9})
+	_, _, err := fb.c.forwardCommand(ctx, a.addr, &RegisterBroker{ID: 9}, false)
 	if !errors.Is(err, ErrWrongCluster) || !strings.Contains(err.Error(), "(node 1) is in cluster cluster-a; this node is in cluster cluster-b") {
 		t.Fatalf("forward from b to a: %v", err)
 	}

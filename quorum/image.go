@@ -74,10 +74,17 @@ type Broker struct {
 	// CleanShutdown is what the broker said about its previous run when it
 	// registered; an unclean one may have lost its unflushed log tail.
 	CleanShutdown bool `json:"clean_shutdown"`
+	// OfflineLogDirs are the log directories this registration reported
+	// failed (LogDirOffline); a new registration starts with none.
+	OfflineLogDirs []string `json:"offline_log_dirs,omitempty"`
 }
 
-// Alive reports whether the broker may lead partitions and join ISRs.
-func (b *Broker) Alive() bool { return b != nil && !b.Fenced && !b.ShuttingDown }
+// Alive reports whether the broker may lead partitions and join ISRs:
+// unfenced, not shutting down, and with its log directory online (a node
+// has one, so an offline one takes every replica of the broker).
+func (b *Broker) Alive() bool {
+	return b != nil && !b.Fenced && !b.ShuttingDown && len(b.OfflineLogDirs) == 0
+}
 
 // UncleanElection records one election of a leader from outside the ISR: the
 // data written after the old ISR's log end may be lost, and metrics and the
@@ -186,6 +193,7 @@ func (im *Image) Clone() *Image {
 	for id, b := range im.Brokers {
 		nb := *b
 		nb.Endpoints = slices.Clone(b.Endpoints)
+		nb.OfflineLogDirs = slices.Clone(b.OfflineLogDirs)
 		c.Brokers[id] = &nb
 	}
 	for name, t := range im.Topics {

@@ -8,9 +8,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// MaxNewPartitionsPerRequest bounds the partitions one CreatePartitions
-// command may add (Kafka's controller refuses more records per user
-// operation than this with POLICY_VIOLATION).
+// MaxNewPartitionsPerRequest bounds the partitions one CreateTopics or
+// CreatePartitions command may add in all (Kafka's controller refuses more
+// records per user operation than this with POLICY_VIOLATION). A node may
+// set a lower bound (sluice.max.partitions.per.request).
 const MaxNewPartitionsPerRequest = 10000
 
 // CmdCreatePartitions names CreatePartitions on the wire.
@@ -94,7 +95,7 @@ func (p *planner) createPartitions(c *CreatePartitions) ([]Record, any, error) {
 		case seen[s.Name]:
 			err = kerrf(kerr.InvalidRequest, "topic %q is named twice", s.Name)
 		case total > MaxNewPartitionsPerRequest:
-			err = kerrf(kerr.PolicyViolation, "%d new partitions in one request; at most %d", total, MaxNewPartitionsPerRequest)
+			err = tooManyPartitions(total, MaxNewPartitionsPerRequest)
 		default:
 			rec, err = p.addPartitions(s)
 		}
@@ -110,6 +111,14 @@ func (p *planner) createPartitions(c *CreatePartitions) ([]Record, any, error) {
 		reply.Topics = append(reply.Topics, res)
 	}
 	return recs, reply, nil
+}
+
+// tooManyPartitions is the POLICY_VIOLATION of a request that adds total
+// partitions, more than limit; the message says what to do instead.
+func tooManyPartitions(total, limit int) error {
+	return kerrf(kerr.PolicyViolation, "the request adds %d partitions in all, more than the %d allowed in one request: "+
+		"create fewer topics per request, or create a bigger topic with at most %d partitions and grow it with CreatePartitions "+
+		"(sluice topics alter --partitions) in steps of at most %d", total, limit, limit, limit)
 }
 
 func (p *planner) addPartitions(s PartitionsSpec) (*AddPartitionsRecord, error) {

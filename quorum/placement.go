@@ -16,9 +16,23 @@ func (p *planner) createTopics(c *CreateTopics) ([]Record, any, error) {
 	reply := &TopicsReply{}
 	created := map[string]bool{}
 	usedIDs := map[UUID]bool{}
+	total := 0
+	for _, spec := range c.Topics {
+		if spec.Assignments != nil {
+			total += len(spec.Assignments)
+		} else if spec.Partitions > 0 {
+			total += int(spec.Partitions)
+		}
+	}
 	for _, spec := range c.Topics {
 		res := TopicResult{Name: spec.Name}
-		rec, err := p.createTopic(spec, created, usedIDs)
+		var rec *CreateTopicRecord
+		var err error
+		if total > MaxNewPartitionsPerRequest {
+			err = tooManyPartitions(total, MaxNewPartitionsPerRequest)
+		} else {
+			rec, err = p.createTopic(spec, created, usedIDs)
+		}
 		if err != nil {
 			res.Code, res.Message = ErrorCode(err), err.Error()
 		} else {

@@ -67,6 +67,8 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		return p.electLeaders(c)
 	case *CreatePartitions:
 		return p.createPartitions(c)
+	case *LogDirOffline:
+		return p.logDirOffline(c)
 	case *AllocateProducerIDs:
 		b, err := p.broker(c.BrokerID, c.BrokerEpoch)
 		if err != nil {
@@ -141,7 +143,7 @@ func (p *planner) acceptable(out, in int32) func(int32) bool {
 		}
 		b := p.im.Brokers[id]
 		if id == in {
-			return b != nil && !b.ShuttingDown
+			return b != nil && !b.ShuttingDown && len(b.OfflineLogDirs) == 0
 		}
 		return b.Alive()
 	}
@@ -277,6 +279,8 @@ func (p *planner) alterPartition(c *AlterPartition) ([]Record, any, error) {
 			return nil, nil, kerrf(kerr.IneligibleReplica, "%s: replica %d is fenced", where, m.ID)
 		case b.ShuttingDown:
 			return nil, nil, kerrf(kerr.IneligibleReplica, "%s: replica %d is shutting down", where, m.ID)
+		case len(b.OfflineLogDirs) > 0:
+			return nil, nil, kerrf(kerr.IneligibleReplica, "%s: replica %d has its log dir offline", where, m.ID)
 		case m.Epoch != AnyEpoch && m.Epoch != b.Epoch:
 			return nil, nil, kerrf(kerr.IneligibleReplica, "%s: replica %d has broker epoch %d, not %d", where, m.ID, b.Epoch, m.Epoch)
 		}

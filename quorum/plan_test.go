@@ -69,3 +69,29 @@ func TestAlterPartitionsBatch(t *testing.T) {
 		t.Fatalf("stale sender: %v", err)
 	}
 }
+
+// TestPartitionsPerRequestCap: CreateTopics, like CreatePartitions, refuses
+// a command that adds more than MaxNewPartitionsPerRequest partitions in
+// all, every topic with POLICY_VIOLATION and nothing written; one at the
+// limit is planned.
+func TestPartitionsPerRequestCap(t *testing.T) {
+	h := setup(t, &RegisterBroker{ID: 1}, &UnfenceBroker{ID: 1, Epoch: AnyEpoch})
+	half := int32(MaxNewPartitionsPerRequest / 2)
+	over := &CreateTopics{Topics: []TopicSpec{{Name: "a", Partitions: half, ReplicationFactor: 1}, {Name: "b", Partitions: half + 1, ReplicationFactor: 1}}}
+	recs, reply, err := Plan(h.im, h.pol, over)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 0 {
+		t.Fatalf("%d records planned for %d partitions", len(recs), 2*half+1)
+	}
+	for _, r := range reply.(*TopicsReply).Topics {
+		if r.Code != kerr.PolicyViolation.Code {
+			t.Errorf("topic %s: code %d (%s), want POLICY_VIOLATION", r.Name, r.Code, r.Message)
+		}
+	}
+	at := &CreateTopics{Topics: []TopicSpec{{Name: "a", Partitions: half, ReplicationFactor: 1}, {Name: "b", Partitions: half, ReplicationFactor: 1}}}
+	if recs, _, err := Plan(h.im, h.pol, at); err != nil || len(recs) != 2 {
+		t.Fatalf("at the limit: %d records, %v", len(recs), err)
+	}
+}

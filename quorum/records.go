@@ -280,6 +280,8 @@ func newRecord(t RecordType) Record {
 		return &ProducerIDsRecord{}
 	case TypeAddPartitions:
 		return &AddPartitionsRecord{}
+	case TypeLogDirOffline:
+		return &LogDirOfflineRecord{}
 	}
 	return nil
 }

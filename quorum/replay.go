@@ -113,6 +113,8 @@ func (im *Image) Replay(r Record) error {
 		im.LastProducerBlock = &ProducerIDBlock{BrokerID: b.BrokerID, Start: b.Start, Len: b.Len}
 	case *AddPartitionsRecord:
 		return im.replayAddPartitions(r)
+	case *LogDirOfflineRecord:
+		return im.replayLogDirOffline(r)
 	default:
 		return fmt.Errorf("%w: replay of %T", ErrUnknownCommand, r)
 	}

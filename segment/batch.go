@@ -6,10 +6,10 @@ import (
 	"hash/crc32"
 )
 
-// Kafka RecordBatch v2 header layout (all big-endian). Appends, reads,
-// recovery and ScanBatches read only headers (and the CRC); records are
-// decoded only by the lookups by timestamp, in the one batch each lands on
-// (recordTimes in records.go).
+// Kafka RecordBatch v2 header layout (all big-endian). Replicated appends,
+// reads, recovery and ScanBatches read only headers (and the CRC); records
+// are decoded by the leader's Append (validate.go) and by the lookups by
+// timestamp, in the one batch each lands on (recordTimes in records.go).
 //
 //	offset  size  field
 //	     0     8  baseOffset            rewritten by the leader (outside the CRC)
@@ -76,6 +76,10 @@ func (h BatchHeader) LastOffset() int64 { return h.BaseOffset + int64(h.LastOffs
 // NextOffset is the offset after the batch's last record.
 func (h BatchHeader) NextOffset() int64 { return h.LastOffset() + 1 }
 
+// Compression is the batch's codec: 0 none, 1 gzip, 2 snappy, 3 lz4,
+// 4 zstd (anything else is refused by Append).
+func (h BatchHeader) Compression() int16 { return h.Attributes & attrCompression }
+
 // IsTransactional and IsControl read the attribute bits.
 func (h BatchHeader) IsTransactional() bool { return h.Attributes&0x10 != 0 }
 func (h BatchHeader) IsControl() bool       { return h.Attributes&0x20 != 0 }
@@ -101,6 +105,49 @@ func parseHeader(b []byte) BatchHeader {
 		RecordCount:     int32(be.Uint32(b[offRecordCount:])),
 	}
 }
+
+// BatchIter walks the RecordBatch v2 batches of a records blob (a
+// produce's records, a fetch answer, segment bytes): the one decoder of
+// batch headers outside this package. It checks framing only (the length
+// field fits and covers a header), not magic, CRC or records: Log.Append
+// does that. It aliases the blob and does not allocate.
+//
+//	it := segment.NewBatchIter(records)
+//	for h, b, ok := it.Next(); ok; h, b, ok = it.Next() {
+//		// h is b's header; b is the whole batch
+//	}
+//	if err := it.Err(); err != nil { ... } // ErrInvalidBatch: a frame that does not fit
+type BatchIter struct {
+	b   []byte
+	p   int
+	err error
+}
+
+// NewBatchIter returns an iterator over the batches of records.
+func NewBatchIter(records []byte) BatchIter { return BatchIter{b: records} }
+
+// Next returns the next batch's header and bytes, or false at the end of
+// the blob or at a frame that does not fit in it (then Err says why).
+func (it *BatchIter) Next() (BatchHeader, []byte, bool) {
+	if it.err != nil || it.p == len(it.b) {
+		return BatchHeader{}, nil, false
+	}
+	rest := it.b[it.p:]
+	if len(rest) < BatchHeaderSize {
+		it.err = fmt.Errorf("%w: %d bytes at byte %d, shorter than a v2 header", ErrInvalidBatch, len(rest), it.p)
+		return BatchHeader{}, nil, false
+	}
+	n := frameLength(rest, len(rest))
+	if n < 0 {
+		it.err = fmt.Errorf("%w: batchLength at byte %d does not fit the %d bytes left", ErrInvalidBatch, it.p, len(rest))
+		return BatchHeader{}, nil, false
+	}
+	it.p += n
+	return parseHeader(rest), rest[:n], true
+}
+
+// Err is the framing error that ended the walk, nil at a clean end.
+func (it *BatchIter) Err() error { return it.err }
 
 // frameLength reads the total size of the batch starting at b (which must
 // hold at least logOverhead bytes), or -1 if the length field is impossible

@@ -12,9 +12,10 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// maxDecompressed bounds what one batch may decompress to in the lookups by
-// timestamp: a batch that claims more is treated as corrupt rather than
-// allowed to take the broker's memory.
+// maxDecompressed bounds what one batch may decompress to, in the lookups
+// by timestamp and in the leader's validation: a batch that claims more is
+// treated as corrupt rather than allowed to take the broker's memory (or,
+// streamed, its CPU).
 const maxDecompressed = 256 << 20
 
 // Kafka's compression codecs (attributes & attrCompression).

@@ -15,6 +15,7 @@ import (
 // truncated, and how far it was fsynced.
 type crashModel struct {
 	batches  [][]byte // each as written, offsets assigned
+	dropped  [][]byte // batches below the log start that a log restarted empty dropped: producer history
 	logStart int64
 	flushed  int64
 }
@@ -26,6 +27,21 @@ func (m *crashModel) leo() int64 {
 	return nextOffsetAt(m.batches[len(m.batches)-1])
 }
 
+// nextSeq is the sequence producer pid's next batch starts at. A log
+// restarted empty at its log start may still know a producer from the
+// batches it dropped (its snapshots), or know none and accept any
+// sequence (after a truncation): continuing the dropped history suits both.
+func (m *crashModel) nextSeq(pid int64) int32 {
+	for _, bs := range [][][]byte{m.batches, m.dropped} {
+		for i := len(bs) - 1; i >= 0; i-- {
+			if h := parseHeader(bs[i]); h.ProducerID == pid {
+				return nextSeq(h.LastSequence())
+			}
+		}
+	}
+	return 0
+}
+
 func (m *crashModel) truncate(off int64) {
 	n := 0
 	for n < len(m.batches) && nextOffsetAt(m.batches[n]) <= off {
@@ -33,6 +49,7 @@ func (m *crashModel) truncate(off int64) {
 	}
 	m.batches = m.batches[:n]
 	if m.leo() < m.logStart {
+		m.dropped = append(m.dropped, m.batches...)
 		m.batches = nil
 	}
 	m.flushed = min(m.flushed, m.leo())
@@ -89,7 +106,9 @@ func crashRun(t *testing.T, seed uint64, points int, goOn bool) int {
 		t.Helper()
 		t.Fatalf("seed %d: %s", seed, fmt.Sprintf(format, args...))
 	}
-	opts := Options{SegmentBytes: int64(2048 + rng.IntN(4096)), IndexIntervalBytes: int64(rng.IntN(512)), RetentionBytes: -1}
+	// Producer ids never expire here: the model knows nothing of time.
+	opts := Options{SegmentBytes: int64(2048 + rng.IntN(4096)), IndexIntervalBytes: int64(rng.IntN(512)), RetentionBytes: -1,
+		ProducerIDExpiration: -1}
 	mem := vfs.NewCrashableMem()
 	idx, err := OpenIndex(mem, "/d/index", 1<<20)
 	if err != nil {
@@ -127,8 +146,15 @@ func crashRun(t *testing.T, seed uint64, points int, goOn bool) int {
 			if rng.IntN(20) == 0 {
 				epoch++
 			}
-			if _, err := l.Append(recs, epoch); err != nil {
-				fail("append: %v", err)
+			if rng.IntN(3) == 0 {
+				// An idempotent producer's batch: one of three producers,
+				// at the sequence after its last batch in the log.
+				recs = recs[:frameLength(recs, DefaultMaxBatchBytes)]
+				pid := int64(1 + rng.IntN(3))
+				setProducer(recs, pid, 0, m.nextSeq(pid), 0)
+			}
+			if info, err := l.Append(recs, epoch); err != nil || info.Duplicate {
+				fail("append: %+v %v; model start %d leo %d batches %d; log %s; lastop %d", info, err, m.logStart, m.leo(), len(m.batches), l.debugString(), lastOp)
 			}
 			for p := 0; p < len(recs); {
 				n := frameLength(recs[p:], DefaultMaxBatchBytes)
@@ -252,6 +278,28 @@ func checkCrashImage(t *testing.T, seed uint64, fs *vfs.MemFS, opts Options, m *
 			p += n
 		}
 		off = c.Next
+	}
+	// A producer's retry of any of its last five batches in the
+	// recovered log is a duplicate: it answers the original's offsets.
+	window := map[int64][]BatchHeader{}
+	for _, b := range m.batches {
+		if h := parseHeader(b); h.ProducerID >= 0 && h.NextOffset() <= leo {
+			window[h.ProducerID] = append(window[h.ProducerID], h)
+		}
+	}
+	for pid, hs := range window {
+		for _, h := range hs[max(len(hs)-producerWindow, 0):] {
+			if h.BaseOffset < l.LogStartOffset() {
+				continue
+			}
+			retry := BuildBatch(1, make([][]byte, h.RecordCount)...)
+			setProducer(retry, pid, h.ProducerEpoch, h.BaseSequence, 0)
+			info, err := l.Append(retry, l.LatestEpoch())
+			if err != nil || !info.Duplicate || info.FirstOffset != h.BaseOffset || info.LastOffset != h.LastOffset() {
+				fail("retry of producer %d's batch at %d..%d (seq %d..%d): %+v %v (producer recovery %+v)",
+					pid, h.BaseOffset, h.LastOffset(), h.BaseSequence, h.LastSequence(), info, err, rep.Producers)
+			}
+		}
 	}
 	// The recovered log takes appends where it ends.
 	before := l.debugString()

@@ -14,7 +14,7 @@ import (
 // TestScripts runs the scripts in testdata/scripts/*.txt against a log on a
 // crashable in-memory FS. Regenerate expectations with -rewrite.
 //
-//	open [segment-bytes=N] [index-interval=N] [retention-ms=N] [retention-bytes=N] [segment-ms=N]
+//	open [segment-bytes=N] [index-interval=N] [retention-ms=N] [retention-bytes=N] [segment-ms=N] [producer-expiry-ms=N]
 //	append epoch=E ts=T [records=N] [tag=S]         leader append of one batch
 //	append-replicated base=O epoch=E ts=T [records=N] [tag=S]
 //	read offset=O [max-bytes=N] [up-to=O]            batches returned
@@ -28,6 +28,9 @@ import (
 //	read-span offset=O [max-bytes=N] [up-to=O]      ReadSpan's batches
 //	scrub [due=T]            ScrubNext, once per segment at most, for segments last scrubbed before T (default: now)
 //	corruption | truncate-corrupt                    Corruption, TruncateBeforeCorruption
+//	producers                                        the idempotent-producer state
+//	snapshots | corrupt-snapshot offset=O            producer-state snapshot files
+//	producer-recovery                                how the last open rebuilt it
 //
 // append's pid=P [pepoch=E] [seq=S] [attrs=A] make it an idempotent
 // producer's batch (attrs: 16 transactional, 32 control).
@@ -52,6 +55,7 @@ type script struct {
 	l    *Log
 	opts Options
 	now  int64
+	rep  RecoveryReport
 }
 
 func (s *script) closeAll() {
@@ -70,9 +74,8 @@ func (s *script) reopen() (RecoveryReport, error) {
 			return RecoveryReport{}, err
 		}
 	}
-	var rep RecoveryReport
-	s.l, rep, err = Open(s.mem, "/data/t-0", "t-0", s.idx, s.opts)
-	return rep, err
+	s.l, s.rep, err = Open(s.mem, "/data/t-0", "t-0", s.idx, s.opts)
+	return s.rep, err
 }
 
 func (s *script) arg(d *datadriven.TestData, key string, def int64) int64 {
@@ -89,12 +92,13 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 	switch d.Cmd {
 	case "open":
 		s.opts = Options{
-			SegmentBytes:       s.arg(d, "segment-bytes", 1<<20),
-			IndexIntervalBytes: s.arg(d, "index-interval", 4096),
-			RetentionMs:        time.Duration(s.arg(d, "retention-ms", -1)) * time.Millisecond,
-			RetentionBytes:     s.arg(d, "retention-bytes", -1),
-			SegmentMs:          time.Duration(s.arg(d, "segment-ms", 1e9)) * time.Millisecond,
-			Now:                func() time.Time { return time.UnixMilli(s.now) },
+			SegmentBytes:         s.arg(d, "segment-bytes", 1<<20),
+			IndexIntervalBytes:   s.arg(d, "index-interval", 4096),
+			RetentionMs:          time.Duration(s.arg(d, "retention-ms", -1)) * time.Millisecond,
+			RetentionBytes:       s.arg(d, "retention-bytes", -1),
+			SegmentMs:            time.Duration(s.arg(d, "segment-ms", 1e9)) * time.Millisecond,
+			Now:                  func() time.Time { return time.UnixMilli(s.now) },
+			ProducerIDExpiration: time.Duration(s.arg(d, "producer-expiry-ms", 0)) * time.Millisecond,
 		}
 		rep, err := s.reopen()
 		if err != nil {
@@ -125,6 +129,9 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 		}
 		if err != nil {
 			return "", err
+		}
+		if info.Duplicate {
+			return fmt.Sprintf("duplicate of offsets %d..%d\n", info.FirstOffset, info.LastOffset), nil
 		}
 		return fmt.Sprintf("offsets %d..%d rolled=%v\n", info.FirstOffset, info.LastOffset, info.Rolled), nil
 	case "read":
@@ -246,6 +253,43 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 			return "", err
 		}
 		return fmt.Sprintf("log end %d\n", end) + s.state(), nil
+	case "producers":
+		return s.producers(), nil
+	case "snapshots":
+		l := s.l
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		names, err := s.mem.List("/data/t-0")
+		if err != nil {
+			return "", err
+		}
+		var files []string
+		for _, n := range names {
+			if strings.Contains(n, snapSuffix) {
+				files = append(files, n)
+			}
+		}
+		sort.Strings(files)
+		return fmt.Sprintf("files=[%s] known=%v\n", strings.Join(files, " "), l.snaps), nil
+	case "corrupt-snapshot":
+		path := "/data/t-0/" + snapshotName(s.arg(d, "offset", 0))
+		f, err := s.mem.OpenReadWrite(path, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		var b [1]byte
+		if _, err := f.ReadAt(b[:], 20); err != nil {
+			return "", err
+		}
+		b[0] ^= 0xff
+		if _, err := f.WriteAt(b[:], 20); err != nil {
+			return "", err
+		}
+		return "", f.Sync()
+	case "producer-recovery":
+		r := s.rep.Producers
+		return fmt.Sprintf("snapshot=%d bad=%d scanned=%d err=%v\n", r.Snapshot, r.BadSnapshots, r.BatchesScanned, r.Err), nil
 	case "epoch-of":
 		return fmt.Sprintf("offset %d: epoch %d\n", s.arg(d, "offset", 0), s.l.EpochForOffset(s.arg(d, "offset", 0))), nil
 	case "epoch-end":
@@ -297,6 +341,29 @@ func (s *script) flip(offset, at int64) error {
 	b[0] ^= 0xff
 	_, err = f.WriteAt(b[:], pos+at)
 	return err
+}
+
+// producers prints the log's idempotent-producer state.
+func (s *script) producers() string {
+	l := s.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ids []int64
+	for id := range l.pstate.producers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var b strings.Builder
+	fmt.Fprintf(&b, "lossy=%v\n", l.pstate.lossy)
+	for _, id := range ids {
+		e := l.pstate.producers[id]
+		fmt.Fprintf(&b, "pid=%d epoch=%d last-ts=%d:", id, e.epoch, e.lastTs)
+		for _, pb := range e.batches {
+			fmt.Fprintf(&b, " seq %d..%d@%d..%d", pb.firstSeq, pb.lastSeq, pb.firstOffset, pb.lastOffset)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // then is the state after an operation that returned err.

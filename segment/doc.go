@@ -10,6 +10,7 @@
 //	00000000000000000000.log   batches with offsets [0, 1712)
 //	00000000000000001712.log   batches from offset 1712 on (the active segment)
 //	00000000000000000873.log.deleted   a removed segment some reader still holds
+//	00000000000000001712.snapshot      producer state of the batches below 1712
 //
 // A segment file is named by its base offset (20 digits) and holds whole
 // RecordBatch v2 batches back to back, exactly as produced: the leader
@@ -74,6 +75,22 @@
 // RecoveryReport.Damaged, not cut, so that the segments after it stay
 // readable; a read in its missing bytes is ErrCorruptBatch.
 //
+// # Validation at the leader
+//
+// Append is the leader's append of a producer's batches, and checks them
+// as Kafka's LogValidator does before writing anything (validate.go):
+// besides framing, magic and CRC-32C, each batch's records are walked —
+// decompressed as a stream when compressed, in place otherwise, without
+// an allocation per record — and must match the header (count, offset
+// deltas 0..n-1, varint framing, no trailing bytes), carry CreateTime
+// timestamps within Options.TimestampBeforeMaxMs/AfterMaxMs of now
+// (KIP-937), and be neither control nor transactional batches. The
+// errors (ErrInvalidRecord, ErrInvalidTimestamp, ErrCorruptBatch,
+// ErrUnsupportedCompression, ErrTransactionalBatch) name the Kafka code
+// each maps to. AppendReplicated trusts the leader and checks framing
+// and CRC only. Both return the headers they parsed (AppendInfo.Headers);
+// outside this package BatchIter is the one walker of batch headers.
+//
 // # Corruption: verified reads and scrubbing
 //
 // Bytes can rot after the log accepted them. Read and ReadSpan CRC-check
@@ -111,7 +128,62 @@
 //
 // ScanBatches hands out the headers of the batches in an offset range
 // (producer id, epoch, sequences, attributes) without reading record
-// bodies: a new leader rebuilds its idempotent-producer state from them.
+// bodies.
+//
+// # Idempotent producers
+//
+// The log keeps, per producer id, its epoch, the timestamp of its latest
+// batch and the sequence ranges and offsets of its last five batches
+// (producers.go; Kafka's ProducerStateManager, Redpanda's rm_stm). Append
+// decides a leader's idempotent batch against it, under the append lock:
+//
+//   - a retry of one of the last five batches writes nothing and answers
+//     the original's offsets (AppendInfo.Duplicate);
+//   - an epoch older than the producer's is ErrInvalidProducerEpoch;
+//   - a newer epoch must start at sequence 0, a known epoch must go on at
+//     the sequence after its last batch: else ErrOutOfOrderSequence;
+//   - a producer id the state does not know must start at sequence 0
+//     (else ErrOutOfOrderSequence), unless the state may have forgotten
+//     it (a producer expired, or the state was rebuilt without the
+//     batches below the log start): then any sequence is taken. Kafka
+//     2.5+ (KIP-360) takes any sequence from an unknown producer and no
+//     longer answers UNKNOWN_PRODUCER_ID; we are stricter only where
+//     the state is known to be complete, so that a batch that overtook
+//     its producer's first one is refused rather than written out of
+//     order, and a producer we forgot is never refused for good.
+//
+// AppendReplicated and recovery update the state from every batch written,
+// without checks, so a follower that becomes leader recognises retries.
+// A producer whose latest batch was written longer than
+// Options.ProducerIDExpiration (producer.id.expiration.ms, one day) ago is
+// forgotten: when a snapshot is written, at open, and when it appends
+// again. Unlike Kafka, which counts from the batch's maxTimestamp (the
+// client's clock when CreateTime), the log counts from its own clock when
+// it wrote the batch, so that a skewed producer clock cannot expire a live
+// producer; a batch found by a recovery scan counts as written then.
+//
+// Snapshots. At every segment roll and every Checkpoint (so at Close) the
+// state is written to <offset>.snapshot, offset being the log end: the
+// state of the batches below it. The file goes through the vfs, written to
+// <name>.tmp, fsynced, renamed, and the directory fsynced. Format, all
+// big-endian:
+//
+//	magic "SLPS" (4) | version 1 (1) | crc (4) CRC-32C of every byte after it
+//	offset (8) | flags (1) bit 0: may miss producers | count (4)
+//	count × { producer id (8) | epoch (2) | latest write, ms (8)
+//	          n (1, at most 5) | n × { first seq (4) | last seq (4)
+//	                                   first offset (8) | last offset (8) } }
+//
+// Open loads the newest snapshot at or below the recovered log end that
+// decodes (a corrupt one is removed and the one before tried) and scans
+// batch headers from its offset to the log end; with none it scans from
+// the log start. Snapshots past the log end (a lost tail) are removed
+// first, durably. A truncation removes, durably, the snapshots past the
+// cut and rebuilds the state the same way: the newest snapshot at or
+// below the cut, then the batches after it. A full truncation removes them
+// all before recording its new log start. Kept: the two newest snapshots
+// and those at the base of a segment still in the log; retention deletes
+// the others with the segments they describe.
 //
 // # The filesystem contract
 //
@@ -125,7 +197,8 @@
 //
 // A Log is safe for concurrent use. Lock order: Log.flushMu (flushes,
 // checkpoints, truncation, retention, close) before Log.mu (segments, offsets,
-// index buffers) before Log.syncMu (the group-commit rendezvous). Reads hold
-// Log.mu only to pick a segment and take a reference on it, and to record
-// the range they verified; a scrub the same, to pick and to record.
+// index buffers, producer state and snapshot files) before Log.syncMu (the
+// group-commit rendezvous). Reads hold Log.mu only to pick a segment and
+// take a reference on it, and to record the range they verified; a scrub
+// the same, to pick and to record.
 package segment

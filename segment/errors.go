@@ -12,6 +12,23 @@ var (
 	// or in bytes read back from disk (then a *CorruptionError says where).
 	// Kafka: CORRUPT_MESSAGE.
 	ErrCorruptBatch = errors.New("segment: corrupt record batch")
+	// ErrInvalidRecord: a produced batch whose records do not match its
+	// header or do not decode (count, offset deltas, varint framing,
+	// trailing bytes), or that a client may not write (a control batch, an
+	// idempotent batch sent with others in one append). Checked on leader
+	// appends only. Kafka: INVALID_RECORD.
+	ErrInvalidRecord = errors.New("segment: invalid record")
+	// ErrInvalidTimestamp: a produced record or batch timestamp outside
+	// message.timestamp.before.max.ms / after.max.ms of now (KIP-937), or
+	// a producer's LogAppendTime flag. Kafka: INVALID_TIMESTAMP.
+	ErrInvalidTimestamp = errors.New("segment: record timestamp out of range")
+	// ErrUnsupportedCompression: a batch's codec is none of none, gzip,
+	// snappy, lz4, zstd. Kafka: UNSUPPORTED_COMPRESSION_TYPE.
+	ErrUnsupportedCompression = errors.New("segment: unsupported compression codec")
+	// ErrTransactionalBatch: a produced transactional batch; there is no
+	// transaction coordinator yet. Kafka answers a transactional write it
+	// cannot authorize with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+	ErrTransactionalBatch = errors.New("segment: transactional batches are not supported")
 	// ErrBatchTooLarge: a batch over message.max.bytes. Kafka: MESSAGE_TOO_LARGE.
 	ErrBatchTooLarge = errors.New("segment: record batch too large")
 	// ErrNonContiguous: AppendReplicated got a batch that leaves a gap after,
@@ -30,7 +47,20 @@ var (
 	ErrLogFailed = errors.New("segment: log failed on an I/O error; close and reopen it to recover")
 	// ErrClosed: the log or index was closed.
 	ErrClosed = errors.New("segment: closed")
+	// ErrOutOfOrderSequence: an idempotent producer's batch whose sequence
+	// does not follow the producer's last one in this partition. Kafka:
+	// OUT_OF_ORDER_SEQUENCE_NUMBER.
+	ErrOutOfOrderSequence = errors.New("segment: out of order sequence number")
+	// ErrInvalidProducerEpoch: an idempotent producer's batch at an epoch
+	// older than the partition has seen from that producer id (a fenced
+	// producer). Kafka 2.7+: INVALID_PRODUCER_EPOCH.
+	ErrInvalidProducerEpoch = errors.New("segment: producer epoch older than the partition's")
 )
+
+// ErrCorruptSnapshot marks a producer-state snapshot that does not decode
+// (a torn write, or damage). Open falls back to an older snapshot or a scan
+// of the log; it never refuses to open for it.
+var ErrCorruptSnapshot = errors.New("segment: corrupt producer-state snapshot")
 
 // ErrCorruptIndex marks an index record that does not decode. Checkpoints
 // and segment seals cannot be derived from the segments, so a log whose

@@ -170,7 +170,29 @@ func (l *Log) checkpointLocked(clean bool) error {
 		return err
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	err := l.checkpointMetaLocked(clean)
+	if err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	// The producer state at the log end: after a crash, recovery scans
+	// only the batches after it (when the log still reaches it). The file
+	// is written outside mu, so appends go on; flushMu keeps truncations
+	// out until it is in place.
+	off, data := l.encodeSnapshotLocked()
+	l.mu.Unlock()
+	if err := l.writeSnapshotFile(off, data, ckptTmpSuffix); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.addSnapshotLocked(off)
+	l.mu.Unlock()
+	return nil
+}
+
+// checkpointMetaLocked records the recovery point durably. Called with mu
+// and flushMu held.
+func (l *Log) checkpointMetaLocked(clean bool) error {
 	if err := l.commitPendingLocked(); err != nil {
 		return err
 	}

@@ -48,6 +48,8 @@ type Log struct {
 	closed    bool
 	ckpt      metaRecord       // last checkpoint written
 	flushPos  position         // where flushed ends: recovery point candidate
+	pstate    producerState    // idempotent producers, at leo (producers.go)
+	snaps     []int64          // offsets of the producer-state snapshot files, oldest first
 	corrupt   *CorruptionError // the lowest bad batch a scrub found (scrub.go)
 
 	flushed atomic.Int64 // every offset below is fsynced
@@ -92,15 +94,35 @@ type AppendInfo struct {
 	Records      int64 // sum of lastOffsetDelta+1
 	Bytes        int
 	Rolled       bool // a new segment was started for it
+	// Duplicate: the batch is an idempotent producer's retry of one of
+	// its last five batches. Nothing was written; FirstOffset and
+	// LastOffset are the original's.
+	Duplicate bool
+	// Headers are the appended batches' headers, in order, as written
+	// (final base offsets and leader epochs), so that the layers above
+	// (producer state, metrics) need not parse the records again. Set on
+	// success; a new slice the caller owns.
+	Headers []BatchHeader
 }
 
 // Append writes records (one or more RecordBatch v2) as leader at leader
-// epoch epoch: every batch is validated (framing, magic, CRC-32C) before
-// anything is written, then its baseOffset and partitionLeaderEpoch are
-// rewritten in place — records is modified and must not be shared — and the
-// bytes are written verbatim in one write. Nothing is written on any error.
+// epoch epoch: every batch is validated (framing, magic, CRC-32C, then its
+// records as Kafka's LogValidator does: validate.go) before anything is
+// written, then its baseOffset and partitionLeaderEpoch are rewritten in
+// place — records is modified and must not be shared — and the bytes are
+// written verbatim in one write. Nothing is written on any error.
+//
+// An idempotent producer's batch (producer id >= 0) must come alone, and
+// is checked against the producer state (producers.go): a retry of one of
+// the producer's last five batches writes nothing and answers the
+// original's offsets with Duplicate set; an older producer epoch is
+// ErrInvalidProducerEpoch; a sequence gap is ErrOutOfOrderSequence.
 func (l *Log) Append(records []byte, epoch int32) (AppendInfo, error) {
 	info, err := l.validate(records, true)
+	if err != nil {
+		return info, err
+	}
+	idem, isIdem, err := idempotentBatch(info.Headers)
 	if err != nil {
 		return info, err
 	}
@@ -113,13 +135,26 @@ func (l *Log) Append(records []byte, epoch int32) (AppendInfo, error) {
 		l.mu.Unlock()
 		return info, fmt.Errorf("%w: append at epoch %d, log is at epoch %d", ErrStaleEpoch, epoch, last.Epoch)
 	}
+	if isIdem {
+		l.pstate.expire(l.opts.Now().UnixMilli(), l.opts.ProducerIDExpiration.Milliseconds(), idem.ProducerID)
+		dup, isDup, err := l.pstate.check(idem)
+		if err != nil || isDup {
+			l.mu.Unlock()
+			if isDup {
+				info.FirstOffset, info.LastOffset, info.Duplicate = dup.firstOffset, dup.lastOffset, true
+			}
+			return info, err
+		}
+	}
 	off := l.leo
-	for p := 0; p < len(records); {
-		n := frameLength(records[p:], l.opts.MaxBatchBytes)
+	p := 0
+	for i := range info.Headers {
+		h := &info.Headers[i]
 		setBaseOffset(records[p:], off)
 		setLeaderEpoch(records[p:], epoch)
-		off = parseHeader(records[p:]).NextOffset()
-		p += n
+		h.BaseOffset, h.LeaderEpoch = off, epoch
+		off = h.NextOffset()
+		p += h.Size()
 	}
 	return l.appendLocked(records, info) // unlocks
 }
@@ -143,8 +178,7 @@ func (l *Log) AppendReplicated(records []byte) (AppendInfo, error) {
 	if last, ok := l.epochs.latest(); ok {
 		epoch = last.Epoch
 	}
-	for p := 0; p < len(records); {
-		h := parseHeader(records[p:])
+	for _, h := range info.Headers {
 		if h.BaseOffset != want {
 			l.mu.Unlock()
 			return info, fmt.Errorf("%w: batch at offset %d, log end is %d", ErrNonContiguous, h.BaseOffset, want)
@@ -155,17 +189,35 @@ func (l *Log) AppendReplicated(records []byte) (AppendInfo, error) {
 		}
 		epoch = h.LeaderEpoch
 		want = h.NextOffset()
-		p += h.Size()
 	}
 	return l.appendLocked(records, info)
 }
 
-// validate checks every batch of records and sums them up. leader adds the
-// checks a producer's batch must pass.
+// idempotentBatch finds the idempotent producer's batch among the
+// validated batches' headers: it must be the only one (clients send one
+// batch per partition; one per append keeps the duplicate check exact).
+func idempotentBatch(headers []BatchHeader) (BatchHeader, bool, error) {
+	for _, h := range headers {
+		if idempotent(h) {
+			if len(headers) > 1 {
+				return h, false, fmt.Errorf("%w: an idempotent producer's batch comes alone, not with %d others", ErrInvalidRecord, len(headers)-1)
+			}
+			return h, true, nil
+		}
+	}
+	return BatchHeader{}, false, nil
+}
+
+// validate checks every batch of records, sums them up and collects their
+// headers. leader adds the checks of a producer's batch (validate.go).
 func (l *Log) validate(records []byte, leader bool) (AppendInfo, error) {
 	info := AppendInfo{MaxTimestamp: noTimestamp, Bytes: len(records)}
 	if len(records) == 0 {
 		return info, fmt.Errorf("%w: no record batch", ErrInvalidBatch)
+	}
+	var rc recordCheck
+	if leader {
+		rc = newRecordCheck(l.opts.Now().UnixMilli(), l.opts.TimestampBeforeMaxMs, l.opts.TimestampAfterMaxMs)
 	}
 	for p := 0; p < len(records); {
 		h, n, err := checkBatch(records[p:], l.opts.MaxBatchBytes)
@@ -175,9 +227,12 @@ func (l *Log) validate(records []byte, leader bool) (AppendInfo, error) {
 		if int64(n) > l.opts.SegmentBytes {
 			return info, fmt.Errorf("%w: batch %d is %d bytes, segment.bytes is %d", ErrBatchTooLarge, info.Batches, n, l.opts.SegmentBytes)
 		}
-		if leader && (h.RecordCount < 1 || h.LastOffsetDelta != h.RecordCount-1) {
-			return info, fmt.Errorf("%w: batch %d has %d records but lastOffsetDelta %d", ErrInvalidBatch, info.Batches, h.RecordCount, h.LastOffsetDelta)
+		if leader && !l.opts.noRecordCheck {
+			if err := rc.batch(records[p:p+n], h); err != nil {
+				return info, fmt.Errorf("batch %d at byte %d: %w", info.Batches, p, err)
+			}
 		}
+		info.Headers = append(info.Headers, h)
 		info.Batches++
 		info.Records += int64(h.LastOffsetDelta) + 1
 		info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
@@ -215,10 +270,11 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 		return info, l.failed
 	}
 	info.FirstOffset = l.leo
-	for p := 0; p < len(records); {
-		h := parseHeader(records[p:])
-		l.indexBatchLocked(l.pendBatch, act, h, act.size+int64(p))
-		p += h.Size()
+	p := int64(0)
+	for _, h := range info.Headers {
+		l.indexBatchLocked(l.pendBatch, act, h, act.size+p)
+		l.pstate.update(h, now.UnixMilli())
+		p += int64(h.Size())
 	}
 	act.size += int64(len(records))
 	info.LastOffset = l.leo - 1
@@ -330,6 +386,10 @@ func (l *Log) rollLocked() error {
 	if err := l.commitPendingLocked(); err != nil {
 		return err
 	}
+	// The producer state at the new segment's base, so that recovery
+	// scans at most the segments after it. Best effort: without it,
+	// recovery falls back to an older snapshot.
+	_ = l.writeSnapshotLocked()
 	seg, err := l.createSegment(l.leo)
 	if err != nil {
 		l.failed = fmt.Errorf("%w: %v", ErrLogFailed, err)

@@ -60,6 +60,15 @@ func setProducer(b []byte, pid int64, pepoch int16, seq int32, attrs int16) {
 	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 }
 
+// appendTrusted appends b at the log end as a follower does, without the
+// leader's record validation: for batches a client may not write
+// (transactional, control) or whose records do not decode.
+func appendTrusted(l *Log, b []byte, epoch int32) (AppendInfo, error) {
+	setBaseOffset(b, l.LogEndOffset())
+	setLeaderEpoch(b, epoch)
+	return l.AppendReplicated(b)
+}
+
 func TestAppendReadReopen(t *testing.T) {
 	e := newEnv(t, vfs.NewMem())
 	l, rep := e.open(Options{SegmentBytes: 1024, IndexIntervalBytes: 128})

@@ -34,6 +34,16 @@ type Options struct {
 	IndexIntervalBytes int64
 	// MaxBatchBytes (max.message.bytes): the largest batch accepted.
 	MaxBatchBytes int
+	// ProducerIDExpiration (producer.id.expiration.ms): forget an idempotent
+	// producer whose latest batch's timestamp is this old. Negative: never.
+	ProducerIDExpiration time.Duration
+	// TimestampBeforeMaxMs and TimestampAfterMaxMs are KIP-937's
+	// message.timestamp.before.max.ms and message.timestamp.after.max.ms:
+	// Append (the leader) refuses a batch holding a CreateTime timestamp
+	// more than this many milliseconds before or after Now
+	// (ErrInvalidTimestamp). Zero: Kafka 4's defaults, no bound before
+	// (math.MaxInt64) and one hour after (DefaultTimestampAfterMaxMs).
+	TimestampBeforeMaxMs, TimestampAfterMaxMs int64
 	// Now is the clock; time.Now when nil. Tests inject their own.
 	Now func() time.Time
 	// OnFlush, when set, is told how long each successful fsync pass of
@@ -54,6 +64,10 @@ type Options struct {
 	// else). It must not block.
 	OnWriteback func(bytes int64, err error)
 
+	// noRecordCheck turns off Append's record validation (validate.go),
+	// for the benchmark that measures its cost.
+	noRecordCheck bool
+
 	// syncRange replaces the kernel call in tests, and wbAlign the page
 	// size the active segment's ranges end on (writebackAlign).
 	syncRange func(f vfs.File, off, n int64) error
@@ -67,6 +81,11 @@ const (
 	DefaultRetentionMs        = 7 * 24 * time.Hour
 	DefaultIndexIntervalBytes = 4096
 	DefaultMaxBatchBytes      = 1048588
+	// DefaultProducerIDExpiration is producer.id.expiration.ms (1 day).
+	DefaultProducerIDExpiration = 24 * time.Hour
+	// DefaultTimestampAfterMaxMs is log.message.timestamp.after.max.ms
+	// since Kafka 4.0 (KIP-1030); before.max.ms stays unbounded.
+	DefaultTimestampAfterMaxMs = 3600000
 )
 
 // EnsureDefaults fills zero fields with Kafka's defaults and returns o.
@@ -91,6 +110,15 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.MaxBatchBytes == 0 {
 		o.MaxBatchBytes = DefaultMaxBatchBytes
 	}
+	if o.ProducerIDExpiration == 0 {
+		o.ProducerIDExpiration = DefaultProducerIDExpiration
+	}
+	if o.TimestampBeforeMaxMs == 0 {
+		o.TimestampBeforeMaxMs = math.MaxInt64
+	}
+	if o.TimestampAfterMaxMs == 0 {
+		o.TimestampAfterMaxMs = DefaultTimestampAfterMaxMs
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -114,6 +142,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("index.interval.bytes %d: must not be negative", o.IndexIntervalBytes)
 	case o.WritebackBytes < 0:
 		return fmt.Errorf("sluice.log.writeback.interval.bytes %d: must not be negative", o.WritebackBytes)
+	case o.TimestampBeforeMaxMs < 0:
+		return fmt.Errorf("message.timestamp.before.max.ms %d: must not be negative", o.TimestampBeforeMaxMs)
+	case o.TimestampAfterMaxMs < 0:
+		return fmt.Errorf("message.timestamp.after.max.ms %d: must not be negative", o.TimestampAfterMaxMs)
 	case o.MaxBatchBytes < BatchHeaderSize:
 		return fmt.Errorf("max.message.bytes %d: must be at least %d", o.MaxBatchBytes, BatchHeaderSize)
 	}

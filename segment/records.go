@@ -15,8 +15,9 @@ const (
 // one whole v2 batch, in order, until fn returns false. Only the fields
 // before the key are decoded (length, attributes, timestamp delta, offset
 // delta); keys, values and headers are skipped by length. A compressed
-// batch is decompressed first (batchRecords), which is why this is only for
-// the rare lookups by timestamp (ListOffsets), never for appends or reads.
+// batch is decompressed whole first (batchRecords), which is why this is
+// only for the rare lookups by timestamp (ListOffsets); the leader's append
+// walks records as a stream instead (validate.go).
 // With LogAppendTime every record's timestamp is the batch maxTimestamp, as
 // Kafka reads it. A malformed record or compressed body is ErrCorruptBatch.
 func recordTimes(b []byte, fn func(offset, ts int64) bool) error {

@@ -28,6 +28,8 @@ type RecoveryReport struct {
 	// cut: later segments stay readable, and a read in the missing bytes
 	// is ErrCorruptBatch. The node logs and exports them.
 	Damaged []DamagedSegment
+	// Producers says how the idempotent-producer state was rebuilt.
+	Producers ProducerRecovery
 }
 
 // DamagedSegment is a sealed segment whose file is shorter than its seal.
@@ -55,6 +57,12 @@ func Open(fs vfs.FS, dir, name string, idx *Index, opts Options) (*Log, Recovery
 		l.closeFiles()
 		return nil, rep, fmt.Errorf("segment: open log %s: %w", dir, err)
 	}
+	pr, err := l.recoverProducers()
+	if err != nil {
+		l.closeFiles()
+		return nil, rep, fmt.Errorf("segment: open log %s: producer state: %w", dir, err)
+	}
+	rep.Producers = pr
 	return l, rep, nil
 }
 

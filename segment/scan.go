@@ -34,9 +34,8 @@ const headerReadSize = 8 << 10
 // without any lock of the log held and may call the log; an error from fn
 // ends the scan and is returned as is.
 //
-// This is how a new leader rebuilds idempotent-producer state from the tail
-// of its log: the producer id, epoch and sequence range of each batch are in
-// its 61-byte header.
+// The producer id, epoch and sequence range of each batch are in its
+// 61-byte header.
 func (l *Log) ScanBatches(from, to int64, fn func(BatchHeader) error) error {
 	l.mu.Lock()
 	if l.closed {

@@ -29,7 +29,11 @@ func TestScanBatchesMatchesAppends(t *testing.T) {
 			}
 			b := BuildBatch(int64(i), vals...)
 			setProducer(b, int64(i%3), int16(i%2), int32(i*10), int16(16*(i%2)))
-			if _, err := l.Append(b, int32(i/50)); err != nil {
+			// Replicated: the producer fields are arbitrary, which a
+			// leader's producer-state check would refuse.
+			setBaseOffset(b, l.LogEndOffset())
+			setLeaderEpoch(b, int32(i/50))
+			if _, err := l.AppendReplicated(b); err != nil {
 				t.Fatal(err)
 			}
 			want = append(want, parseHeader(b))

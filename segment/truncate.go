@@ -93,7 +93,19 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.removeSegment(seg, wb)
 		l.segs = l.segs[:i]
 	}
-	return l.restartLocked(base, wb)
+	// Snapshots past the cut describe removed batches; restartLocked
+	// makes their removal durable before any append.
+	if err := l.removeSnapshotsAboveLocked(base); err != nil {
+		l.failed = fmt.Errorf("%w: truncate: %v", ErrLogFailed, err)
+		return l.failed
+	}
+	if err := l.restartLocked(base, wb); err != nil {
+		return err
+	}
+	// Roll the producer state back: the newest snapshot at or below the
+	// cut, then the batches after it.
+	l.rebuildProducersLocked()
+	return nil
 }
 
 // restartLocked finishes a truncation: the log now ends at next; removals in
@@ -159,6 +171,17 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	for _, s := range l.segs {
 		wb.Set(l.k.segment(s.base), segRecord{end: 0, next: s.base, firstTs: noTimestamp, maxTs: noTimestamp}.encode(), nil)
 	}
+	// No snapshot may survive to describe the new offsets: they go, for
+	// good, before the new log start is recorded.
+	if err := l.removeSnapshotsAboveLocked(-1); err != nil {
+		l.failed = fmt.Errorf("%w: truncate: %v", ErrLogFailed, err)
+		return l.failed
+	}
+	if err := l.syncDir(); err != nil {
+		l.failed = fmt.Errorf("%w: truncate: %v", ErrLogFailed, err)
+		return l.failed
+	}
+	l.pstate = newProducerState(offset > 0)
 	l.logStart = offset
 	l.ckpt = metaRecord{logStart: offset, recoveryPoint: offset, rpBase: offset, rpFirst: noTimestamp, rpMaxTs: noTimestamp}
 	wb.Set(l.k.meta(), l.ckpt.encode(), nil)
@@ -244,6 +267,7 @@ func (l *Log) deleteBelowLocked(start int64, n int) error {
 		l.failed = fmt.Errorf("%w: log start: %v", ErrLogFailed, err)
 		return l.failed
 	}
+	l.pruneSnapshotsLocked() // the snapshots of the segments gone go too
 	return wb.Commit(pebble.NoSync)
 }
 

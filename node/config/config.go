@@ -20,18 +20,20 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // ErrInvalid wraps every configuration error.
@@ -105,6 +107,9 @@ type Config struct {
 	// limit.
 	LogScrubMaxBytesPerSecond int64
 	ReplicaLagTimeMax         time.Duration
+	// ProducerIDExpiration (producer.id.expiration.ms): a partition forgets
+	// an idempotent producer whose latest batch is this old.
+	ProducerIDExpiration time.Duration
 	// BrokerSessionTimeout (broker.session.timeout.ms): a broker the
 	// active controller has not seen alive through gossip for this long is
 	// fenced and its partitions get new leaders.
@@ -112,6 +117,30 @@ type Config struct {
 	MessageMaxBytes        int32
 	SocketRequestMaxBytes  int32
 	AutoCreateTopicsEnable bool
+	// MaxConnections (max.connections) bounds the Kafka listener's open
+	// connections; the default is derived from RLIMIT_NOFILE
+	// (DefaultMaxConnections). MaxConnectionsPerIP
+	// (max.connections.per.ip) and MaxConnectionsPerIPOverrides
+	// (max.connections.per.ip.overrides, "ip:count,...") bound them per
+	// peer address. ConnectionsMaxIdle (connections.max.idle.ms) closes a
+	// connection idle that long; 0 never.
+	MaxConnections               int32
+	MaxConnectionsPerIP          int32
+	MaxConnectionsPerIPOverrides map[netip.Addr]int
+	ConnectionsMaxIdle           time.Duration
+	// MaxPartitionsPerRequest (sluice.max.partitions.per.request, a Sluice
+	// key): CreateTopics and CreatePartitions requests that would add more
+	// partitions in all are refused with POLICY_VIOLATION; at most
+	// quorum.MaxNewPartitionsPerRequest, the controller's own limit.
+	MaxPartitionsPerRequest int32
+	// LogMessageTimestampBeforeMaxMs and LogMessageTimestampAfterMaxMs
+	// (log.message.timestamp.before.max.ms / after.max.ms, KIP-937): a
+	// leader refuses a produced record whose CreateTime timestamp is
+	// further than this before or after its clock (INVALID_TIMESTAMP).
+	// Kafka 4's defaults: unbounded before, one hour after. Kafka takes
+	// 0; Sluice takes 1 and up (0 would refuse nearly every record).
+	LogMessageTimestampBeforeMaxMs int64
+	LogMessageTimestampAfterMaxMs  int64
 	// DebugPprof (sluice.debug.pprof, a Sluice key) serves Go's
 	// /debug/pprof/ on the HTTP listener.
 	DebugPprof bool
@@ -156,7 +185,7 @@ var keys = []key{
 		if strings.TrimSpace(v) == "" {
 			return nil
 		}
-		vs, err := initcmd.ParseControllers(v)
+		vs, err := meta.ParseControllers(v)
 		c.ControllerQuorumVoters = vs
 		return err
 	}},
@@ -238,9 +267,38 @@ var keys = []key{
 	}},
 	{"broker.session.timeout.ms", "9000", "a broker not seen alive (gossip) this long is fenced and loses its leaderships", func(c *Config, v string) error { return parseMs(&c.BrokerSessionTimeout, v, 1) }},
 	{"replica.lag.time.max.ms", "30000", "a follower this far behind leaves the ISR", func(c *Config, v string) error { return parseMs(&c.ReplicaLagTimeMax, v, 1) }},
+	{"producer.id.expiration.ms", "86400000", "a partition forgets an idempotent producer whose latest batch is this old", func(c *Config, v string) error {
+		return parseMs(&c.ProducerIDExpiration, v, 1)
+	}},
 	{"message.max.bytes", "1048588", "largest record batch", func(c *Config, v string) error { return parseInt32(&c.MessageMaxBytes, v, 61, math.MaxInt32) }},
+	{"log.message.timestamp.before.max.ms", "9223372036854775807", "refuse a produced record timestamped further than this in the past (KIP-937)", func(c *Config, v string) error {
+		return parseInt64(&c.LogMessageTimestampBeforeMaxMs, v, 1, math.MaxInt64)
+	}},
+	{"log.message.timestamp.after.max.ms", "3600000", "refuse a produced record timestamped further than this in the future (KIP-937)", func(c *Config, v string) error {
+		return parseInt64(&c.LogMessageTimestampAfterMaxMs, v, 1, math.MaxInt64)
+	}},
 	{"socket.request.max.bytes", "104857600", "largest request frame", func(c *Config, v string) error { return parseInt32(&c.SocketRequestMaxBytes, v, 10, math.MaxInt32) }},
 	{"auto.create.topics.enable", "true", "create a topic on first use", func(c *Config, v string) error { return parseBool(&c.AutoCreateTopicsEnable, v) }},
+	{"max.connections", strconv.Itoa(DefaultMaxConnections()), "most client connections open at once; more are closed when accepted (default: half of RLIMIT_NOFILE, at most 16384)", func(c *Config, v string) error {
+		return parseInt32(&c.MaxConnections, v, 1, math.MaxInt32)
+	}},
+	{"max.connections.per.ip", "2147483647", "most connections open at once from one address", func(c *Config, v string) error {
+		return parseInt32(&c.MaxConnectionsPerIP, v, 1, math.MaxInt32)
+	}},
+	{"max.connections.per.ip.overrides", "", "ip:count,... per-address exceptions to max.connections.per.ip (0 refuses the address)", func(c *Config, v string) (err error) {
+		c.MaxConnectionsPerIPOverrides, err = parseIPOverrides(v)
+		return err
+	}},
+	{"connections.max.idle.ms", "600000", "close a connection that sent nothing for this long; -1 never", func(c *Config, v string) error {
+		if err := parseMs(&c.ConnectionsMaxIdle, v, -1); err != nil {
+			return err
+		}
+		c.ConnectionsMaxIdle = max(c.ConnectionsMaxIdle, 0)
+		return nil
+	}},
+	{"sluice.max.partitions.per.request", "10000", "refuse a CreateTopics or CreatePartitions request that adds more partitions in all (POLICY_VIOLATION); at most 10000", func(c *Config, v string) error {
+		return parseInt32(&c.MaxPartitionsPerRequest, v, 1, quorum.MaxNewPartitionsPerRequest)
+	}},
 	{"sluice.debug.pprof", "false", "serve Go's /debug/pprof/ (CPU, heap, allocation profiles) on the HTTP listener", func(c *Config, v string) error { return parseBool(&c.DebugPprof, v) }},
 }
 
@@ -360,8 +418,8 @@ func (c *Config) validate(v *viper.Viper) error {
 // Verify checks that the data directory was formatted (sluice init) for
 // this node and, when cluster.id is set, this cluster, and returns its
 // meta.properties.
-func (c *Config) Verify() (initcmd.Meta, error) {
-	return initcmd.Verify(c.LogDirs[0], c.ClusterID, c.NodeID)
+func (c *Config) Verify() (meta.Meta, error) {
+	return meta.Verify(c.LogDirs[0], c.ClusterID, c.NodeID)
 }
 
 // Keys lists the known keys, sorted (documentation, tests).
@@ -452,6 +510,49 @@ func parseMs(dst *time.Duration, v string, lo int64) error {
 		*dst = -1
 	}
 	return nil
+}
+
+// DefaultMaxConnections is max.connections by default: half of this
+// process's RLIMIT_NOFILE (the other half stays for segment files, Pebble,
+// the Raft log and transport, replica fetchers, gossip and HTTP, so a
+// flood of clients cannot take the descriptors replication and the
+// controller need), at most 16,384 (an idle connection costs about 20 KiB
+// of goroutine stacks and queues; Kafka's default is unbounded). Go
+// raises the soft limit to the hard one at start on Linux.
+func DefaultMaxConnections() int {
+	const most = 16384
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
+		return 1024
+	}
+	return int(max(min(rl.Cur/2, most), 16))
+}
+
+// parseIPOverrides parses max.connections.per.ip.overrides: ip:count
+// pairs separated by commas (IP literals; an IPv6 address may be written
+// bare or in brackets).
+func parseIPOverrides(v string) (map[netip.Addr]int, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	out := map[netip.Addr]int{}
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		i := strings.LastIndex(part, ":")
+		if i <= 0 {
+			return nil, fmt.Errorf("%q: want ip:count", part)
+		}
+		ip, err := netip.ParseAddr(strings.Trim(part[:i], "[]"))
+		if err != nil {
+			return nil, fmt.Errorf("%q: %q is not an IP address (host names are not resolved)", part, part[:i])
+		}
+		n, err := strconv.Atoi(part[i+1:])
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: the count must be an integer >= 0", part)
+		}
+		out[ip.Unmap()] = n
+	}
+	return out, nil
 }
 
 func parseBool(dst *bool, v string) error {

@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,6 +103,21 @@ func TestSourcesAndErrors(t *testing.T) {
 		{name: "writeback", file: minimal, env: []string{"SLUICE_SLUICE_LOG_WRITEBACK_INTERVAL_BYTES=1048576"},
 			check: func(c *Config) bool { return c.LogWritebackIntervalBytes == 1<<20 }},
 		{name: "writeback below a page", file: minimal + "sluice.log.writeback.interval.bytes=100\n", err: "sluice.log.writeback.interval.bytes"},
+
+		{name: "connection limits by default", file: minimal,
+			check: func(c *Config) bool {
+				return c.MaxConnections == int32(DefaultMaxConnections()) && c.MaxConnections >= 16 && c.MaxConnections <= 16384 &&
+					c.MaxConnectionsPerIP == math.MaxInt32 && c.MaxConnectionsPerIPOverrides == nil && c.ConnectionsMaxIdle == 10*time.Minute &&
+					c.MaxPartitionsPerRequest == 10000
+			}},
+		{name: "connection limits", file: minimal + "max.connections=100\nmax.connections.per.ip=10\nmax.connections.per.ip.overrides=127.0.0.1:20, [::1]:0 ,10.0.0.1:5\nconnections.max.idle.ms=-1\n",
+			check: func(c *Config) bool {
+				o := c.MaxConnectionsPerIPOverrides
+				return c.MaxConnections == 100 && c.MaxConnectionsPerIP == 10 && len(o) == 3 &&
+					o[netip.MustParseAddr("127.0.0.1")] == 20 && o[netip.MustParseAddr("::1")] == 0 && c.ConnectionsMaxIdle == 0
+			}},
+		{name: "override by host name", file: minimal + "max.connections.per.ip.overrides=broker1:5\n", err: "max.connections.per.ip.overrides"},
+		{name: "partitions per request over the controller's", file: minimal + "sluice.max.partitions.per.request=10001\n", err: "sluice.max.partitions.per.request"},
 
 		{name: "unknown file key", file: minimal + "log.dir=/x\n", err: `"log.dir"`},
 		{name: "unknown env", file: minimal, env: []string{"SLUICE_LOG_DIR=/x"}, err: "SLUICE_LOG_DIR"},

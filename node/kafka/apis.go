@@ -64,13 +64,18 @@ func newTable(b Broker) *table {
 	_, elector := b.(Elector)
 	_, quorum := b.(QuorumDescriber)
 	_, partitions := b.(PartitionAdmin)
+	// Fetch v13+ names topics by ID.
+	fetchMax := int16(12)
+	if _, ok := b.(TopicNames); ok {
+		fetchMax = 15
+	}
 	rows := []api{
 		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata, maxBytes: metadataMaxBytes},
 		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
 		{key: kmsg.CreateTopics, min: 0, max: 7, handle: handleCreateTopics, needsAdmin: true},
 		{key: kmsg.DeleteTopics, min: 0, max: 6, handle: handleDeleteTopics, needsAdmin: true},
 		{key: kmsg.Produce, min: 3, max: 9, handle: handleProduce, needsLogs: true, listFrom0: true, recycle: true},
-		{key: kmsg.Fetch, min: 4, max: 12, handle: handleFetch, needsLogs: true},
+		{key: kmsg.Fetch, min: 4, max: fetchMax, handle: handleFetch, needsLogs: true},
 		{key: kmsg.ListOffsets, min: 0, max: 8, handle: handleListOffsets, needsLogs: true},
 		{key: kmsg.OffsetForLeaderEpoch, min: 0, max: 4, handle: handleOffsetForLeaderEpoch, needsLogs: true},
 		{key: kmsg.InitProducerID, min: 0, max: 4, handle: handleInitProducerID, needsPIDs: true},

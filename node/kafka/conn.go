@@ -149,11 +149,15 @@ func (c *conn) serve() {
 // After a write error it closes the connection and discards the rest, still
 // draining out so that serve never blocks on it.
 func (c *conn) writeLoop() {
-	bw := bufio.NewWriterSize(c.nc, writeBufferSize)
+	var bw *bufio.Writer // from the server's pool while there is output
+	defer func() { c.s.writers.put(bw) }()
 	failed := false
 	for m := range c.out {
 		buf := m.buf
 		if !failed {
+			if bw == nil {
+				bw = c.s.writers.get(c.nc)
+			}
 			if c.obs != nil {
 				m.r.stamps.picked = time.Now()
 				c.pending = append(c.pending, m.r)
@@ -168,6 +172,11 @@ func (c *conn) writeLoop() {
 				err = bw.Flush()
 				if err == nil && c.obs != nil {
 					c.observeSent()
+				}
+				if err == nil {
+					// Nothing more to write now: give the buffer back.
+					c.s.writers.put(bw)
+					bw = nil
 				}
 			}
 			if err != nil {
@@ -188,7 +197,7 @@ func (c *conn) writeLoop() {
 			}
 		}
 	}
-	if !failed && bw.Flush() == nil && c.obs != nil {
+	if !failed && bw != nil && bw.Flush() == nil && c.obs != nil {
 		c.observeSent()
 	}
 }
@@ -220,8 +229,16 @@ func (c *conn) abort() {
 
 func (c *conn) readLoop() {
 	defer close(c.queue)
-	br := bufio.NewReaderSize(c.nc, readBufferSize)
+	br := c.s.readers.get(c.nc)
+	defer func() { c.s.readers.put(br) }()
 	for {
+		if br == nil || br.Buffered() == 0 {
+			var err error
+			if br, err = c.awaitFrame(br); err != nil {
+				c.readFailed(err)
+				return
+			}
+		}
 		size, err := readFrameSize(br, c.s.opts.MaxRequestBytes)
 		if err != nil {
 			c.readFailed(err)
@@ -287,6 +304,9 @@ func (c *conn) readFailed(err error) {
 		// Closed by the server.
 	case c.draining.Load() && isTimeout(err):
 		c.log.Debug("kafka: stopped reading for shutdown")
+	case errors.Is(err, errIdle):
+		c.s.refused.idle.Add(1)
+		c.log.Debug("kafka: closing idle connection", "connections_max_idle", c.s.opts.ConnectionsMaxIdle)
 	case errors.Is(err, io.EOF):
 		c.log.Debug("kafka: peer closed connection")
 	default:

@@ -32,7 +32,8 @@ func (f *fakeData) Produce(_ context.Context, p ProducePartition) ProduceResult 
 	if !f.known(p.Topic, p.Partition) {
 		return ProduceResult{Err: kerr.UnknownTopicOrPartition, BaseOffset: -1, LogStartOffset: -1}
 	}
-	if _, _, err := segment.ValidateBatches(p.Records, 1<<20); err != nil {
+	_, records, err := segment.ValidateBatches(p.Records, 1<<20)
+	if err != nil {
 		return ProduceResult{Err: kerr.CorruptMessage, ErrMessage: err.Error(), BaseOffset: -1, LogStartOffset: -1}
 	}
 	f.dmu.Lock()
@@ -42,7 +43,7 @@ func (f *fakeData) Produce(_ context.Context, p ProducePartition) ProduceResult 
 	f.logs[p.Partition] = append(f.logs[p.Partition], bytes.Clone(p.Records))
 	close(f.sig)
 	f.sig = make(chan struct{})
-	return ProduceResult{BaseOffset: base}
+	return ProduceResult{BaseOffset: base, Records: records}
 }
 
 func (f *fakeData) Fetch(_ context.Context, p FetchPartition) FetchResult {

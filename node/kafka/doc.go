@@ -9,7 +9,8 @@
 // FindCoordinator 0-4 (refusing every key: no groups or transactions);
 // with a TopicAdmin CreateTopics 0-7 and DeleteTopics 0-6 (request
 // validation here, the work in the Broker); with Logs Produce 3-9 (listed
-// from 0 for librdkafka's sake), Fetch 4-12, ListOffsets 0-8 and
+// from 0 for librdkafka's sake), Fetch 4-12 (4-15 when the Logs is also a
+// TopicNames: topics by ID, KIP-903's ReplicaState), ListOffsets 0-8 and
 // OffsetForLeaderEpoch 0-4; with ProducerIDs InitProducerId 0-4; with
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
 // Elector ElectLeaders 0-2; with a QuorumDescriber DescribeQuorum 0-2; with
@@ -73,6 +74,19 @@
 //
 // # Limits and bad input
 //
+//   - Connections (limits.go, idle.go): Options.MaxConnections
+//     (max.connections) and MaxConnectionsPerIP with its overrides
+//     (max.connections.per.ip[.overrides]) close a connection accepted
+//     over them at once, counted in ConnStats; ConnectionsMaxIdle
+//     (connections.max.idle.ms) closes one that sent nothing for that long
+//     while no request of it waited for an answer. Buffers are not kept
+//     per connection while idle: the 16 KiB read buffer goes back to a
+//     server-wide pool after a second without a byte (the reader then
+//     waits for readability with MSG_PEEK on Linux, holding none), the
+//     64 KiB write buffer is taken from a pool only while responses are
+//     being written, and recycled response buffers are dropped when idle.
+//     Replica fetchers connect to the same listener and count against the
+//     limits until an inter-broker listener exists.
 //   - A frame whose size prefix is negative or above Options.MaxRequestBytes
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,

@@ -8,7 +8,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Fetch (key 1), versions 4-12; served when the Broker implements Logs.
+// Fetch (key 1), versions 4-15 (4-12 when Logs is not also TopicNames);
+// served when the Broker implements Logs.
+//
+// Version notes: v13 names topics by ID (KIP-516; an unknown ID answers
+// UNKNOWN_TOPIC_ID); v15 moves the replica id into the ReplicaState tag
+// with the fetching broker's epoch (KIP-903). A replica fetch below v15
+// carries no broker epoch and is passed on with BrokerEpoch -1, which the
+// node refuses (every Sluice broker fetches with v15): Kafka 3.5+ still
+// takes such fetches from replicas, but nothing then tells a zombie or a
+// forger from the replica it names.
 //
 // Reads committed batches (below the high watermark) of each partition
 // through Logs.Fetch, in request order, within max_bytes for the response
@@ -44,13 +53,14 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 	if maxBytes <= 0 {
 		maxBytes = int(^uint32(0) >> 1)
 	}
+	names := topicNames(s.broker, req)
 	var deadline *time.Timer
 	var files []fetchFile
 	for {
 		// Take the signal before reading: an append that lands after
 		// the read closes it, so no wake-up is lost.
 		appended := logs.Appended()
-		total, failed := fetchOnce(ctx, logs, req, resp, maxBytes, &files)
+		total, failed := fetchOnce(ctx, logs, req, names, resp, maxBytes, &files)
 		if failed || total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
 			break
 		}
@@ -68,7 +78,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		}
 		wait.End()
 		// One last read so the answer holds what arrived meanwhile.
-		fetchOnce(ctx, logs, req, resp, maxBytes, &files)
+		fetchOnce(ctx, logs, req, names, resp, maxBytes, &files)
 		break
 	}
 	s.fetched(req, resp, files)
@@ -79,29 +89,59 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 	return resp, nil
 }
 
+// fetchReplica is the replica id and broker epoch a Fetch claims: from
+// ReplicaState from v15 on, the replica id alone (epoch -1) before.
+func fetchReplica(req *kmsg.FetchRequest) (int32, int64) {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID, req.ReplicaState.Epoch
+	}
+	return req.ReplicaID, -1
+}
+
+// topicNames names each of the request's topics: by ID from v13 on ("" for
+// an unknown ID), as given before.
+func topicNames(b Broker, req *kmsg.FetchRequest) []string {
+	names := make([]string, len(req.Topics))
+	for i, t := range req.Topics {
+		if req.Version < 13 {
+			names[i] = t.Topic
+		} else if tn, ok := b.(TopicNames); ok {
+			names[i], _ = tn.TopicName(t.TopicID)
+		}
+	}
+	return names
+}
+
 // fetchOnce fills resp.Topics from one pass over the partitions and
 // returns the record bytes found and whether any partition has an error.
 // *files is set to the partitions answered with FileRecords; those of an
 // earlier pass are released.
-func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, resp *kmsg.FetchResponse, maxBytes int, files *[]fetchFile) (total int, failed bool) {
+func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []string, resp *kmsg.FetchResponse, maxBytes int, files *[]fetchFile) (total int, failed bool) {
 	for _, f := range *files {
 		f.f.Release()
 	}
 	*files = (*files)[:0]
 	resp.Topics = resp.Topics[:0]
-	for _, t := range req.Topics {
+	replica, brokerEpoch := fetchReplica(req)
+	for ti, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = names[ti], t.TopicID // each encoded where its version has it
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			if names[ti] == "" && req.Version >= 13 {
+				rp.ErrorCode, failed = kerr.UnknownTopicID.Code, true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			room := min(int(p.PartitionMaxBytes), maxBytes-total)
 			if total > 0 && room <= 0 {
 				room = 0
 			}
-			fp := FetchPartition{Topic: t.Topic, Partition: p.Partition, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
-				Offset: p.FetchOffset, MaxBytes: max(room, 1), ReplicaID: req.ReplicaID, LastFetchedEpoch: p.LastFetchedEpoch}
+			fp := FetchPartition{Topic: names[ti], Partition: p.Partition, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
+				Offset: p.FetchOffset, MaxBytes: max(room, 1), ReplicaID: replica, BrokerEpoch: brokerEpoch,
+				LastFetchedEpoch: p.LastFetchedEpoch}
 			if req.Version < 12 {
 				fp.LastFetchedEpoch = -1
 			}

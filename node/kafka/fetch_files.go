@@ -40,7 +40,7 @@ type filePiece struct {
 // appendFetchFrame appends the frame of r (size, correlation id, header and
 // body) to dst without the files' bytes: the frame is dst's new bytes with
 // each piece's file inserted at its position. The size prefix counts the
-// files. It encodes as kmsg's FetchResponse.AppendTo does, for versions 4-12
+// files. It encodes as kmsg's FetchResponse.AppendTo does, for versions 4-15
 // and the fields this server sets; canEncodeFetch says whether r has only
 // those. TestFetchFrameMatchesKmsg holds the two encodings together.
 func appendFetchFrame(dst []byte, correlationID int32, r *fileFetchResponse) ([]byte, []filePiece) {
@@ -68,9 +68,12 @@ func appendFetchFrame(dst []byte, correlationID int32, r *fileFetchResponse) ([]
 	dst = arrayLen(dst, len(resp.Topics))
 	for ti := range resp.Topics {
 		t := &resp.Topics[ti]
-		if flex {
+		switch {
+		case v >= 13:
+			dst = append(dst, t.TopicID[:]...)
+		case flex:
 			dst = kbin.AppendCompactString(dst, t.Topic)
-		} else {
+		default:
 			dst = kbin.AppendString(dst, t.Topic)
 		}
 		dst = arrayLen(dst, len(t.Partitions))
@@ -132,11 +135,11 @@ func appendFetchFrame(dst []byte, correlationID int32, r *fileFetchResponse) ([]
 }
 
 // canEncodeFetch says whether appendFetchFrame encodes r as kmsg would: a
-// version from 4 to 12, no aborted transactions, current leader, snapshot
+// version from 4 to 15, no aborted transactions, current leader, snapshot
 // id, node endpoints or unknown tagged fields, and files in response order.
 func canEncodeFetch(r *fileFetchResponse) bool {
 	resp := r.FetchResponse
-	if resp.Version < 4 || resp.Version > 12 || resp.UnknownTags.Len() > 0 || len(resp.Brokers) > 0 {
+	if resp.Version < 4 || resp.Version > 15 || resp.UnknownTags.Len() > 0 || len(resp.Brokers) > 0 {
 		return false
 	}
 	for ti := range resp.Topics {

@@ -30,7 +30,7 @@ func (m *memRecords) Release()                            { m.released++ }
 // gives kmsg's bytes for every version the server serves, with records
 // inline and in files, errors, a diverging epoch and empty topics.
 func TestFetchFrameMatchesKmsg(t *testing.T) {
-	for v := int16(4); v <= 12; v++ {
+	for v := int16(4); v <= 15; v++ {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			resp := kmsg.NewPtrFetchResponse()
 			resp.SetVersion(v)
@@ -39,6 +39,7 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 			for ti, name := range []string{"a", "topic-b", "c"} {
 				rt := kmsg.NewFetchResponseTopic()
 				rt.Topic = name
+				rt.TopicID = [16]byte{byte(ti + 1), 2, 3, 15: 9}
 				for pi := range ti + 2 {
 					rp := kmsg.NewFetchResponseTopicPartition()
 					rp.Partition = int32(pi)

@@ -45,6 +45,16 @@ type Logs interface {
 	EndOffsetForEpoch(ctx context.Context, p EpochPartition) EpochResult
 }
 
+// TopicNames is the optional Logs capability to name a topic by its ID
+// (KIP-516). With it the server serves Fetch v13-15 (topics by ID; v15
+// carries the fetching replica's id and broker epoch, KIP-903), without it
+// Fetch up to v12. Safe for concurrent use.
+type TopicNames interface {
+	// TopicName returns the name of the topic with this ID, false if
+	// there is none.
+	TopicName(id TopicID) (string, bool)
+}
+
 // ProducerIDs is the optional Broker capability to hand out producer ids
 // (InitProducerId for idempotent producers; transactions are not served).
 type ProducerIDs interface {
@@ -71,6 +81,11 @@ type ProduceResult struct {
 	// duplicate idempotent batch, of the first record written the first time.
 	BaseOffset     int64
 	LogStartOffset int64
+	// Records is how many records were appended, as the log counted
+	// them while validating (0 on an error or for a duplicate): the
+	// server's per-topic metrics take it from here rather than parse the
+	// batches again.
+	Records int64
 	// Pending, when not nil, delivers the acknowledgement once the acks
 	// are satisfied: nil, or the Kafka error that replaces the result
 	// (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER,
@@ -87,8 +102,13 @@ type FetchPartition struct {
 	// MaxBytes bounds the batches returned, but the first batch is
 	// returned whole (KIP-74).
 	MaxBytes int
-	// ReplicaID is the fetching broker's id, or -1 for a consumer.
+	// ReplicaID is the fetching broker's id, or -1 for a consumer: the
+	// request's replica_id below v15, ReplicaState's id from v15 on.
 	ReplicaID int32
+	// BrokerEpoch is the fetching broker's epoch from v15's ReplicaState
+	// (KIP-903), -1 when the request has none (below v15, or not sent).
+	// Nothing proves either: they are what the sender claims.
+	BrokerEpoch int64
 	// LastFetchedEpoch (v12+) is the epoch of the last batch the fetching
 	// replica holds, -1: not sent; the leader answers a diverging epoch
 	// when its log differs there (KIP-320/595).

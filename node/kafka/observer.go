@@ -145,14 +145,19 @@ func (r *request) timing(t *RequestTiming, sent time.Time) {
 // follower reports whether r is a Fetch from a replica.
 func (r *request) follower() bool {
 	f, ok := r.body.(*kmsg.FetchRequest)
-	return ok && f.ReplicaID >= 0
+	if !ok {
+		return false
+	}
+	id, _ := fetchReplica(f)
+	return id >= 0
 }
 
 // produced reports one partition of a Produce to the Observer's
-// TopicObserver capability, if any.
-func (s *Server) produced(topic string, records []byte, err error) {
+// TopicObserver capability, if any: the records the log appended
+// (ProduceResult.Records, counted by its parse) and the bytes received.
+func (s *Server) produced(topic string, records int64, bytes int, err error) {
 	if s.topics != nil {
-		s.topics.Produced(topic, countRecords(records), len(records), err)
+		s.topics.Produced(topic, int(records), bytes, err)
 	}
 }
 
@@ -162,6 +167,7 @@ func (s *Server) fetched(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, files
 	if s.topics == nil {
 		return
 	}
+	replica, _ := fetchReplica(req)
 	for i := range resp.Topics {
 		n, known := 0, false
 		for _, f := range files {
@@ -172,30 +178,10 @@ func (s *Server) fetched(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, files
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
 			n += len(p.RecordBatches)
-			known = known || p.ErrorCode != kerr.UnknownTopicOrPartition.Code
+			known = known || p.ErrorCode != kerr.UnknownTopicOrPartition.Code && p.ErrorCode != kerr.UnknownTopicID.Code
 		}
 		if known { // a client may name any topic: report only those served
-			s.topics.Fetched(resp.Topics[i].Topic, n, req.ReplicaID >= 0)
+			s.topics.Fetched(resp.Topics[i].Topic, n, replica >= 0)
 		}
 	}
-}
-
-// countRecords sums the record counts of the RecordBatch v2 headers in b,
-// stopping at the first frame that does not fit.
-func countRecords(b []byte) int {
-	const (
-		lengthAt  = 8  // after baseOffset
-		recordsAt = 57 // numRecords, the last header field
-		headerLen = 61
-	)
-	n := 0
-	for len(b) >= headerLen {
-		size := int(int32(uint32(b[lengthAt])<<24|uint32(b[lengthAt+1])<<16|uint32(b[lengthAt+2])<<8|uint32(b[lengthAt+3]))) + 12
-		if size < headerLen || size > len(b) {
-			break
-		}
-		n += int(int32(uint32(b[recordsAt])<<24 | uint32(b[recordsAt+1])<<16 | uint32(b[recordsAt+2])<<8 | uint32(b[recordsAt+3])))
-		b = b[size:]
-	}
-	return n
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
+	"time"
 )
 
 // DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default (100 MiB).
@@ -34,6 +36,20 @@ type Options struct {
 	// max(MaxRequestBytes, MaxQueuedBytes) of frames (Kafka, which reads
 	// nothing while a request is in flight, holds one).
 	MaxQueuedBytes int32
+	// MaxConnections bounds the open connections (max.connections): one
+	// accepted beyond it is closed at once. Zero: no bound.
+	MaxConnections int
+	// MaxConnectionsPerIP bounds the open connections from one address
+	// (max.connections.per.ip), except those in MaxConnectionsPerIPOverrides
+	// (max.connections.per.ip.overrides), which have their own bound. One
+	// accepted beyond it is closed at once. Zero: no bound (an override
+	// of zero refuses the address).
+	MaxConnectionsPerIP          int
+	MaxConnectionsPerIPOverrides map[netip.Addr]int
+	// ConnectionsMaxIdle closes a connection that has sent nothing and
+	// waits for no answer for this long (connections.max.idle.ms). Zero:
+	// never.
+	ConnectionsMaxIdle time.Duration
 	// Observer, when set, receives the timing of every request, and its
 	// TopicObserver capability, if any, the per-topic traffic (metrics).
 	// Nil takes no timestamps.
@@ -69,6 +85,14 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxQueuedRequests < 1 {
 		return fmt.Errorf("%w: MaxQueuedRequests %d must be at least 1", ErrInvalidOptions, o.MaxQueuedRequests)
+	}
+	if o.MaxConnections < 0 || o.MaxConnectionsPerIP < 0 || o.ConnectionsMaxIdle < 0 {
+		return fmt.Errorf("%w: connection limits must not be negative", ErrInvalidOptions)
+	}
+	for a, n := range o.MaxConnectionsPerIPOverrides {
+		if n < 0 {
+			return fmt.Errorf("%w: max.connections.per.ip.overrides: %d for %s", ErrInvalidOptions, n, a)
+		}
 	}
 	if o.MaxQueuedBytes < 1 {
 		return fmt.Errorf("%w: MaxQueuedBytes %d must be at least 1", ErrInvalidOptions, o.MaxQueuedBytes)

@@ -15,8 +15,12 @@ import (
 // acks must be 0, 1 or -1 (all); anything else answers every partition
 // INVALID_REQUIRED_ACKS and writes nothing. Each partition is appended on
 // its own, in request order, through Logs.Produce, and gets its own error
-// code (a batch with a bad CRC: CORRUPT_MESSAGE, nothing written; a
-// partition this broker does not lead: NOT_LEADER_OR_FOLLOWER); then the
+// code (a batch with a bad CRC or a payload that does not decompress:
+// CORRUPT_MESSAGE; records that do not match their header, or a control
+// batch: INVALID_RECORD; a timestamp out of bounds: INVALID_TIMESTAMP; an
+// unknown codec: UNSUPPORTED_COMPRESSION_TYPE; a transactional batch:
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; nothing written for any of
+// them; a partition this broker does not lead: NOT_LEADER_OR_FOLLOWER); then the
 // acknowledgements of all its partitions are waited for together
 // (ProduceResult.Pending), after the handler returned (deferredResponse),
 // so that pipelined requests append while earlier ones wait. With acks=0
@@ -54,13 +58,13 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			if reject != nil {
-				s.produced(t.Topic, p.Records, reject)
+				s.produced(t.Topic, 0, len(p.Records), reject)
 				rp.ErrorCode = errorCode(reject)
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
 			res := logs.Produce(ctx, ProducePartition{Topic: t.Topic, Partition: p.Partition, Acks: req.Acks, Records: p.Records})
-			s.produced(t.Topic, p.Records, res.Err)
+			s.produced(t.Topic, res.Records, len(p.Records), res.Err)
 			rp.ErrorCode = errorCode(res.Err)
 			if res.Err == nil {
 				rp.BaseOffset = res.BaseOffset

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,8 +19,11 @@ type Server struct {
 	table  *table
 	// topics is opts.Observer's TopicObserver capability, nil if none.
 	topics TopicObserver
-	// frames recycles request frame buffers across connections.
-	frames framePool
+	// frames recycles request frame buffers across connections; readers
+	// and writers the connections' buffered readers and writers (idle.go).
+	frames  framePool
+	readers readerPool
+	writers writerPool
 
 	closing atomic.Bool
 	// done is closed when Shutdown or Close begins.
@@ -29,6 +33,10 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	// perIP counts the open connections by peer address (limits.go).
+	perIP map[netip.Addr]int
+	// refused counts connections closed at accept by a limit.
+	refused refusedCounts
 	// wg counts live connections (their goroutines).
 	wg sync.WaitGroup
 }
@@ -52,6 +60,7 @@ func NewServer(b Broker, opts Options) (*Server, error) {
 		done:      make(chan struct{}),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
+		perIP:     map[netip.Addr]int{},
 	}, nil
 }
 
@@ -119,6 +128,11 @@ func (s *Server) startConn(nc net.Conn) {
 		_ = nc.Close()
 		return
 	}
+	ip, ok := s.admit(nc)
+	if !ok {
+		_ = nc.Close()
+		return
+	}
 	c := newConn(s, nc)
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
@@ -127,6 +141,7 @@ func (s *Server) startConn(nc net.Conn) {
 		c.serve()
 		s.mu.Lock()
 		delete(s.conns, c)
+		s.release(ip)
 		s.mu.Unlock()
 	}()
 }

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -121,9 +122,22 @@ func testPipelined(t *testing.T, opts Options) {
 	}
 	c.write(batch)
 	for _, s := range all {
-		resp := c.recv(s.req, s.corr, s.req.GetVersion())
-		if resp.Key() != s.req.Key() {
-			t.Fatalf("correlation %d: response key %d, want %d", s.corr, resp.Key(), s.req.Key())
+		// recv checked the correlation id; the body must be the answer
+		// to this request, not one of the other API decoded as this one.
+		switch r := c.recv(s.req, s.corr, s.req.GetVersion()).(type) {
+		case *kmsg.MetadataResponse:
+			if len(r.Brokers) == 0 {
+				t.Fatalf("correlation %d: Metadata v%d answer lists no broker: %+v", s.corr, r.Version, r)
+			}
+			if r.Version > 0 && (len(r.Topics) != 1 || r.Topics[0].Topic == nil || *r.Topics[0].Topic != "orders") {
+				t.Fatalf("correlation %d: Metadata v%d answer's topics %+v, want just orders", s.corr, r.Version, r.Topics)
+			}
+		case *kmsg.ApiVersionsResponse:
+			if r.ErrorCode != 0 || !slices.ContainsFunc(r.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == kmsg.Metadata.Int16() }) {
+				t.Fatalf("correlation %d: ApiVersions v%d answer: error %d, keys %+v; want Metadata listed", s.corr, r.Version, r.ErrorCode, r.ApiKeys)
+			}
+		default:
+			t.Fatalf("correlation %d: answer %T", s.corr, r)
 		}
 	}
 }

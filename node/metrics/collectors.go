@@ -15,17 +15,21 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 
 // Descs of the source collector, by Kafka name (see the package doc).
 var (
-	underReplicated = desc("kafka_server_replicamanager_underreplicatedpartitions", "Kafka ReplicaManager UnderReplicatedPartitions: partitions led here whose ISR is smaller than their replica set.")
+	underReplicated = desc("kafka_server_replicamanager_underreplicatedpartitions", "Kafka ReplicaManager UnderReplicatedPartitions: partitions led here whose ISR is smaller than their replica set, or that cannot serve (a fenced leader).")
 	underMinISR     = desc("kafka_server_replicamanager_underminisrpartitioncount", "Kafka ReplicaManager UnderMinIsrPartitionCount: partitions led here whose ISR is below min.insync.replicas (acks=all fails).")
 	atMinISR        = desc("kafka_server_replicamanager_atminisrpartitioncount", "Kafka ReplicaManager AtMinIsrPartitionCount: partitions led here whose ISR is exactly min.insync.replicas (one more loss stops acks=all).")
 	leaderCount     = desc("kafka_server_replicamanager_leadercount", "Kafka ReplicaManager LeaderCount: partitions led here.")
 	partitionCount  = desc("kafka_server_replicamanager_partitioncount", "Kafka ReplicaManager PartitionCount: partition replicas hosted here.")
 	isrShrinks      = desc("kafka_server_replicamanager_isrshrinks_total", "Kafka ReplicaManager IsrShrinksPerSec: ISR shrinks of partitions led here.")
 	isrExpands      = desc("kafka_server_replicamanager_isrexpands_total", "Kafka ReplicaManager IsrExpandsPerSec: ISR expansions of partitions led here.")
+	connCount       = desc("kafka_server_socket_server_metrics_connection_count", "Kafka socket-server-metrics connection-count: open client connections.", "listener")
+	connRefused     = desc("sluice_kafka_connections_refused_total", "Client connections closed when accepted, by the limit they were over (max.connections, max.connections.per.ip).", "listener", "limit")
+	connIdleClosed  = desc("sluice_kafka_connections_idle_closed_total", "Client connections closed by connections.max.idle.ms.", "listener")
 	lostOnRecovery  = desc("sluice_log_lost_on_recovery_records_total", "Committed records the local logs no longer held when opened (below their checkpointed high watermark): a power cut took unflushed data.")
+	offlineLogDirs  = desc("kafka_log_logmanager_offlinelogdirectorycount", "Kafka LogManager OfflineLogDirectoryCount: log directories of this broker that failed (I/O error, full disk); their replicas serve nothing until a restart.")
 	maxLag          = desc("kafka_server_replicafetchermanager_maxlag", "Kafka ReplicaFetcherManager MaxLag: the largest lag, in offsets, of a follower of a partition led here behind the log end (the leader's view).", "clientId")
 
-	partUnderReplicated = desc("kafka_cluster_partition_underreplicated", "Kafka Partition UnderReplicated (1/0), on the leader.", "topic", "partition")
+	partUnderReplicated = desc("kafka_cluster_partition_underreplicated", "Kafka Partition UnderReplicated (1/0), on the leader; 1 also when it cannot serve (fenced).", "topic", "partition")
 	partISR             = desc("kafka_cluster_partition_insyncreplicascount", "Kafka Partition InSyncReplicasCount, on the leader.", "topic", "partition")
 	partReplicas        = desc("kafka_cluster_partition_replicascount", "Kafka Partition ReplicasCount, on the leader.", "topic", "partition")
 	logEnd              = desc("kafka_log_log_logendoffset", "Kafka Log LogEndOffset of the local replica.", "topic", "partition")
@@ -66,7 +70,7 @@ type sourceCollector struct {
 }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{underReplicated, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery,
+	for _, d := range []*prometheus.Desc{underReplicated, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery, offlineLogDirs,
 		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unwrittenBytes, unflushedAge,
 		activeController, offlinePartitions, activeBrokers, fencedBrokers, uncleanElections,
 		raftState, raftLeader, raftEpoch, raftHW, raftLEO, raftApplied, raftCommitAvg, raftCommitsTotal, raftCommitSecs, raftRefused} {
@@ -90,7 +94,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		if p.Leader {
 			leaders++
 			ur := 0.0
-			if p.ISR < p.Replicas {
+			if p.ISR < p.Replicas || p.NotServing {
 				under++
 				ur = 1
 			}
@@ -130,6 +134,11 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(isrShrinks, prometheus.CounterValue, float64(b.IsrShrinks))
 	ch <- prometheus.MustNewConstMetric(isrExpands, prometheus.CounterValue, float64(b.IsrExpands))
 	ch <- prometheus.MustNewConstMetric(lostOnRecovery, prometheus.CounterValue, float64(b.LostOnRecovery))
+	gauge(offlineLogDirs, float64(b.OfflineLogDirs))
+	gauge(connCount, float64(b.Connections), "PLAINTEXT")
+	ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(b.ConnectionsRefusedMax), "PLAINTEXT", "max.connections")
+	ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(b.ConnectionsRefusedPerIP), "PLAINTEXT", "max.connections.per.ip")
+	ch <- prometheus.MustNewConstMetric(connIdleClosed, prometheus.CounterValue, float64(b.ConnectionsIdleClosed), "PLAINTEXT")
 
 	ctl := c.src.Controller()
 	active := 0.0

@@ -22,6 +22,7 @@
 //	kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions kafka_server_replicamanager_underreplicatedpartitions
 //	  also UnderMinIsrPartitionCount, AtMinIsrPartitionCount, LeaderCount, PartitionCount
 //	kafka.server:type=ReplicaManager,name=IsrShrinksPerSec         kafka_server_replicamanager_isrshrinks_total (and isrexpands_total)
+//	kafka.log:type=LogManager,name=OfflineLogDirectoryCount        kafka_log_logmanager_offlinelogdirectorycount
 //	kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica  kafka_server_replicafetchermanager_maxlag{clientId}
 //	  (measured on the leaders here: their furthest-behind follower; Kafka measures it on the followers)
 //	kafka.cluster:type=Partition,name=UnderReplicated,topic,partition     kafka_cluster_partition_underreplicated{topic,partition}
@@ -34,6 +35,7 @@
 //	kafka.server:type=raft-metrics current-state, current-leader,  kafka_server_raftmetrics_current_state{current_state}, _current_leader,
 //	  current-epoch, high-watermark, log-end-offset, commit-latency-avg  _current_epoch, _high_watermark, _log_end_offset, _commit_latency_avg
 //	kafka.server:type=broker-metadata-metrics last-applied-record-offset kafka_server_brokermetadatametrics_last_applied_record_offset
+//	kafka.server:type=socket-server-metrics,listener=L connection-count  kafka_server_socket_server_metrics_connection_count{listener}
 //
 // Ours:
 //
@@ -43,6 +45,8 @@
 //	sluice_log_flushed_offset{topic,partition}         every offset below is fsynced on this node
 //	sluice_partition_high_watermark{topic,partition}   records below are committed
 //	sluice_log_lost_on_recovery_records_total          committed records a log no longer held when opened (power cut)
+//	sluice_kafka_connections_refused_total{listener,limit}  connections closed at accept by max.connections or max.connections.per.ip
+//	sluice_kafka_connections_idle_closed_total{listener}   connections closed by connections.max.idle.ms
 //	sluice_log_writeback_requested_bytes_total         bytes the logs asked the kernel to write back (batched writeback)
 //	sluice_log_writeback_errors_total                  such requests that failed
 //	sluice_log_corrupt_batches_total{topic,partition}  bad batches the scrub or a read found in a local log

@@ -114,7 +114,8 @@ func expect(t *testing.T, mfs map[string]*dto.MetricFamily, want float64, name s
 }
 
 // TestCollectorsAggregate: the ReplicaManager gauges count only the
-// partitions led here, by their ISR against replicas and min ISR; MaxLag is
+// partitions led here, by their ISR against replicas and min ISR (a leader
+// that cannot serve is under-replicated whatever its ISR); MaxLag is
 // the worst follower; the window's age comes from the clock; the
 // controller and raft values pass through.
 func TestCollectorsAggregate(t *testing.T) {
@@ -124,22 +125,25 @@ func TestCollectorsAggregate(t *testing.T) {
 			{Topic: "a", Partition: 1, Leader: true, Replicas: 3, ISR: 2, MinISR: 2},
 			{Topic: "b", Partition: 0, Leader: true, Replicas: 3, ISR: 1, MinISR: 2},
 			{Topic: "b", Partition: 1, Leader: false, Replicas: 3, ISR: 1, MinISR: 2, FollowerLag: 42},
+			{Topic: "c", Partition: 0, Leader: true, NotServing: true, Replicas: 3, ISR: 3, MinISR: 2},
 		},
-		b: BrokerStat{IsrShrinks: 3, IsrExpands: 1, LostOnRecovery: 5},
+		b: BrokerStat{IsrShrinks: 3, IsrExpands: 1, LostOnRecovery: 5, OfflineLogDirs: 1},
 		c: ControllerStat{Active: true, OfflinePartitions: 1, ActiveBrokers: 2, FencedBrokers: 1, UncleanElections: 1,
 			Raft: RaftStat{State: "leader", Leader: 1, Term: 7, CommitIndex: 99, LastIndex: 100, AppliedIndex: 98, Commits: 4, CommitTime: 8 * time.Millisecond}},
 	}
 	mfs := gather(t, newTestMetrics(t, src))
-	expect(t, mfs, 4, "kafka_server_replicamanager_partitioncount")
-	expect(t, mfs, 3, "kafka_server_replicamanager_leadercount")
-	expect(t, mfs, 2, "kafka_server_replicamanager_underreplicatedpartitions")
+	expect(t, mfs, 5, "kafka_server_replicamanager_partitioncount")
+	expect(t, mfs, 4, "kafka_server_replicamanager_leadercount")
+	expect(t, mfs, 3, "kafka_server_replicamanager_underreplicatedpartitions")
 	expect(t, mfs, 1, "kafka_server_replicamanager_underminisrpartitioncount")
 	expect(t, mfs, 1, "kafka_server_replicamanager_atminisrpartitioncount")
 	expect(t, mfs, 3, "kafka_server_replicamanager_isrshrinks_total")
 	expect(t, mfs, 1, "kafka_server_replicamanager_isrexpands_total")
+	expect(t, mfs, 1, "kafka_log_logmanager_offlinelogdirectorycount")
 	expect(t, mfs, 42, "kafka_server_replicafetchermanager_maxlag", "clientId=Replica")
 	expect(t, mfs, 5, "sluice_log_lost_on_recovery_records_total")
 	expect(t, mfs, 1, "kafka_cluster_partition_underreplicated", "partition=0", "topic=b")
+	expect(t, mfs, 1, "kafka_cluster_partition_underreplicated", "partition=0", "topic=c") // full ISR, fenced
 	expect(t, mfs, 600, "sluice_log_unflushed_bytes", "partition=0", "topic=a")
 	expect(t, mfs, 1.5, "sluice_log_unflushed_age_seconds", "partition=0", "topic=a")
 	expect(t, mfs, 300, "sluice_log_unwritten_bytes", "partition=0", "topic=a")

@@ -22,6 +22,10 @@ type PartitionStat struct {
 	Partition int32
 	// Leader is set when this node leads the partition.
 	Leader bool
+	// NotServing: this node leads it but acknowledges nothing (a leader
+	// the controller fenced until the metadata catches up). It counts as
+	// under-replicated: no acks=all produce completes there.
+	NotServing bool
 	// Replicas and ISR are the sizes of the assigned replica set and of
 	// the in-sync replica set; MinISR is min.insync.replicas.
 	Replicas, ISR, MinISR int
@@ -61,6 +65,16 @@ type BrokerStat struct {
 	// power cut took an unflushed tail. They are fetched back from a
 	// replica that kept them, if any did.
 	LostOnRecovery int64
+	// OfflineLogDirs counts the log directories that failed (0 or 1: a
+	// node has one).
+	OfflineLogDirs int
+	// Connections is the number of open client connections (PLAINTEXT);
+	// ConnectionsRefusedMax and ConnectionsRefusedPerIP count those closed
+	// at accept by max.connections and max.connections.per.ip[.overrides];
+	// ConnectionsIdleClosed those closed by connections.max.idle.ms.
+	Connections                                    int
+	ConnectionsRefusedMax, ConnectionsRefusedPerIP int64
+	ConnectionsIdleClosed                          int64
 }
 
 // ControllerStat is the metadata quorum as this node sees it. The cluster

@@ -3,7 +3,6 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,10 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// ErrProblem is returned when a command ran but found what its caller asked
-// about (an unhealthy cluster, partitions matching a filter); exit status 2.
-var ErrProblem = errors.New("problem found")
 
 // common are the flags every admin command takes.
 type common struct {

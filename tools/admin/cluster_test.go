@@ -20,8 +20,8 @@ import (
 
 	"github.com/sluice-log/sluice/node"
 	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // clusterNode is one node of a test cluster.
@@ -50,7 +50,7 @@ func startCluster(t *testing.T, n int) ([]*clusterNode, string) {
 	for i := range n {
 		cn := &clusterNode{dir: t.TempDir(), kafkaAddr: kls[i].Addr().String(), ctrlAddr: cls[i].Addr().String()}
 		nodes[i] = cn
-		if _, err := initcmd.Format(cn.dir, initcmd.Meta{ClusterID: clusterID, NodeID: int32(i + 1), InitialControllers: voters}); err != nil {
+		if _, err := meta.Format(cn.dir, meta.Meta{ClusterID: clusterID, NodeID: int32(i + 1), InitialControllers: voters}); err != nil {
 			t.Fatal(err)
 		}
 		fs := pflag.NewFlagSet("node", pflag.ContinueOnError)

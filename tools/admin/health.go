@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-log/sluice/tools/internal/cli"
 	"maps"
 	"slices"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -23,6 +26,18 @@ type Health struct {
 	Leaderless      []string `json:"leaderless_partitions"`
 	UnderReplicated []string `json:"under_replicated_partitions"`
 	UnderMinISR     []string `json:"under_min_isr_partitions"`
+	// NotServing are partitions whose leader, asked directly for the
+	// partition's end offset with the leader epoch the metadata gives,
+	// answers an error: it cannot serve (its log failed, or it is fenced)
+	// while the metadata still names it leader. "topic/partition: ERROR".
+	NotServing []string `json:"not_serving_partitions"`
+	// OfflineLogDirs are live brokers whose replicas the metadata lists
+	// as offline (Metadata offline_replicas): their log directory failed
+	// (a full disk, an I/O error; the node's /readyz and
+	// kafka_log_logmanager_offlinelogdirectorycount say which) or, for a
+	// moment, they are in controlled shutdown. A restart once the disk is
+	// fixed brings them back.
+	OfflineLogDirs []int32 `json:"nodes_with_offline_log_dirs"`
 	// UncleanElections counts, per topic, the unclean leader elections
 	// the metadata records (history: each may have lost acknowledged
 	// records). They are shown, not judged: a cluster that recovered
@@ -50,6 +65,7 @@ func NewHealthCommand() *cobra.Command {
 			}
 			minISR, unclean := topicHealthConfigs(ctx, cl, md.Topics.Names())
 			h := health(md, minISR)
+			h.judgeServing(probeLeaders(ctx, cl, md))
 			h.UncleanElections = unclean
 			for _, n := range unclean {
 				h.UncleanElectionsTotal += n
@@ -62,13 +78,15 @@ func NewHealthCommand() *cobra.Command {
 				fmt.Fprintf(w, "Controller ID:               %d\n", h.Controller)
 				fmt.Fprintf(w, "All nodes:                   %v\n", h.Brokers)
 				fmt.Fprintf(w, "Nodes down:                  %v\n", h.NodesDown)
+				fmt.Fprintf(w, "Nodes with offline log dirs: %v\n", h.OfflineLogDirs)
 				fmt.Fprintf(w, "Leaderless partitions:       %v\n", h.Leaderless)
 				fmt.Fprintf(w, "Under-replicated partitions: %v\n", h.UnderReplicated)
 				fmt.Fprintf(w, "Under-min-ISR partitions:    %v\n", h.UnderMinISR)
+				fmt.Fprintf(w, "Not-serving partitions:      %v\n", h.NotServing)
 				fmt.Fprintf(w, "Unclean elections seen:      %d%s\n", h.UncleanElectionsTotal, uncleanDetail(h.UncleanElections))
 			})
 			if err == nil && !h.Healthy {
-				return ErrProblem
+				return cli.ErrProblem
 			}
 			return err
 		},
@@ -146,13 +164,18 @@ func health(md kadm.Metadata, minISR map[string]int) Health {
 		live[b.NodeID] = true
 		h.Brokers = append(h.Brokers, b.NodeID)
 	}
-	down := map[int32]bool{}
+	down, offline := map[int32]bool{}, map[int32]bool{}
 	for _, name := range md.Topics.Names() {
 		for _, p := range md.Topics[name].Partitions.Sorted() {
 			id := fmt.Sprintf("%s/%d", name, p.Partition)
 			for _, r := range p.Replicas {
 				if !live[r] {
 					down[r] = true
+				}
+			}
+			for _, r := range p.OfflineReplicas {
+				if live[r] {
+					offline[r] = true
 				}
 			}
 			if p.Leader < 0 || !live[p.Leader] {
@@ -171,11 +194,18 @@ func health(md kadm.Metadata, minISR map[string]int) Health {
 	}
 	slices.Sort(h.Brokers)
 	slices.Sort(h.NodesDown)
+	for id := range offline {
+		h.OfflineLogDirs = append(h.OfflineLogDirs, id)
+	}
+	slices.Sort(h.OfflineLogDirs)
 	if h.Controller < 0 {
 		h.Reasons = append(h.Reasons, "no_elected_controller")
 	}
 	if len(h.NodesDown) > 0 {
 		h.Reasons = append(h.Reasons, "nodes_down")
+	}
+	if len(h.OfflineLogDirs) > 0 {
+		h.Reasons = append(h.Reasons, "offline_log_dirs")
 	}
 	if len(h.Leaderless) > 0 {
 		h.Reasons = append(h.Reasons, "leaderless_partitions")
@@ -188,6 +218,80 @@ func health(md kadm.Metadata, minISR map[string]int) Health {
 	}
 	h.Healthy = len(h.Reasons) == 0
 	return h
+}
+
+// probeLeaders asks each live leader, in one ListOffsets per broker (no
+// retries), for the end offset of the partitions the metadata says it
+// leads, with their leader epochs, and returns those answered with an
+// error as "topic/partition: ERROR", sorted, except the answers of a
+// leader that has not applied the same metadata yet. A broker that cannot be
+// reached is left out: nodes_down covers it.
+func probeLeaders(ctx context.Context, cl *kgo.Client, md kadm.Metadata) []string {
+	live := map[int32]bool{}
+	for _, b := range md.Brokers {
+		live[b.NodeID] = true
+	}
+	reqs := map[int32]*kmsg.ListOffsetsRequest{}
+	for _, name := range md.Topics.Names() {
+		for _, p := range md.Topics[name].Partitions.Sorted() {
+			if p.Leader < 0 || !live[p.Leader] {
+				continue
+			}
+			req := reqs[p.Leader]
+			if req == nil {
+				req = kmsg.NewPtrListOffsetsRequest()
+				req.ReplicaID = -1
+				reqs[p.Leader] = req
+			}
+			if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != name {
+				t := kmsg.NewListOffsetsRequestTopic()
+				t.Topic = name
+				req.Topics = append(req.Topics, t)
+			}
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = p.Partition, p.LeaderEpoch, -1
+			t := &req.Topics[len(req.Topics)-1]
+			t.Partitions = append(t.Partitions, rp)
+		}
+	}
+	var out []string
+	for leader, req := range reqs {
+		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+		if err != nil {
+			continue
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				switch err := kerr.ErrorForCode(p.ErrorCode); err {
+				case nil, kerr.FencedLeaderEpoch, kerr.UnknownLeaderEpoch, kerr.UnknownTopicOrPartition:
+					// Our metadata and the leader's differ (a
+					// leader change or a new topic in flight), not
+					// a leader stuck.
+				default:
+					out = append(out, fmt.Sprintf("%s/%d: %s", t.Topic, p.Partition, errName(err)))
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// errName is a Kafka error's name (NOT_LEADER_OR_FOLLOWER), or its text.
+func errName(err error) string {
+	if ke, ok := err.(*kerr.Error); ok {
+		return ke.Message
+	}
+	return err.Error()
+}
+
+// judgeServing adds what probeLeaders found to h.
+func (h *Health) judgeServing(notServing []string) {
+	h.NotServing = notServing
+	if len(notServing) > 0 {
+		h.Reasons = append(h.Reasons, "leaders_not_serving")
+		h.Healthy = false
+	}
 }
 
 // NewInfoCommand returns `sluice cluster info`: the cluster id, controller

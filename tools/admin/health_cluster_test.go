@@ -3,18 +3,24 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/tools/internal/cli"
 )
 
 // mustRunProblem is mustRun for commands that may find a problem (exit 2).
 func mustRunProblem(t *testing.T, bootstrap string, args ...string) string {
 	t.Helper()
 	out, err := run(t, bootstrap, args...)
-	if err != nil && !errors.Is(err, ErrProblem) {
+	if err != nil && !errors.Is(err, cli.ErrProblem) {
 		t.Fatalf("sluice %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return out
@@ -24,7 +30,7 @@ func mustRunProblem(t *testing.T, bootstrap string, args ...string) string {
 // reports an unclean election (a partition whose only replica restarted
 // after a crash, on a topic that allows unclean elections), and the
 // describe filters find partitions at and under min.insync.replicas, with
-// exit status 2 (ErrProblem) when they find some.
+// exit status 2 (cli.ErrProblem) when they find some.
 func TestHealthAndFiltersOnCluster(t *testing.T) {
 	nodes, bootstrap := startCluster(t, 3)
 	h := decode[Health](t, mustRun(t, bootstrap, "cluster", "health", "--format", "json"))
@@ -77,8 +83,8 @@ func TestHealthAndFiltersOnCluster(t *testing.T) {
 		{"--under-min-isr-partitions", map[string]int{"undermin": 1}},
 	} {
 		out, err := run(t, bootstrap, "topics", "describe", "atmin", "undermin", c.filter, "--format", "json")
-		if !errors.Is(err, ErrProblem) {
-			t.Fatalf("%s: %v, want ErrProblem (exit 2)", c.filter, err)
+		if !errors.Is(err, cli.ErrProblem) {
+			t.Fatalf("%s: %v, want cli.ErrProblem (exit 2)", c.filter, err)
 		}
 		got := map[string]int{}
 		for _, r := range decode[[]TopicRow](t, out) {
@@ -96,5 +102,31 @@ func TestHealthAndFiltersOnCluster(t *testing.T) {
 	// Nothing to report: exit 0 and no rows.
 	if out := mustRun(t, bootstrap, "topics", "describe", "atmin", "--unavailable-partitions"); out != "" {
 		t.Fatalf("unavailable partitions of a healthy topic: %q", out)
+	}
+}
+
+// TestHealthSeesLeadersThatCannotServe: partitions whose leader cannot
+// serve them while the metadata names it (here its log cannot open: a file
+// where the partition's directory goes, on every node) make `cluster
+// health` unhealthy with the partitions and the leaders' answers, though
+// every ISR is full.
+func TestHealthSeesLeadersThatCannotServe(t *testing.T) {
+	nodes, bootstrap := startCluster(t, 3)
+	for _, cn := range nodes {
+		for p := range 3 {
+			if err := os.WriteFile(filepath.Join(cn.dir, fmt.Sprintf("stuck-%d", p)), []byte("not a directory"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mustRun(t, bootstrap, "topics", "create", "stuck", "--partitions", "3", "--replication-factor", "1")
+	var h Health
+	eventually(t, "health to see the three partitions", func() bool {
+		h = decode[Health](t, mustRunProblem(t, bootstrap, "cluster", "health", "--format", "json"))
+		return len(h.NotServing) == 3
+	})
+	if h.Healthy || !slices.Contains(h.Reasons, "leaders_not_serving") || len(h.UnderReplicated) != 0 ||
+		!strings.HasPrefix(h.NotServing[0], "stuck/0: NOT_LEADER") {
+		t.Fatalf("health: %+v", h)
 	}
 }

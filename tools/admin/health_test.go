@@ -17,6 +17,8 @@ func TestHealthJudgement(t *testing.T) {
 				0: {Partition: 0, Leader: 3, Replicas: []int32{3, 1, 2}, ISR: []int32{3}},
 				1: {Partition: 1, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}},
 			}},
+			// Broker 2 is live but its replicas are offline: its log dir failed.
+			"disk": {Topic: "disk", Partitions: kadm.PartitionDetails{0: {Partition: 0, Leader: 1, Replicas: []int32{2, 1}, ISR: []int32{1}, OfflineReplicas: []int32{2}}}},
 		},
 	}
 	h := health(md, map[string]int{"bad": 2})
@@ -28,9 +30,9 @@ func TestHealthJudgement(t *testing.T) {
 		got, want []string
 	}{
 		{"leaderless", h.Leaderless, []string{"bad/0"}},
-		{"under-replicated", h.UnderReplicated, []string{"bad/0", "bad/1"}},
+		{"under-replicated", h.UnderReplicated, []string{"bad/0", "bad/1", "disk/0"}},
 		{"under-min-isr", h.UnderMinISR, []string{"bad/0"}},
-		{"reasons", h.Reasons, []string{"nodes_down", "leaderless_partitions", "under_replicated_partitions", "under_min_isr_partitions"}},
+		{"reasons", h.Reasons, []string{"nodes_down", "offline_log_dirs", "leaderless_partitions", "under_replicated_partitions", "under_min_isr_partitions"}},
 	} {
 		if !slices.Equal(c.got, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
@@ -39,9 +41,18 @@ func TestHealthJudgement(t *testing.T) {
 	if !slices.Equal(h.NodesDown, []int32{3}) {
 		t.Errorf("nodes down %v", h.NodesDown)
 	}
+	if !slices.Equal(h.OfflineLogDirs, []int32{2}) {
+		t.Errorf("nodes with offline log dirs %v", h.OfflineLogDirs)
+	}
 	delete(md.Topics, "bad")
-	if h := health(md, nil); !h.Healthy || len(h.Reasons) != 0 {
+	delete(md.Topics, "disk")
+	h = health(md, nil)
+	if h.judgeServing(nil); !h.Healthy || len(h.Reasons) != 0 {
 		t.Fatalf("healthy cluster judged %+v", h)
+	}
+	// A leader the metadata names but that answers with an error.
+	if h.judgeServing([]string{"ok/0: NOT_LEADER_OR_FOLLOWER"}); h.Healthy || !slices.Equal(h.Reasons, []string{"leaders_not_serving"}) {
+		t.Fatalf("a leader that cannot serve judged %+v", h)
 	}
 }
 

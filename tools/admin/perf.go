@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-log/sluice/tools/bench"
+	"github.com/sluice-log/sluice/tools/internal/stats"
 )
 
 // NewPerfCommand returns `sluice perf produce|consume`, after Kafka's
@@ -37,7 +37,7 @@ type PerfProduceResult struct {
 	Seconds    float64       `json:"seconds"`
 	RecPerSec  float64       `json:"records_per_sec"`
 	MBPerSec   float64       `json:"mb_per_sec"`
-	Latency    bench.Latency `json:"latency"`
+	Latency    stats.Latency `json:"latency"`
 	FirstError string        `json:"first_error,omitempty"`
 }
 
@@ -48,7 +48,7 @@ type perfWindow struct {
 	sum, max           time.Duration
 	failed             int64
 	err                error
-	all                bench.Histogram
+	all                stats.Histogram
 	total, totalBytes  int64
 	windowStart, start time.Time
 }
@@ -170,17 +170,17 @@ func newPerfProduce(c *common) *cobra.Command {
 			elapsed := time.Since(w.start)
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			r := bench.Result{Records: w.total, Bytes: w.totalBytes, Produce: w.all.Summary()}
 			res := PerfProduceResult{Topic: topic, Records: w.total, Failed: w.failed, Bytes: w.totalBytes,
-				Seconds: elapsed.Seconds(), Latency: r.Produce}
+				Seconds: elapsed.Seconds(), Latency: w.all.Summary()}
 			if s := elapsed.Seconds(); s > 0 {
-				r.RecPerSec, r.MBPerSec = float64(r.Records)/s, float64(r.Bytes)/s/(1<<20)
-				res.RecPerSec, res.MBPerSec = r.RecPerSec, r.MBPerSec
+				res.RecPerSec, res.MBPerSec = float64(res.Records)/s, float64(res.Bytes)/s/(1<<20)
 			}
 			if w.err != nil {
 				res.FirstError = w.err.Error()
 			}
-			if err := c.emit(cmd.OutOrStdout(), res, func() { fmt.Fprintln(cmd.OutOrStdout(), bench.PerfLine(r)) }); err != nil {
+			if err := c.emit(cmd.OutOrStdout(), res, func() {
+				fmt.Fprintln(cmd.OutOrStdout(), stats.PerfLine(res.Records, res.RecPerSec, res.MBPerSec, res.Latency))
+			}); err != nil {
 				return err
 			}
 			if w.err != nil {

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"github.com/sluice-log/sluice/tools/internal/cli"
 	"io"
 	"slices"
 	"strings"
@@ -153,7 +154,7 @@ func NewTopicsCommand() *cobra.Command {
 			rows := f.apply(details, live, cfgs)
 			err = c.emit(cmd.OutOrStdout(), rows, func() { printTopics(cmd.OutOrStdout(), rows, f.any()) })
 			if err == nil && f.any() && len(rows) > 0 {
-				return ErrProblem
+				return cli.ErrProblem
 			}
 			return err
 		},

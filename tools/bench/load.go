@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/sluice-log/sluice/tools/internal/stats"
 	"io"
 	"math/rand/v2"
 	"sync"
@@ -157,8 +158,8 @@ func waitConsumed(ctx context.Context, m *meter) {
 // progress lines every interval.
 type meter struct {
 	records, bytes atomic.Int64
-	produce        Histogram
-	e2e            Histogram
+	produce        stats.Histogram
+	e2e            stats.Histogram
 	consumed       atomic.Int64
 	errOnce        sync.Once
 	err            error
@@ -215,14 +216,14 @@ func (m *meter) progress(ctx context.Context, w io.Writer, interval time.Duratio
 			return
 		case now := <-t.C:
 			n, b := m.records.Load(), m.bytes.Load()
-			sum, cnt := m.produce.sum.Load(), m.produce.n.Load()
+			cnt, sum, maxUS := m.produce.Running()
 			secs := now.Sub(last).Seconds()
 			avg := 0.0
 			if cnt > lastCount {
 				avg = float64(sum-lastSum) / float64(cnt-lastCount) / 1000
 			}
 			fmt.Fprintf(w, "  %d records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max latency.\n",
-				n-lastN, float64(n-lastN)/secs, float64(b-lastB)/secs/(1<<20), avg, float64(m.produce.max.Load())/1000)
+				n-lastN, float64(n-lastN)/secs, float64(b-lastB)/secs/(1<<20), avg, float64(maxUS)/1000)
 			lastN, lastB, lastSum, lastCount, last = n, b, sum, cnt, now
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"github.com/sluice-log/sluice/tools/internal/stats"
 	"io"
 	"strconv"
 	"strings"
@@ -16,9 +17,7 @@ func PerfLine(r Result) string {
 	if r.Err != "" {
 		return fmt.Sprintf("FAILED: %s", r.Err)
 	}
-	p := r.Produce
-	return fmt.Sprintf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %d ms 50th, %d ms 95th, %d ms 99th, %d ms 99.9th.",
-		r.Records, r.RecPerSec, r.MBPerSec, p.Avg, p.Max, int(p.P50), int(p.P95), int(p.P99), int(p.P999))
+	return stats.PerfLine(r.Records, r.RecPerSec, r.MBPerSec, r.Produce)
 }
 
 // DetailLine adds the sub-millisecond percentiles and the end-to-end ones.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/sluice-log/sluice/tools/internal/stats"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,15 +76,15 @@ func TestParseFlags(t *testing.T) {
 func sampleReport() *Report {
 	ok := Result{System: "sluice", Cell: Cell{Acks: "all", Durability: DurPageCache, Size: 1024, RF: 3, Partitions: 6, Batching: BatchDefault},
 		Records: 200000, Bytes: 200000 * 1024, Consumed: 200000,
-		Produce: Latency{Count: 200000, Avg: 3.5, Max: 41.2, P50: 2.9, P95: 7.4, P99: 12.25, P999: 30.1},
-		E2E:     Latency{Count: 200000, P50: 4, P99: 15, P999: 33}}
+		Produce: stats.Latency{Count: 200000, Avg: 3.5, Max: 41.2, P50: 2.9, P95: 7.4, P99: 12.25, P999: 30.1},
+		E2E:     stats.Latency{Count: 200000, P50: 4, P99: 15, P999: 33}}
 	ok.Name = ok.Cell.Name()
 	ok.finish(10 * time.Second)
 	bad := Result{System: "sluice", Cell: Cell{Acks: "all", Durability: DurSync, Size: 1024, RF: 3, Partitions: 6, Batching: BatchDefault},
 		Err: "create topic: INVALID_CONFIG: unknown topic config sluice.durability"}
 	bad.Name = bad.Cell.Name()
 	peer := Result{System: "nats", Cell: PeerCell(ok.Cell), Records: 50000, Bytes: 50000 * 1024,
-		Produce: Latency{Count: 50000, P50: 5, P99: 24.5, P999: 40}}
+		Produce: stats.Latency{Count: 50000, P50: 5, P99: 24.5, P999: 40}}
 	peer.Name = peer.Cell.Name()
 	peer.finish(10 * time.Second)
 	return &Report{Nodes: 3, CellSeconds: 10, Sluice: []Result{ok, bad}, Peer: []Result{peer}, PeerName: "nats"}

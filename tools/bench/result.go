@@ -1,6 +1,9 @@
 package bench
 
-import "time"
+import (
+	"github.com/sluice-log/sluice/tools/internal/stats"
+	"time"
+)
 
 // Result is what one cell measured on one system. A cell that could not run
 // (the broker refused the topic config, acks=all without enough replicas,
@@ -15,10 +18,10 @@ type Result struct {
 	Seconds float64 `json:"seconds"`
 	// RecPerSec and MBPerSec are acknowledged records and value bytes per
 	// second of the cell (MB = 2^20 bytes, as Kafka's perf tool).
-	RecPerSec float64 `json:"records_per_sec"`
-	MBPerSec  float64 `json:"mb_per_sec"`
-	Produce   Latency `json:"produce_latency"`
-	E2E       Latency `json:"end_to_end_latency"`
+	RecPerSec float64       `json:"records_per_sec"`
+	MBPerSec  float64       `json:"mb_per_sec"`
+	Produce   stats.Latency `json:"produce_latency"`
+	E2E       stats.Latency `json:"end_to_end_latency"`
 	// Consumed counts records read back by the cell's consumer.
 	Consumed int64 `json:"consumed"`
 	// Note says what differs from the Sluice cell (peer cells).

@@ -12,8 +12,8 @@ import (
 
 	"github.com/sluice-log/sluice/node"
 	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // startNode runs a real one-node cluster in this process and returns its
@@ -29,7 +29,7 @@ func startNode(t *testing.T) string {
 		return ln
 	}
 	kl, cl, hl := listen(), listen(), listen()
-	if _, err := initcmd.Format(dir, initcmd.Meta{ClusterID: quorum.NewUUID().String(), NodeID: 1,
+	if _, err := meta.Format(dir, meta.Meta{ClusterID: quorum.NewUUID().String(), NodeID: 1,
 		InitialControllers: []quorum.Voter{{ID: 1, Addr: cl.Addr().String()}}}); err != nil {
 		t.Fatal(err)
 	}

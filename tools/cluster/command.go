@@ -14,9 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 // NewCommand returns `sluice cluster` and its subcommands.
@@ -160,7 +161,7 @@ func Start(ctx context.Context, w io.Writer, o Options) (Layout, error) {
 	}
 	_ = os.Remove(layoutPath(dir))
 	l := newLayout(dir, quorum.NewUUID().String(), o.Nodes, o.BasePort)
-	voters, err := initcmd.ParseControllers(l.voters())
+	voters, err := meta.ParseControllers(l.voters())
 	if err != nil {
 		return l, err
 	}
@@ -172,10 +173,10 @@ func Start(ctx context.Context, w io.Writer, o Options) (Layout, error) {
 		if err := os.MkdirAll(nd, 0o755); err != nil {
 			return l, err
 		}
-		if _, err := initcmd.Format(n.DataDir, initcmd.Meta{ClusterID: l.ClusterID, NodeID: n.ID, InitialControllers: voters}); err != nil {
+		if _, err := meta.Format(n.DataDir, meta.Meta{ClusterID: l.ClusterID, NodeID: n.ID, InitialControllers: voters}); err != nil {
 			return l, fmt.Errorf("format node %d: %w", n.ID, err)
 		}
-		if err := os.WriteFile(n.Config, []byte(l.properties(n, o.Properties)), 0o644); err != nil {
+		if err := writeFileAtomic(n.Config, []byte(l.properties(n, o.Properties))); err != nil {
 			return l, err
 		}
 	}
@@ -257,7 +258,6 @@ func waitHealthy(ctx context.Context, w io.Writer, l Layout) error {
 		return err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	lastSay := time.Now()
@@ -269,15 +269,21 @@ func waitHealthy(ctx context.Context, w io.Writer, l Layout) error {
 				return fmt.Errorf("node %d (pid %d) exited while starting; see %s%s", n.ID, n.PID, n.LogFile, logTails(l, 5))
 			}
 		}
+		// A Metadata request of our own, not kadm's BrokerMetadata: that
+		// answers from kgo's cache, whose broker list only the client's
+		// metadata loop refreshes (every 5 minutes when the client does
+		// nothing else), so a first answer of "2 of 3 brokers" stuck.
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		md, err := adm.BrokerMetadata(rctx)
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		md, err := req.RequestWith(rctx, cl)
 		cancel()
 		switch {
 		case err != nil:
 			why = "no answer yet: " + err.Error()
 		case len(md.Brokers) < len(l.Nodes):
 			why = fmt.Sprintf("%d of %d brokers registered", len(md.Brokers), len(l.Nodes))
-		case md.Controller < 0:
+		case md.ControllerID < 0:
 			why = "no active controller yet"
 		default:
 			return nil
@@ -318,8 +324,10 @@ func Stop(ctx context.Context, w io.Writer, l Layout) error {
 	return nil
 }
 
-// Restart starts node id again (stopping it first if it runs) and records
-// its new pid in cluster.json. The node runs this executable.
+// Restart starts node id again (stopping it first if it runs), waits until
+// it is up (waitStarted: a node that exits at once, on a config error or
+// a port in use, is an error with its last log lines) and records its new
+// pid in cluster.json. The node runs this executable.
 func Restart(ctx context.Context, l Layout, id int32) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -342,6 +350,10 @@ func RestartWith(ctx context.Context, l Layout, id int32, exe string) error {
 		}
 		pid, err := startNode(exe, n)
 		if err != nil {
+			return err
+		}
+		n.PID = pid
+		if err := waitStarted(ctx, n); err != nil {
 			return err
 		}
 		l.Nodes[i].PID = pid

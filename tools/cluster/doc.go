@@ -16,4 +16,11 @@
 // and cgroup a node was started with (Options.NodeArgs, NodeCgroup: used by
 // sluice soak), which restarts reuse. Starting over a running cluster in the same
 // DIR stops it and replaces it.
+//
+// server.properties and cluster.json are written atomically (temporary
+// file, fsync, rename, fsync of the directory), so a power cut leaves the
+// old or the new file, never an empty one. A restart returns once the
+// node's process has bound its controller port, its last listener, and
+// still runs; a node that exits at once (a bad setting, a port in use) is
+// an error quoting its last log lines, and cluster.json keeps the old pid.
 package cluster

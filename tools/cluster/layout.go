@@ -137,9 +137,44 @@ func writeLayout(l Layout) error {
 	if err != nil {
 		return err
 	}
-	tmp := layoutPath(l.Dir) + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	return writeFileAtomic(layoutPath(l.Dir), append(b, '\n'))
+}
+
+// writeFileAtomic replaces path with data durably: a power cut leaves the
+// old file or the new one, never an empty or torn one. It writes a
+// temporary file in the same directory, fsyncs it, renames it over path
+// and fsyncs the directory (which makes the rename durable).
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, layoutPath(l.Dir))
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("write %s: fsync of its directory: %w", path, err)
+	}
+	return nil
 }

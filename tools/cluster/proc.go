@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -31,6 +32,44 @@ func alive(pid int) bool {
 		}
 	}
 	return true
+}
+
+// startedTimeout bounds waitStarted when its context has no deadline.
+const startedTimeout = 60 * time.Second
+
+// waitStarted waits until node n (n.PID) has bound its controller port,
+// the last listener a node binds, after it read and checked its config,
+// while its process still runs. A node that exits first (a bad setting, a
+// port in use, another cluster's directory) is an error carrying its last
+// log lines; so is one that binds nothing before ctx ends (or 60 s).
+// Readiness needs a quorum and is not waited for: a node restarted after
+// its peers died cannot register until they are back.
+func waitStarted(ctx context.Context, n Node) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, startedTimeout)
+		defer cancel()
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if !alive(n.PID) {
+			return fmt.Errorf("node %d (pid %d) exited at once; see %s%s", n.ID, n.PID, n.LogFile, logTails(Layout{Nodes: []Node{n}}, 5))
+		}
+		d := net.Dialer{Timeout: time.Second}
+		if c, err := d.DialContext(ctx, "tcp", n.Controller); err == nil {
+			c.Close()
+			if alive(n.PID) {
+				return nil
+			}
+			continue // it exited meanwhile: say so above
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %d (pid %d) did not listen on %s in time; see %s%s", n.ID, n.PID, n.Controller, n.LogFile, logTails(Layout{Nodes: []Node{n}}, 5))
+		case <-tick.C:
+		}
+	}
 }
 
 // startNode starts `<exe> node --config <cfg>` for n in its own session, so

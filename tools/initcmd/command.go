@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
 	"github.com/spf13/cobra"
 )
@@ -36,18 +37,18 @@ formatted, unless --ignore-formatted, which leaves such a directory as it is.`,
 			if standalone == (controllers != "") {
 				return errors.New("init: give exactly one of --initial-controllers and --standalone")
 			}
-			m := Meta{ClusterID: clusterID, NodeID: nodeID}
+			m := meta.Meta{ClusterID: clusterID, NodeID: nodeID}
 			if standalone {
 				m.InitialControllers = []quorum.Voter{{ID: nodeID, Addr: controllerAddr}}
 			} else {
-				vs, err := ParseControllers(controllers)
+				vs, err := meta.ParseControllers(controllers)
 				if err != nil {
 					return err
 				}
 				m.InitialControllers = vs
 			}
-			m, err := Format(dir, m)
-			if errors.Is(err, ErrFormatted) && ignoreFormatted {
+			m, err := meta.Format(dir, m)
+			if errors.Is(err, meta.ErrFormatted) && ignoreFormatted {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s is already formatted; left as is\n", dir)
 				return nil
 			}

@@ -1,22 +1,7 @@
 // Package initcmd formats a node's directory before its first start, like
-// Kafka's `kafka-storage format`, and lets a node check, when it starts, that
-// its directory was formatted for the cluster it is about to join.
+// Kafka's `kafka-storage format` (meta.properties, see node/meta).
 //
-// # meta.properties
-//
-// A formatted directory holds meta.properties, a Java-properties file:
-//
-//	# written by sluice init; do not edit
-//	version=1
-//	cluster.id=<22-character base64url UUID>
-//	node.id=<int>
-//	directory.id=<22-character base64url UUID, random per directory>
-//	initial.controllers=1@host:9093,2@host:9093,3@host:9093
-//
-// initial.controllers is the voter set that bootstraps the metadata quorum:
-// a node whose id is in it starts as a Raft voter and bootstraps with that
-// list; any other node is a broker that asks those controllers to add it as a
-// non-voter. The file is written to a temporary name, fsynced and renamed.
+// The file and its format belong to node/meta; this package is the command.
 //
 // # Commands
 //

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
 )
 
@@ -35,39 +36,39 @@ func TestRandomUUID(t *testing.T) {
 func TestFormatAndVerify(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "n1")
 	id := quorum.NewUUID().String()
-	if _, err := Verify(dir, id, 1); !errors.Is(err, ErrNotFormatted) || !strings.Contains(err.Error(), "sluice init --dir") {
+	if _, err := meta.Verify(dir, id, 1); !errors.Is(err, meta.ErrNotFormatted) || !strings.Contains(err.Error(), "sluice init --dir") {
 		t.Fatalf("unformatted: %v", err)
 	}
 	out, err := run(t, "--dir", dir, "--cluster-id", id, "--node-id", "1", "--initial-controllers", "1@127.0.0.1:9093,2@127.0.0.1:9094")
 	if err != nil || !strings.Contains(out, "controller (Raft voter)") {
 		t.Fatalf("%q %v", out, err)
 	}
-	m, err := Verify(dir, id, 1)
+	m, err := meta.Verify(dir, id, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(m.InitialControllers) != 2 || m.InitialControllers[1] != (quorum.Voter{ID: 2, Addr: "127.0.0.1:9094"}) || !m.IsController() {
 		t.Fatalf("%+v", m)
 	}
-	if _, err := Verify(dir, "", 1); err != nil {
+	if _, err := meta.Verify(dir, "", 1); err != nil {
 		t.Fatalf("any cluster: %v", err)
 	}
-	if _, err := Verify(dir, quorum.NewUUID().String(), 1); !errors.Is(err, ErrMismatch) {
+	if _, err := meta.Verify(dir, quorum.NewUUID().String(), 1); !errors.Is(err, meta.ErrMismatch) {
 		t.Fatalf("other cluster: %v", err)
 	}
-	if _, err := Verify(dir, id, 2); !errors.Is(err, ErrMismatch) {
+	if _, err := meta.Verify(dir, id, 2); !errors.Is(err, meta.ErrMismatch) {
 		t.Fatalf("other node: %v", err)
 	}
 
 	// A formatted directory is refused, or left alone with --ignore-formatted.
-	before, _ := os.ReadFile(filepath.Join(dir, MetaFile))
-	if _, err := run(t, "--dir", dir, "--cluster-id", id, "--node-id", "1", "--standalone"); !errors.Is(err, ErrFormatted) {
+	before, _ := os.ReadFile(filepath.Join(dir, meta.MetaFile))
+	if _, err := run(t, "--dir", dir, "--cluster-id", id, "--node-id", "1", "--standalone"); !errors.Is(err, meta.ErrFormatted) {
 		t.Fatalf("reformat: %v", err)
 	}
 	if out, err := run(t, "--dir", dir, "--cluster-id", id, "--node-id", "1", "--standalone", "--ignore-formatted"); err != nil || !strings.Contains(out, "left as is") {
 		t.Fatalf("ignore-formatted: %q %v", out, err)
 	}
-	after, _ := os.ReadFile(filepath.Join(dir, MetaFile))
+	after, _ := os.ReadFile(filepath.Join(dir, meta.MetaFile))
 	if !bytes.Equal(before, after) {
 		t.Fatal("meta.properties changed")
 	}
@@ -79,8 +80,8 @@ func TestFormatStandaloneAndBroker(t *testing.T) {
 	if _, err := run(t, "--dir", d1, "-t", id, "--node-id", "7", "--standalone", "--controller-addr", "h:1"); err != nil {
 		t.Fatal(err)
 	}
-	m, err := ReadMeta(d1)
-	if err != nil || !m.IsController() || FormatControllers(m.InitialControllers) != "7@h:1" {
+	m, err := meta.ReadMeta(d1)
+	if err != nil || !m.IsController() || meta.FormatControllers(m.InitialControllers) != "7@h:1" {
 		t.Fatalf("%+v %v", m, err)
 	}
 	d2 := t.TempDir()
@@ -88,7 +89,7 @@ func TestFormatStandaloneAndBroker(t *testing.T) {
 	if err != nil || !strings.Contains(out, "broker") {
 		t.Fatalf("%q %v", out, err)
 	}
-	m2, _ := ReadMeta(d2)
+	m2, _ := meta.ReadMeta(d2)
 	if m2.DirectoryID == m.DirectoryID {
 		t.Fatal("directory ids repeat")
 	}
@@ -110,13 +111,13 @@ func TestFormatRejects(t *testing.T) {
 			t.Errorf("%v: accepted", args)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, MetaFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, meta.MetaFile)); err == nil {
 		t.Fatal("a rejected format wrote meta.properties")
 	}
-	if err := os.WriteFile(filepath.Join(dir, MetaFile), []byte("version=9\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, meta.MetaFile), []byte("version=9\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadMeta(dir); !errors.Is(err, ErrBadMeta) {
+	if _, err := meta.ReadMeta(dir); !errors.Is(err, meta.ErrBadMeta) {
 		t.Fatalf("bad version: %v", err)
 	}
 }

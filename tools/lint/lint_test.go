@@ -124,3 +124,59 @@ func TestNoSleeps(t *testing.T) {
 func lineOf(src []byte, off int) int {
 	return strings.Count(string(src[:off]), "\n") + 1
 }
+
+// layers is the import order of ARCHITECTURE.md: segment, partition and
+// quorum are leaves, node/ is built on them and tools/ on node/. A package
+// (tests included) may import its own layer or a lower one, never a higher.
+var layers = map[string]int{"segment": 0, "partition": 0, "quorum": 0, "node": 1, "tools": 2}
+
+const module = "github.com/sluice-log/sluice/"
+
+// TestNoUpwardImports fails when a lower layer imports a higher one (node/
+// importing tools/, say): commands and test harnesses live above the
+// library, which takes filesystems and transports as options instead.
+func TestNoUpwardImports(t *testing.T) {
+	for _, f := range repoFiles(t) {
+		if upward := upwardImports(f); len(upward) > 0 {
+			t.Errorf("%s imports a higher layer: %s", f.path, strings.Join(upward, ", "))
+		}
+	}
+}
+
+// upwardImports lists the imports of f that sit above f's own layer.
+func upwardImports(f goFile) []string {
+	top, _, _ := strings.Cut(filepath.ToSlash(f.path), "/")
+	own, ok := layers[top]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, imp := range f.ast.Imports {
+		p := strings.Trim(imp.Path.Value, `"`)
+		rest, ok := strings.CutPrefix(p, module)
+		if !ok {
+			continue
+		}
+		dep, _, _ := strings.Cut(rest, "/")
+		if l, ok := layers[dep]; ok && l > own {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestUpwardImportsCheckerFails feeds the checker a node/ file that
+// imports tools/, the defect it exists to catch.
+func TestUpwardImportsCheckerFails(t *testing.T) {
+	src := "package node\n\nimport _ \"" + module + "tools/soak/powerfs\"\n"
+	f, err := parser.ParseFile(token.NewFileSet(), "command.go", src, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := upwardImports(goFile{path: "node/command.go", ast: f}); len(got) != 1 {
+		t.Fatalf("node/ importing tools/: got %v, want it reported", got)
+	}
+	if got := upwardImports(goFile{path: "tools/x/x.go", ast: f}); len(got) != 0 {
+		t.Fatalf("tools/ importing tools/: got %v, want nothing", got)
+	}
+}

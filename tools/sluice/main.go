@@ -6,16 +6,17 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/sluice-log/sluice/tools/internal/cli"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluice-log/sluice/node"
 	"github.com/sluice-log/sluice/tools/admin"
 	"github.com/sluice-log/sluice/tools/bench"
 	"github.com/sluice-log/sluice/tools/cluster"
 	"github.com/sluice-log/sluice/tools/demo"
 	"github.com/sluice-log/sluice/tools/initcmd"
+	"github.com/sluice-log/sluice/tools/nodecmd"
 	"github.com/sluice-log/sluice/tools/soak"
 	"github.com/sluice-log/sluice/tools/tune"
 )
@@ -33,9 +34,9 @@ func main() {
 	}
 	clusterCmd := cluster.NewCommand()
 	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand())
-	root.AddCommand(initcmd.NewCommand(), node.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), admin.NewLeadersCommand(), admin.NewProduceCommand(), admin.NewConsumeCommand(), admin.NewPerfCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand(), soak.NewCommand())
+	root.AddCommand(initcmd.NewCommand(), nodecmd.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), admin.NewLeadersCommand(), admin.NewProduceCommand(), admin.NewConsumeCommand(), admin.NewPerfCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand(), soak.NewCommand())
 	if err := root.Execute(); err != nil {
-		if errors.Is(err, admin.ErrProblem) {
+		if errors.Is(err, cli.ErrProblem) {
 			os.Exit(2) // the command worked and found a problem (health, filters)
 		}
 		fmt.Fprintln(os.Stderr, "sluice:", err)

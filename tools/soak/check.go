@@ -21,10 +21,12 @@ const (
 	KindPhantom       = "phantom"         // a record nobody sent (or sent to another partition)
 	KindAboveHW       = "above-hw"        // a consumer saw an offset at or above the high watermark
 	KindNotWritable   = "not-writable"    // a partition took no write within the bound after the last fault healed
+	KindNoEffect      = "no-effect"       // an injected fault did not show its effect
+	KindBadAccepted   = "bad-accepted"    // a forged fetch or a poison batch of the bad client was accepted
 )
 
 // Kinds lists every violation kind in report order.
-var Kinds = []string{KindLost, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable}
+var Kinds = []string{KindLost, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable, KindNoEffect, KindBadAccepted}
 
 // CheckOptions tune the checker.
 type CheckOptions struct {
@@ -109,22 +111,28 @@ type Recovery struct {
 
 // Counts are the report's numbers.
 type Counts struct {
-	Sent            int `json:"sent"`
-	Acked           int `json:"acked"`
-	Failed          int `json:"failed"`
-	Unknown         int `json:"unknown"`
-	UnknownInLog    int `json:"unknown_in_log"` // unknown sends that were written after all
-	Read            int `json:"read"`           // records in the final read
-	LiveRead        int `json:"live_read"`      // records consumers saw during the run
-	Lost            int `json:"lost"`
-	Duplicated      int `json:"duplicated"`
-	Reordered       int `json:"reordered"`
-	Conflicts       int `json:"offset_conflicts"`
-	Vanished        int `json:"vanished"`
-	FailedVisible   int `json:"failed_visible"`
-	Phantoms        int `json:"phantoms"`
-	AboveHW         int `json:"above_hw"`
-	NotWritable     int `json:"not_writable"`
+	Sent          int `json:"sent"`
+	Acked         int `json:"acked"`
+	Failed        int `json:"failed"`
+	Unknown       int `json:"unknown"`
+	UnknownInLog  int `json:"unknown_in_log"` // unknown sends that were written after all
+	Read          int `json:"read"`           // records in the final read
+	LiveRead      int `json:"live_read"`      // records consumers saw during the run
+	Lost          int `json:"lost"`
+	Duplicated    int `json:"duplicated"`
+	Reordered     int `json:"reordered"`
+	Conflicts     int `json:"offset_conflicts"`
+	Vanished      int `json:"vanished"`
+	FailedVisible int `json:"failed_visible"`
+	Phantoms      int `json:"phantoms"`
+	AboveHW       int `json:"above_hw"`
+	NotWritable   int `json:"not_writable"`
+	NoEffect      int `json:"no_effect"`
+	BadAccepted   int `json:"bad_accepted"`
+	// BadSent and BadRefused count the bad client's requests, and those
+	// answered with an error code (the rest had no answer: a node down).
+	BadSent         int `json:"bad_sent"`
+	BadRefused      int `json:"bad_refused"`
 	ViolationsTotal int `json:"violations"`
 }
 
@@ -151,6 +159,7 @@ type Report struct {
 type TPCounts struct {
 	Acked   int   `json:"acked"`
 	Read    int   `json:"read"`
+	Live    int   `json:"live_read"` // records the consumer read during the run
 	Lost    int   `json:"lost"`
 	FinalHW int64 `json:"final_hw"`
 }
@@ -286,6 +295,7 @@ func Check(h *History, o CheckOptions) *Report {
 	// What consumers saw during the run.
 	for _, rd := range h.Live {
 		r.Counts.LiveRead++
+		c.tp(rd.TP).Live++
 		c.checkHW(rd, "live read")
 		k, ok := c.known(rd, sends)
 		if ok && sends[k].Outcome == Failed && len(found[k]) == 0 {
@@ -303,6 +313,7 @@ func Check(h *History, o CheckOptions) *Report {
 	}
 
 	c.faults(h)
+	c.badRequests(h)
 	c.windows(h)
 	c.losses(h, lost)
 	c.recovery(h)
@@ -319,6 +330,8 @@ func Check(h *History, o CheckOptions) *Report {
 	r.Counts.Phantoms = r.ByKind[KindPhantom]
 	r.Counts.AboveHW = r.ByKind[KindAboveHW]
 	r.Counts.NotWritable = r.ByKind[KindNotWritable]
+	r.Counts.NoEffect = r.ByKind[KindNoEffect]
+	r.Counts.BadAccepted = r.ByKind[KindBadAccepted]
 	for _, n := range r.ByKind {
 		r.Counts.ViolationsTotal += n
 	}
@@ -365,6 +378,10 @@ func (c *checker) faults(h *History) {
 			continue
 		}
 		c.r.Faults[f.Kind]++
+		if f.NoEffect != "" {
+			c.add(Violation{Kind: KindNoEffect, Offset: -1,
+				Detail: fmt.Sprintf("%s %s at %s: %s", f.Kind, f.Target, f.Start.Format(time.RFC3339Nano), f.NoEffect)})
+		}
 		if f.Healed.After(c.r.LastHeal) {
 			c.r.LastHeal = f.Healed
 		}
@@ -523,4 +540,20 @@ func cmpTP(a, b TP) int {
 		return c
 	}
 	return int(a.Partition) - int(b.Partition)
+}
+
+// badRequests: every request of the bad client that got an answer must
+// have been refused (an error code); one taken is a violation even when
+// nothing was lost by it (yet).
+func (c *checker) badRequests(h *History) {
+	for _, b := range h.Bad {
+		c.r.Counts.BadSent++
+		switch {
+		case b.Accepted():
+			c.add(Violation{Kind: KindBadAccepted, TP: b.TP, Offset: -1,
+				Detail: fmt.Sprintf("%s to node %d at %s was accepted", b.Kind, b.Broker, b.Time.Format(time.RFC3339Nano))})
+		case b.Answered():
+			c.r.Counts.BadRefused++
+		}
+	}
 }

@@ -315,3 +315,26 @@ func TestCheckLossesByFault(t *testing.T) {
 		t.Errorf("summary does not show the loss by fault:\n%s", out.String())
 	}
 }
+
+// A fault that did not show its effect fails the run; skipped faults and
+// faults with their effect do not.
+func TestCheckFaultWithoutEffect(t *testing.T) {
+	b := healthy()
+	b.h.Faults = []Fault{
+		{Kind: FaultKillLeader, Start: t0, Healed: t0.Add(time.Second), Effect: "new leader of soak/0 node 2 after 1s"},
+		{Kind: FaultPause, Start: t0, Healed: t0.Add(time.Second), Skipped: "no leader"},
+	}
+	if r := Check(&b.h, CheckOptions{RecoveryBound: 20 * time.Second}); !r.OK {
+		t.Fatalf("faults with their effect flagged: %+v", r.Violations)
+	}
+	b.h.Faults = append(b.h.Faults, Fault{Kind: FaultPartition, Target: "node 1", Start: t0.Add(2 * time.Second),
+		Healed: t0.Add(3 * time.Second), NoEffect: "its rules dropped no packet"})
+	r := Check(&b.h, CheckOptions{RecoveryBound: 20 * time.Second})
+	mustOnly(t, r, KindNoEffect, 1)
+	if v := r.Violations[0]; !strings.Contains(v.Detail, "net-partition node 1") || !strings.Contains(v.Detail, "dropped no packet") {
+		t.Errorf("violation %+v", v)
+	}
+	if r.Counts.NoEffect != 1 {
+		t.Errorf("counts %+v", r.Counts)
+	}
+}

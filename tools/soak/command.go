@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sluice-log/sluice/tools/internal/cli"
 	"io"
 	"maps"
 	"os"
@@ -21,7 +22,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluice-log/sluice/tools/admin"
 	"github.com/sluice-log/sluice/tools/cluster"
 )
 
@@ -67,6 +67,10 @@ type Options struct {
 	// out this often, so the failed-visible check sees definite failures;
 	// 0 sends none.
 	PoisonEvery time.Duration
+	// BadClientEvery: the bad client (badclient.go) sends a forged replica
+	// fetch, a future-epoch fetch or a poison batch this often; each must
+	// be refused. 0 sends none.
+	BadClientEvery time.Duration
 	// Executable is the sluice binary the nodes run ("": this process's).
 	Executable string
 }
@@ -150,6 +154,7 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.StringArrayVar(&topicConfigs, "topic-config", nil, "extra topic config KEY=VALUE (repeatable; applied after the ones the flags imply)")
 	f.StringArrayVar(&nodeConfigs, "node-config", nil, "extra server.properties KEY=VALUE of every node (repeatable), e.g. broker.session.timeout.ms=3000")
 	f.DurationVar(&o.PoisonEvery, "poison-every", 5*time.Second, "send a record over the topic's max.message.bytes this often (the broker must refuse it: a definitely failed send); 0: never")
+	f.DurationVar(&o.BadClientEvery, "bad-client-every", 2*time.Second, "send a forged replica fetch, a future-epoch fetch or a poison batch this often (each must be refused); 0: never")
 	return cmd
 }
 
@@ -167,7 +172,7 @@ func keyValues(flag string, kvs []string) (map[string]string, error) {
 }
 
 // errViolated is returned when the checker found a broken invariant.
-var errViolated = fmt.Errorf("soak: invariants violated: %w", admin.ErrProblem)
+var errViolated = fmt.Errorf("soak: invariants violated: %w", cli.ErrProblem)
 
 func (o *Options) validate() error {
 	switch {
@@ -183,11 +188,29 @@ func (o *Options) validate() error {
 		return fmt.Errorf("--durability %q: want sync or page-cache", o.Durability)
 	}
 	switch o.NegativeControl {
-	case "", NegAcks1, NegUnclean:
+	case "":
+	case NegAcks1:
+		if o.RF < 2 {
+			return fmt.Errorf("--negative-control acks1 needs followers: --replication-factor %d", o.RF)
+		}
+	case NegUnclean:
+		// The followers are stopped until they leave the ISR, which the
+		// quorum must still be able to commit: at most a minority of the
+		// nodes may be stopped.
+		if most := int16(o.Nodes - o.Nodes/2); o.RF > most {
+			o.RF = most
+		}
+		if o.RF < 2 {
+			return fmt.Errorf("--negative-control unclean needs at least 3 nodes and --replication-factor ≥ 2 (nodes %d)", o.Nodes)
+		}
 	case NegPageCache:
-		o.Durability, o.Faults, o.PowerLoss = "page-cache", []string{FaultPowerLoss}, true
+		o.Durability, o.PowerLoss = "page-cache", true
 	default:
 		return fmt.Errorf("--negative-control %q: want acks1, unclean or page-cache", o.NegativeControl)
+	}
+	if o.NegativeControl != "" {
+		// The control's scripted scenario replaces the random schedule.
+		o.Faults = []string{scenarioOf(o.NegativeControl)}
 	}
 	if o.MinISR > int(o.RF) {
 		o.MinISR = int(o.RF)
@@ -337,11 +360,13 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	h := &History{Partitions: tps}
 	var acked, failed, unk atomic.Int64
 	var prods []*producer
+	byTP := newAckCounts()
 	for i := range o.Producers {
 		p, err := newProducer(i, seeds, tps, &o, &acked, &failed, &unk, false)
 		if err != nil {
 			return nil, err
 		}
+		p.byTP = byTP
 		prods = append(prods, p)
 	}
 	var poison *producer
@@ -356,16 +381,26 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &faulter{l: l, exe: exe, adm: adm, tps: tps, out: w, power: power, net: net,
+	f := &faulter{l: l, exe: exe, adm: adm, cl: admCl, tps: tps, out: w, power: power, net: net,
 		sched:          newSchedule(o.Seed, o.Faults, o.FaultGap, o.Duration, len(tps)),
-		operatorElects: o.Durability == "page-cache"}
-	if len(o.Faults) > 0 {
+		operatorElects: o.Durability == "page-cache", acks: byTP}
+	control := scenarioOf(o.NegativeControl)
+	switch {
+	case control != "":
+		fmt.Fprintf(w, "soak: scripted scenario %s, repeated while the run has room\n", control)
+	case len(o.Faults) > 0:
 		fmt.Fprintf(w, "soak: fault quota for %v: %v (then weighted draws)\n", o.Duration, quotaFor(o.Faults, o.Duration))
 	}
 
 	h.Start = time.Now()
 	end := h.Start.Add(o.Duration)
+	// A scenario runs to its end: with one, the workload stops at the end
+	// of the run or controlTail after the last scenario, the later.
 	wctx, stopLoad := context.WithDeadline(ctx, end)
+	if control != "" {
+		stopLoad()
+		wctx, stopLoad = context.WithCancel(ctx)
+	}
 	defer stopLoad()
 	cctx, stopCons := context.WithCancel(ctx)
 	defer stopCons()
@@ -378,7 +413,19 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		wg.Go(func() { drive(wctx, p, o.Rate/o.Producers) })
 	}
 	cwg.Go(func() { cons.live(cctx) })
-	if len(o.Faults) > 0 {
+	var bad *badClient
+	if o.BadClientEvery > 0 {
+		bad = newBadClient(admCl, tps, o.BadClientEvery, int64(o.Seed))
+		wg.Go(func() { bad.run(wctx) })
+	}
+	switch {
+	case control != "":
+		wg.Go(func() {
+			f.runScenarios(wctx, control, end)
+			wait(wctx, max(time.Until(end), controlTail))
+			stopLoad()
+		})
+	case len(o.Faults) > 0:
 		// The last heal leaves a quiet end: the recovery bound plus a
 		// margin (up to 15 s) to see every partition take writes again.
 		lastHeal := end.Add(-o.RecoveryBound - min(15*time.Second, o.RecoveryBound/2))
@@ -405,6 +452,9 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		h.Sends = append(h.Sends, p.history()...)
 	}
 	h.Faults = f.faults
+	if bad != nil {
+		h.Bad = bad.requests()
+	}
 
 	fctx, cancel := context.WithTimeout(post, 3*time.Minute)
 	defer cancel()

@@ -26,6 +26,9 @@
 //	above-hw         no consumer got an offset at or above the fetch's HW
 //	not-writable     every partition acknowledges a write within the
 //	                 recovery bound after the last fault healed
+//	no-effect        every injected fault showed its effect (below)
+//	bad-accepted     every request of the bad client that got an answer
+//	                 was refused with an error code
 //
 // Unknown sends may be present or absent (counted, never a violation). The
 // report also lists unavailability windows: stretches longer than the gap
@@ -39,6 +42,18 @@
 // every --poison-every, one uncompressed record over the topic's
 // max.message.bytes (256 KiB; the workload's batches stay under 64 KiB):
 // the broker refuses it with MESSAGE_TOO_LARGE before any append.
+//
+// A bad client (badclient.go) sends, every --bad-client-every (2 s),
+// what a broken or hostile client sends, cycling through: a Fetch v15 that
+// claims a follower's replica id with a broker epoch that is not its own; a
+// Fetch v12 with a follower's replica id (no broker epoch to check); a Fetch
+// with the leader's epoch + 1; and batches with a valid CRC but a gzip flag
+// over garbage, a record count of a million for two records, or the control
+// flag. Each goes on a raw connection to the partition's leader, at exactly
+// the version and fields forged. Its only allowed effect is a refused
+// request: an answer without an error code is a bad-accepted violation, and
+// the other invariants (no loss, no phantom, every partition writable
+// after the last heal) must keep holding beside it.
 //
 // # Faults
 //
@@ -66,10 +81,42 @@
 // A fault is healed when the processes are running again (or the rules are
 // gone); the recovery bound starts there.
 //
+// Every fault proves its effect in the report (Fault.Effect, printed on
+// its line), or the run fails with a no-effect violation: a leader kill
+// shows the partition's new leader (a later leader epoch) and how long
+// after the kill it appeared, a controller kill the new active controller
+// (DescribeQuorum: a later term) and the time; a pause how long the kernel
+// showed the process stopped (/proc state T); a power loss the bytes and
+// files powerfs.Recover dropped (nothing dropped, or no journal, is no
+// effect); a network partition the packets its rules dropped (0 is no
+// effect).
+//
 // # Negative controls
 //
 // --negative-control acks1 (acks=1, no idempotence), unclean
-// (unclean.leader.election.enable=true, min.insync.replicas=1) or
-// page-cache (no fsync before ack, only power-loss faults) must make the
-// checker report loss; the run exits 0 only if it does.
+// (unclean.leader.election.enable=true, min.insync.replicas=1, replication
+// factor capped so the followers are a minority of the nodes) or
+// page-cache (no fsync before ack) must make the checker report loss; the
+// run exits 0 only if it does. A control does not wait for the random
+// schedule to stumble on its loss: it runs a scripted scenario, the
+// shortest known path to it, on a partition the seed picks, and again
+// while the run has room (scenario.go); the workload runs until the last
+// scenario is over:
+//
+//	scenario-unclean     the Jepsen Kafka (2013) sequence: SIGSTOP the
+//	                     followers until only the leader is in the ISR, let
+//	                     it acknowledge alone, SIGKILL it, SIGCONT the stale
+//	                     followers; one is elected uncleanly (by the
+//	                     controller, or the operator's ElectLeaders type
+//	                     unclean, whichever comes first)
+//	scenario-acks1       SIGSTOP the followers, let the leader acknowledge
+//	                     acks=1 records, SIGKILL it, SIGCONT them: a
+//	                     follower still in the ISR is elected cleanly
+//	                     without those records
+//	scenario-page-cache  as soon as a partition acknowledged records, a
+//	                     power loss of every replica, then the operator's
+//	                     unclean election
+//
+// make test runs each control once (TestNegativeControls, 15–25 s each)
+// and requires loss put down to its scenario.
 package soak

@@ -8,13 +8,14 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-log/sluice/tools/cluster"
+	"github.com/sluice-log/sluice/tools/soak/powerfs"
 )
 
 // Fault kinds.
@@ -39,6 +40,7 @@ type faulter struct {
 	l     cluster.Layout
 	exe   string // the sluice binary nodes restart with
 	adm   *kadm.Client
+	cl    *kgo.Client // adm's client, for requests kadm has no call for
 	sched *schedule
 	tps   []TP
 	out   io.Writer
@@ -49,7 +51,10 @@ type faulter struct {
 	// replicas' ISR entries are stale, KIP-966), as an operator would with
 	// `sluice leaders elect --type unclean`, so that the loss shows.
 	operatorElects bool
-	faults         []Fault
+	// acks counts acknowledged records by partition (the scenarios wait
+	// on it).
+	acks   *ackCounts
+	faults []Fault
 }
 
 // run injects faults until ctx ends or the last heal time comes: every
@@ -71,11 +76,19 @@ func (f *faulter) run(ctx context.Context, lastHeal time.Time) {
 		}
 		fl := f.inject(ctx, st, hold)
 		f.faults = append(f.faults, fl)
-		if fl.Skipped != "" {
-			fmt.Fprintf(f.out, "fault %-15s skipped: %s\n", st.Kind, fl.Skipped)
-		} else {
-			fmt.Fprintf(f.out, "fault %-15s %s: %v, healed\n", st.Kind, fl.Target, fl.Healed.Sub(fl.Start).Round(100*time.Millisecond))
-		}
+		f.print(fl)
+	}
+}
+
+// print says what a fault did.
+func (f *faulter) print(fl Fault) {
+	switch {
+	case fl.Skipped != "":
+		fmt.Fprintf(f.out, "fault %-15s skipped: %s\n", fl.Kind, fl.Skipped)
+	case fl.NoEffect != "":
+		fmt.Fprintf(f.out, "fault %-15s %s: %v, healed; NO EFFECT: %s\n", fl.Kind, fl.Target, fl.Healed.Sub(fl.Start).Round(100*time.Millisecond), fl.NoEffect)
+	default:
+		fmt.Fprintf(f.out, "fault %-15s %s: %v, healed; %s\n", fl.Kind, fl.Target, fl.Healed.Sub(fl.Start).Round(100*time.Millisecond), fl.Effect)
 	}
 }
 
@@ -108,28 +121,42 @@ func (f *faulter) inject(ctx context.Context, st step, hold time.Duration) Fault
 	var err error
 	switch kind {
 	case FaultKillLeader, FaultPause:
-		leader, _, lerr := f.leader(ctx, tp)
-		if lerr != nil {
+		if _, _, lerr := f.leader(ctx, tp); lerr != nil {
 			return skip(lerr.Error())
 		}
+		// The leader and its epoch from one answer: the failover is a
+		// leader in a later epoch.
+		p, perr := f.partition(ctx, tp)
+		if perr != nil || p.Leader < 0 {
+			return skip(fmt.Sprintf("%s: no leader in the metadata (%v)", tp, perr))
+		}
+		leader := p.Leader
 		fl.Target = fmt.Sprintf("node %d (leader of %s)", leader, tp)
 		fl.Nodes = []int32{leader}
 		if kind == FaultPause {
-			err = f.pause(ctx, leader, hold)
-		} else {
-			err = f.killRestart(ctx, []int32{leader}, hold, nil)
+			err = f.pause(ctx, &fl, leader, hold)
+			break
+		}
+		var seen <-chan failover
+		err = f.killRestart(ctx, []int32{leader}, hold, func() { seen = f.watch(ctx, time.Now(), f.newLeader(tp, p.LeaderEpoch)) })
+		if seen != nil {
+			provedFailover(&fl, "leader of "+tp.String(), <-seen)
 		}
 	case FaultKillController:
-		md, merr := f.metadata(ctx)
-		if merr != nil {
-			return skip(merr.Error())
+		controller, term, qerr := f.quorumLeader(ctx)
+		if qerr != nil {
+			return skip("describe quorum: " + qerr.Error())
 		}
-		if md.Controller < 0 {
+		if controller < 0 {
 			return skip("no active controller to kill")
 		}
-		fl.Target = fmt.Sprintf("node %d (active controller)", md.Controller)
-		fl.Nodes = []int32{md.Controller}
-		err = f.killRestart(ctx, []int32{md.Controller}, hold, nil)
+		fl.Target = fmt.Sprintf("node %d (active controller)", controller)
+		fl.Nodes = []int32{controller}
+		var seen <-chan failover
+		err = f.killRestart(ctx, []int32{controller}, hold, func() { seen = f.watch(ctx, time.Now(), f.newController(term)) })
+		if seen != nil {
+			provedFailover(&fl, "active controller", <-seen)
+		}
 	case FaultPowerLoss:
 		if f.power == nil {
 			return skip("power loss is off (--power-loss=false)")
@@ -140,10 +167,7 @@ func (f *faulter) inject(ctx context.Context, st step, hold time.Duration) Fault
 		}
 		fl.Target = fmt.Sprintf("nodes %v (every replica of %s)", replicas, tp)
 		fl.Nodes = replicas
-		err = f.killRestart(ctx, replicas, hold, func(id int32) error { return f.power.drop(f.l, id) })
-		if err == nil && f.operatorElects {
-			fl.Target += "; " + f.electUnclean(ctx)
-		}
+		err = f.powerLoss(ctx, &fl, replicas, hold)
 	case FaultPartition:
 		if f.net == nil {
 			return skip("network partitions need root, iptables and per-node addresses (--net-faults)")
@@ -183,7 +207,12 @@ func (f *faulter) inject(ctx context.Context, st step, hold time.Duration) Fault
 		}
 		var dropped int64
 		dropped, err = f.net.isolate(ctx, leader, others, md.Controller, fromController, hold)
-		fl.Target += fmt.Sprintf(", %d packets dropped", dropped)
+		fl.PacketsDropped = dropped
+		if dropped > 0 {
+			fl.Effect = fmt.Sprintf("%d packets dropped", dropped)
+		} else {
+			fl.NoEffect = "its rules dropped no packet"
+		}
 	}
 	fl.Healed = time.Now()
 	if err != nil {
@@ -235,9 +264,41 @@ func (f *faulter) leader(ctx context.Context, tp TP) (int32, []int32, error) {
 	}
 }
 
-// killRestart SIGKILLs every node in ids at once, runs between (if set) on
-// each, waits hold and restarts them.
-func (f *faulter) killRestart(ctx context.Context, ids []int32, hold time.Duration, between func(id int32) error) error {
+// powerLoss SIGKILLs every node in ids at once, cuts each one's files
+// back to what it had fsynced, waits hold, restarts them and (page-cache
+// durability) elects leaders uncleanly as an operator must. Its effect is
+// what it dropped: nothing dropped is no effect (a plain kill).
+func (f *faulter) powerLoss(ctx context.Context, fl *Fault, ids []int32, hold time.Duration) error {
+	var st powerfs.Stats
+	var errs []error
+	err := f.killRestart(ctx, ids, hold, func() {
+		for _, id := range ids {
+			s, err := f.power.drop(f.l, id)
+			st.Add(s)
+			errs = append(errs, err)
+		}
+	})
+	fl.BytesDropped, fl.FilesDropped = st.BytesDropped, st.Files()
+	// With sync durability a cut may find everything fsynced; but a
+	// journal without a line means the nodes did not write through
+	// powerfs: the power loss was a plain kill.
+	switch derr := errors.Join(errs...); {
+	case derr != nil:
+		fl.NoEffect = "power loss not simulated: " + derr.Error()
+	case st.Events == 0:
+		fl.NoEffect = "the nodes' journals were empty: nothing went through powerfs, the power loss was a plain kill"
+	default:
+		fl.Effect = "dropped " + st.String()
+	}
+	if err == nil && f.operatorElects {
+		fl.Target += "; " + f.electUnclean(ctx)
+	}
+	return err
+}
+
+// killRestart SIGKILLs every node in ids at once, runs killed (if set)
+// once they are all gone, waits hold and restarts them.
+func (f *faulter) killRestart(ctx context.Context, ids []int32, hold time.Duration, killed func()) error {
 	var errs []string
 	for _, id := range ids {
 		kctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -246,12 +307,8 @@ func (f *faulter) killRestart(ctx context.Context, ids []int32, hold time.Durati
 		}
 		cancel()
 	}
-	if between != nil {
-		for _, id := range ids {
-			if err := between(id); err != nil {
-				errs = append(errs, err.Error())
-			}
-		}
+	if killed != nil {
+		killed()
 	}
 	wait(ctx, hold)
 	for _, id := range ids {
@@ -268,13 +325,23 @@ func (f *faulter) killRestart(ctx context.Context, ids []int32, hold time.Durati
 }
 
 // pause stops a node with SIGSTOP for hold, then continues it (always,
-// even when ctx ends first).
-func (f *faulter) pause(ctx context.Context, id int32, hold time.Duration) error {
-	if err := cluster.Signal(f.l, id, syscall.SIGSTOP); err != nil {
+// even when ctx ends first). Its effect is how long the kernel showed the
+// process stopped.
+func (f *faulter) pause(ctx context.Context, fl *Fault, id int32, hold time.Duration) error {
+	at, err := f.stop(ctx, []int32{id})
+	if err == nil {
+		wait(ctx, hold)
+	}
+	if rerr := f.resume([]int32{id}); err == nil {
+		err = rerr
+	}
+	if at.IsZero() {
+		fl.NoEffect = "the process was not seen stopped"
 		return err
 	}
-	wait(ctx, hold)
-	return cluster.Signal(f.l, id, syscall.SIGCONT)
+	fl.Stopped = time.Since(at)
+	fl.Effect = fmt.Sprintf("stopped for %v", fl.Stopped.Round(10*time.Millisecond))
+	return err
 }
 
 // electUnclean waits until every node is ready again (registered with

@@ -119,6 +119,22 @@ type Fault struct {
 	Healed time.Time `json:"healed"`
 	// Skipped says why the fault was not injected ("" when it was).
 	Skipped string `json:"skipped,omitempty"`
+	// Effect is what the fault was seen to do: the new leader or
+	// controller and how long the failover took (kills), how long the
+	// process was stopped (pauses), the bytes and files dropped (power
+	// losses), the packets dropped (network partitions).
+	Effect string `json:"effect,omitempty"`
+	// NoEffect says which effect the fault should have had and did not
+	// show; the checker reports it as a violation (no-effect): a fault
+	// that did nothing proves nothing.
+	NoEffect string `json:"no_effect,omitempty"`
+	// The effect's numbers, where the kind has them.
+	NewLeader      *int32        `json:"new_leader,omitempty"` // new leader or active controller
+	Failover       time.Duration `json:"failover_ns,omitempty"`
+	Stopped        time.Duration `json:"stopped_ns,omitempty"`
+	BytesDropped   int64         `json:"bytes_dropped,omitempty"`
+	FilesDropped   int           `json:"files_dropped,omitempty"`
+	PacketsDropped int64         `json:"packets_dropped,omitempty"`
 }
 
 // History is everything a run observed, the checker's input.
@@ -133,4 +149,6 @@ type History struct {
 	// FinalHW is the high watermark of each partition when the final read
 	// began; the final read covers [log start, FinalHW).
 	FinalHW map[TP]int64 `json:"-"`
+	// Bad are the bad client's requests and their answers.
+	Bad []BadRequest `json:"bad_requests,omitempty"`
 }

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/sluice-log/sluice/tools/cluster"
@@ -20,13 +21,18 @@ func (*powerLoss) nodeArgs(n cluster.Node) []string {
 	return []string{"--" + powerfs.Flag, journalPath(n)}
 }
 
-// drop is run on a killed node: it cuts its files back to what was durable.
-func (p *powerLoss) drop(l cluster.Layout, id int32) error {
+// drop is run on a killed node: it cuts its files back to what was
+// durable and says what it threw away. A node without a journal is an
+// error (powerfs.ErrNoJournal): it did not run on powerfs.
+func (p *powerLoss) drop(l cluster.Layout, id int32) (powerfs.Stats, error) {
 	for _, n := range l.Nodes {
 		if n.ID == id {
-			_, err := powerfs.Recover(journalPath(n))
-			return err
+			st, err := powerfs.Recover(journalPath(n))
+			if err != nil {
+				return st, fmt.Errorf("node %d: %w", id, err)
+			}
+			return st, nil
 		}
 	}
-	return nil
+	return powerfs.Stats{}, fmt.Errorf("power loss: no node %d", id)
 }

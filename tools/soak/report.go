@@ -47,6 +47,7 @@ func PrintSummary(w io.Writer, r *Report) {
 		{"sent", c.Sent}, {"acknowledged", c.Acked}, {"failed (definitely)", c.Failed},
 		{"unknown outcome", c.Unknown}, {"  of which in the log", c.UnknownInLog},
 		{"read back (final)", c.Read}, {"read during the run", c.LiveRead},
+		{"bad client requests", c.BadSent}, {"  of which refused", c.BadRefused},
 	} {
 		fmt.Fprintf(tw, "  %s\t%d\t\n", row.name, row.n)
 	}

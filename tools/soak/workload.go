@@ -27,6 +27,28 @@ type producer struct {
 	acked  *atomic.Int64
 	failed *atomic.Int64
 	unk    *atomic.Int64
+	byTP   *ackCounts // nil: not counted by partition
+}
+
+// ackCounts counts acknowledged records by partition over all producers,
+// so that a scenario can wait until a partition acknowledged more.
+type ackCounts struct {
+	mu sync.Mutex
+	n  map[TP]int64
+}
+
+func newAckCounts() *ackCounts { return &ackCounts{n: map[TP]int64{}} }
+
+func (a *ackCounts) add(tp TP) {
+	a.mu.Lock()
+	a.n[tp]++
+	a.mu.Unlock()
+}
+
+func (a *ackCounts) get(tp TP) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n[tp]
 }
 
 // clientOpts are the kgo options of every workload client.
@@ -132,6 +154,9 @@ func (p *producer) done(i int, r *kgo.Record, err error) {
 	case Acked:
 		s.Offset = r.Offset
 		p.acked.Add(1)
+		if p.byTP != nil {
+			p.byTP.add(s.TP)
+		}
 	case Failed:
 		s.Err = err.Error()
 		p.failed.Add(1)

@@ -2,6 +2,7 @@ package powerfs
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -110,7 +111,7 @@ func TestRecoverDropsWhatWasNotSynced(t *testing.T) {
 	if _, ok := content(t, moved); ok {
 		t.Error("undurable rename target survived")
 	}
-	if st.Truncated != 1 || st.BytesDropped != int64(len("page-cache-only")) || st.Removed != 1 || st.RenamesUndone != 1 {
+	if st.Truncated != 1 || st.BytesDropped != int64(len("page-cache-only")) || st.Removed != 1 || st.RenamesUndone != 1 || st.Events == 0 {
 		t.Errorf("stats %+v", st)
 	}
 	if b, _ := os.ReadFile(j); len(b) != 0 {
@@ -169,5 +170,14 @@ func TestJournalFormat(t *testing.T) {
 	want := "C\t" + p + "\nS\t" + p + "\t3\nX\t" + p + "\n"
 	if !bytes.Equal(b, []byte(want)) {
 		t.Errorf("journal %q, want %q", b, want)
+	}
+}
+
+// A missing journal is an error, not "nothing to drop": the node never ran
+// on powerfs, and a power loss would silently be a plain kill.
+func TestRecoverWithoutJournalFails(t *testing.T) {
+	st, err := Recover(filepath.Join(t.TempDir(), "no-such-journal"))
+	if !errors.Is(err, ErrNoJournal) {
+		t.Fatalf("Recover without a journal: %+v, %v; want ErrNoJournal", st, err)
 	}
 }

@@ -13,16 +13,35 @@ import (
 	"strings"
 )
 
+// ErrNoJournal: Recover found no journal, so it cannot tell what was
+// durable (the node did not run on powerfs).
+var ErrNoJournal = errors.New("powerfs: no journal")
+
 // Stats say what Recover threw away.
 type Stats struct {
 	Truncated     int   // files cut back to their synced length
 	BytesDropped  int64 // bytes cut off
 	Removed       int   // files whose creation was not durable
 	RenamesUndone int
+	// Events is how many journal lines were replayed: none means the
+	// node wrote nothing through powerfs since the last recovery.
+	Events int
+}
+
+// Files is how many files Recover cut or removed.
+func (s Stats) Files() int { return s.Truncated + s.Removed }
+
+// Add adds o to s.
+func (s *Stats) Add(o Stats) {
+	s.Truncated += o.Truncated
+	s.BytesDropped += o.BytesDropped
+	s.Removed += o.Removed
+	s.RenamesUndone += o.RenamesUndone
+	s.Events += o.Events
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d file(s) cut (%d bytes), %d removed, %d rename(s) undone", s.Truncated, s.BytesDropped, s.Removed, s.RenamesUndone)
+	return fmt.Sprintf("%d file(s) cut (%d bytes), %d removed, %d rename(s) undone (%d journal events)", s.Truncated, s.BytesDropped, s.Removed, s.RenamesUndone, s.Events)
 }
 
 // entry is what the journal says about one name.
@@ -39,7 +58,10 @@ func Recover(path string) (Stats, error) {
 	var st Stats
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return st, nil
+		// A node on powerfs creates its journal when it opens its FS, so
+		// a missing one means the node never ran on it: a "power loss"
+		// here would silently be a plain SIGKILL.
+		return st, fmt.Errorf("%w: %s", ErrNoJournal, path)
 	}
 	if err != nil {
 		return st, err
@@ -54,6 +76,7 @@ func Recover(path string) (Stats, error) {
 		if err := replay(files, fl); err != nil {
 			return st, fmt.Errorf("powerfs: %s line %d %q: %w", path, n, line, err)
 		}
+		st.Events++
 	}
 	if err := sc.Err(); err != nil {
 		return st, err

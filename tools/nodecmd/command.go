@@ -1,4 +1,4 @@
-package node
+package nodecmd
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/spf13/cobra"
 
+	"github.com/sluice-log/sluice/node"
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/tools/soak/powerfs"
 )
@@ -20,11 +21,11 @@ import (
 const shutdownGrace = 30 * time.Second
 
 // NewCommand returns `sluice node`: run a node until SIGINT or SIGTERM,
-// then shut down cleanly (see Node.Close).
+// then shut down cleanly (see node.Node.Close).
 func NewCommand() *cobra.Command { return newCommand(nil) }
 
 // newCommand is NewCommand with a hook called once the node serves (tests).
-func newCommand(started func(*Node)) *cobra.Command {
+func newCommand(started func(*node.Node)) *cobra.Command {
 	var powerJournal string
 	cmd := &cobra.Command{
 		Use:   "node",
@@ -45,7 +46,7 @@ sluice init. SIGINT or SIGTERM stops the node cleanly.`,
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			opts := Options{Logger: log}
+			opts := node.Options{Logger: log}
 			if powerJournal != "" {
 				pfs, err := powerfs.New(vfs.Default, powerJournal)
 				if err != nil {
@@ -55,7 +56,7 @@ sluice init. SIGINT or SIGTERM stops the node cleanly.`,
 				opts.FS = pfs
 				log.Info("partition logs on the power-loss filesystem (sluice soak)", "journal", powerJournal)
 			}
-			n, err := Open(cfg, opts)
+			n, err := node.Open(cfg, opts)
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,8 @@
-package node
+package nodecmd
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-log/sluice/node"
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
-	"github.com/sluice-log/sluice/tools/initcmd"
 )
 
 func TestCommandRejectsBadConfig(t *testing.T) {
@@ -41,7 +43,7 @@ func TestCommandRunsAndStopsCleanly(t *testing.T) {
 	kafkaAddr, ctrlAddr := kl.Addr().String(), cl.Addr().String()
 	kl.Close()
 	cl.Close()
-	if _, err := initcmd.Format(dir, initcmd.Meta{ClusterID: quorum.NewUUID().String(), NodeID: 7,
+	if _, err := meta.Format(dir, meta.Meta{ClusterID: quorum.NewUUID().String(), NodeID: 7,
 		InitialControllers: []quorum.Voter{{ID: 7, Addr: ctrlAddr}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestCommandRunsAndStopsCleanly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan struct{})
-	cmd := newCommand(func(*Node) { close(ready) })
+	cmd := newCommand(func(*node.Node) { close(ready) })
 	cmd.SetArgs([]string{"--config", props})
 	var stderr strings.Builder
 	cmd.SetErr(&stderr)
@@ -83,7 +85,16 @@ func TestCommandRunsAndStopsCleanly(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("node: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, cleanMarker)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, node.CleanShutdownFile)); err != nil {
 		t.Fatalf("no clean-shutdown marker after a clean stop: %v", err)
 	}
+}
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }

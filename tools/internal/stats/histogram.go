@@ -1,6 +1,7 @@
-package bench
+package stats
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"sync/atomic"
@@ -120,4 +121,17 @@ func (h *Histogram) Summary() Latency {
 		P99:   h.Quantile(0.99),
 		P999:  h.Quantile(0.999),
 	}
+}
+
+// PerfLine is a produce run's summary in the words of Kafka's
+// kafka-producer-perf-test, so that the two can be read side by side.
+func PerfLine(records int64, recPerSec, mbPerSec float64, p Latency) string {
+	return fmt.Sprintf("%d records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %d ms 50th, %d ms 95th, %d ms 99th, %d ms 99.9th.",
+		records, recPerSec, mbPerSec, p.Avg, p.Max, int(p.P50), int(p.P95), int(p.P99), int(p.P999))
+}
+
+// Running returns the count, the sum and the max (µs) recorded so far; it is
+// safe beside writers, for progress lines during a run.
+func (h *Histogram) Running() (n, sumUS, maxUS uint64) {
+	return h.n.Load(), h.sum.Load(), h.max.Load()
 }

@@ -1,4 +1,4 @@
-package initcmd
+package meta
 
 import (
 	"bufio"
@@ -22,13 +22,13 @@ const MetaVersion = 1
 // Errors of this package.
 var (
 	// ErrNotFormatted: the directory has no meta.properties.
-	ErrNotFormatted = errors.New("initcmd: directory is not formatted")
+	ErrNotFormatted = errors.New("meta: directory is not formatted")
 	// ErrFormatted: Format found meta.properties already.
-	ErrFormatted = errors.New("initcmd: directory is already formatted")
+	ErrFormatted = errors.New("meta: directory is already formatted")
 	// ErrMismatch: the directory belongs to another cluster or node.
-	ErrMismatch = errors.New("initcmd: directory belongs to another cluster or node")
+	ErrMismatch = errors.New("meta: directory belongs to another cluster or node")
 	// ErrBadMeta: meta.properties or an argument does not parse.
-	ErrBadMeta = errors.New("initcmd: bad metadata")
+	ErrBadMeta = errors.New("meta: bad metadata")
 )
 
 // Meta is the content of meta.properties.

@@ -1,0 +1,30 @@
+// Package meta reads and writes a node directory's meta.properties, the file
+// that marks the directory as formatted for one cluster and one node, like
+// Kafka's MetaProperties. `sluice init` (tools/initcmd) writes it; a node
+// calls Verify before it opens anything else in the directory.
+//
+// # meta.properties
+//
+// A Java-properties file:
+//
+//	# written by sluice init; do not edit
+//	version=1
+//	cluster.id=<22-character base64url UUID>
+//	node.id=<int>
+//	directory.id=<22-character base64url UUID, random per directory>
+//	initial.controllers=1@host:9093,2@host:9093,3@host:9093
+//
+// initial.controllers is the voter set that bootstraps the metadata quorum:
+// a node whose id is in it starts as a Raft voter and bootstraps with that
+// list; any other node is a broker that asks those controllers to add it as a
+// non-voter. Format writes the file to a temporary name, fsyncs it, renames
+// it and fsyncs the directory.
+//
+// A typical start:
+//
+//	m, err := meta.Verify(dir, clusterID, nodeID)
+//	if err != nil {
+//		return err // says which `sluice init` to run
+//	}
+//	// open the logs and the quorum for m.ClusterID ...
+package meta

@@ -1,0 +1,76 @@
+package soak
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestNegativeControls runs each negative control briefly through the
+// public entry point (Run, whose verdict a control inverts) and requires
+// that it lost acknowledged records, put down to its scripted scenario:
+// the soak can fail. Each run is one scenario on a 3-node cluster of real
+// processes (3 s session timeout), about 30–40 s.
+func TestNegativeControls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three short soaks of three node processes")
+	}
+	exe := sluiceBinary(t)
+	for _, control := range []string{NegUnclean, NegAcks1, NegPageCache} {
+		t.Run(control, func(t *testing.T) {
+			dir := t.TempDir()
+			o := Options{
+				Dir: filepath.Join(dir, "c"), Nodes: 3, BasePort: freeBase(t), Duration: 10 * time.Second,
+				Seed: 20261201, Topic: "soak", Partitions: 2, RF: 3, MinISR: 2,
+				Producers: 2, Rate: 600, ValueSize: 64, InFlight: 1000, DeliveryTimeout: 8 * time.Second,
+				FaultGap: time.Second, RecoveryBound: 5 * time.Second,
+				PowerLoss: true, Durability: "sync", NegativeControl: control,
+				NodeConfigs: map[string]string{"broker.session.timeout.ms": "3000"},
+				Executable:  exe,
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			var out bytes.Buffer
+			start := time.Now()
+			err := Run(ctx, &out, o) // Run serializes its writers; out is read once it returned
+			took := time.Since(start)
+			if err != nil {
+				t.Errorf("negative control %s: %v (after %v)\n%s", control, err, took, out.String())
+				logNodes(t, o.Dir)
+				return
+			}
+			b, err := os.ReadFile(filepath.Join(o.Dir, "soak-report.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fr struct {
+				Faults []Fault
+				Report
+			}
+			if err := json.Unmarshal(b, &fr); err != nil {
+				t.Fatal(err)
+			}
+			want := scenarioOf(control)
+			lost := 0
+			for _, l := range fr.Losses {
+				if l.Kind == want {
+					lost += l.Records
+				}
+			}
+			if lost == 0 {
+				t.Errorf("%s: no loss put down to %s (losses %+v)\n%s", control, want, fr.Losses, out.String())
+			}
+			for _, f := range fr.Faults {
+				if f.Kind == want && f.Effect == "" {
+					t.Errorf("%s: scenario without effect: %+v", control, f)
+				}
+				t.Logf("%s %s: %s", f.Kind, f.Target, f.Effect)
+			}
+			t.Logf("%s: %d acknowledged records lost by %s in a run of %v", control, lost, want, took.Round(100*time.Millisecond))
+		})
+	}
+}
