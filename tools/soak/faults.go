@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -102,6 +103,10 @@ func (f *faulter) restartDead(ctx context.Context) {
 		}
 		fl := Fault{Kind: NodeExited, Start: time.Now(), Nodes: []int32{n.ID},
 			Target: fmt.Sprintf("node %d exited by itself (see %s); restarted", n.ID, n.LogFile)}
+		// Why it exited is in the last lines it wrote; the restart appends
+		// to the same file, so keep them now (a test's directory is gone
+		// by the time anyone reads the report).
+		fl.Effect = "its log ended: " + logTail(n.LogFile, 8)
 		rctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 		if err := cluster.RestartWith(rctx, f.l, n.ID, f.exe); err != nil {
 			fl.Target += " (error: " + err.Error() + ")"
@@ -109,7 +114,7 @@ func (f *faulter) restartDead(ctx context.Context) {
 		cancel()
 		fl.Healed = time.Now()
 		f.faults = append(f.faults, fl)
-		fmt.Fprintf(f.out, "NODE EXITED    %s\n", fl.Target)
+		fmt.Fprintf(f.out, "NODE EXITED    %s; %s\n", fl.Target, fl.Effect)
 	}
 }
 
@@ -427,4 +432,25 @@ func wait(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// logTail returns the last n lines of the file at path, joined by " | ".
+func logTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	const most = 16 << 10
+	st, err := f.Stat()
+	if err != nil {
+		return err.Error()
+	}
+	off := max(0, st.Size()-most)
+	b := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(b, off); err != nil && !errors.Is(err, io.EOF) {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }

@@ -19,8 +19,9 @@ import (
 // a fixed seed (3 s session timeout so failovers take seconds, a shorter
 // recovery bound) and checks that every invariant held, that every fault
 // kind was injected and showed its effect, that the live consumer read
-// every partition and that the workload's poison records (over
-// max.message.bytes) failed definitely. Network partitions need root,
+// every partition, that the workload's poison records (over
+// max.message.bytes) failed definitely, and that the bad client's forged
+// fetches and poison batches were all refused. Network partitions need root,
 // iptables and cgroup v2; without them that kind is left out, with a log
 // line saying why, except in CI (env CI set), where that fails the test.
 func TestSoakShort(t *testing.T) {
@@ -35,8 +36,9 @@ func TestSoakShort(t *testing.T) {
 		Producers: 2, Rate: 600, ValueSize: 64, InFlight: 1000, DeliveryTimeout: 20 * time.Second,
 		Faults: AllFaults, FaultGap: 2 * time.Second, RecoveryBound: 20 * time.Second,
 		PowerLoss: true, NetFaults: true, Durability: "sync", PoisonEvery: 3 * time.Second,
-		NodeConfigs: map[string]string{"broker.session.timeout.ms": "3000"},
-		Executable:  exe,
+		BadClientEvery: time.Second,
+		NodeConfigs:    map[string]string{"broker.session.timeout.ms": "3000"},
+		Executable:     exe,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -65,10 +67,21 @@ func TestSoakShort(t *testing.T) {
 	if fr.Counts.Acked == 0 || fr.Counts.Failed == 0 {
 		t.Errorf("acknowledged %d, definitely failed %d: want both > 0 (the poison records must fail)", fr.Counts.Acked, fr.Counts.Failed)
 	}
+	// The bad client's forged fetches and poison batches were sent and
+	// refused (an accepted one is a bad-accepted violation above).
+	if fr.Counts.BadSent == 0 || fr.Counts.BadRefused == 0 {
+		t.Errorf("bad client: sent %d, refused %d: want both > 0", fr.Counts.BadSent, fr.Counts.BadRefused)
+	}
 	// Every injected fault showed its effect (a fault without one is a
 	// no-effect violation, so the report would have failed; this says
 	// which).
 	for _, f := range fr.Faults {
+		if f.Kind == NodeExited {
+			// Not a verdict of the soak (no acknowledged record needs
+			// it), but a node must not die of anything the soak does.
+			t.Errorf("%s: %s", f.Target, f.Effect)
+			continue
+		}
 		if f.Skipped == "" && (f.Effect == "" || f.NoEffect != "") {
 			t.Errorf("fault %s %s: effect %q, no effect %q", f.Kind, f.Target, f.Effect, f.NoEffect)
 		}
