@@ -57,6 +57,9 @@ type conn struct {
 	// answered; answered signals the reader waiting for them to drop.
 	queuedBytes atomic.Int64
 	answered    chan struct{}
+	// lastAnswered is when the last queued request was answered (unix
+	// nanoseconds): the idle clock (connections.max.idle.ms) starts there.
+	lastAnswered atomic.Int64
 
 	// obs is the server's Observer, nil if none. remote accumulates the
 	// remote time of the request being handled (BeginRemote finds it
@@ -128,6 +131,7 @@ func (c *conn) serve() {
 			c.s.frames.put(r.frame)
 			r.frame = nil
 		}
+		c.lastAnswered.Store(time.Now().UnixNano())
 		c.queuedBytes.Add(-int64(r.size))
 		select {
 		case c.answered <- struct{}{}:

@@ -61,7 +61,8 @@ func (p *writerPool) put(bw *bufio.Writer) {
 // response buffers back and waits for the socket to become readable
 // without a buffer (when the connection is a socket). With
 // ConnectionsMaxIdle set, a connection that receives nothing for that long
-// while none of its requests waits for an answer gets errIdle. A drain
+// while none of its requests waits for an answer (counted from its last
+// answer) gets errIdle. A drain
 // (shutdown) ends the wait with a timeout error.
 func (c *conn) awaitFrame(br *bufio.Reader) (*bufio.Reader, error) {
 	idle := c.s.opts.ConnectionsMaxIdle
@@ -112,6 +113,13 @@ func (c *conn) awaitFrame(br *bufio.Reader) (*bufio.Reader, error) {
 		}
 		if c.queuedBytes.Load() > 0 {
 			since = time.Now() // waiting for an answer: not idle
+			continue
+		}
+		// Idle since the last answer, not since the deadline was set
+		// while a request still waited: a client answered just before it
+		// gets the whole timeout for its next request.
+		if la := time.Unix(0, c.lastAnswered.Load()); la.After(since) {
+			since = la
 			continue
 		}
 		return br, errIdle
