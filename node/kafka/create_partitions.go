@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // CreatePartitions (key 37), versions 0-3; served when the Broker
@@ -60,7 +62,7 @@ func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Re
 	}
 	for i, res := range results {
 		rt := &resp.Topics[validAt[i]]
-		rt.ErrorCode = errorCode(res.Err)
+		rt.ErrorCode = quorum.ErrorCode(res.Err)
 		if res.Err != nil && res.ErrMessage != "" {
 			rt.ErrorMessage = kmsg.StringPtr(res.ErrMessage)
 		}

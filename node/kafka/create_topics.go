@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // CreateTopics (key 19), versions 0-7; spoken only when the Broker is a
@@ -156,7 +158,7 @@ func checkAssignment(i int32, a kmsg.CreateTopicsRequestTopicReplicaAssignment, 
 }
 
 func setCreateError(rt *kmsg.CreateTopicsResponseTopic, err error, msg string) {
-	rt.ErrorCode = errorCode(err)
+	rt.ErrorCode = quorum.ErrorCode(err)
 	if msg != "" {
 		rt.ErrorMessage = kmsg.StringPtr(msg)
 	}

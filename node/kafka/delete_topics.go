@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // DeleteTopics (key 20), versions 0-6; spoken only when the Broker is a
@@ -98,7 +100,7 @@ func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 }
 
 func setDeleteError(rt *kmsg.DeleteTopicsResponseTopic, err error, msg string) {
-	rt.ErrorCode = errorCode(err)
+	rt.ErrorCode = quorum.ErrorCode(err)
 	if msg != "" {
 		rt.ErrorMessage = kmsg.StringPtr(msg)
 	}
