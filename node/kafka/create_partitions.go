@@ -27,18 +27,10 @@ import (
 func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	seen := make(map[string]int, len(req.Topics))
-	for _, t := range req.Topics {
-		seen[t.Topic]++
-	}
 	var valid []NewPartitions
 	var validAt []int
-	for _, t := range req.Topics {
-		n, ok := seen[t.Topic]
-		if !ok {
-			continue // a duplicate, already answered
-		}
-		delete(seen, t.Topic)
+	for i, n := range firstOfEach(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic }) {
+		t := req.Topics[i]
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		np, msg, bad := newPartitions(t, n)

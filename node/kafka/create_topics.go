@@ -36,19 +36,10 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	req := r.body.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 
-	seen := make(map[string]int, len(req.Topics))
-	for _, t := range req.Topics {
-		seen[t.Topic]++
-	}
 	var valid []NewTopic
 	var validAt []int // index in resp.Topics of valid[i]
-	for i := range req.Topics {
+	for i, n := range firstOfEach(req.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic }) {
 		t := &req.Topics[i]
-		n, ok := seen[t.Topic]
-		if !ok {
-			continue // duplicate already answered
-		}
-		delete(seen, t.Topic)
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
 		if n > 1 {

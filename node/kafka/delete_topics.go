@@ -45,19 +45,11 @@ func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 			entries = append(entries, e)
 		}
 	}
-	count := make(map[TopicRef]int, len(entries))
-	for _, e := range entries {
-		count[e.ref]++
-	}
 
 	var valid []TopicRef
 	var validAt []int
-	for _, e := range entries {
-		n, ok := count[e.ref]
-		if !ok {
-			continue // duplicate already answered
-		}
-		delete(count, e.ref)
+	for i, n := range firstOfEach(entries, func(e entry) TopicRef { return e.ref }) {
+		e := entries[i]
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		if e.ref.Name != "" || req.Version < 6 {
 			rt.Topic = kmsg.StringPtr(e.ref.Name)

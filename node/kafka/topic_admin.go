@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 )
 
@@ -85,4 +86,28 @@ func oneResultEach(what string, want, got int, err error) error {
 		return fmt.Errorf("broker %s: %d results for %d topics", what, got, want)
 	}
 	return nil
+}
+
+// firstOfEach yields, in request order, the index of each entry whose key
+// no earlier entry has, and how many entries in all have that key. Kafka
+// answers a name given more than once with one result, at its first
+// appearance (CreateTopics, CreatePartitions, DeleteTopics).
+func firstOfEach[T any, K comparable](entries []T, key func(T) K) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		count := make(map[K]int, len(entries))
+		for _, e := range entries {
+			count[key(e)]++
+		}
+		for i, e := range entries {
+			k := key(e)
+			n, ok := count[k]
+			if !ok {
+				continue // a repeat, answered at the first appearance
+			}
+			delete(count, k)
+			if !yield(i, n) {
+				return
+			}
+		}
+	}
 }
