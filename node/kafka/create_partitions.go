@@ -43,13 +43,11 @@ func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Re
 		validAt = append(validAt, len(resp.Topics))
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if len(valid) == 0 {
-		return resp, nil
-	}
-	ctx, cancel := requestDeadline(ctx, req.TimeoutMillis)
-	defer cancel()
-	results, err := s.broker.(PartitionAdmin).CreatePartitions(ctx, valid, req.ValidateOnly)
-	if err := oneResultEach("create partitions", len(valid), len(results), err); err != nil {
+	results, err := askBroker(ctx, req.TimeoutMillis, "create partitions", valid,
+		func(ctx context.Context, valid []NewPartitions) ([]PartitionsResult, error) {
+			return s.broker.(PartitionAdmin).CreatePartitions(ctx, valid, req.ValidateOnly)
+		})
+	if err != nil {
 		return nil, err
 	}
 	for i, res := range results {

@@ -57,14 +57,11 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		validAt = append(validAt, len(resp.Topics))
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if len(valid) == 0 {
-		return resp, nil
-	}
-
-	ctx, cancel := requestDeadline(ctx, req.TimeoutMillis)
-	defer cancel()
-	results, err := s.broker.(TopicAdmin).CreateTopics(ctx, valid, req.ValidateOnly)
-	if err := oneResultEach("create topics", len(valid), len(results), err); err != nil {
+	results, err := askBroker(ctx, req.TimeoutMillis, "create topics", valid,
+		func(ctx context.Context, valid []NewTopic) ([]CreatedTopic, error) {
+			return s.broker.(TopicAdmin).CreateTopics(ctx, valid, req.ValidateOnly)
+		})
+	if err != nil {
 		return nil, err
 	}
 	for i, res := range results {

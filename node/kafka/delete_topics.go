@@ -66,14 +66,8 @@ func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if len(valid) == 0 {
-		return resp, nil
-	}
-
-	ctx, cancel := requestDeadline(ctx, req.TimeoutMillis)
-	defer cancel()
-	results, err := s.broker.(TopicAdmin).DeleteTopics(ctx, valid)
-	if err := oneResultEach("delete topics", len(valid), len(results), err); err != nil {
+	results, err := askBroker(ctx, req.TimeoutMillis, "delete topics", valid, s.broker.(TopicAdmin).DeleteTopics)
+	if err != nil {
 		return nil, err
 	}
 	for i, res := range results {

@@ -76,16 +76,26 @@ func requestDeadline(ctx context.Context, timeoutMillis int32) (context.Context,
 	return context.WithTimeout(ctx, time.Duration(timeoutMillis)*time.Millisecond)
 }
 
-// oneResultEach checks the Broker's answer to a batched admin call: an
-// error, or not exactly one result per topic passed, fails the request.
-func oneResultEach(what string, want, got int, err error) error {
+// askBroker makes the one Broker call of a batched admin request
+// (CreateTopics, CreatePartitions, DeleteTopics) for the topics that passed
+// the server's checks, with a context that ends at timeout_ms when it is
+// positive. With no topics it calls nothing and returns no results. An
+// error, or not exactly one result per topic, fails the request.
+func askBroker[T, R any](ctx context.Context, timeoutMillis int32, what string, topics []T,
+	call func(context.Context, []T) ([]R, error)) ([]R, error) {
+	if len(topics) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := requestDeadline(ctx, timeoutMillis)
+	defer cancel()
+	results, err := call(ctx, topics)
 	if err != nil {
-		return fmt.Errorf("broker %s: %w", what, err)
+		return nil, fmt.Errorf("broker %s: %w", what, err)
 	}
-	if got != want {
-		return fmt.Errorf("broker %s: %d results for %d topics", what, got, want)
+	if len(results) != len(topics) {
+		return nil, fmt.Errorf("broker %s: %d results for %d topics", what, len(results), len(topics))
 	}
-	return nil
+	return results, nil
 }
 
 // firstOfEach yields, in request order, the index of each entry whose key
