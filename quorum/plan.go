@@ -94,7 +94,8 @@ func kerrf(e *kerr.Error, format string, args ...any) error {
 }
 
 // ErrorCode returns the Kafka error code of err: 0 for nil, the kerr code
-// for an error wrapping a kerr value, UNKNOWN_SERVER_ERROR otherwise.
+// for an error wrapping a kerr value, UNKNOWN_SERVER_ERROR otherwise. It is
+// the one mapper: node/kafka answers clients with it too.
 func ErrorCode(err error) int16 {
 	if err == nil {
 		return 0

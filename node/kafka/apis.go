@@ -25,12 +25,10 @@ type api struct {
 	// struct and a pointer decoded), so an API whose real requests are
 	// small gets a cap that keeps a hostile frame's decoded size small.
 	maxBytes int32
-	// needsAdmin rows exist only when the Broker is a TopicAdmin,
-	// needsLogs when it implements Logs, needsPIDs when ProducerIDs.
-	needsAdmin, needsLogs, needsPIDs, needsConfigs, needsElector bool
-	// needsQuorum rows need a QuorumDescriber, needsPartitions a
-	// PartitionAdmin.
-	needsQuorum, needsPartitions bool
+	// needs, when set, is the optional capability the row serves through
+	// (has[TopicAdmin], has[Logs], ...): without it the row is left out,
+	// neither listed by ApiVersions nor dispatched.
+	needs func(Broker) bool
 	// listFrom0 makes ApiVersions list the range from version 0 while
 	// requests below min still close the connection: Produce, as Kafka 4
 	// does since it dropped v0-2 (KAFKA-18659). librdkafka compresses with
@@ -57,40 +55,39 @@ type table struct {
 // versions it accepts, one row each. Adding an API is adding its file and its
 // row here (see doc.go).
 func newTable(b Broker) *table {
-	_, admin := b.(TopicAdmin)
-	_, logs := b.(Logs)
-	_, pids := b.(ProducerIDs)
-	_, configs := b.(Configs)
-	_, elector := b.(Elector)
-	_, quorum := b.(QuorumDescriber)
-	_, partitions := b.(PartitionAdmin)
 	// Fetch v13+ names topics by ID.
 	fetchMax := int16(12)
-	if _, ok := b.(TopicNames); ok {
+	if has[TopicNames](b) {
 		fetchMax = 15
 	}
 	rows := []api{
 		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata, maxBytes: metadataMaxBytes},
 		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
-		{key: kmsg.CreateTopics, min: 0, max: 7, handle: handleCreateTopics, needsAdmin: true},
-		{key: kmsg.DeleteTopics, min: 0, max: 6, handle: handleDeleteTopics, needsAdmin: true},
-		{key: kmsg.Produce, min: 3, max: 9, handle: handleProduce, needsLogs: true, listFrom0: true, recycle: true},
-		{key: kmsg.Fetch, min: 4, max: fetchMax, handle: handleFetch, needsLogs: true},
-		{key: kmsg.ListOffsets, min: 0, max: 8, handle: handleListOffsets, needsLogs: true},
-		{key: kmsg.OffsetForLeaderEpoch, min: 0, max: 4, handle: handleOffsetForLeaderEpoch, needsLogs: true},
-		{key: kmsg.InitProducerID, min: 0, max: 4, handle: handleInitProducerID, needsPIDs: true},
-		{key: kmsg.DescribeConfigs, min: 0, max: 4, handle: handleDescribeConfigs, needsConfigs: true},
-		{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, handle: handleIncrementalAlterConfigs, needsConfigs: true},
+		{key: kmsg.CreateTopics, min: 0, max: 7, handle: handleCreateTopics, needs: has[TopicAdmin]},
+		{key: kmsg.DeleteTopics, min: 0, max: 6, handle: handleDeleteTopics, needs: has[TopicAdmin]},
+		{key: kmsg.Produce, min: 3, max: 9, handle: handleProduce, needs: has[Logs], listFrom0: true, recycle: true},
+		{key: kmsg.Fetch, min: 4, max: fetchMax, handle: handleFetch, needs: has[Logs]},
+		{key: kmsg.ListOffsets, min: 0, max: 8, handle: handleListOffsets, needs: has[Logs]},
+		{key: kmsg.OffsetForLeaderEpoch, min: 0, max: 4, handle: handleOffsetForLeaderEpoch, needs: has[Logs]},
+		{key: kmsg.InitProducerID, min: 0, max: 4, handle: handleInitProducerID, needs: has[ProducerIDs]},
+		{key: kmsg.DescribeConfigs, min: 0, max: 4, handle: handleDescribeConfigs, needs: has[Configs]},
+		{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, handle: handleIncrementalAlterConfigs, needs: has[Configs]},
 		{key: kmsg.DescribeCluster, min: 0, max: 1, handle: handleDescribeCluster},
-		{key: kmsg.ElectLeaders, min: 0, max: 2, handle: handleElectLeaders, needsElector: true},
-		{key: kmsg.DescribeQuorum, min: 0, max: 2, handle: handleDescribeQuorum, needsQuorum: true},
-		{key: kmsg.CreatePartitions, min: 0, max: 3, handle: handleCreatePartitions, needsPartitions: true},
+		{key: kmsg.ElectLeaders, min: 0, max: 2, handle: handleElectLeaders, needs: has[Elector]},
+		{key: kmsg.DescribeQuorum, min: 0, max: 2, handle: handleDescribeQuorum, needs: has[QuorumDescriber]},
+		{key: kmsg.CreatePartitions, min: 0, max: 3, handle: handleCreatePartitions, needs: has[PartitionAdmin]},
 		{key: kmsg.FindCoordinator, min: 0, max: 4, handle: handleFindCoordinator},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
-		return a.needsAdmin && !admin || a.needsLogs && !logs || a.needsPIDs && !pids || a.needsConfigs && !configs || a.needsElector && !elector ||
-			a.needsQuorum && !quorum || a.needsPartitions && !partitions
+		return a.needs != nil && !a.needs(b)
 	}))
+}
+
+// has reports whether b implements the optional capability C: the one
+// place a Broker's capabilities are found by type assertion.
+func has[C any](b Broker) bool {
+	_, ok := b.(C)
+	return ok
 }
 
 // buildTable indexes rows and panics on a row kmsg cannot decode: a

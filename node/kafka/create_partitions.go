@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // CreatePartitions (key 37), versions 0-3; served when the Broker
@@ -25,18 +27,10 @@ import (
 func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	seen := make(map[string]int, len(req.Topics))
-	for _, t := range req.Topics {
-		seen[t.Topic]++
-	}
 	var valid []NewPartitions
 	var validAt []int
-	for _, t := range req.Topics {
-		n, ok := seen[t.Topic]
-		if !ok {
-			continue // a duplicate, already answered
-		}
-		delete(seen, t.Topic)
+	for i, n := range firstOfEach(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic }) {
+		t := req.Topics[i]
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		np, msg, bad := newPartitions(t, n)
@@ -49,18 +43,16 @@ func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Re
 		validAt = append(validAt, len(resp.Topics))
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if len(valid) == 0 {
-		return resp, nil
-	}
-	ctx, cancel := requestDeadline(ctx, req.TimeoutMillis)
-	defer cancel()
-	results, err := s.broker.(PartitionAdmin).CreatePartitions(ctx, valid, req.ValidateOnly)
-	if err := oneResultEach("create partitions", len(valid), len(results), err); err != nil {
+	results, err := askBroker(ctx, req.TimeoutMillis, "create partitions", valid,
+		func(ctx context.Context, valid []NewPartitions) ([]PartitionsResult, error) {
+			return s.broker.(PartitionAdmin).CreatePartitions(ctx, valid, req.ValidateOnly)
+		})
+	if err != nil {
 		return nil, err
 	}
 	for i, res := range results {
 		rt := &resp.Topics[validAt[i]]
-		rt.ErrorCode = errorCode(res.Err)
+		rt.ErrorCode = quorum.ErrorCode(res.Err)
 		if res.Err != nil && res.ErrMessage != "" {
 			rt.ErrorMessage = kmsg.StringPtr(res.ErrMessage)
 		}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // CreateTopics (key 19), versions 0-7; spoken only when the Broker is a
@@ -34,19 +36,10 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	req := r.body.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 
-	seen := make(map[string]int, len(req.Topics))
-	for _, t := range req.Topics {
-		seen[t.Topic]++
-	}
 	var valid []NewTopic
 	var validAt []int // index in resp.Topics of valid[i]
-	for i := range req.Topics {
+	for i, n := range firstOfEach(req.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic }) {
 		t := &req.Topics[i]
-		n, ok := seen[t.Topic]
-		if !ok {
-			continue // duplicate already answered
-		}
-		delete(seen, t.Topic)
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
 		if n > 1 {
@@ -64,14 +57,11 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		validAt = append(validAt, len(resp.Topics))
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if len(valid) == 0 {
-		return resp, nil
-	}
-
-	ctx, cancel := requestDeadline(ctx, req.TimeoutMillis)
-	defer cancel()
-	results, err := s.broker.(TopicAdmin).CreateTopics(ctx, valid, req.ValidateOnly)
-	if err := oneResultEach("create topics", len(valid), len(results), err); err != nil {
+	results, err := askBroker(ctx, req.TimeoutMillis, "create topics", valid,
+		func(ctx context.Context, valid []NewTopic) ([]CreatedTopic, error) {
+			return s.broker.(TopicAdmin).CreateTopics(ctx, valid, req.ValidateOnly)
+		})
+	if err != nil {
 		return nil, err
 	}
 	for i, res := range results {
@@ -156,7 +146,7 @@ func checkAssignment(i int32, a kmsg.CreateTopicsRequestTopicReplicaAssignment, 
 }
 
 func setCreateError(rt *kmsg.CreateTopicsResponseTopic, err error, msg string) {
-	rt.ErrorCode = errorCode(err)
+	rt.ErrorCode = quorum.ErrorCode(err)
 	if msg != "" {
 		rt.ErrorMessage = kmsg.StringPtr(msg)
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // DeleteTopics (key 20), versions 0-6; spoken only when the Broker is a
@@ -43,19 +45,11 @@ func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 			entries = append(entries, e)
 		}
 	}
-	count := make(map[TopicRef]int, len(entries))
-	for _, e := range entries {
-		count[e.ref]++
-	}
 
 	var valid []TopicRef
 	var validAt []int
-	for _, e := range entries {
-		n, ok := count[e.ref]
-		if !ok {
-			continue // duplicate already answered
-		}
-		delete(count, e.ref)
+	for i, n := range firstOfEach(entries, func(e entry) TopicRef { return e.ref }) {
+		e := entries[i]
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		if e.ref.Name != "" || req.Version < 6 {
 			rt.Topic = kmsg.StringPtr(e.ref.Name)
@@ -72,14 +66,8 @@ func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	if len(valid) == 0 {
-		return resp, nil
-	}
-
-	ctx, cancel := requestDeadline(ctx, req.TimeoutMillis)
-	defer cancel()
-	results, err := s.broker.(TopicAdmin).DeleteTopics(ctx, valid)
-	if err := oneResultEach("delete topics", len(valid), len(results), err); err != nil {
+	results, err := askBroker(ctx, req.TimeoutMillis, "delete topics", valid, s.broker.(TopicAdmin).DeleteTopics)
+	if err != nil {
 		return nil, err
 	}
 	for i, res := range results {
@@ -98,7 +86,7 @@ func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 }
 
 func setDeleteError(rt *kmsg.DeleteTopicsResponseTopic, err error, msg string) {
-	rt.ErrorCode = errorCode(err)
+	rt.ErrorCode = quorum.ErrorCode(err)
 	if msg != "" {
 		rt.ErrorMessage = kmsg.StringPtr(msg)
 	}

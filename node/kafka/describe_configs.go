@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // DescribeConfigs (key 32), versions 0-4; served when the Broker implements
@@ -31,7 +33,7 @@ func handleDescribeConfigs(ctx context.Context, s *Server, r *request) (kmsg.Res
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		if i < len(results) {
 			out := results[i]
-			rr.ErrorCode = errorCode(out.Err)
+			rr.ErrorCode = quorum.ErrorCode(out.Err)
 			if out.ErrMessage != "" {
 				rr.ErrorMessage = kmsg.StringPtr(out.ErrMessage)
 			}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // MetadataTopic is the name under which Kafka (KRaft) exposes the metadata
@@ -43,7 +45,7 @@ func handleDescribeQuorum(ctx context.Context, s *Server, r *request) (kmsg.Resp
 	rt := kmsg.NewDescribeQuorumResponseTopic()
 	rt.Topic = MetadataTopic
 	rp := kmsg.NewDescribeQuorumResponseTopicPartition()
-	rp.ErrorCode = errorCode(info.Err)
+	rp.ErrorCode = quorum.ErrorCode(info.Err)
 	if info.Err != nil {
 		rp.LeaderID, rp.LeaderEpoch, rp.HighWatermark = -1, -1, -1
 		if req.Version >= 2 && info.ErrMessage != "" {

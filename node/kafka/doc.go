@@ -132,9 +132,9 @@
 //  2. Add one row to the table in newTable (apis.go): key, min and max version
 //     (at most what kmsg knows), handler. ApiVersions advertises the row.
 //  3. If the API needs something new from the node, add it to Broker, or, for
-//     an optional capability, as a separate small interface found by type
-//     assertion in newTable, so that the row is present only when the node
-//     can serve it.
+//     an optional capability, as a separate small interface named in the
+//     row (needs: has[PartitionAdmin]), so that the row is present only
+//     when the node can serve it.
 //  4. Add wire tests, a real-client test where kgo or kadm has a call for it,
 //     and a seed for FuzzRequestFrame.
 package kafka

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // ElectLeaders (key 43), versions 0-2; served when the Broker implements
@@ -51,7 +53,7 @@ func handleElectLeaders(ctx context.Context, s *Server, r *request) (kmsg.Respon
 			byTopic[res.Topic] = i
 		}
 		rp := kmsg.NewElectLeadersResponseTopicPartition()
-		rp.Partition, rp.ErrorCode = res.Partition, errorCode(res.Err)
+		rp.Partition, rp.ErrorCode = res.Partition, quorum.ErrorCode(res.Err)
 		if res.ErrMessage != "" {
 			rp.ErrorMessage = kmsg.StringPtr(res.ErrMessage)
 		}

@@ -1,10 +1,6 @@
 package kafka
 
-import (
-	"errors"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-)
+import "errors"
 
 // The package's sentinel errors. Every reason the server closes a connection
 // wraps one of the first five, so a log line or a test can tell them apart
@@ -31,15 +27,6 @@ var (
 	ErrInvalidOptions = errors.New("kafka: invalid options")
 )
 
-// errorCode maps an error from the Broker to the Kafka error code sent to the
-// client: a *kerr.Error keeps its code, nil is 0 (NONE), anything else is
-// UNKNOWN_SERVER_ERROR.
-func errorCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	if ke := (*kerr.Error)(nil); errors.As(err, &ke) {
-		return ke.Code
-	}
-	return kerr.UnknownServerError.Code
-}
+// Errors for the client (a *kerr.Error in a Broker result) become the Kafka
+// error code of a response through quorum.ErrorCode, the one mapper, shared
+// with the controller's own answers.

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // Fetch (key 1), versions 4-15 (4-12 when Logs is not also TopicNames);
@@ -150,7 +152,7 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []s
 				res.File.Release()
 				res.File = nil
 			}
-			rp.ErrorCode = errorCode(res.Err)
+			rp.ErrorCode = quorum.ErrorCode(res.Err)
 			switch {
 			case res.Err != nil:
 				failed = true

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // IncrementalAlterConfigs (key 44), versions 0-1; served when the Broker
@@ -59,7 +61,7 @@ func handleIncrementalAlterConfigs(ctx context.Context, s *Server, r *request) (
 	for i, res := range req.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		rr.ErrorCode = errorCode(errs[i])
+		rr.ErrorCode = quorum.ErrorCode(errs[i])
 		if msgs[i] != "" {
 			rr.ErrorMessage = kmsg.StringPtr(msgs[i])
 		}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // InitProducerId (key 22), versions 0-4; served when the Broker implements
@@ -24,7 +26,7 @@ func handleInitProducerID(ctx context.Context, s *Server, r *request) (kmsg.Resp
 		return resp, nil
 	}
 	id, epoch, err := s.broker.(ProducerIDs).InitProducerID(ctx, req.ProducerID, req.ProducerEpoch)
-	resp.ErrorCode = errorCode(err)
+	resp.ErrorCode = quorum.ErrorCode(err)
 	if err == nil {
 		resp.ProducerID, resp.ProducerEpoch = id, epoch
 	}

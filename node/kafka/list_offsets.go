@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // ListOffsets (key 2), versions 0-8; served when the Broker implements Logs.
@@ -27,7 +29,7 @@ func handleListOffsets(ctx context.Context, s *Server, r *request) (kmsg.Respons
 			rp.Partition = p.Partition
 			res := logs.ListOffset(ctx, ListOffsetPartition{Topic: t.Topic, Partition: p.Partition,
 				CurrentLeaderEpoch: p.CurrentLeaderEpoch, Timestamp: p.Timestamp})
-			rp.ErrorCode = errorCode(res.Err)
+			rp.ErrorCode = quorum.ErrorCode(res.Err)
 			if res.Err == nil {
 				rp.Offset, rp.Timestamp, rp.LeaderEpoch = res.Offset, res.Timestamp, res.LeaderEpoch
 				if req.Version == 0 && res.Offset >= 0 && p.MaxNumOffsets > 0 {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // Metadata (key 3), versions 0-12.
@@ -129,7 +131,7 @@ func metadataTopic(t *TopicMetadata) kmsg.MetadataResponseTopic {
 	rt.Topic = kmsg.StringPtr(t.Name)
 	rt.TopicID = t.ID
 	rt.IsInternal = t.Internal
-	rt.ErrorCode = errorCode(t.Err)
+	rt.ErrorCode = quorum.ErrorCode(t.Err)
 	rt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(t.Partitions))
 	for _, p := range t.Partitions {
 		rp := kmsg.NewMetadataResponseTopicPartition()
@@ -139,7 +141,7 @@ func metadataTopic(t *TopicMetadata) kmsg.MetadataResponseTopic {
 		rp.Replicas = p.Replicas
 		rp.ISR = p.ISR
 		rp.OfflineReplicas = p.Offline
-		rp.ErrorCode = errorCode(p.Err)
+		rp.ErrorCode = quorum.ErrorCode(p.Err)
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	return rt

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // OffsetForLeaderEpoch (key 23), versions 0-4; served when the Broker
@@ -26,7 +28,7 @@ func handleOffsetForLeaderEpoch(ctx context.Context, s *Server, r *request) (kms
 			rp.Partition = p.Partition
 			res := logs.EndOffsetForEpoch(ctx, EpochPartition{Topic: t.Topic, Partition: p.Partition,
 				CurrentLeaderEpoch: p.CurrentLeaderEpoch, LeaderEpoch: p.LeaderEpoch})
-			rp.ErrorCode = errorCode(res.Err)
+			rp.ErrorCode = quorum.ErrorCode(res.Err)
 			rp.LeaderEpoch, rp.EndOffset = res.LeaderEpoch, res.EndOffset
 			if res.Err != nil {
 				rp.LeaderEpoch, rp.EndOffset = -1, -1

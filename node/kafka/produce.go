@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // Produce (key 0), versions 3-9; served when the Broker implements Logs.
@@ -59,13 +61,13 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			if reject != nil {
 				s.produced(t.Topic, 0, len(p.Records), reject)
-				rp.ErrorCode = errorCode(reject)
+				rp.ErrorCode = quorum.ErrorCode(reject)
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
 			res := logs.Produce(ctx, ProducePartition{Topic: t.Topic, Partition: p.Partition, Acks: req.Acks, Records: p.Records})
 			s.produced(t.Topic, res.Records, len(p.Records), res.Err)
-			rp.ErrorCode = errorCode(res.Err)
+			rp.ErrorCode = quorum.ErrorCode(res.Err)
 			if res.Err == nil {
 				rp.BaseOffset = res.BaseOffset
 				rp.LogStartOffset = res.LogStartOffset
@@ -102,7 +104,7 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			}
 			if err != nil {
 				rp := &resp.Topics[w.t].Partitions[w.p]
-				rp.ErrorCode = errorCode(err)
+				rp.ErrorCode = quorum.ErrorCode(err)
 				rp.BaseOffset, rp.LogStartOffset = -1, -1
 			}
 		}

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 )
 
@@ -75,14 +76,48 @@ func requestDeadline(ctx context.Context, timeoutMillis int32) (context.Context,
 	return context.WithTimeout(ctx, time.Duration(timeoutMillis)*time.Millisecond)
 }
 
-// oneResultEach checks the Broker's answer to a batched admin call: an
-// error, or not exactly one result per topic passed, fails the request.
-func oneResultEach(what string, want, got int, err error) error {
+// askBroker makes the one Broker call of a batched admin request
+// (CreateTopics, CreatePartitions, DeleteTopics) for the topics that passed
+// the server's checks, with a context that ends at timeout_ms when it is
+// positive. With no topics it calls nothing and returns no results. An
+// error, or not exactly one result per topic, fails the request.
+func askBroker[T, R any](ctx context.Context, timeoutMillis int32, what string, topics []T,
+	call func(context.Context, []T) ([]R, error)) ([]R, error) {
+	if len(topics) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := requestDeadline(ctx, timeoutMillis)
+	defer cancel()
+	results, err := call(ctx, topics)
 	if err != nil {
-		return fmt.Errorf("broker %s: %w", what, err)
+		return nil, fmt.Errorf("broker %s: %w", what, err)
 	}
-	if got != want {
-		return fmt.Errorf("broker %s: %d results for %d topics", what, got, want)
+	if len(results) != len(topics) {
+		return nil, fmt.Errorf("broker %s: %d results for %d topics", what, len(results), len(topics))
 	}
-	return nil
+	return results, nil
+}
+
+// firstOfEach yields, in request order, the index of each entry whose key
+// no earlier entry has, and how many entries in all have that key. Kafka
+// answers a name given more than once with one result, at its first
+// appearance (CreateTopics, CreatePartitions, DeleteTopics).
+func firstOfEach[T any, K comparable](entries []T, key func(T) K) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		count := make(map[K]int, len(entries))
+		for _, e := range entries {
+			count[key(e)]++
+		}
+		for i, e := range entries {
+			k := key(e)
+			n, ok := count[k]
+			if !ok {
+				continue // a repeat, answered at the first appearance
+			}
+			delete(count, k)
+			if !yield(i, n) {
+				return
+			}
+		}
+	}
 }
