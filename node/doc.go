@@ -3,23 +3,45 @@
 //
 // # Start and stop
 //
-// Open checks the data directory (meta.properties, written by sluice init),
-// binds the Kafka (PLAINTEXT) and controller (CONTROLLER) listeners, opens
-// the node's one segment Index (Pebble, <log.dirs>/index), starts the quorum
-// Controller (<log.dirs>/quorum; a voter bootstrapping with
-// controller.quorum.voters, or the initial controllers of meta.properties,
-// when the node is one of them; any other node, a broker-only one
-// included, joins the running quorum as a Raft non-voter through
-// Controller.Join: join.go), starts liveness gossip when a GOSSIP
-// listener is configured, registers the broker (saying whether the previous
-// run shut down cleanly: the .clean_shutdown marker; retried while the
-// outcome is unknown), gets it unfenced (by the active controller's gossip
-// liveness once it advertises its new epoch, or, without gossip, by
-// proposing UnfenceBroker itself), serves the Kafka protocol and, with an
-// HTTP listener, /health. Close stops the Kafka server (answering what was
-// read), stops /health, leaves gossip, closes every log (checkpoint and
-// per-log clean marker), closes the Index, stops the quorum and writes the
+// A node is opened from a validated config and closed with a deadline;
+// tools/nodecmd (`sluice node`) does exactly this:
+//
+//	cfg, err := config.Load(flags, nil)
+//	if err != nil {
+//		return err
+//	}
+//	n, err := node.Open(cfg, node.Options{Logger: log})
+//	if err != nil {
+//		return err // says what to fix: an unformatted dir, a taken port...
+//	}
+//	<-ctx.Done() // SIGTERM
+//	return n.Close(shutdownCtx)
+//
+// Open takes these steps, in order:
+//
+//  1. Check the data directory: meta.properties (node/meta) must name this
+//     cluster and node.
+//  2. Bind the Kafka (PLAINTEXT) and controller (CONTROLLER) listeners.
+//  3. Open the node's one segment Index (Pebble, <log.dirs>/index).
+//  4. Start the quorum Controller (<log.dirs>/quorum). An initial
+//     controller bootstraps as a Raft voter; any other node, broker-only
+//     ones included, joins as a non-voter (Controller.Join: join.go).
+//  5. Start liveness gossip when a GOSSIP listener is configured.
+//  6. Register the broker, saying whether the last run shut down cleanly
+//     (the .clean_shutdown marker). The registration is retried while its
+//     outcome is unknown.
+//  7. Get unfenced: the active controller sees the new epoch in gossip, or,
+//     without gossip, the node proposes UnfenceBroker itself.
+//  8. Serve the Kafka protocol and, with an HTTP listener, /healthz,
+//     /readyz and /metrics.
+//
+// Close undoes them. It stops the Kafka server (answering what was already
+// read), stops HTTP and gossip, closes every log (checkpoint and per-log
+// clean marker), closes the Index and the quorum, and last writes the
 // node's clean-shutdown marker.
+//
+// Test-only filesystems (the soak's power-loss journal, error injection)
+// come in through Options.FS; the node never picks one itself.
 //
 // # Partitions and replication
 //
