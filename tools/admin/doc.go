@@ -14,4 +14,18 @@
 //   - exit status 0 on success, 1 on an error, 2 when a describe filter or
 //     health check finds a problem (so scripts can tell "broken" from
 //     "could not ask").
+//
+// Each command is a struct whose fields are its flags, with a run method;
+// the cobra closure only binds them. Every command reaches the cluster
+// through one prologue, (*common).with:
+//
+//	func (c *infoCmd) run(ctx context.Context, w io.Writer) error {
+//		return c.with(ctx, func(s session) error {
+//			md, err := s.adm.BrokerMetadata(s.ctx)
+//			if err != nil {
+//				return c.unreachable(err)
+//			}
+//			...
+//		})
+//	}
 package admin
