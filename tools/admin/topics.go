@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -17,11 +18,12 @@ import (
 // share the common flags; each has its own.
 type topicsCmd struct {
 	common
-	topics     []string // the arguments
-	partitions int32    // create --partitions
-	rf         int16    // create --replication-factor
-	configs    []string // create --config
-	filters    filters  // describe's filters
+	topics     []string  // the arguments
+	progress   io.Writer // standard error: create's and delete's progress
+	partitions int32     // create --partitions
+	rf         int16     // create --replication-factor
+	configs    []string  // create --config
+	filters    filters   // describe's filters
 }
 
 // NewTopicsCommand returns `sluice topics`.
@@ -31,7 +33,7 @@ func NewTopicsCommand() *cobra.Command {
 	c.register(root)
 	bind := func(run func(*topicsCmd, context.Context, io.Writer) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			c.topics = args
+			c.topics, c.progress = args, cmd.ErrOrStderr()
 			return run(&c, cmd.Context(), cmd.OutOrStdout())
 		}
 	}
@@ -83,12 +85,14 @@ func (c *topicsCmd) create(ctx context.Context, w io.Writer) error {
 		for k, v := range cfg {
 			kcfg[k] = &v
 		}
-		resp, err := s.adm.CreateTopics(s.ctx, c.partitions, c.rf, kcfg, c.topics...)
+		resp, err := askInBatches(c, "created", func(batch []string) (kadm.CreateTopicResponses, error) {
+			return s.adm.CreateTopics(s.ctx, c.partitions, c.rf, kcfg, batch...)
+		}, func(t kadm.CreateTopicResponse) error { return t.Err })
 		if err != nil {
-			return c.unreachable(err)
+			return err
 		}
 		sorted := resp.Sorted()
-		failed := failures(sorted, func(t kadm.CreateTopicResponse) (string, error, string) { return t.Topic, t.Err, t.ErrMessage })
+		failed := failures(sorted, func(t kadm.CreateTopicResponse) (string, string, error) { return t.Topic, t.ErrMessage, t.Err })
 		err = c.emit(w, sorted, func() {
 			for _, t := range sorted {
 				if t.Err == nil {
@@ -105,9 +109,11 @@ func (c *topicsCmd) create(ctx context.Context, w io.Writer) error {
 
 func (c *topicsCmd) delete(ctx context.Context, w io.Writer) error {
 	return c.with(ctx, func(s session) error {
-		resp, err := s.adm.DeleteTopics(s.ctx, c.topics...)
+		resp, err := askInBatches(c, "deleted", func(batch []string) (kadm.DeleteTopicResponses, error) {
+			return s.adm.DeleteTopics(s.ctx, batch...)
+		}, func(t kadm.DeleteTopicResponse) error { return t.Err })
 		if err != nil {
-			return c.unreachable(err)
+			return err
 		}
 		sorted := resp.Sorted()
 		for _, t := range sorted {
@@ -115,19 +121,65 @@ func (c *topicsCmd) delete(ctx context.Context, w io.Writer) error {
 				fmt.Fprintf(w, "Deleted topic %s.\n", t.Topic)
 			}
 		}
-		if failed := failures(sorted, func(t kadm.DeleteTopicResponse) (string, error, string) { return t.Topic, t.Err, t.ErrMessage }); len(failed) > 0 {
+		if failed := failures(sorted, func(t kadm.DeleteTopicResponse) (string, string, error) { return t.Topic, t.ErrMessage, t.Err }); len(failed) > 0 {
 			return fmt.Errorf("could not delete %s", strings.Join(failed, "; "))
 		}
 		return nil
 	})
 }
 
+// topicBatch is how many topics one CreateTopics or DeleteTopics request
+// names. A larger request goes in batches, each followed by a progress
+// line on standard error, so that it does not sit silent; standard output
+// is what one request would print.
+const topicBatch = 100
+
+// inBatches calls ask with each batch of topics in turn. When there is
+// more than one batch, it prints "VERB N of M topics" on progress after
+// each, N counting the topics ask reported done so far.
+func inBatches(topics []string, progress io.Writer, verb string, ask func(batch []string) (done int, err error)) error {
+	done := 0
+	for i := 0; i < len(topics); i += topicBatch {
+		n, err := ask(topics[i:min(i+topicBatch, len(topics))])
+		if err != nil {
+			return err
+		}
+		done += n
+		if len(topics) > topicBatch {
+			fmt.Fprintf(progress, "%s %d of %d topics\n", verb, done, len(topics))
+		}
+	}
+	return nil
+}
+
+// askInBatches asks for c.topics in batches (inBatches), merges the
+// answers, and counts the topics answered without an error (errOf) for
+// the progress lines. A batch that gets no answer ends it.
+func askInBatches[M ~map[string]R, R any](c *topicsCmd, verb string, ask func(batch []string) (M, error), errOf func(R) error) (M, error) {
+	all := M{}
+	err := inBatches(c.topics, c.progress, verb, func(batch []string) (int, error) {
+		r, err := ask(batch)
+		if err != nil {
+			return 0, c.unreachable(err)
+		}
+		maps.Copy(all, r)
+		done := 0
+		for _, a := range r {
+			if errOf(a) == nil {
+				done++
+			}
+		}
+		return done, nil
+	})
+	return all, err
+}
+
 // failures lists the topics of rs answered with an error, as
 // "TOPIC: ERROR (message)"; of says what each answer carries.
-func failures[R any](rs []R, of func(R) (topic string, err error, msg string)) []string {
+func failures[R any](rs []R, of func(R) (topic, msg string, err error)) []string {
 	var failed []string
 	for _, r := range rs {
-		if t, err, msg := of(r); err != nil {
+		if t, msg, err := of(r); err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v%s", t, err, detail(msg)))
 		}
 	}
