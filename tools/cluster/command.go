@@ -352,15 +352,19 @@ func Stop(ctx context.Context, w io.Writer, l Layout) error {
 		if !alive(n.PID) {
 			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := stopNode(sctx, n, syscall.SIGTERM)
-		cancel()
-		if err != nil {
+		if err := stopClean(ctx, n); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "node %d stopped\n", n.ID)
 	}
 	return nil
+}
+
+// stopClean stops n with SIGTERM, and SIGKILL after 30 s.
+func stopClean(ctx context.Context, n Node) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return stopNode(ctx, n, syscall.SIGTERM)
 }
 
 // Restart starts node id again (stopping it first if it runs), waits until
@@ -381,10 +385,7 @@ func RestartWith(ctx context.Context, l Layout, id int32, exe string) error {
 		if n.ID != id {
 			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := stopNode(sctx, n, syscall.SIGTERM)
-		cancel()
-		if err != nil {
+		if err := stopClean(ctx, n); err != nil {
 			return err
 		}
 		pid, err := startNode(exe, n)
