@@ -61,26 +61,36 @@ func (c *common) ctx(parent context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(parent, c.timeout)
 }
 
-// open is what every admin command starts with: a client and a context
-// bounded by --timeout; done releases both.
-func (c *common) open(cmd *cobra.Command) (*kadm.Client, context.Context, func(), error) {
-	cl, ctx, done, err := c.openClient(cmd)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return kadm.NewClient(cl), ctx, done, nil
+// session is what an admin command runs with: a client, its kadm view,
+// and a context bounded by --timeout.
+type session struct {
+	ctx context.Context
+	cl  *kgo.Client
+	adm *kadm.Client
 }
 
-// openClient is open for commands that also send requests kadm has no
-// call for (DescribeQuorum, DescribeConfigs of chosen keys), and for the
-// producing and consuming commands, whose options come in opts.
-func (c *common) openClient(cmd *cobra.Command, opts ...kgo.Opt) (*kgo.Client, context.Context, func(), error) {
+// with is every admin command's prologue: it checks --format, opens a
+// session, runs fn and closes the session. opts configure the client (the
+// producing and consuming commands pass theirs).
+func (c *common) with(ctx context.Context, fn func(s session) error, opts ...kgo.Opt) error {
 	cl, err := c.client(opts...)
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
-	ctx, cancel := c.ctx(cmd.Context())
-	return cl, ctx, func() { cancel(); cl.Close() }, nil
+	defer cl.Close()
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	return fn(session{ctx: ctx, cl: cl, adm: kadm.NewClient(cl)})
+}
+
+// streams are a command's standard streams (cobra's, which tests set).
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+func streamsOf(cmd *cobra.Command) streams {
+	return streams{in: cmd.InOrStdin(), out: cmd.OutOrStdout(), err: cmd.ErrOrStderr()}
 }
 
 // emit prints v as JSON when --format json, else calls text.

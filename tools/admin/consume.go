@@ -57,13 +57,19 @@ func (s consumeStart) offsets(topic string, ps []int32) map[string]map[int32]kgo
 	return map[string]map[int32]kgo.Offset{topic: m}
 }
 
-// NewConsumeCommand returns `sluice consume TOPIC`, after
-// kafka-console-consumer.sh and rpk topic consume.
+// consumeCmd is `sluice consume TOPIC`, after kafka-console-consumer.sh
+// and rpk topic consume.
+type consumeCmd struct {
+	common
+	topic                  string
+	start                  consumeStart
+	maxRecords             int
+	printKey, printHeaders bool
+}
+
+// NewConsumeCommand returns `sluice consume TOPIC`.
 func NewConsumeCommand() *cobra.Command {
-	var c common
-	var s consumeStart
-	var maxRecords int
-	var printKey, printHeaders bool
+	var c consumeCmd
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
 		Short: "Print a topic's records (direct partition assignment, no consumer group)",
@@ -74,69 +80,88 @@ interrupted, or no record arrived for --timeout.`,
   sluice consume orders --partition 2 --offset 1000 --format json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			topic := args[0]
-			if s.offset >= 0 && s.fromBeginning {
-				return errors.New("--offset and --from-beginning: give one of them")
-			}
-			meta, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd.Context())
-			ps, err := c.topicPartitions(ctx, meta, topic)
-			cancel()
-			meta.Close()
-			if err != nil {
-				return err
-			}
-			if err := checkPartition(topic, s.partition, ps); err != nil {
-				return err
-			}
-			cl, err := c.client(kgo.ConsumePartitions(s.offsets(topic, ps)))
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			sctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			out := cmd.OutOrStdout()
-			n := 0
-			for maxRecords <= 0 || n < maxRecords {
-				pctx, cancel := context.WithTimeout(sctx, c.timeout)
-				fs := cl.PollFetches(pctx)
-				idle := pctx.Err() != nil
-				cancel()
-				for _, fe := range fs.Errors() {
-					if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
-						return fmt.Errorf("fetch %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
-					}
-				}
-				for _, r := range fs.Records() {
-					if maxRecords > 0 && n >= maxRecords {
-						break
-					}
-					n++
-					if err := printRecord(out, &c, r, printKey, printHeaders); err != nil {
-						return err
-					}
-				}
-				if fs.NumRecords() == 0 && idle {
-					break
-				}
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Processed a total of %d messages\n", n)
-			return nil
+			c.topic = args[0]
+			return c.run(cmd.Context(), streamsOf(cmd))
 		},
 	}
 	c.register(cmd)
 	f := cmd.Flags()
-	f.BoolVar(&s.fromBeginning, "from-beginning", false, "start at the earliest offset (default: only new records)")
-	f.Int32Var(&s.partition, "partition", -1, "only this partition (-1: every partition)")
-	f.Int64Var(&s.offset, "offset", -1, "start at this offset (in --partition, or in every partition)")
-	f.IntVar(&maxRecords, "max-records", 0, "stop after this many records (0: until interrupted or --timeout without records)")
-	f.BoolVar(&printKey, "print-key", false, "print the key before the value (text output)")
-	f.BoolVar(&printHeaders, "print-headers", false, "print the headers before the key and value (text output)")
+	f.BoolVar(&c.start.fromBeginning, "from-beginning", false, "start at the earliest offset (default: only new records)")
+	f.Int32Var(&c.start.partition, "partition", -1, "only this partition (-1: every partition)")
+	f.Int64Var(&c.start.offset, "offset", -1, "start at this offset (in --partition, or in every partition)")
+	f.IntVar(&c.maxRecords, "max-records", 0, "stop after this many records (0: until interrupted or --timeout without records)")
+	f.BoolVar(&c.printKey, "print-key", false, "print the key before the value (text output)")
+	f.BoolVar(&c.printHeaders, "print-headers", false, "print the headers before the key and value (text output)")
 	return cmd
+}
+
+func (c *consumeCmd) run(ctx context.Context, std streams) error {
+	if c.start.offset >= 0 && c.start.fromBeginning {
+		return errors.New("--offset and --from-beginning: give one of them")
+	}
+	ps, err := c.partitions(ctx, c.topic)
+	if err != nil {
+		return err
+	}
+	if err := checkPartition(c.topic, c.start.partition, ps); err != nil {
+		return err
+	}
+	n := 0
+	err = c.consume(ctx, c.start.offsets(c.topic, ps), func(fs kgo.Fetches, idle bool) (bool, error) {
+		for _, r := range fs.Records() {
+			if c.maxRecords > 0 && n >= c.maxRecords {
+				break
+			}
+			n++
+			if err := printRecord(std.out, &c.common, r, c.printKey, c.printHeaders); err != nil {
+				return false, err
+			}
+		}
+		return (c.maxRecords <= 0 || n < c.maxRecords) && !(fs.NumRecords() == 0 && idle), nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(std.err, "Processed a total of %d messages\n", n)
+	return nil
+}
+
+// partitions asks for a topic's partitions on a client of its own, to
+// assign them to the consuming client.
+func (c *common) partitions(ctx context.Context, topic string) ([]int32, error) {
+	var ps []int32
+	err := c.with(ctx, func(s session) error {
+		var err error
+		ps, err = c.topicPartitions(s.ctx, s.cl, topic)
+		return err
+	})
+	return ps, err
+}
+
+// consume reads the partitions from the offsets given until interrupted
+// or each returns false. Each poll waits up to --timeout; idle says it
+// ended without records. A fetch error other than that wait's end ends it.
+func (c *common) consume(ctx context.Context, at map[string]map[int32]kgo.Offset, each func(fs kgo.Fetches, idle bool) (bool, error)) error {
+	return c.with(ctx, func(s session) error {
+		sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
+		for more := true; more; {
+			pctx, cancel := context.WithTimeout(sctx, c.timeout)
+			fs := s.cl.PollFetches(pctx)
+			idle := pctx.Err() != nil
+			cancel()
+			for _, fe := range fs.Errors() {
+				if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
+					return fmt.Errorf("fetch %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+				}
+			}
+			var err error
+			if more, err = each(fs, idle); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, kgo.ConsumePartitions(at))
 }
 
 // printRecord prints r like kafka-console-consumer.sh (headers, key and

@@ -13,5 +13,22 @@
 //   - text output in Kafka's shape, or --format json for scripts;
 //   - exit status 0 on success, 1 on an error, 2 when a describe filter or
 //     health check finds a problem (so scripts can tell "broken" from
-//     "could not ask").
+//     "could not ask");
+//   - progress on standard error, never on standard output: `topics
+//     create|delete` of more than 100 topics send them in batches of 100
+//     and say "created N of M topics" after each.
+//
+// Each command is a struct whose fields are its flags, with a run method;
+// the cobra closure only binds them. Every command reaches the cluster
+// through one prologue, (*common).with:
+//
+//	func (c *infoCmd) run(ctx context.Context, w io.Writer) error {
+//		return c.with(ctx, func(s session) error {
+//			md, err := s.adm.BrokerMetadata(s.ctx)
+//			if err != nil {
+//				return c.unreachable(err)
+//			}
+//			...
+//		})
+//	}
 package admin

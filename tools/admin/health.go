@@ -3,12 +3,13 @@ package admin
 import (
 	"context"
 	"fmt"
-	"github.com/sluice-log/sluice/tools/internal/cli"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/sluice-log/sluice/tools/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,53 +47,65 @@ type Health struct {
 	UncleanElectionsTotal int            `json:"unclean_elections_total"`
 }
 
+// healthCmd is `sluice cluster health`.
+type healthCmd struct{ common }
+
 // NewHealthCommand returns `sluice cluster health`.
 func NewHealthCommand() *cobra.Command {
-	var c common
+	var c healthCmd
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Is the cluster healthy, and if not, why (exit 2 when not)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, ctx, done, err := c.openClient(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			md, err := kadm.NewClient(cl).Metadata(ctx)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			minISR, unclean := topicHealthConfigs(ctx, cl, md.Topics.Names())
-			h := health(md, minISR)
-			h.judgeServing(probeLeaders(ctx, cl, md))
-			h.UncleanElections = unclean
-			for _, n := range unclean {
-				h.UncleanElectionsTotal += n
-			}
-			err = c.emit(cmd.OutOrStdout(), h, func() {
-				w := cmd.OutOrStdout()
-				fmt.Fprintf(w, "CLUSTER HEALTH OVERVIEW\n=======================\n")
-				fmt.Fprintf(w, "Healthy:                     %v\n", h.Healthy)
-				fmt.Fprintf(w, "Unhealthy reasons:           %v\n", h.Reasons)
-				fmt.Fprintf(w, "Controller ID:               %d\n", h.Controller)
-				fmt.Fprintf(w, "All nodes:                   %v\n", h.Brokers)
-				fmt.Fprintf(w, "Nodes down:                  %v\n", h.NodesDown)
-				fmt.Fprintf(w, "Nodes with offline log dirs: %v\n", h.OfflineLogDirs)
-				fmt.Fprintf(w, "Leaderless partitions:       %v\n", h.Leaderless)
-				fmt.Fprintf(w, "Under-replicated partitions: %v\n", h.UnderReplicated)
-				fmt.Fprintf(w, "Under-min-ISR partitions:    %v\n", h.UnderMinISR)
-				fmt.Fprintf(w, "Not-serving partitions:      %v\n", h.NotServing)
-				fmt.Fprintf(w, "Unclean elections seen:      %d%s\n", h.UncleanElectionsTotal, uncleanDetail(h.UncleanElections))
-			})
-			if err == nil && !h.Healthy {
-				return cli.ErrProblem
-			}
-			return err
+			return c.run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
 	c.register(cmd)
 	return cmd
+}
+
+func (c *healthCmd) run(ctx context.Context, w io.Writer) error {
+	return c.with(ctx, func(s session) error {
+		md, err := s.adm.Metadata(s.ctx)
+		if err != nil {
+			return c.unreachable(err)
+		}
+		minISR, unclean := topicHealthConfigs(s.ctx, s.cl, md.Topics.Names())
+		h := health(md, minISR)
+		h.judgeServing(probeLeaders(s.ctx, s.cl, md))
+		h.UncleanElections = unclean
+		for _, n := range unclean {
+			h.UncleanElectionsTotal += n
+		}
+		err = c.emit(w, h, func() { printHealth(w, h) })
+		if err == nil && !h.Healthy {
+			return cli.ErrProblem
+		}
+		return err
+	})
+}
+
+func printHealth(w io.Writer, h Health) {
+	fmt.Fprintf(w, "CLUSTER HEALTH OVERVIEW\n=======================\n")
+	for _, l := range []struct {
+		label string
+		value any
+	}{
+		{"Healthy", h.Healthy},
+		{"Unhealthy reasons", h.Reasons},
+		{"Controller ID", h.Controller},
+		{"All nodes", h.Brokers},
+		{"Nodes down", h.NodesDown},
+		{"Nodes with offline log dirs", h.OfflineLogDirs},
+		{"Leaderless partitions", h.Leaderless},
+		{"Under-replicated partitions", h.UnderReplicated},
+		{"Under-min-ISR partitions", h.UnderMinISR},
+		{"Not-serving partitions", h.NotServing},
+		{"Unclean elections seen", fmt.Sprintf("%d%s", h.UncleanElectionsTotal, uncleanDetail(h.UncleanElections))},
+	} {
+		fmt.Fprintf(w, "%-29s%v\n", l.label+":", l.value)
+	}
 }
 
 // uncleanElectionsKey is the read-only topic entry in which Sluice
@@ -294,51 +307,56 @@ func (h *Health) judgeServing(notServing []string) {
 	}
 }
 
-// NewInfoCommand returns `sluice cluster info`: the cluster id, controller
-// and brokers.
+// infoCmd is `sluice cluster info`: the cluster id, controller and
+// brokers.
+type infoCmd struct{ common }
+
+// NewInfoCommand returns `sluice cluster info`.
 func NewInfoCommand() *cobra.Command {
-	var c common
+	var c infoCmd
 	cmd := &cobra.Command{
 		Use:   "info",
 		Short: "Cluster id, controller and brokers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			adm, ctx, done, err := c.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			md, err := adm.BrokerMetadata(ctx)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			type broker struct {
-				ID   int32   `json:"id"`
-				Host string  `json:"host"`
-				Port int32   `json:"port"`
-				Rack *string `json:"rack,omitempty"`
-			}
-			info := struct {
-				ClusterID  string   `json:"cluster_id"`
-				Controller int32    `json:"controller_id"`
-				Brokers    []broker `json:"brokers"`
-			}{ClusterID: md.Cluster, Controller: md.Controller}
-			for _, b := range md.Brokers {
-				info.Brokers = append(info.Brokers, broker{b.NodeID, b.Host, b.Port, b.Rack})
-			}
-			return c.emit(cmd.OutOrStdout(), info, func() {
-				w := cmd.OutOrStdout()
-				fmt.Fprintf(w, "CLUSTER\n=======\n%s\n\nBROKERS\n=======\nID    HOST            PORT\n", md.Cluster)
-				for _, b := range info.Brokers {
-					star := ""
-					if b.ID == md.Controller {
-						star = "*"
-					}
-					fmt.Fprintf(w, "%-5s %-15s %d\n", fmt.Sprint(b.ID)+star, b.Host, b.Port)
-				}
-			})
+			return c.run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
 	c.register(cmd)
 	return cmd
+}
+
+// infoBroker is one broker of `sluice cluster info --format json`.
+type infoBroker struct {
+	ID   int32   `json:"id"`
+	Host string  `json:"host"`
+	Port int32   `json:"port"`
+	Rack *string `json:"rack,omitempty"`
+}
+
+func (c *infoCmd) run(ctx context.Context, w io.Writer) error {
+	return c.with(ctx, func(s session) error {
+		md, err := s.adm.BrokerMetadata(s.ctx)
+		if err != nil {
+			return c.unreachable(err)
+		}
+		info := struct {
+			ClusterID  string       `json:"cluster_id"`
+			Controller int32        `json:"controller_id"`
+			Brokers    []infoBroker `json:"brokers"`
+		}{ClusterID: md.Cluster, Controller: md.Controller}
+		for _, b := range md.Brokers {
+			info.Brokers = append(info.Brokers, infoBroker{b.NodeID, b.Host, b.Port, b.Rack})
+		}
+		return c.emit(w, info, func() {
+			fmt.Fprintf(w, "CLUSTER\n=======\n%s\n\nBROKERS\n=======\nID    HOST            PORT\n", md.Cluster)
+			for _, b := range info.Brokers {
+				star := ""
+				if b.ID == md.Controller {
+					star = "*"
+				}
+				fmt.Fprintf(w, "%-5s %-15s %d\n", fmt.Sprint(b.ID)+star, b.Host, b.Port)
+			}
+		})
+	})
 }

@@ -86,120 +86,128 @@ func (w *perfWindow) line(out io.Writer, now time.Time) {
 	w.n, w.bytes, w.sum, w.max, w.windowStart = 0, 0, 0, 0, now
 }
 
-func newPerfProduce(c *common) *cobra.Command {
-	var topic, acks string
-	var numRecords int64
-	var size int
-	var throughput float64
-	var interval time.Duration
+// perfProduceCmd is `sluice perf produce`.
+type perfProduceCmd struct {
+	*common
+	topic, acks string
+	numRecords  int64
+	size        int
+	throughput  float64
+	interval    time.Duration
+}
+
+func newPerfProduce(common *common) *cobra.Command {
+	c := perfProduceCmd{common: common}
 	cmd := &cobra.Command{
 		Use:     "produce",
 		Short:   "Producer performance test, like kafka-producer-perf-test.sh",
 		Example: "  sluice perf produce --topic perf --num-records 1000000 --record-size 1024 --throughput -1 --acks all",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if topic == "" || numRecords <= 0 || size < 0 {
-				return errors.New("need --topic, --num-records > 0 and --record-size >= 0")
-			}
-			opts, err := ackOpts(acks)
-			if err != nil {
-				return err
-			}
-			cl, ctx, done, err := c.openClient(cmd, append(opts, kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(max(c.timeout, time.Second)))...)
-			if err != nil {
-				return err
-			}
-			defer done()
-			if _, err := c.topicPartitions(ctx, cl, topic); err != nil {
-				return err
-			}
-			sctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			value := make([]byte, size)
-			for i := range value {
-				value[i] = byte('A' + i%26)
-			}
-			w := &perfWindow{start: time.Now()}
-			w.windowStart = w.start
-			pctx, stopLines := context.WithCancel(sctx)
-			linesDone := make(chan struct{})
-			lines := cmd.OutOrStdout() // Kafka's tool prints them with the final line
-			if c.format == "json" {
-				lines = cmd.ErrOrStderr()
-			}
-			go func() {
-				defer close(linesDone)
-				t := time.NewTicker(interval)
-				defer t.Stop()
-				for {
-					select {
-					case <-pctx.Done():
-						return
-					case now := <-t.C:
-						w.line(lines, now)
-					}
-				}
-			}()
-			var pace *time.Timer
-			for i := int64(0); i < numRecords && sctx.Err() == nil; i++ {
-				if throughput > 0 {
-					due := w.start.Add(time.Duration(float64(i) / throughput * float64(time.Second)))
-					if d := time.Until(due); d > 0 {
-						if pace == nil {
-							pace = time.NewTimer(d)
-						} else {
-							pace.Reset(d)
-						}
-						select {
-						case <-pace.C:
-						case <-sctx.Done():
-						}
-					}
-				}
-				sent := time.Now()
-				cl.Produce(sctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-					if errors.Is(err, kerr.UnknownTopicOrPartition) {
-						err = unknownTopic(topic)
-					}
-					w.record(time.Since(sent), size, err)
-				})
-			}
-			ferr := cl.Flush(sctx)
-			stopLines()
-			<-linesDone
-			elapsed := time.Since(w.start)
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			res := PerfProduceResult{Topic: topic, Records: w.total, Failed: w.failed, Bytes: w.totalBytes,
-				Seconds: elapsed.Seconds(), Latency: w.all.Summary()}
-			if s := elapsed.Seconds(); s > 0 {
-				res.RecPerSec, res.MBPerSec = float64(res.Records)/s, float64(res.Bytes)/s/(1<<20)
-			}
-			if w.err != nil {
-				res.FirstError = w.err.Error()
-			}
-			if err := c.emit(cmd.OutOrStdout(), res, func() {
-				fmt.Fprintln(cmd.OutOrStdout(), stats.PerfLine(res.Records, res.RecPerSec, res.MBPerSec, res.Latency))
-			}); err != nil {
-				return err
-			}
-			if w.err != nil {
-				return fmt.Errorf("%d of %d records failed: %w", w.failed, numRecords, w.err)
-			}
-			if ferr != nil {
-				return fmt.Errorf("interrupted: %w", ferr)
-			}
-			return nil
+			return c.run(cmd.Context(), streamsOf(cmd))
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&topic, "topic", "", "topic to produce to")
-	f.Int64Var(&numRecords, "num-records", 0, "how many records to send")
-	f.IntVar(&size, "record-size", 100, "value size in bytes")
-	f.Float64Var(&throughput, "throughput", -1, "records per second at most (-1: as fast as possible)")
-	f.StringVar(&acks, "acks", "all", "all (idempotent), 1 or 0")
-	f.DurationVar(&interval, "reporting-interval", 5*time.Second, "how often to print a progress line (on standard error with --format json)")
+	f.StringVar(&c.topic, "topic", "", "topic to produce to")
+	f.Int64Var(&c.numRecords, "num-records", 0, "how many records to send")
+	f.IntVar(&c.size, "record-size", 100, "value size in bytes")
+	f.Float64Var(&c.throughput, "throughput", -1, "records per second at most (-1: as fast as possible)")
+	f.StringVar(&c.acks, "acks", "all", "all (idempotent), 1 or 0")
+	f.DurationVar(&c.interval, "reporting-interval", 5*time.Second, "how often to print a progress line (on standard error with --format json)")
 	return cmd
+}
+
+func (c *perfProduceCmd) run(ctx context.Context, std streams) error {
+	if c.topic == "" || c.numRecords <= 0 || c.size < 0 {
+		return errors.New("need --topic, --num-records > 0 and --record-size >= 0")
+	}
+	opts, err := ackOpts(c.acks)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, kgo.DefaultProduceTopic(c.topic), kgo.RecordDeliveryTimeout(max(c.timeout, time.Second)))
+	return c.with(ctx, func(s session) error {
+		if _, err := c.topicPartitions(s.ctx, s.cl, c.topic); err != nil {
+			return err
+		}
+		sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
+		value := make([]byte, c.size)
+		for i := range value {
+			value[i] = byte('A' + i%26)
+		}
+		w := &perfWindow{start: time.Now()}
+		w.windowStart = w.start
+		pctx, stopLines := context.WithCancel(sctx)
+		linesDone := make(chan struct{})
+		lines := std.out // Kafka's tool prints them with the final line
+		if c.format == "json" {
+			lines = std.err
+		}
+		go func() {
+			defer close(linesDone)
+			t := time.NewTicker(c.interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-pctx.Done():
+					return
+				case now := <-t.C:
+					w.line(lines, now)
+				}
+			}
+		}()
+		var pace *time.Timer
+		for i := int64(0); i < c.numRecords && sctx.Err() == nil; i++ {
+			if c.throughput > 0 {
+				due := w.start.Add(time.Duration(float64(i) / c.throughput * float64(time.Second)))
+				if d := time.Until(due); d > 0 {
+					if pace == nil {
+						pace = time.NewTimer(d)
+					} else {
+						pace.Reset(d)
+					}
+					select {
+					case <-pace.C:
+					case <-sctx.Done():
+					}
+				}
+			}
+			sent := time.Now()
+			s.cl.Produce(sctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if errors.Is(err, kerr.UnknownTopicOrPartition) {
+					err = unknownTopic(c.topic)
+				}
+				w.record(time.Since(sent), c.size, err)
+			})
+		}
+		ferr := s.cl.Flush(sctx)
+		stopLines()
+		<-linesDone
+		elapsed := time.Since(w.start)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		res := PerfProduceResult{Topic: c.topic, Records: w.total, Failed: w.failed, Bytes: w.totalBytes,
+			Seconds: elapsed.Seconds(), Latency: w.all.Summary()}
+		if s := elapsed.Seconds(); s > 0 {
+			res.RecPerSec, res.MBPerSec = float64(res.Records)/s, float64(res.Bytes)/s/(1<<20)
+		}
+		if w.err != nil {
+			res.FirstError = w.err.Error()
+		}
+		if err := c.emit(std.out, res, func() {
+			fmt.Fprintln(std.out, stats.PerfLine(res.Records, res.RecPerSec, res.MBPerSec, res.Latency))
+		}); err != nil {
+			return err
+		}
+		if w.err != nil {
+			return fmt.Errorf("%d of %d records failed: %w", w.failed, c.numRecords, w.err)
+		}
+		if ferr != nil {
+			return fmt.Errorf("interrupted: %w", ferr)
+		}
+		return nil
+	}, opts...)
 }
 
 // PerfConsumeResult is `sluice perf consume`'s summary, with
@@ -222,83 +230,75 @@ func perfTime(t time.Time) string {
 	return fmt.Sprintf("%s:%03d", t.Format("2006-01-02 15:04:05"), t.Nanosecond()/int(time.Millisecond))
 }
 
-func newPerfConsume(c *common) *cobra.Command {
-	var topic string
-	var messages int64
+// perfConsumeCmd is `sluice perf consume`.
+type perfConsumeCmd struct {
+	*common
+	topic    string
+	messages int64
+}
+
+func newPerfConsume(common *common) *cobra.Command {
+	c := perfConsumeCmd{common: common}
 	cmd := &cobra.Command{
 		Use:     "consume",
 		Short:   "Consumer performance test, like kafka-consumer-perf-test.sh (from the earliest offset, no consumer group)",
 		Example: "  sluice perf consume --topic perf --messages 1000000",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if topic == "" || messages <= 0 {
-				return errors.New("need --topic and --messages > 0")
-			}
-			meta, err := c.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := c.ctx(cmd.Context())
-			ps, err := c.topicPartitions(ctx, meta, topic)
-			cancel()
-			meta.Close()
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			cl, err := c.client(kgo.ConsumePartitions(consumeStart{partition: -1, offset: -1, fromBeginning: true}.offsets(topic, ps)))
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			sctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			var n, bytes int64
-			var short error
-			for n < messages {
-				pctx, cancel := context.WithTimeout(sctx, c.timeout)
-				fs := cl.PollFetches(pctx)
-				idle := pctx.Err() != nil
-				cancel()
-				for _, fe := range fs.Errors() {
-					if !errors.Is(fe.Err, context.DeadlineExceeded) && !errors.Is(fe.Err, context.Canceled) {
-						return fmt.Errorf("fetch %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
-					}
-				}
-				fs.EachRecord(func(r *kgo.Record) {
-					if n < messages {
-						n++
-						bytes += int64(len(r.Value))
-					}
-				})
-				if fs.NumRecords() == 0 && idle {
-					short = fmt.Errorf("exiting before consuming the expected number of messages: no record for --timeout %s, %d of %d consumed", c.timeout, n, messages)
-					fmt.Fprintln(cmd.ErrOrStderr(), "WARNING:", short)
-					break
-				}
-			}
-			end := time.Now()
-			secs := end.Sub(start).Seconds()
-			mb := float64(bytes) / (1 << 20)
-			res := PerfConsumeResult{Start: perfTime(start), End: perfTime(end), MB: mb, Messages: n,
-				FetchMS: end.Sub(start).Milliseconds()}
-			if secs > 0 {
-				res.MBPerSec, res.MsgPerSec = mb/secs, float64(n)/secs
-				res.FetchMBSec, res.FetchMsgSec = res.MBPerSec, res.MsgPerSec
-			}
-			out := cmd.OutOrStdout()
-			if err := c.emit(out, res, func() {
-				fmt.Fprintln(out, "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
-				fmt.Fprintf(out, "%s, %s, %.4f, %.4f, %d, %.4f, %d, %d, %.4f, %.4f\n", res.Start, res.End, res.MB, res.MBPerSec,
-					res.Messages, res.MsgPerSec, res.RebalanceMS, res.FetchMS, res.FetchMBSec, res.FetchMsgSec)
-			}); err != nil {
-				return err
-			}
-			return short
+			return c.run(cmd.Context(), streamsOf(cmd))
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&topic, "topic", "", "topic to consume")
-	f.Int64Var(&messages, "messages", 0, "how many records to consume")
+	f.StringVar(&c.topic, "topic", "", "topic to consume")
+	f.Int64Var(&c.messages, "messages", 0, "how many records to consume")
 	return cmd
+}
+
+func (c *perfConsumeCmd) run(ctx context.Context, std streams) error {
+	if c.topic == "" || c.messages <= 0 {
+		return errors.New("need --topic and --messages > 0")
+	}
+	ps, err := c.partitions(ctx, c.topic)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var n, bytes int64
+	var short error
+	from := consumeStart{partition: -1, offset: -1, fromBeginning: true}.offsets(c.topic, ps)
+	err = c.consume(ctx, from, func(fs kgo.Fetches, idle bool) (bool, error) {
+		fs.EachRecord(func(r *kgo.Record) {
+			if n < c.messages {
+				n++
+				bytes += int64(len(r.Value))
+			}
+		})
+		if fs.NumRecords() == 0 && idle {
+			short = fmt.Errorf("exiting before consuming the expected number of messages: no record for --timeout %s, %d of %d consumed", c.timeout, n, c.messages)
+			fmt.Fprintln(std.err, "WARNING:", short)
+			return false, nil
+		}
+		return n < c.messages, nil
+	})
+	if err != nil {
+		return err
+	}
+	end := time.Now()
+	secs := end.Sub(start).Seconds()
+	mb := float64(bytes) / (1 << 20)
+	res := PerfConsumeResult{Start: perfTime(start), End: perfTime(end), MB: mb, Messages: n,
+		FetchMS: end.Sub(start).Milliseconds()}
+	if secs > 0 {
+		res.MBPerSec, res.MsgPerSec = mb/secs, float64(n)/secs
+		res.FetchMBSec, res.FetchMsgSec = res.MBPerSec, res.MsgPerSec
+	}
+	out := std.out
+	if err := c.emit(out, res, func() {
+		fmt.Fprintln(out, "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+		fmt.Fprintf(out, "%s, %s, %.4f, %.4f, %d, %.4f, %d, %d, %.4f, %.4f\n", res.Start, res.End, res.MB, res.MBPerSec,
+			res.Messages, res.MsgPerSec, res.RebalanceMS, res.FetchMS, res.FetchMBSec, res.FetchMsgSec)
+	}); err != nil {
+		return err
+	}
+	return short
 }

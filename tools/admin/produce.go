@@ -103,14 +103,20 @@ type ProducedRecord struct {
 	Error     string `json:"error,omitempty"`
 }
 
-// NewProduceCommand returns `sluice produce TOPIC`, after
-// kafka-console-producer.sh and rpk topic produce.
+// produceCmd is `sluice produce TOPIC`, after kafka-console-producer.sh
+// and rpk topic produce.
+type produceCmd struct {
+	common
+	topic, value, key, acks string
+	hasValue                bool // --value was given
+	headers                 []string
+	partition               int32
+	progress                time.Duration
+}
+
+// NewProduceCommand returns `sluice produce TOPIC`.
 func NewProduceCommand() *cobra.Command {
-	var c common
-	var value, key, acks string
-	var headers []string
-	var partition int32
-	var progress time.Duration
+	var c produceCmd
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
 		Short: "Produce records: one per line of standard input, or --value",
@@ -118,81 +124,83 @@ func NewProduceCommand() *cobra.Command {
   sluice produce orders --value '{"id":1}' --partition 0 --acks 1 --format json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			topic := args[0]
-			opts, err := ackOpts(acks)
-			if err != nil {
-				return err
-			}
-			hs, err := parseHeaders(headers)
-			if err != nil {
-				return err
-			}
-			cl, ctx, done, err := c.openClient(cmd, append(opts, kgo.DefaultProduceTopic(topic),
-				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(max(c.timeout, time.Second)))...)
-			if err != nil {
-				return err
-			}
-			defer done()
-			ps, err := c.topicPartitions(ctx, cl, topic)
-			if err != nil {
-				return err
-			}
-			if err := checkPartition(topic, partition, ps); err != nil {
-				return err
-			}
-			sctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			p := &producer{c: &c, out: cmd.OutOrStdout(), topic: topic, noAck: acks == "0"}
-			start := time.Now()
-			pctx, stopProgress := context.WithCancel(sctx)
-			progressDone := make(chan struct{})
-			go func() {
-				defer close(progressDone)
-				p.progress(pctx, cmd.ErrOrStderr(), progress)
-			}()
-			next := roundRobin(ps)
-			send := func(v []byte) {
-				r := &kgo.Record{Value: v, Headers: hs, Partition: partition}
-				if key != "" {
-					r.Key = []byte(key)
-				}
-				if partition < 0 {
-					r.Partition = next()
-				}
-				p.sent.Add(1)
-				cl.Produce(cmd.Context(), r, p.done)
-			}
-			if cmd.Flags().Changed("value") {
-				send([]byte(value))
-			} else if err := readLines(sctx, cmd.InOrStdin(), send); err != nil {
-				p.fail(err)
-			}
-			// Interrupted or not, deliver what was read, for at most --timeout.
-			fctx, cancel := context.WithTimeout(cmd.Context(), c.timeout)
-			ferr := cl.Flush(fctx)
-			cancel()
-			stopProgress()
-			<-progressDone
-			acked, failed := p.acked.Load(), p.failed.Load()
-			fmt.Fprintf(cmd.ErrOrStderr(), "Produced %d records to %s in %.1f s (%d failed).\n", acked, topic, time.Since(start).Seconds(), failed)
-			if err := p.firstErr(); err != nil {
-				return fmt.Errorf("%d of %d records failed: %w", failed, p.sent.Load(), err)
-			}
-			if ferr != nil {
-				return fmt.Errorf("%d records still unacknowledged after --timeout %s: %w", p.sent.Load()-acked-failed, c.timeout, ferr)
-			}
-			return nil
+			c.topic, c.hasValue = args[0], cmd.Flags().Changed("value")
+			return c.run(cmd.Context(), streamsOf(cmd))
 		},
 	}
 	c.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&value, "value", "", "produce this one record instead of reading standard input")
-	f.StringVar(&key, "key", "", "record key (default none)")
-	f.StringArrayVar(&headers, "header", nil, "record header KEY=VALUE (repeatable)")
-	f.Int32Var(&partition, "partition", -1, "partition to write to (-1: round-robin over the topic's partitions)")
-	f.StringVar(&acks, "acks", "all", "all (idempotent), 1 or 0")
-	f.DurationVar(&progress, "progress", 5*time.Second, "how often to print progress on standard error for long inputs")
+	f.StringVar(&c.value, "value", "", "produce this one record instead of reading standard input")
+	f.StringVar(&c.key, "key", "", "record key (default none)")
+	f.StringArrayVar(&c.headers, "header", nil, "record header KEY=VALUE (repeatable)")
+	f.Int32Var(&c.partition, "partition", -1, "partition to write to (-1: round-robin over the topic's partitions)")
+	f.StringVar(&c.acks, "acks", "all", "all (idempotent), 1 or 0")
+	f.DurationVar(&c.progress, "progress", 5*time.Second, "how often to print progress on standard error for long inputs")
 	return cmd
+}
+
+func (c *produceCmd) run(ctx context.Context, std streams) error {
+	opts, err := ackOpts(c.acks)
+	if err != nil {
+		return err
+	}
+	hs, err := parseHeaders(c.headers)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, kgo.DefaultProduceTopic(c.topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(max(c.timeout, time.Second)))
+	return c.with(ctx, func(s session) error {
+		ps, err := c.topicPartitions(s.ctx, s.cl, c.topic)
+		if err != nil {
+			return err
+		}
+		if err := checkPartition(c.topic, c.partition, ps); err != nil {
+			return err
+		}
+		sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
+		p := &producer{c: &c.common, out: std.out, topic: c.topic, noAck: c.acks == "0"}
+		start := time.Now()
+		pctx, stopProgress := context.WithCancel(sctx)
+		progressDone := make(chan struct{})
+		go func() {
+			defer close(progressDone)
+			p.progress(pctx, std.err, c.progress)
+		}()
+		next := roundRobin(ps)
+		send := func(v []byte) {
+			r := &kgo.Record{Value: v, Headers: hs, Partition: c.partition}
+			if c.key != "" {
+				r.Key = []byte(c.key)
+			}
+			if c.partition < 0 {
+				r.Partition = next()
+			}
+			p.sent.Add(1)
+			s.cl.Produce(ctx, r, p.done)
+		}
+		if c.hasValue {
+			send([]byte(c.value))
+		} else if err := readLines(sctx, std.in, send); err != nil {
+			p.fail(err)
+		}
+		// Interrupted or not, deliver what was read, for at most --timeout.
+		fctx, cancel := context.WithTimeout(ctx, c.timeout)
+		ferr := s.cl.Flush(fctx)
+		cancel()
+		stopProgress()
+		<-progressDone
+		acked, failed := p.acked.Load(), p.failed.Load()
+		fmt.Fprintf(std.err, "Produced %d records to %s in %.1f s (%d failed).\n", acked, c.topic, time.Since(start).Seconds(), failed)
+		if err := p.firstErr(); err != nil {
+			return fmt.Errorf("%d of %d records failed: %w", failed, p.sent.Load(), err)
+		}
+		if ferr != nil {
+			return fmt.Errorf("%d records still unacknowledged after --timeout %s: %w", p.sent.Load()-acked-failed, c.timeout, ferr)
+		}
+		return nil
+	}, opts...)
 }
 
 // readLines calls send with each line of in until its end or ctx's (an

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -42,12 +42,17 @@ type QuorumReplica struct {
 	Status                string `json:"status"`
 }
 
-// NewQuorumCommand returns `sluice quorum`, after kafka-metadata-quorum.sh.
+// quorumCmd is `sluice quorum describe`, after kafka-metadata-quorum.sh.
+type quorumCmd struct {
+	common
+	status, replication, human bool
+}
+
+// NewQuorumCommand returns `sluice quorum`.
 func NewQuorumCommand() *cobra.Command {
-	var c common
+	var c quorumCmd
 	root := &cobra.Command{Use: "quorum", Short: "Describe the metadata quorum (Kafka's DescribeQuorum)"}
 	c.register(root)
-	var status, replication, human bool
 	describe := &cobra.Command{
 		Use:   "describe --status|--replication",
 		Short: "The quorum's leader, epoch and high watermark (--status), or each voter's and observer's log (--replication)",
@@ -60,45 +65,45 @@ timestamps are approximate (see ARCHITECTURE.md, "Metadata quorum").`,
   sluice quorum describe --replication --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if status == replication {
-				return errors.New("give exactly one of --status or --replication")
-			}
-			cl, ctx, done, err := c.openClient(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			req := kmsg.NewPtrDescribeQuorumRequest()
-			rt := kmsg.NewDescribeQuorumRequestTopic()
-			rt.Topic = metadataTopic
-			rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
-			req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
-			resp, err := req.RequestWith(ctx, cl)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			p, err := quorumPartition(resp)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if status {
-				st := quorumStatus(md.Cluster, p)
-				return c.emit(w, st, func() { printQuorumStatus(w, st) })
-			}
-			rows := quorumReplication(p)
-			return c.emit(w, rows, func() { printQuorumReplication(w, rows, human, time.Now()) })
+			return c.run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}
-	describe.Flags().BoolVar(&status, "status", false, "the quorum's leader, epoch, high watermark and lag")
-	describe.Flags().BoolVar(&replication, "replication", false, "each voter's and observer's log end offset, lag and timestamps")
-	describe.Flags().BoolVar(&human, "human-readable", false, "with --replication: timestamps as \"N ms ago\"")
+	describe.Flags().BoolVar(&c.status, "status", false, "the quorum's leader, epoch, high watermark and lag")
+	describe.Flags().BoolVar(&c.replication, "replication", false, "each voter's and observer's log end offset, lag and timestamps")
+	describe.Flags().BoolVar(&c.human, "human-readable", false, "with --replication: timestamps as \"N ms ago\"")
 	root.AddCommand(describe)
 	return root
+}
+
+func (c *quorumCmd) run(ctx context.Context, w io.Writer) error {
+	if c.status == c.replication {
+		return errors.New("give exactly one of --status or --replication")
+	}
+	return c.with(ctx, func(s session) error {
+		md, err := s.adm.BrokerMetadata(s.ctx)
+		if err != nil {
+			return c.unreachable(err)
+		}
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		rt := kmsg.NewDescribeQuorumRequestTopic()
+		rt.Topic = metadataTopic
+		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
+		req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
+		resp, err := req.RequestWith(s.ctx, s.cl)
+		if err != nil {
+			return c.unreachable(err)
+		}
+		p, err := quorumPartition(resp)
+		if err != nil {
+			return err
+		}
+		if c.status {
+			st := quorumStatus(md.Cluster, p)
+			return c.emit(w, st, func() { printQuorumStatus(w, st) })
+		}
+		rows := quorumReplication(p)
+		return c.emit(w, rows, func() { printQuorumReplication(w, rows, c.human, time.Now()) })
+	})
 }
 
 // quorumPartition returns the metadata partition of a response, or the

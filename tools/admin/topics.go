@@ -1,186 +1,258 @@
 package admin
 
 import (
+	"context"
 	"fmt"
-	"github.com/sluice-log/sluice/tools/internal/cli"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
+	"github.com/sluice-log/sluice/tools/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// NewTopicsCommand returns `sluice topics`, after kafka-topics.sh.
+// topicsCmd is `sluice topics`, after kafka-topics.sh. Its subcommands
+// share the common flags; each has its own.
+type topicsCmd struct {
+	common
+	topics     []string  // the arguments
+	progress   io.Writer // standard error: create's and delete's progress
+	partitions int32     // create --partitions
+	rf         int16     // create --replication-factor
+	configs    []string  // create --config
+	filters    filters   // describe's filters
+}
+
+// NewTopicsCommand returns `sluice topics`.
 func NewTopicsCommand() *cobra.Command {
-	var c common
+	var c topicsCmd
 	root := &cobra.Command{Use: "topics", Short: "Create, delete, list and describe topics (Kafka admin API)"}
 	c.register(root)
+	bind := func(run func(*topicsCmd, context.Context, io.Writer) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			c.topics, c.progress = args, cmd.ErrOrStderr()
+			return run(&c, cmd.Context(), cmd.OutOrStdout())
+		}
+	}
 
-	var partitions int32
-	var rf int16
-	var configs []string
 	create := &cobra.Command{
 		Use:     "create TOPIC...",
 		Short:   "Create topics",
 		Example: "  sluice topics create orders --partitions 6 --replication-factor 3 --config min.insync.replicas=2",
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := parseKVs(configs)
-			if err != nil {
-				return err
-			}
-			adm, ctx, done, err := c.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			kcfg := map[string]*string{}
-			for k, v := range cfg {
-				kcfg[k] = &v
-			}
-			resp, err := adm.CreateTopics(ctx, partitions, rf, kcfg, args...)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			var failed []string
-			for _, t := range resp.Sorted() {
-				if t.Err != nil {
-					failed = append(failed, fmt.Sprintf("%s: %v%s", t.Topic, t.Err, detail(t.ErrMessage)))
-				}
-			}
-			err = c.emit(cmd.OutOrStdout(), resp.Sorted(), func() {
-				for _, t := range resp.Sorted() {
-					if t.Err == nil {
-						fmt.Fprintf(cmd.OutOrStdout(), "Created topic %s.\n", t.Topic)
-					}
-				}
-			})
-			if len(failed) > 0 {
-				return fmt.Errorf("could not create %s", strings.Join(failed, "; "))
-			}
-			return err
-		},
+		RunE:    bind((*topicsCmd).create),
 	}
-	create.Flags().Int32Var(&partitions, "partitions", -1, "partition count (-1: the broker's num.partitions)")
-	create.Flags().Int16Var(&rf, "replication-factor", -1, "replicas per partition (-1: the broker's default.replication.factor)")
-	create.Flags().StringArrayVar(&configs, "config", nil, "topic config KEY=VALUE (repeatable)")
+	create.Flags().Int32Var(&c.partitions, "partitions", -1, "partition count (-1: the broker's num.partitions)")
+	create.Flags().Int16Var(&c.rf, "replication-factor", -1, "replicas per partition (-1: the broker's default.replication.factor)")
+	create.Flags().StringArrayVar(&c.configs, "config", nil, "topic config KEY=VALUE (repeatable)")
 
 	del := &cobra.Command{
 		Use:   "delete TOPIC...",
 		Short: "Delete topics",
 		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			adm, ctx, done, err := c.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			resp, err := adm.DeleteTopics(ctx, args...)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			var failed []string
-			for _, t := range resp.Sorted() {
-				if t.Err != nil {
-					failed = append(failed, fmt.Sprintf("%s: %v%s", t.Topic, t.Err, detail(t.ErrMessage)))
-				} else if c.format == "text" {
-					fmt.Fprintf(cmd.OutOrStdout(), "Deleted topic %s.\n", t.Topic)
-				}
-			}
-			if len(failed) > 0 {
-				return fmt.Errorf("could not delete %s", strings.Join(failed, "; "))
-			}
-			return nil
-		},
+		RunE:  bind((*topicsCmd).delete),
 	}
 
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List topic names",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			details, err := describe(&c, cmd, nil)
-			if err != nil {
-				return err
-			}
-			names := details.Names()
-			return c.emit(cmd.OutOrStdout(), names, func() {
-				for _, n := range names {
-					fmt.Fprintln(cmd.OutOrStdout(), n)
-				}
-			})
-		},
+		RunE:  bind((*topicsCmd).list),
 	}
 
-	var f filters
 	describeCmd := &cobra.Command{
 		Use:   "describe [TOPIC...]",
 		Short: "Describe topics: partitions, leaders, replicas, ISR, configs",
 		Example: `  sluice topics describe orders
   sluice topics describe --under-min-isr-partitions`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			details, err := describe(&c, cmd, args)
-			if err != nil {
-				return err
-			}
-			adm, ctx, done, err := c.open(cmd)
-			if err != nil {
-				return err
-			}
-			defer done()
-			brokers, err := adm.BrokerMetadata(ctx)
-			if err != nil {
-				return c.unreachable(err)
-			}
-			live := map[int32]bool{}
-			for _, b := range brokers.Brokers {
-				live[b.NodeID] = true
-			}
-			cfgs := map[string]string{}
-			if rc, err := adm.DescribeTopicConfigs(ctx, details.Names()...); err == nil {
-				for _, r := range rc {
-					var kv []string
-					for _, e := range r.Configs {
-						if e.Source == kmsg.ConfigSourceDynamicTopicConfig && e.Value != nil {
-							kv = append(kv, e.Key+"="+*e.Value)
-						}
-					}
-					slices.Sort(kv)
-					cfgs[r.Name] = strings.Join(kv, ",")
-				}
-			}
-			rows := f.apply(details, live, cfgs)
-			err = c.emit(cmd.OutOrStdout(), rows, func() { printTopics(cmd.OutOrStdout(), rows, f.any()) })
-			if err == nil && f.any() && len(rows) > 0 {
-				return cli.ErrProblem
-			}
-			return err
-		},
+		RunE: bind((*topicsCmd).describe),
 	}
-	f.register(describeCmd)
-	root.AddCommand(create, del, list, describeCmd, newAlterCommand(&c))
+	c.filters.register(describeCmd)
+	root.AddCommand(create, del, list, describeCmd, newAlterCommand(&c.common))
 	return root
 }
 
-// describe fetches metadata of the named topics (all when none).
-func describe(c *common, cmd *cobra.Command, topics []string) (kadm.TopicDetails, error) {
-	adm, ctx, done, err := c.open(cmd)
+func (c *topicsCmd) create(ctx context.Context, w io.Writer) error {
+	cfg, err := parseKVs(c.configs)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer done()
-	md, err := adm.Metadata(ctx, topics...)
-	if err != nil {
-		return nil, c.unreachable(err)
-	}
-	for _, t := range topics {
-		if d, ok := md.Topics[t]; !ok || d.Err != nil {
-			return nil, fmt.Errorf("topic %q does not exist (list them with `sluice topics list`)", t)
+	return c.with(ctx, func(s session) error {
+		kcfg := map[string]*string{}
+		for k, v := range cfg {
+			kcfg[k] = &v
+		}
+		resp, err := askInBatches(c, "created", func(batch []string) (kadm.CreateTopicResponses, error) {
+			return s.adm.CreateTopics(s.ctx, c.partitions, c.rf, kcfg, batch...)
+		}, func(t kadm.CreateTopicResponse) error { return t.Err })
+		if err != nil {
+			return err
+		}
+		sorted := resp.Sorted()
+		failed := failures(sorted, func(t kadm.CreateTopicResponse) (string, string, error) { return t.Topic, t.ErrMessage, t.Err })
+		err = c.emit(w, sorted, func() {
+			for _, t := range sorted {
+				if t.Err == nil {
+					fmt.Fprintf(w, "Created topic %s.\n", t.Topic)
+				}
+			}
+		})
+		if len(failed) > 0 {
+			return fmt.Errorf("could not create %s", strings.Join(failed, "; "))
+		}
+		return err
+	})
+}
+
+func (c *topicsCmd) delete(ctx context.Context, w io.Writer) error {
+	return c.with(ctx, func(s session) error {
+		resp, err := askInBatches(c, "deleted", func(batch []string) (kadm.DeleteTopicResponses, error) {
+			return s.adm.DeleteTopics(s.ctx, batch...)
+		}, func(t kadm.DeleteTopicResponse) error { return t.Err })
+		if err != nil {
+			return err
+		}
+		sorted := resp.Sorted()
+		for _, t := range sorted {
+			if t.Err == nil && c.format == "text" {
+				fmt.Fprintf(w, "Deleted topic %s.\n", t.Topic)
+			}
+		}
+		if failed := failures(sorted, func(t kadm.DeleteTopicResponse) (string, string, error) { return t.Topic, t.ErrMessage, t.Err }); len(failed) > 0 {
+			return fmt.Errorf("could not delete %s", strings.Join(failed, "; "))
+		}
+		return nil
+	})
+}
+
+// topicBatch is how many topics one CreateTopics or DeleteTopics request
+// names. A larger request goes in batches, each followed by a progress
+// line on standard error, so that it does not sit silent; standard output
+// is what one request would print.
+const topicBatch = 100
+
+// inBatches calls ask with each batch of topics in turn. When there is
+// more than one batch, it prints "VERB N of M topics" on progress after
+// each, N counting the topics ask reported done so far.
+func inBatches(topics []string, progress io.Writer, verb string, ask func(batch []string) (done int, err error)) error {
+	done := 0
+	for i := 0; i < len(topics); i += topicBatch {
+		n, err := ask(topics[i:min(i+topicBatch, len(topics))])
+		if err != nil {
+			return err
+		}
+		done += n
+		if len(topics) > topicBatch {
+			fmt.Fprintf(progress, "%s %d of %d topics\n", verb, done, len(topics))
 		}
 	}
-	return md.Topics, nil
+	return nil
+}
+
+// askInBatches asks for c.topics in batches (inBatches), merges the
+// answers, and counts the topics answered without an error (errOf) for
+// the progress lines. A batch that gets no answer ends it.
+func askInBatches[M ~map[string]R, R any](c *topicsCmd, verb string, ask func(batch []string) (M, error), errOf func(R) error) (M, error) {
+	all := M{}
+	err := inBatches(c.topics, c.progress, verb, func(batch []string) (int, error) {
+		r, err := ask(batch)
+		if err != nil {
+			return 0, c.unreachable(err)
+		}
+		maps.Copy(all, r)
+		done := 0
+		for _, a := range r {
+			if errOf(a) == nil {
+				done++
+			}
+		}
+		return done, nil
+	})
+	return all, err
+}
+
+// failures lists the topics of rs answered with an error, as
+// "TOPIC: ERROR (message)"; of says what each answer carries.
+func failures[R any](rs []R, of func(R) (topic, msg string, err error)) []string {
+	var failed []string
+	for _, r := range rs {
+		if t, msg, err := of(r); err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v%s", t, err, detail(msg)))
+		}
+	}
+	return failed
+}
+
+func (c *topicsCmd) list(ctx context.Context, w io.Writer) error {
+	details, err := c.metadata(ctx, nil)
+	if err != nil {
+		return err
+	}
+	names := details.Names()
+	return c.emit(w, names, func() {
+		for _, n := range names {
+			fmt.Fprintln(w, n)
+		}
+	})
+}
+
+func (c *topicsCmd) describe(ctx context.Context, w io.Writer) error {
+	details, err := c.metadata(ctx, c.topics)
+	if err != nil {
+		return err
+	}
+	return c.with(ctx, func(s session) error {
+		brokers, err := s.adm.BrokerMetadata(s.ctx)
+		if err != nil {
+			return c.unreachable(err)
+		}
+		live := map[int32]bool{}
+		for _, b := range brokers.Brokers {
+			live[b.NodeID] = true
+		}
+		cfgs := map[string]string{}
+		if rc, err := s.adm.DescribeTopicConfigs(s.ctx, details.Names()...); err == nil {
+			for _, r := range rc {
+				var kv []string
+				for _, e := range r.Configs {
+					if e.Source == kmsg.ConfigSourceDynamicTopicConfig && e.Value != nil {
+						kv = append(kv, e.Key+"="+*e.Value)
+					}
+				}
+				slices.Sort(kv)
+				cfgs[r.Name] = strings.Join(kv, ",")
+			}
+		}
+		f := &c.filters
+		rows := f.apply(details, live, cfgs)
+		err = c.emit(w, rows, func() { printTopics(w, rows, f.any()) })
+		if err == nil && f.any() && len(rows) > 0 {
+			return cli.ErrProblem
+		}
+		return err
+	})
+}
+
+// metadata fetches metadata of the named topics (all when none).
+func (c *topicsCmd) metadata(ctx context.Context, topics []string) (kadm.TopicDetails, error) {
+	var details kadm.TopicDetails
+	err := c.with(ctx, func(s session) error {
+		md, err := s.adm.Metadata(s.ctx, topics...)
+		if err != nil {
+			return c.unreachable(err)
+		}
+		for _, t := range topics {
+			if d, ok := md.Topics[t]; !ok || d.Err != nil {
+				return fmt.Errorf("topic %q does not exist (list them with `sluice topics list`)", t)
+			}
+		}
+		details = md.Topics
+		return nil
+	})
+	return details, err
 }
 
 // filters are kafka-topics.sh's describe filters.

@@ -20,102 +20,147 @@ import (
 	"github.com/sluice-log/sluice/quorum"
 )
 
+// command is `sluice cluster`: its flags, and a method per subcommand.
+type command struct {
+	dir      string        // --dir, every subcommand's
+	nodes    int           // start --nodes
+	basePort int           // start --base-port
+	timeout  time.Duration // start --timeout
+	props    []string      // start --set
+	node     string        // kill's and restart's NODE argument
+}
+
 // NewCommand returns `sluice cluster` and its subcommands.
 func NewCommand() *cobra.Command {
-	var dir string
+	var c command
 	root := &cobra.Command{
 		Use:   "cluster",
 		Short: "Run a local cluster of real node processes on 127.0.0.1",
 	}
-	root.PersistentFlags().StringVar(&dir, "dir", "./sluice-cluster", "the cluster's directory (data, logs, cluster.json)")
+	root.PersistentFlags().StringVar(&c.dir, "dir", "./sluice-cluster", "the cluster's directory (data, logs, cluster.json)")
+	bind := func(run func(*command, context.Context, io.Writer) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				c.node = args[0]
+			}
+			return run(&c, cmd.Context(), cmd.OutOrStdout())
+		}
+	}
 
-	var nodes, basePort int
-	var timeout time.Duration
-	var props []string
 	start := &cobra.Command{
 		Use:   "start",
 		Short: "Format and start a cluster, wait until it is healthy, print the bootstrap servers",
 		Example: `  sluice cluster start --nodes 3 --dir ./demo
   sluice cluster start --nodes 5 --dir /tmp/c --set log.segment.bytes=1048576`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			extra, err := parseProps(props)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			l, err := Start(ctx, cmd.OutOrStdout(), Options{Dir: dir, Nodes: nodes, BasePort: basePort, Properties: extra})
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "cluster %s is up: %d nodes\n", l.ClusterID, len(l.Nodes))
-			fmt.Fprintf(out, "bootstrap servers: %s\n", l.BootstrapServers)
-			fmt.Fprintf(out, "layout:            %s\n", layoutPath(l.Dir))
-			fmt.Fprintf(out, "stop it with:      sluice cluster stop --dir %s\n", l.Dir)
-			return nil
-		},
+		RunE: bind((*command).start),
 	}
-	start.Flags().IntVar(&nodes, "nodes", 3, "number of nodes (each controller and broker)")
-	start.Flags().IntVar(&basePort, "base-port", KafkaPort, "Kafka port of node 0; node i uses it + 100*i, and so on for each port")
-	start.Flags().DurationVar(&timeout, "timeout", 90*time.Second, "how long to wait for the cluster to become healthy")
-	start.Flags().StringArrayVar(&props, "set", nil, "extra server.properties line KEY=VALUE for every node (repeatable)")
+	start.Flags().IntVar(&c.nodes, "nodes", 3, "number of nodes (each controller and broker)")
+	start.Flags().IntVar(&c.basePort, "base-port", KafkaPort, "Kafka port of node 0; node i uses it + 100*i, and so on for each port")
+	start.Flags().DurationVar(&c.timeout, "timeout", 90*time.Second, "how long to wait for the cluster to become healthy")
+	start.Flags().StringArrayVar(&c.props, "set", nil, "extra server.properties line KEY=VALUE for every node (repeatable)")
 
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show which nodes run and what the cluster reports",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := readLayout(dir)
-			if err != nil {
-				return err
-			}
-			return printStatus(cmd.Context(), cmd.OutOrStdout(), l)
-		},
+		RunE:  bind((*command).status),
 	}
 	stop := &cobra.Command{
 		Use:   "stop",
 		Short: "Stop every node cleanly (SIGTERM; SIGKILL after 30s)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := readLayout(dir)
-			if err != nil {
-				return err
-			}
-			return Stop(cmd.Context(), cmd.OutOrStdout(), l)
-		},
+		RunE:  bind((*command).stop),
 	}
 	kill := &cobra.Command{
 		Use:   "kill NODE",
 		Short: "SIGKILL one node (no clean shutdown)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return signalOne(cmd, dir, args[0], syscall.SIGKILL)
-		},
+		RunE:  bind((*command).kill),
 	}
 	restart := &cobra.Command{
 		Use:   "restart NODE",
 		Short: "Start one node again with its config (stopping it first if it runs)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := readLayout(dir)
-			if err != nil {
-				return err
-			}
-			id, err := parseNodeID(args[0])
-			if err != nil {
-				return err
-			}
-			if err := Restart(cmd.Context(), l, id); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "node %d restarted\n", id)
-			return nil
-		},
+		RunE:  bind((*command).restart),
 	}
 	root.AddCommand(start, status, stop, kill, restart)
 	return root
+}
+
+func (c *command) start(ctx context.Context, out io.Writer) error {
+	extra, err := parseProps(c.props)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	l, err := Start(ctx, out, Options{Dir: c.dir, Nodes: c.nodes, BasePort: c.basePort, Properties: extra})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "cluster %s is up: %d nodes\n", l.ClusterID, len(l.Nodes))
+	fmt.Fprintf(out, "bootstrap servers: %s\n", l.BootstrapServers)
+	fmt.Fprintf(out, "layout:            %s\n", layoutPath(l.Dir))
+	fmt.Fprintf(out, "stop it with:      sluice cluster stop --dir %s\n", l.Dir)
+	return nil
+}
+
+func (c *command) status(ctx context.Context, out io.Writer) error {
+	l, err := readLayout(c.dir)
+	if err != nil {
+		return err
+	}
+	return printStatus(ctx, out, l)
+}
+
+func (c *command) stop(ctx context.Context, out io.Writer) error {
+	l, err := readLayout(c.dir)
+	if err != nil {
+		return err
+	}
+	return Stop(ctx, out, l)
+}
+
+// target reads the layout and the node the NODE argument names.
+func (c *command) target() (Layout, int32, error) {
+	l, err := readLayout(c.dir)
+	if err != nil {
+		return l, 0, err
+	}
+	id, err := parseNodeID(c.node)
+	return l, id, err
+}
+
+func (c *command) restart(ctx context.Context, out io.Writer) error {
+	l, id, err := c.target()
+	if err != nil {
+		return err
+	}
+	if err := Restart(ctx, l, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "node %d restarted\n", id)
+	return nil
+}
+
+// kill is `sluice cluster kill NODE`: SIGKILL, and wait until it is gone.
+func (c *command) kill(ctx context.Context, out io.Writer) error {
+	l, id, err := c.target()
+	if err != nil {
+		return err
+	}
+	n, err := running(l, c.dir, id)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := stopNode(ctx, n, syscall.SIGKILL); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "node %d killed (pid %d)\n", id, n.PID)
+	return nil
 }
 
 // Options of Start.
@@ -313,15 +358,19 @@ func Stop(ctx context.Context, w io.Writer, l Layout) error {
 		if !alive(n.PID) {
 			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := stopNode(sctx, n, syscall.SIGTERM)
-		cancel()
-		if err != nil {
+		if err := stopClean(ctx, n); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "node %d stopped\n", n.ID)
 	}
 	return nil
+}
+
+// stopClean stops n with SIGTERM, and SIGKILL after 30 s.
+func stopClean(ctx context.Context, n Node) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return stopNode(ctx, n, syscall.SIGTERM)
 }
 
 // Restart starts node id again (stopping it first if it runs), waits until
@@ -342,10 +391,7 @@ func RestartWith(ctx context.Context, l Layout, id int32, exe string) error {
 		if n.ID != id {
 			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := stopNode(sctx, n, syscall.SIGTERM)
-		cancel()
-		if err != nil {
+		if err := stopClean(ctx, n); err != nil {
 			return err
 		}
 		pid, err := startNode(exe, n)
@@ -376,45 +422,30 @@ func Kill(ctx context.Context, l Layout, id int32) error {
 
 // Signal sends sig (e.g. SIGSTOP, SIGCONT) to node id without waiting.
 func Signal(l Layout, id int32, sig syscall.Signal) error {
-	n, ok := l.node(id)
-	if !ok {
-		return fmt.Errorf("no node %d in %s", id, layoutPath(l.Dir))
-	}
-	if !alive(n.PID) {
-		return fmt.Errorf("node %d (pid %d) is not running", id, n.PID)
+	n, err := running(l, l.Dir, id)
+	if err != nil {
+		return err
 	}
 	return syscall.Kill(n.PID, sig)
+}
+
+// running returns node id of l, or an error that says it is not in the
+// layout read from dir or not running.
+func running(l Layout, dir string, id int32) (Node, error) {
+	n, ok := l.node(id)
+	if !ok {
+		return n, fmt.Errorf("no node %d in %s", id, layoutPath(dir))
+	}
+	if !alive(n.PID) {
+		return n, fmt.Errorf("node %d (pid %d) is not running", id, n.PID)
+	}
+	return n, nil
 }
 
 // Alive reports whether node id's process runs.
 func Alive(l Layout, id int32) bool {
 	n, ok := l.node(id)
 	return ok && alive(n.PID)
-}
-
-func signalOne(cmd *cobra.Command, dir, arg string, sig syscall.Signal) error {
-	l, err := readLayout(dir)
-	if err != nil {
-		return err
-	}
-	id, err := parseNodeID(arg)
-	if err != nil {
-		return err
-	}
-	n, ok := l.node(id)
-	if !ok {
-		return fmt.Errorf("no node %d in %s", id, layoutPath(dir))
-	}
-	if !alive(n.PID) {
-		return fmt.Errorf("node %d (pid %d) is not running", id, n.PID)
-	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
-	defer cancel()
-	if err := stopNode(ctx, n, sig); err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "node %d killed (pid %d)\n", id, n.PID)
-	return nil
 }
 
 func printStatus(ctx context.Context, w io.Writer, l Layout) error {

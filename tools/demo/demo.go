@@ -36,7 +36,7 @@ func NewCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 			defer cancel()
-			return run(ctx, cmd.OutOrStdout(), o)
+			return o.run(ctx, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&o.dir, "dir", "./sluice-cluster", "the cluster's directory (cluster.json)")
@@ -49,6 +49,7 @@ func NewCommand() *cobra.Command {
 	return cmd
 }
 
+// options are `sluice demo`'s flags; run is the command.
 type options struct {
 	dir, topic string
 	partitions int32
@@ -59,7 +60,8 @@ type options struct {
 	exe        string // sluice executable for the restart; "": this one
 }
 
-func run(ctx context.Context, w io.Writer, o options) error {
+// run is the demo; o is a copy (it lowers rf to the node count).
+func (o options) run(ctx context.Context, w io.Writer) error {
 	b, err := os.ReadFile(filepath.Join(o.dir, "cluster.json"))
 	if err != nil {
 		return fmt.Errorf("no running cluster in %s: start one with `sluice cluster start --dir %s` (%v)", o.dir, o.dir, err)

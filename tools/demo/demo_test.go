@@ -79,7 +79,7 @@ func TestLocalClusterDemo(t *testing.T) {
 }
 
 func run1(ctx context.Context, w *bytes.Buffer, dir, exe string, records int) error {
-	return run(ctx, w, options{dir: dir, topic: "demo", partitions: 3, rf: 3, records: records, timeout: time.Minute, exe: exe})
+	return options{dir: dir, topic: "demo", partitions: 3, rf: 3, records: records, timeout: time.Minute, exe: exe}.run(ctx, w)
 }
 
 // freeBase finds a base port whose twelve derived ports are free now. The
