@@ -121,12 +121,12 @@ func (n *Node) notReady() string {
 // or a leader the controller fenced — as "topic-partition (why)", sorted.
 // Clients are sent here and get NOT_LEADER_OR_FOLLOWER from it.
 func (n *Node) notServing() []string {
-	var led []string
+	var led []tp
 	n.ctrl.View(func(im *quorum.Image) {
 		for name, t := range im.Topics {
 			for i, p := range t.Partitions {
 				if p.Leader == n.cfg.NodeID {
-					led = append(led, replicaKey(name, int32(i)))
+					led = append(led, tp{name, int32(i)})
 				}
 			}
 		}
@@ -138,9 +138,9 @@ func (n *Node) notServing() []string {
 		n.mu.RUnlock()
 		switch {
 		case r == nil && openErr != nil:
-			out = append(out, fmt.Sprintf("%s (its log did not open: %v)", key, openErr))
+			out = append(out, fmt.Sprintf("%s (its log did not open: %v)", key.String(), openErr))
 		case r.notServing():
-			out = append(out, key+" (fenced: a newer leader epoch exists, the metadata has not caught up)")
+			out = append(out, key.String()+" (fenced: a newer leader epoch exists, the metadata has not caught up)")
 		}
 	}
 	slices.Sort(out)

@@ -50,18 +50,18 @@ func newMetrics(n *Node) *metrics.Metrics {
 // image, the rest from each replica's partition.Status and its log.
 func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.PartitionStat {
 	n := (*Node)(s)
-	replicas := map[string]int{}
+	replicas := map[tp]int{}
 	n.ctrl.View(func(im *quorum.Image) {
 		for name, t := range im.Topics {
 			for i, p := range t.Partitions {
 				if contains(p.Replicas, n.cfg.NodeID) {
-					replicas[replicaKey(name, int32(i))] = len(p.Replicas)
+					replicas[tp{name, int32(i)}] = len(p.Replicas)
 				}
 			}
 		}
 	})
 	for _, r := range n.snapshotReplicas() {
-		nr, ok := replicas[replicaKey(r.topic, r.partition)]
+		nr, ok := replicas[tp{r.topic, r.partition}]
 		if !ok {
 			continue // being dropped
 		}

@@ -74,11 +74,11 @@ type Node struct {
 	wake        chan struct{}
 
 	mu       sync.RWMutex
-	replicas map[string]*replica // by "<topic>-<partition>"
+	replicas map[tp]*replica
 	// openErrs are the partitions hosted here whose log failed to open
 	// at the last reconciliation, with the error (/readyz shows those
 	// led here).
-	openErrs map[string]error
+	openErrs map[tp]error
 	closed   bool
 
 	sigMu    sync.Mutex
@@ -97,7 +97,7 @@ type Node struct {
 	fetchStopped bool
 	alterer      *alterer
 	// hwCkpt is the high-watermark checkpoint read at start.
-	hwCkpt map[string]int64
+	hwCkpt map[tp]int64
 	// lostOnRecovery counts committed records the logs no longer held at
 	// start (checkpointed high watermark above the recovered log end).
 	lostOnRecovery atomic.Int64
@@ -143,7 +143,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}
 	n := &Node{
 		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
-		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, openErrs: map[string]error{}, appended: make(chan struct{}),
+		wake: make(chan struct{}, 1), replicas: map[tp]*replica{}, openErrs: map[tp]error{}, appended: make(chan struct{}),
 		stop: make(chan struct{}), served: make(chan struct{}), fetchers: map[int32]*fetcher{},
 		dirFailed: make(chan struct{}),
 	}
@@ -568,8 +568,16 @@ func (n *Node) snapshotReplicas() []*replica {
 	return out
 }
 
-func replicaKey(topic string, partition int32) string {
-	return topic + "-" + strconv.Itoa(int(partition))
+// tp names a partition: the key of the node's maps of partitions.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// String is "<topic>-<partition>": the name of the partition's log and
+// its directory, and how logs and /readyz name it.
+func (k tp) String() string {
+	return k.topic + "-" + strconv.Itoa(int(k.partition))
 }
 
 // reconcile makes the open logs match the metadata image: open a log for
@@ -590,7 +598,7 @@ func (n *Node) reconcile() {
 		return
 	}
 	self := n.cfg.NodeID
-	want := map[string]bool{}
+	want := map[tp]bool{}
 	// The eligible brokers and their epochs (KIP-841/903), one map for
 	// every replica: it is never changed after this.
 	brokers := map[int32]int64{}
@@ -606,7 +614,7 @@ func (n *Node) reconcile() {
 			if !contains(p.Replicas, self) {
 				continue
 			}
-			key := replicaKey(name, int32(i))
+			key := tp{name, int32(i)}
 			want[key] = true
 			n.mu.RLock()
 			r, ok := n.replicas[key]
@@ -621,7 +629,7 @@ func (n *Node) reconcile() {
 			}
 			pc, err := n.replicaConfig(t.Configs)
 			if err != nil {
-				n.log.Error("node: replica config", "partition", key, "err", err)
+				n.log.Error("node: replica config", "partition", key.String(), "err", err)
 				continue
 			}
 			if !ok {
@@ -635,7 +643,7 @@ func (n *Node) reconcile() {
 				n.mu.Unlock()
 				if err != nil {
 					n.checkDiskError(err)
-					n.log.Error("node: open log", "partition", key, "err", err)
+					n.log.Error("node: open log", "partition", key.String(), "err", err)
 					continue
 				}
 			}
@@ -650,7 +658,7 @@ func (n *Node) reconcile() {
 	}
 	n.mu.Unlock()
 	n.mu.RLock()
-	var drop []string
+	var drop []tp
 	for key := range n.replicas {
 		if !want[key] {
 			drop = append(drop, key)
@@ -670,26 +678,27 @@ func (n *Node) reconcile() {
 }
 
 func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config) (*replica, error) {
-	key := replicaKey(t.Name, partition)
+	key := tp{t.Name, partition}
+	name := key.String()
 	opts := logOptions(n.cfg, t.Configs)
 	opts.OnFlush = n.metrics.m.ObserveFlush
 	opts.WritebackBytes, opts.Writeback, opts.OnWriteback = n.cfg.LogWritebackIntervalBytes, n.wb, n.metrics.m.ObserveWriteback
-	l, rep, err := segment.Open(n.fs, filepath.Join(n.dir, key), key, n.idx, opts)
+	l, rep, err := segment.Open(n.fs, filepath.Join(n.dir, name), name, n.idx, opts)
 	if err != nil {
 		return nil, err
 	}
 	if rep.CutReason != "" || len(rep.Damaged) > 0 {
 		// Recovery dropped a torn or corrupt tail, or found sealed
 		// segments shorter than their seals: the operator should know.
-		n.log.Warn("node: log recovery found damage", "partition", key, "cut_reason", rep.CutReason,
+		n.log.Warn("node: log recovery found damage", "partition", name, "cut_reason", rep.CutReason,
 			"bytes_cut", rep.BytesCut, "damaged_segments", len(rep.Damaged), "recovery", fmt.Sprintf("%+v", rep))
 	} else {
-		n.log.Debug("node: opened log", "partition", key, "recovery", fmt.Sprintf("%+v", rep))
+		n.log.Debug("node: opened log", "partition", name, "recovery", fmt.Sprintf("%+v", rep))
 	}
 	if pr := rep.Producers; pr.BadSnapshots > 0 || pr.Err != nil {
 		// The idempotent-producer state came from an older snapshot or a
 		// scan; after a scan error it lacks the producers past the damage.
-		n.log.Warn("node: producer state recovery", "partition", key, "snapshot", pr.Snapshot,
+		n.log.Warn("node: producer state recovery", "partition", name, "snapshot", pr.Snapshot,
 			"bad_snapshots", pr.BadSnapshots, "batches_scanned", pr.BatchesScanned, "err", pr.Err)
 	}
 	r, err := newReplica(n, t, partition, l, pc, n.hwCkpt[key])
@@ -704,20 +713,20 @@ func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config
 }
 
 // dropReplica deletes the log of a partition that left this node.
-func (n *Node) dropReplica(key string, r *replica) {
+func (n *Node) dropReplica(key tp, r *replica) {
 	n.mu.Lock()
 	delete(n.replicas, key)
 	n.mu.Unlock()
 	r.kill()
 	if err := r.log.Delete(); err != nil {
-		n.log.Error("node: delete log", "partition", key, "err", err)
+		n.log.Error("node: delete log", "partition", key.String(), "err", err)
 	}
 }
 
 func (n *Node) replica(topic string, partition int32) *replica {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	return n.replicas[replicaKey(topic, partition)]
+	return n.replicas[tp{topic, partition}]
 }
 
 // signal wakes every long-polling fetch (kafka.Logs.Appended).
