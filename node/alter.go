@@ -109,10 +109,10 @@ func (a *alterer) send(batch map[*replica]*partition.Proposal) {
 func (r *replica) altered(m partition.AlterPartitionResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.dead {
+	if r.mu.dead {
 		return
 	}
-	if err := r.part.Step(m); err == nil {
+	if err := r.mu.part.Step(m); err == nil {
 		r.process()
 	}
 }

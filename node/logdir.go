@@ -112,13 +112,13 @@ func (n *Node) logDirLoop() {
 func (r *replica) takeOffline() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.dead = true
-	for id, ch := range r.waiters {
+	r.mu.dead = true
+	for id, ch := range r.mu.waiters {
 		ch <- kerr.KafkaStorageError
-		delete(r.waiters, id)
+		delete(r.mu.waiters, id)
 	}
-	for _, w := range r.hwWaits {
+	for _, w := range r.mu.hwWaits {
 		w.ch <- kerr.KafkaStorageError
 	}
-	r.hwWaits = nil
+	r.mu.hwWaits = nil
 }

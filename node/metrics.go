@@ -67,7 +67,7 @@ func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.Partit
 		}
 		st := r.status()
 		r.mu.Lock()
-		minISR := max(r.cfg.MinInsyncReplicas, 1)
+		minISR := max(r.mu.cfg.MinInsyncReplicas, 1)
 		r.mu.Unlock()
 		u := r.log.Unflushed()
 		ps := metrics.PartitionStat{
