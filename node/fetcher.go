@@ -48,7 +48,7 @@ type fetcher struct {
 	n      *Node
 	leader int32
 
-	// mu is a leaf: taken under replica.mu by enqueue, under Node.fetchMu
+	// mu is a leaf: taken under replica.mu by enqueue, under Node.fetch
 	// by stopFetchers.
 	mu struct {
 		sync.Mutex
@@ -64,14 +64,14 @@ type fetcher struct {
 
 // fetcher returns (starting if needed) the fetcher for leader.
 func (n *Node) fetcher(leader int32) *fetcher {
-	n.fetchMu.Lock()
-	defer n.fetchMu.Unlock()
-	f := n.fetchers[leader]
+	n.fetch.Lock()
+	defer n.fetch.Unlock()
+	f := n.fetch.fetchers[leader]
 	if f == nil {
 		f = &fetcher{n: n, leader: leader, wake: make(chan struct{}, 1)}
 		f.mu.queue = map[*replica]partition.FetchRequest{}
-		n.fetchers[leader] = f
-		if !n.fetchStopped {
+		n.fetch.fetchers[leader] = f
+		if !n.fetch.stopped {
 			n.wg.Add(1)
 			go f.run()
 		}
@@ -82,10 +82,10 @@ func (n *Node) fetcher(leader int32) *fetcher {
 // stopFetchers closes the fetchers' connections so that a fetch in flight
 // returns at once; run them no more.
 func (n *Node) stopFetchers() {
-	n.fetchMu.Lock()
-	defer n.fetchMu.Unlock()
-	n.fetchStopped = true
-	for _, f := range n.fetchers {
+	n.fetch.Lock()
+	defer n.fetch.Unlock()
+	n.fetch.stopped = true
+	for _, f := range n.fetch.fetchers {
 		f.mu.Lock()
 		if f.mu.conn != nil {
 			f.mu.conn.Close()

@@ -60,8 +60,8 @@ func (n *Node) serveHTTP(ln net.Listener) {
 		h := health{NodeID: n.cfg.NodeID, BrokerEpoch: n.epoch.Load(), ClusterID: n.clusterID, Status: "ok"}
 		h.Controller, _ = n.ctrl.Leader()
 		n.mu.RLock()
-		h.Partitions = len(n.replicas)
-		closing := n.closed
+		h.Partitions = len(n.mu.replicas)
+		closing := n.mu.closed
 		n.mu.RUnlock()
 		w.Header().Set("Content-Type", "application/json")
 		if closing {
@@ -83,7 +83,7 @@ func (n *Node) serveHTTP(ln net.Listener) {
 // notReady says why the node should not get traffic, "" when it should.
 func (n *Node) notReady() string {
 	n.mu.RLock()
-	closing := n.closed
+	closing := n.mu.closed
 	n.mu.RUnlock()
 	if closing {
 		return "shutting down"
@@ -134,7 +134,7 @@ func (n *Node) notServing() []string {
 	var out []string
 	for _, key := range led {
 		n.mu.RLock()
-		r, openErr := n.replicas[key], n.openErrs[key]
+		r, openErr := n.mu.replicas[key], n.mu.openErrs[key]
 		n.mu.RUnlock()
 		switch {
 		case r == nil && openErr != nil:

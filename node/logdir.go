@@ -46,10 +46,10 @@ func (n *Node) checkDiskError(err error) bool {
 	if err == nil || !isDiskError(err) {
 		return false
 	}
-	n.dirMu.Lock()
-	defer n.dirMu.Unlock()
-	if n.dirErr == nil {
-		n.dirErr = err
+	n.offline.Lock()
+	defer n.offline.Unlock()
+	if n.offline.err == nil {
+		n.offline.err = err
 		close(n.dirFailed)
 	}
 	return true
@@ -58,9 +58,9 @@ func (n *Node) checkDiskError(err error) bool {
 // logDirOffline returns the error that took the log directory offline, or
 // nil while it is online.
 func (n *Node) logDirOffline() error {
-	n.dirMu.Lock()
-	defer n.dirMu.Unlock()
-	return n.dirErr
+	n.offline.Lock()
+	defer n.offline.Unlock()
+	return n.offline.err
 }
 
 // logDirLoop waits for the log directory to fail, then takes its replicas
