@@ -18,21 +18,26 @@ const alterTimeout = 10 * time.Second
 // to the controller, batched: what queues while one AlterPartitions
 // command is in flight goes in the next (Kafka's AlterPartitionManager).
 type alterer struct {
-	n     *Node
-	mu    sync.Mutex // leaf: taken under replica.mu by submit
-	queue map[*replica]*partition.Proposal
-	wake  chan struct{}
+	n *Node
+	// mu is a leaf: taken under replica.mu by submit.
+	mu struct {
+		sync.Mutex
+		queue map[*replica]*partition.Proposal
+	}
+	wake chan struct{}
 }
 
 func newAlterer(n *Node) *alterer {
-	return &alterer{n: n, queue: map[*replica]*partition.Proposal{}, wake: make(chan struct{}, 1)}
+	a := &alterer{n: n, wake: make(chan struct{}, 1)}
+	a.mu.queue = map[*replica]*partition.Proposal{}
+	return a
 }
 
 // submit queues r's proposal; its answer is stepped as an
 // AlterPartitionResult. It never blocks.
 func (a *alterer) submit(r *replica, p *partition.Proposal) {
 	a.mu.Lock()
-	a.queue[r] = p
+	a.mu.queue[r] = p
 	a.mu.Unlock()
 	select {
 	case a.wake <- struct{}{}:
@@ -49,8 +54,8 @@ func (a *alterer) run() {
 		case <-a.wake:
 		}
 		a.mu.Lock()
-		batch := a.queue
-		a.queue = map[*replica]*partition.Proposal{}
+		batch := a.mu.queue
+		a.mu.queue = map[*replica]*partition.Proposal{}
 		a.mu.Unlock()
 		if len(batch) > 0 {
 			a.send(batch)
@@ -109,10 +114,10 @@ func (a *alterer) send(batch map[*replica]*partition.Proposal) {
 func (r *replica) altered(m partition.AlterPartitionResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.dead {
+	if r.mu.dead {
 		return
 	}
-	if err := r.part.Step(m); err == nil {
+	if err := r.mu.part.Step(m); err == nil {
 		r.process()
 	}
 }

@@ -295,9 +295,9 @@ func (b *broker) TopicName(id kafka.TopicID) (string, bool) {
 
 // Appended implements kafka.Logs.
 func (b *broker) Appended() <-chan struct{} {
-	b.sigMu.Lock()
-	defer b.sigMu.Unlock()
-	return b.appended
+	b.sig.Lock()
+	defer b.sig.Unlock()
+	return b.sig.appended
 }
 
 // ListOffset implements kafka.Logs.
@@ -327,18 +327,18 @@ func (b *broker) InitProducerID(ctx context.Context, producerID int64, producerE
 		}
 		return producerID, producerEpoch + 1, nil
 	}
-	b.pidMu.Lock()
-	defer b.pidMu.Unlock()
-	if b.pidNext >= b.pidLimit {
+	b.pids.Lock()
+	defer b.pids.Unlock()
+	if b.pids.next >= b.pids.limit {
 		reply, err := b.ctrl.Propose(ctx, &quorum.AllocateProducerIDs{BrokerID: b.cfg.NodeID, BrokerEpoch: b.epoch.Load()})
 		if err != nil {
 			return -1, -1, fmt.Errorf("%w: %v", controllerError(err), err)
 		}
 		blk := reply.(*quorum.ProducerIDBlock)
-		b.pidNext, b.pidLimit = blk.Start, blk.Start+blk.Len
+		b.pids.next, b.pids.limit = blk.Start, blk.Start+blk.Len
 	}
-	id := b.pidNext
-	b.pidNext++
+	id := b.pids.next
+	b.pids.next++
 	return id, 0, nil
 }
 

@@ -21,10 +21,10 @@ import (
 const hwCheckpointFile = "replication-offset-checkpoint"
 
 // readHWCheckpoint reads the checkpoint in dir; a missing file is empty.
-func readHWCheckpoint(fs vfs.FS, dir string) (map[string]int64, error) {
+func readHWCheckpoint(fs vfs.FS, dir string) (map[tp]int64, error) {
 	f, err := fs.Open(fs.PathJoin(dir, hwCheckpointFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return map[string]int64{}, nil
+		return map[tp]int64{}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -37,8 +37,8 @@ func readHWCheckpoint(fs vfs.FS, dir string) (map[string]int64, error) {
 	return parseHWCheckpoint(b)
 }
 
-func parseHWCheckpoint(b []byte) (map[string]int64, error) {
-	out := map[string]int64{}
+func parseHWCheckpoint(b []byte) (map[tp]int64, error) {
+	out := map[tp]int64{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	bad := func(line int, what string) error {
 		return fmt.Errorf("%s line %d: %s", hwCheckpointFile, line, what)
@@ -66,7 +66,7 @@ func parseHWCheckpoint(b []byte) (map[string]int64, error) {
 		if err1 != nil || err2 != nil || p < 0 || off < 0 {
 			return nil, bad(3+i, "bad partition or offset")
 		}
-		out[replicaKey(f[0], int32(p))] = off
+		out[tp{f[0], int32(p)}] = off
 	}
 	return out, nil
 }

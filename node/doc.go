@@ -142,7 +142,9 @@
 // log-dir watcher (logDirLoop: waits for a failed dir, then reports it),
 // the scrubber (takes replica.mu only to report), the Serve loop and the
 // HTTP server. Lock order: Node.reconcileMu → Node.mu → replica.mu →
-// fetcher.mu / alterer.mu (leaves, taken by process to queue); Node.sigMu,
-// Node.fetchMu, Node.pidMu and Node.dirMu are leaves. The fetcher and
-// alterer goroutines take replica.mu only with their own locks released.
+// fetcher.mu / alterer.mu (leaves, taken by process to queue); replica.mu
+// → Node.fetch (process finds the fetcher) → fetcher.mu (stopFetchers);
+// Node.sig, Node.pids and Node.offline are leaves. A mutex's fields are
+// grouped with it (n.mu.replicas, r.mu.part). The fetcher and alterer
+// goroutines take replica.mu only with their own locks released.
 package node

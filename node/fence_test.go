@@ -69,7 +69,7 @@ func TestNewerLeaderEpochDoesNotFenceLeader(t *testing.T) {
 	createTopic(ctx, t, cl, "t", 1)
 	r := tn.replica("t", 0)
 	r.mu.Lock()
-	epoch := r.part.LeaderEpoch()
+	epoch := r.mu.part.LeaderEpoch()
 	r.mu.Unlock()
 	for _, replica := range []int32{999, 1} {
 		p := forgeFetch(t, tn.KafkaAddr(), 12, replica, -1, "t", [16]byte{}, 0, 0, epoch+1)
@@ -81,7 +81,7 @@ func TestNewerLeaderEpochDoesNotFenceLeader(t *testing.T) {
 		t.Fatalf("produce after the forged fetch: %v", kerr.ErrorForCode(pr.ErrorCode))
 	}
 	r.mu.Lock()
-	st := r.part.Status()
+	st := r.mu.part.Status()
 	r.mu.Unlock()
 	if st.Fenced || st.HW != 1 {
 		t.Fatalf("leader after the forged fetch: fenced=%v hw=%d", st.Fenced, st.HW)
@@ -348,7 +348,7 @@ func TestFencedLeaderIsReported(t *testing.T) {
 		r.tick()
 	}
 	r.mu.Lock()
-	err := r.part.Step(partition.AlterPartitionResult{Err: kerr.FencedLeaderEpoch})
+	err := r.mu.part.Step(partition.AlterPartitionResult{Err: kerr.FencedLeaderEpoch})
 	r.process()
 	r.mu.Unlock()
 	if err != nil || !r.notServing() || !strings.Contains(logs.String(), "partition leader fenced") {

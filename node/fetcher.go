@@ -48,10 +48,14 @@ type fetcher struct {
 	n      *Node
 	leader int32
 
-	mu    sync.Mutex // leaf: taken under replica.mu by enqueue
-	queue map[*replica]partition.FetchRequest
-	conn  net.Conn
-	wake  chan struct{}
+	// mu is a leaf: taken under replica.mu by enqueue, under Node.fetch
+	// by stopFetchers.
+	mu struct {
+		sync.Mutex
+		queue map[*replica]partition.FetchRequest
+		conn  net.Conn
+	}
+	wake chan struct{}
 
 	// body holds the last response read (run's goroutine only): its
 	// record batches are appended before the next fetch reuses it.
@@ -60,13 +64,14 @@ type fetcher struct {
 
 // fetcher returns (starting if needed) the fetcher for leader.
 func (n *Node) fetcher(leader int32) *fetcher {
-	n.fetchMu.Lock()
-	defer n.fetchMu.Unlock()
-	f := n.fetchers[leader]
+	n.fetch.Lock()
+	defer n.fetch.Unlock()
+	f := n.fetch.fetchers[leader]
 	if f == nil {
-		f = &fetcher{n: n, leader: leader, queue: map[*replica]partition.FetchRequest{}, wake: make(chan struct{}, 1)}
-		n.fetchers[leader] = f
-		if !n.fetchStopped {
+		f = &fetcher{n: n, leader: leader, wake: make(chan struct{}, 1)}
+		f.mu.queue = map[*replica]partition.FetchRequest{}
+		n.fetch.fetchers[leader] = f
+		if !n.fetch.stopped {
 			n.wg.Add(1)
 			go f.run()
 		}
@@ -77,13 +82,13 @@ func (n *Node) fetcher(leader int32) *fetcher {
 // stopFetchers closes the fetchers' connections so that a fetch in flight
 // returns at once; run them no more.
 func (n *Node) stopFetchers() {
-	n.fetchMu.Lock()
-	defer n.fetchMu.Unlock()
-	n.fetchStopped = true
-	for _, f := range n.fetchers {
+	n.fetch.Lock()
+	defer n.fetch.Unlock()
+	n.fetch.stopped = true
+	for _, f := range n.fetch.fetchers {
 		f.mu.Lock()
-		if f.conn != nil {
-			f.conn.Close()
+		if f.mu.conn != nil {
+			f.mu.conn.Close()
 		}
 		f.mu.Unlock()
 	}
@@ -92,7 +97,7 @@ func (n *Node) stopFetchers() {
 // enqueue queues a follower's fetch. It never blocks.
 func (f *fetcher) enqueue(r *replica, req partition.FetchRequest) {
 	f.mu.Lock()
-	f.queue[r] = req
+	f.mu.queue[r] = req
 	f.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -108,11 +113,11 @@ type fetchItem struct {
 func (f *fetcher) take() []fetchItem {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	items := make([]fetchItem, 0, len(f.queue))
-	for r, req := range f.queue {
+	items := make([]fetchItem, 0, len(f.mu.queue))
+	for r, req := range f.mu.queue {
 		items = append(items, fetchItem{r, req})
 	}
-	clear(f.queue)
+	clear(f.mu.queue)
 	return items
 }
 
@@ -239,7 +244,7 @@ func (f *fetcher) fetch(items []fetchItem) (*kmsg.FetchResponse, error) {
 // address the metadata image gives for the leader's Kafka listener.
 func (f *fetcher) dial() (net.Conn, error) {
 	f.mu.Lock()
-	c := f.conn
+	c := f.mu.conn
 	f.mu.Unlock()
 	if c != nil {
 		return c, nil
@@ -269,16 +274,16 @@ func (f *fetcher) dial() (net.Conn, error) {
 		return nil, errLeaderUnreachable
 	default:
 	}
-	f.conn = &bufConn{Conn: nc, r: bufio.NewReaderSize(nc, 64<<10)}
-	return f.conn, nil
+	f.mu.conn = &bufConn{Conn: nc, r: bufio.NewReaderSize(nc, 64<<10)}
+	return f.mu.conn, nil
 }
 
 func (f *fetcher) closeConn() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.conn != nil {
-		f.conn.Close()
-		f.conn = nil
+	if f.mu.conn != nil {
+		f.mu.conn.Close()
+		f.mu.conn = nil
 	}
 }
 

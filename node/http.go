@@ -60,8 +60,8 @@ func (n *Node) serveHTTP(ln net.Listener) {
 		h := health{NodeID: n.cfg.NodeID, BrokerEpoch: n.epoch.Load(), ClusterID: n.clusterID, Status: "ok"}
 		h.Controller, _ = n.ctrl.Leader()
 		n.mu.RLock()
-		h.Partitions = len(n.replicas)
-		closing := n.closed
+		h.Partitions = len(n.mu.replicas)
+		closing := n.mu.closed
 		n.mu.RUnlock()
 		w.Header().Set("Content-Type", "application/json")
 		if closing {
@@ -83,7 +83,7 @@ func (n *Node) serveHTTP(ln net.Listener) {
 // notReady says why the node should not get traffic, "" when it should.
 func (n *Node) notReady() string {
 	n.mu.RLock()
-	closing := n.closed
+	closing := n.mu.closed
 	n.mu.RUnlock()
 	if closing {
 		return "shutting down"
@@ -121,12 +121,12 @@ func (n *Node) notReady() string {
 // or a leader the controller fenced — as "topic-partition (why)", sorted.
 // Clients are sent here and get NOT_LEADER_OR_FOLLOWER from it.
 func (n *Node) notServing() []string {
-	var led []string
+	var led []tp
 	n.ctrl.View(func(im *quorum.Image) {
 		for name, t := range im.Topics {
 			for i, p := range t.Partitions {
 				if p.Leader == n.cfg.NodeID {
-					led = append(led, replicaKey(name, int32(i)))
+					led = append(led, tp{name, int32(i)})
 				}
 			}
 		}
@@ -134,13 +134,13 @@ func (n *Node) notServing() []string {
 	var out []string
 	for _, key := range led {
 		n.mu.RLock()
-		r, openErr := n.replicas[key], n.openErrs[key]
+		r, openErr := n.mu.replicas[key], n.mu.openErrs[key]
 		n.mu.RUnlock()
 		switch {
 		case r == nil && openErr != nil:
-			out = append(out, fmt.Sprintf("%s (its log did not open: %v)", key, openErr))
+			out = append(out, fmt.Sprintf("%s (its log did not open: %v)", key.String(), openErr))
 		case r.notServing():
-			out = append(out, key+" (fenced: a newer leader epoch exists, the metadata has not caught up)")
+			out = append(out, key.String()+" (fenced: a newer leader epoch exists, the metadata has not caught up)")
 		}
 	}
 	slices.Sort(out)

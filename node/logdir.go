@@ -46,10 +46,10 @@ func (n *Node) checkDiskError(err error) bool {
 	if err == nil || !isDiskError(err) {
 		return false
 	}
-	n.dirMu.Lock()
-	defer n.dirMu.Unlock()
-	if n.dirErr == nil {
-		n.dirErr = err
+	n.offline.Lock()
+	defer n.offline.Unlock()
+	if n.offline.err == nil {
+		n.offline.err = err
 		close(n.dirFailed)
 	}
 	return true
@@ -58,9 +58,9 @@ func (n *Node) checkDiskError(err error) bool {
 // logDirOffline returns the error that took the log directory offline, or
 // nil while it is online.
 func (n *Node) logDirOffline() error {
-	n.dirMu.Lock()
-	defer n.dirMu.Unlock()
-	return n.dirErr
+	n.offline.Lock()
+	defer n.offline.Unlock()
+	return n.offline.err
 }
 
 // logDirLoop waits for the log directory to fail, then takes its replicas
@@ -112,13 +112,13 @@ func (n *Node) logDirLoop() {
 func (r *replica) takeOffline() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.dead = true
-	for id, ch := range r.waiters {
+	r.mu.dead = true
+	for id, ch := range r.mu.waiters {
 		ch <- kerr.KafkaStorageError
-		delete(r.waiters, id)
+		delete(r.mu.waiters, id)
 	}
-	for _, w := range r.hwWaits {
+	for _, w := range r.mu.hwWaits {
 		w.ch <- kerr.KafkaStorageError
 	}
-	r.hwWaits = nil
+	r.mu.hwWaits = nil
 }

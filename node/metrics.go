@@ -50,24 +50,24 @@ func newMetrics(n *Node) *metrics.Metrics {
 // image, the rest from each replica's partition.Status and its log.
 func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.PartitionStat {
 	n := (*Node)(s)
-	replicas := map[string]int{}
+	replicas := map[tp]int{}
 	n.ctrl.View(func(im *quorum.Image) {
 		for name, t := range im.Topics {
 			for i, p := range t.Partitions {
 				if contains(p.Replicas, n.cfg.NodeID) {
-					replicas[replicaKey(name, int32(i))] = len(p.Replicas)
+					replicas[tp{name, int32(i)}] = len(p.Replicas)
 				}
 			}
 		}
 	})
 	for _, r := range n.snapshotReplicas() {
-		nr, ok := replicas[replicaKey(r.topic, r.partition)]
+		nr, ok := replicas[tp{r.topic, r.partition}]
 		if !ok {
 			continue // being dropped
 		}
 		st := r.status()
 		r.mu.Lock()
-		minISR := max(r.cfg.MinInsyncReplicas, 1)
+		minISR := max(r.mu.cfg.MinInsyncReplicas, 1)
 		r.mu.Unlock()
 		u := r.log.Unflushed()
 		ps := metrics.PartitionStat{
@@ -178,9 +178,11 @@ func (n *Node) checkWriteback(procRoot string) {
 // keeps this node as leader and changes the ISR's size. It keeps the last
 // leader and ISR size of every partition to compare with.
 type isrChanges struct {
-	mu               sync.Mutex
-	last             map[isrKey]isrState
-	shrinks, expands int64
+	mu struct {
+		sync.Mutex
+		last             map[isrKey]isrState
+		shrinks, expands int64
+	}
 }
 
 type isrKey struct {
@@ -197,13 +199,13 @@ type isrState struct {
 func (c *isrChanges) apply(ch quorum.Change, self int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.last == nil || ch.Restored {
-		c.last = map[isrKey]isrState{}
+	if c.mu.last == nil || ch.Restored {
+		c.mu.last = map[isrKey]isrState{}
 	}
 	if ch.Restored {
 		for _, t := range ch.Image.Topics {
 			for i, p := range t.Partitions {
-				c.last[isrKey{t.ID, int32(i)}] = isrState{p.Leader, len(p.ISR)}
+				c.mu.last[isrKey{t.ID, int32(i)}] = isrState{p.Leader, len(p.ISR)}
 			}
 		}
 		return
@@ -212,24 +214,24 @@ func (c *isrChanges) apply(ch quorum.Change, self int32) {
 		switch r := r.(type) {
 		case *quorum.CreateTopicRecord:
 			for i, p := range r.Partitions {
-				c.last[isrKey{r.ID, int32(i)}] = isrState{p.Leader, len(p.ISR)}
+				c.mu.last[isrKey{r.ID, int32(i)}] = isrState{p.Leader, len(p.ISR)}
 			}
 		case *quorum.PartitionChangeRecord:
 			k := isrKey{r.TopicID, r.Partition}
-			prev, ok := c.last[k]
+			prev, ok := c.mu.last[k]
 			if ok && prev.leader == self && r.Leader == self {
 				switch {
 				case len(r.ISR) < prev.isr:
-					c.shrinks++
+					c.mu.shrinks++
 				case len(r.ISR) > prev.isr:
-					c.expands++
+					c.mu.expands++
 				}
 			}
-			c.last[k] = isrState{r.Leader, len(r.ISR)}
+			c.mu.last[k] = isrState{r.Leader, len(r.ISR)}
 		case *quorum.RemoveTopicRecord:
-			for k := range c.last {
+			for k := range c.mu.last {
 				if k.topic == r.ID {
-					delete(c.last, k)
+					delete(c.mu.last, k)
 				}
 			}
 		}
@@ -239,5 +241,5 @@ func (c *isrChanges) apply(ch quorum.Change, self int32) {
 func (c *isrChanges) counts() (shrinks, expands int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.shrinks, c.expands
+	return c.mu.shrinks, c.mu.expands
 }

@@ -73,31 +73,42 @@ type Node struct {
 	reconcileMu sync.Mutex
 	wake        chan struct{}
 
-	mu       sync.RWMutex
-	replicas map[string]*replica // by "<topic>-<partition>"
-	// openErrs are the partitions hosted here whose log failed to open
-	// at the last reconciliation, with the error (/readyz shows those
-	// led here).
-	openErrs map[string]error
-	closed   bool
+	mu struct {
+		sync.RWMutex
+		replicas map[tp]*replica
+		// openErrs are the partitions hosted here whose log failed to
+		// open at the last reconciliation, with the error (/readyz shows
+		// those led here).
+		openErrs map[tp]error
+		closed   bool
+	}
 
-	sigMu    sync.Mutex
-	appended chan struct{}
-	// reconciled is the metadata index the logs were last reconciled
-	// with (under sigMu; appended is closed when it moves): publish.go.
-	reconciled uint64
+	// sig is a leaf.
+	sig struct {
+		sync.Mutex
+		// appended is closed and replaced to wake long-polling fetches.
+		appended chan struct{}
+		// reconciled is the metadata index the logs were last reconciled
+		// with (appended is closed when it moves): publish.go.
+		reconciled uint64
+	}
 
-	pidMu    sync.Mutex
-	pidNext  int64
-	pidLimit int64
+	// pids is the block of producer ids this node hands out; a leaf.
+	pids struct {
+		sync.Mutex
+		next, limit int64
+	}
 
-	// fetchers are the replica fetchers, by leader broker id.
-	fetchMu      sync.Mutex
-	fetchers     map[int32]*fetcher
-	fetchStopped bool
-	alterer      *alterer
+	// fetch is taken before fetcher.mu (stopFetchers), never under it.
+	fetch struct {
+		sync.Mutex
+		// fetchers are the replica fetchers, by leader broker id.
+		fetchers map[int32]*fetcher
+		stopped  bool
+	}
+	alterer *alterer
 	// hwCkpt is the high-watermark checkpoint read at start.
-	hwCkpt map[string]int64
+	hwCkpt map[tp]int64
 	// lostOnRecovery counts committed records the logs no longer held at
 	// start (checkpointed high watermark above the recovered log end).
 	lostOnRecovery atomic.Int64
@@ -110,10 +121,12 @@ type Node struct {
 	// served is closed when the Kafka Serve loop returns.
 	served chan struct{}
 
-	// dirErr is the error that took the log directory offline (logdir.go);
-	// dirFailed is closed then. dirMu is a leaf.
-	dirMu     sync.Mutex
-	dirErr    error
+	// offline.err is the error that took the log directory offline
+	// (logdir.go); dirFailed is closed then. offline is a leaf.
+	offline struct {
+		sync.Mutex
+		err error
+	}
 	dirFailed chan struct{}
 
 	metrics nodeMetrics // node/metrics.go
@@ -143,10 +156,12 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}
 	n := &Node{
 		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
-		wake: make(chan struct{}, 1), replicas: map[string]*replica{}, openErrs: map[string]error{}, appended: make(chan struct{}),
-		stop: make(chan struct{}), served: make(chan struct{}), fetchers: map[int32]*fetcher{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
 		dirFailed: make(chan struct{}),
 	}
+	n.mu.replicas, n.mu.openErrs = map[tp]*replica{}, map[tp]error{}
+	n.sig.appended = make(chan struct{})
+	n.fetch.fetchers = map[int32]*fetcher{}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.alterer = newAlterer(n)
 	n.scrub = newScrubber(n)
@@ -371,11 +386,11 @@ func (n *Node) ControllerAddr() string { return n.ctrl.Addr() }
 // wait for Kafka requests in flight.
 func (n *Node) Close(ctx context.Context) error {
 	n.mu.Lock()
-	if n.closed {
+	if n.mu.closed {
 		n.mu.Unlock()
 		return nil
 	}
-	n.closed = true
+	n.mu.closed = true
 	n.mu.Unlock()
 	var errs []error
 	if err := n.srv.Shutdown(ctx); err != nil {
@@ -454,12 +469,12 @@ func (n *Node) closeLogs() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var errs []error
-	for k, r := range n.replicas {
+	for k, r := range n.mu.replicas {
 		r.kill()
 		if err := r.log.Close(); err != nil && !errors.Is(err, segment.ErrClosed) {
 			errs = append(errs, fmt.Errorf("log %s: %w", k, err))
 		}
-		delete(n.replicas, k)
+		delete(n.mu.replicas, k)
 	}
 	return errors.Join(errs...)
 }
@@ -561,15 +576,23 @@ func (n *Node) maintain() {
 func (n *Node) snapshotReplicas() []*replica {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	out := make([]*replica, 0, len(n.replicas))
-	for _, r := range n.replicas {
+	out := make([]*replica, 0, len(n.mu.replicas))
+	for _, r := range n.mu.replicas {
 		out = append(out, r)
 	}
 	return out
 }
 
-func replicaKey(topic string, partition int32) string {
-	return topic + "-" + strconv.Itoa(int(partition))
+// tp names a partition: the key of the node's maps of partitions.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// String is "<topic>-<partition>": the name of the partition's log and
+// its directory, and how logs and /readyz name it.
+func (k tp) String() string {
+	return k.topic + "-" + strconv.Itoa(int(k.partition))
 }
 
 // reconcile makes the open logs match the metadata image: open a log for
@@ -583,14 +606,14 @@ func (n *Node) reconcile() {
 		// Its replicas are offline until the node restarts: nothing to
 		// open, but the metadata counts as applied here, so admin writes
 		// (publish.go) do not wait for this node until their deadline.
-		n.sigMu.Lock()
-		n.reconciled = max(n.reconciled, index)
-		n.sigMu.Unlock()
+		n.sig.Lock()
+		n.sig.reconciled = max(n.sig.reconciled, index)
+		n.sig.Unlock()
 		n.signal()
 		return
 	}
 	self := n.cfg.NodeID
-	want := map[string]bool{}
+	want := map[tp]bool{}
 	// The eligible brokers and their epochs (KIP-841/903), one map for
 	// every replica: it is never changed after this.
 	brokers := map[int32]int64{}
@@ -606,11 +629,11 @@ func (n *Node) reconcile() {
 			if !contains(p.Replicas, self) {
 				continue
 			}
-			key := replicaKey(name, int32(i))
+			key := tp{name, int32(i)}
 			want[key] = true
 			n.mu.RLock()
-			r, ok := n.replicas[key]
-			closed := n.closed
+			r, ok := n.mu.replicas[key]
+			closed := n.mu.closed
 			n.mu.RUnlock()
 			if closed {
 				return
@@ -621,21 +644,21 @@ func (n *Node) reconcile() {
 			}
 			pc, err := n.replicaConfig(t.Configs)
 			if err != nil {
-				n.log.Error("node: replica config", "partition", key, "err", err)
+				n.log.Error("node: replica config", "partition", key.String(), "err", err)
 				continue
 			}
 			if !ok {
 				r, err = n.openReplica(t, int32(i), pc)
 				n.mu.Lock()
 				if err != nil {
-					n.openErrs[key] = err
+					n.mu.openErrs[key] = err
 				} else {
-					delete(n.openErrs, key)
+					delete(n.mu.openErrs, key)
 				}
 				n.mu.Unlock()
 				if err != nil {
 					n.checkDiskError(err)
-					n.log.Error("node: open log", "partition", key, "err", err)
+					n.log.Error("node: open log", "partition", key.String(), "err", err)
 					continue
 				}
 			}
@@ -643,15 +666,15 @@ func (n *Node) reconcile() {
 		}
 	}
 	n.mu.Lock()
-	for key := range n.openErrs {
+	for key := range n.mu.openErrs {
 		if !want[key] {
-			delete(n.openErrs, key)
+			delete(n.mu.openErrs, key)
 		}
 	}
 	n.mu.Unlock()
 	n.mu.RLock()
-	var drop []string
-	for key := range n.replicas {
+	var drop []tp
+	for key := range n.mu.replicas {
 		if !want[key] {
 			drop = append(drop, key)
 		}
@@ -659,37 +682,38 @@ func (n *Node) reconcile() {
 	n.mu.RUnlock()
 	for _, key := range drop {
 		n.mu.RLock()
-		r := n.replicas[key]
+		r := n.mu.replicas[key]
 		n.mu.RUnlock()
 		n.dropReplica(key, r)
 	}
-	n.sigMu.Lock()
-	n.reconciled = max(n.reconciled, index)
-	n.sigMu.Unlock()
+	n.sig.Lock()
+	n.sig.reconciled = max(n.sig.reconciled, index)
+	n.sig.Unlock()
 	n.signal()
 }
 
 func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config) (*replica, error) {
-	key := replicaKey(t.Name, partition)
+	key := tp{t.Name, partition}
+	name := key.String()
 	opts := logOptions(n.cfg, t.Configs)
 	opts.OnFlush = n.metrics.m.ObserveFlush
 	opts.WritebackBytes, opts.Writeback, opts.OnWriteback = n.cfg.LogWritebackIntervalBytes, n.wb, n.metrics.m.ObserveWriteback
-	l, rep, err := segment.Open(n.fs, filepath.Join(n.dir, key), key, n.idx, opts)
+	l, rep, err := segment.Open(n.fs, filepath.Join(n.dir, name), name, n.idx, opts)
 	if err != nil {
 		return nil, err
 	}
 	if rep.CutReason != "" || len(rep.Damaged) > 0 {
 		// Recovery dropped a torn or corrupt tail, or found sealed
 		// segments shorter than their seals: the operator should know.
-		n.log.Warn("node: log recovery found damage", "partition", key, "cut_reason", rep.CutReason,
+		n.log.Warn("node: log recovery found damage", "partition", name, "cut_reason", rep.CutReason,
 			"bytes_cut", rep.BytesCut, "damaged_segments", len(rep.Damaged), "recovery", fmt.Sprintf("%+v", rep))
 	} else {
-		n.log.Debug("node: opened log", "partition", key, "recovery", fmt.Sprintf("%+v", rep))
+		n.log.Debug("node: opened log", "partition", name, "recovery", fmt.Sprintf("%+v", rep))
 	}
 	if pr := rep.Producers; pr.BadSnapshots > 0 || pr.Err != nil {
 		// The idempotent-producer state came from an older snapshot or a
 		// scan; after a scan error it lacks the producers past the damage.
-		n.log.Warn("node: producer state recovery", "partition", key, "snapshot", pr.Snapshot,
+		n.log.Warn("node: producer state recovery", "partition", name, "snapshot", pr.Snapshot,
 			"bad_snapshots", pr.BadSnapshots, "batches_scanned", pr.BatchesScanned, "err", pr.Err)
 	}
 	r, err := newReplica(n, t, partition, l, pc, n.hwCkpt[key])
@@ -698,34 +722,34 @@ func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config
 		return nil, err
 	}
 	n.mu.Lock()
-	n.replicas[key] = r
+	n.mu.replicas[key] = r
 	n.mu.Unlock()
 	return r, nil
 }
 
 // dropReplica deletes the log of a partition that left this node.
-func (n *Node) dropReplica(key string, r *replica) {
+func (n *Node) dropReplica(key tp, r *replica) {
 	n.mu.Lock()
-	delete(n.replicas, key)
+	delete(n.mu.replicas, key)
 	n.mu.Unlock()
 	r.kill()
 	if err := r.log.Delete(); err != nil {
-		n.log.Error("node: delete log", "partition", key, "err", err)
+		n.log.Error("node: delete log", "partition", key.String(), "err", err)
 	}
 }
 
 func (n *Node) replica(topic string, partition int32) *replica {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	return n.replicas[replicaKey(topic, partition)]
+	return n.mu.replicas[tp{topic, partition}]
 }
 
 // signal wakes every long-polling fetch (kafka.Logs.Appended).
 func (n *Node) signal() {
-	n.sigMu.Lock()
-	close(n.appended)
-	n.appended = make(chan struct{})
-	n.sigMu.Unlock()
+	n.sig.Lock()
+	close(n.sig.appended)
+	n.sig.appended = make(chan struct{})
+	n.sig.Unlock()
 }
 
 func contains(s []int32, v int32) bool {

@@ -54,9 +54,9 @@ func (n *Node) awaitPublished(ctx context.Context, index uint64, what string) {
 // image at index or later: quorum.Config.AwaitApplied.
 func (n *Node) awaitReconciled(ctx context.Context, index uint64) error {
 	for {
-		n.sigMu.Lock()
-		done, ch := n.reconciled >= index, n.appended
-		n.sigMu.Unlock()
+		n.sig.Lock()
+		done, ch := n.sig.reconciled >= index, n.sig.appended
+		n.sig.Unlock()
 		if done {
 			return nil
 		}

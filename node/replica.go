@@ -33,23 +33,26 @@ type replica struct {
 	// without taking mu.
 	hw atomic.Int64
 
-	mu      sync.Mutex
-	part    *partition.Replica
-	cfg     partition.Config
-	brokers map[int32]int64 // the BrokerEpochs last stepped
-	nextID  uint64
-	waiters map[uint64]chan error            // produce requests by ReqID
-	answers map[uint64]partition.FetchAnswer // follower fetch answers by ReqID
-	// hwWaits are acks=all duplicates of batches not yet committed: they
-	// complete when the HW passes their last offset.
-	hwWaits   []hwWait
-	flushing  bool          // a flush goroutine runs
-	flushDone chan struct{} // closed when it ends
-	flushWant int64         // the offset it must fsync below
-	lastErr   string
-	dead      bool // the log is closed or deleted: no more work
-	// fenced is the state machine's Fenced as process last logged it.
-	fenced bool
+	// mu guards the state machine and what the node keeps beside it.
+	mu struct {
+		sync.Mutex
+		part    *partition.Replica
+		cfg     partition.Config
+		brokers map[int32]int64 // the BrokerEpochs last stepped
+		nextID  uint64
+		waiters map[uint64]chan error            // produce requests by ReqID
+		answers map[uint64]partition.FetchAnswer // follower fetch answers by ReqID
+		// hwWaits are acks=all duplicates of batches not yet committed:
+		// they complete when the HW passes their last offset.
+		hwWaits   []hwWait
+		flushing  bool          // a flush goroutine runs
+		flushDone chan struct{} // closed when it ends
+		flushWant int64         // the offset it must fsync below
+		lastErr   string
+		dead      bool // the log is closed or deleted: no more work
+		// fenced is the state machine's Fenced as process last logged it.
+		fenced bool
+	}
 }
 
 type hwWait struct {
@@ -72,10 +75,9 @@ func newReplica(n *Node, t *quorum.Topic, partitionID int32, log *segment.Log, c
 	if err != nil {
 		return nil, err
 	}
-	r := &replica{
-		n: n, topic: t.Name, topicID: t.ID, partition: partitionID, log: log, part: pr, cfg: cfg,
-		waiters: map[uint64]chan error{}, answers: map[uint64]partition.FetchAnswer{},
-	}
+	r := &replica{n: n, topic: t.Name, topicID: t.ID, partition: partitionID, log: log}
+	r.mu.part, r.mu.cfg = pr, cfg
+	r.mu.waiters, r.mu.answers = map[uint64]chan error{}, map[uint64]partition.FetchAnswer{}
 	r.hw.Store(st.HW)
 	return r, nil
 }
@@ -86,24 +88,24 @@ func newReplica(n *Node, t *quorum.Topic, partitionID int32, log *segment.Log, c
 func (r *replica) become(p *quorum.Partition, cfg partition.Config, brokers map[int32]int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.dead {
+	if r.mu.dead {
 		return
 	}
-	if cfg != r.cfg {
-		if err := r.part.SetConfig(cfg); err != nil {
+	if cfg != r.mu.cfg {
+		if err := r.mu.part.SetConfig(cfg); err != nil {
 			r.n.log.Error("node: replica config", "topic", r.topic, "partition", r.partition, "err", err)
 		} else {
-			r.cfg = cfg
+			r.mu.cfg = cfg
 		}
 	}
-	if r.brokers == nil || !maps.Equal(brokers, r.brokers) {
+	if r.mu.brokers == nil || !maps.Equal(brokers, r.mu.brokers) {
 		// Even an empty map: the state machine trusts the broker epochs
 		// fetches carry until it has one.
-		_ = r.part.Step(partition.BrokerEpochs{Epochs: brokers})
-		r.brokers = brokers
+		_ = r.mu.part.Step(partition.BrokerEpochs{Epochs: brokers})
+		r.mu.brokers = brokers
 	}
 	m := partition.Become(r.n.cfg.NodeID, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.ISR, p.Replicas)
-	if err := r.part.Step(m); err != nil && !errors.Is(err, partition.ErrStaleEpoch) {
+	if err := r.mu.part.Step(m); err != nil && !errors.Is(err, partition.ErrStaleEpoch) {
 		r.n.log.Warn("node: metadata for replica", "topic", r.topic, "partition", r.partition, "err", err)
 	}
 	r.process()
@@ -114,19 +116,19 @@ func (r *replica) become(p *quorum.Partition, cfg partition.Config, brokers map[
 func (r *replica) tick() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.dead {
+	if r.mu.dead {
 		return
 	}
-	r.part.Tick()
+	r.mu.part.Tick()
 	r.process()
 }
 
 // process carries out the state machine's decisions until it has none.
-// Called with mu held, after every Step and Tick.
+// r.mu must be held; called after every Step and Tick.
 func (r *replica) process() {
 	signal := false
-	for r.part.HasReady() {
-		rd := r.part.Ready()
+	for r.mu.part.HasReady() {
+		rd := r.mu.part.Ready()
 		if t := rd.Truncate; t != nil {
 			if err := r.truncate(*t); err != nil {
 				// The log failed; every later event tries again.
@@ -141,12 +143,12 @@ func (r *replica) process() {
 			r.n.fetcher(f.Leader).enqueue(r, *f)
 		}
 		for _, a := range rd.FetchAnswers {
-			r.answers[a.ReqID] = a
+			r.mu.answers[a.ReqID] = a
 		}
 		for _, c := range rd.Completed {
-			if ch, ok := r.waiters[c.ReqID]; ok {
+			if ch, ok := r.mu.waiters[c.ReqID]; ok {
 				ch <- c.Err
-				delete(r.waiters, c.ReqID)
+				delete(r.mu.waiters, c.ReqID)
 			}
 		}
 		if p := rd.AlterPartition; p != nil {
@@ -156,18 +158,18 @@ func (r *replica) process() {
 			r.hw.Store(rd.HW)
 			signal = true
 		}
-		r.part.Advance(rd)
+		r.mu.part.Advance(rd)
 	}
-	if len(r.hwWaits) > 0 {
+	if len(r.mu.hwWaits) > 0 {
 		r.completeHWWaits()
 	}
-	if f := r.part.Fenced(); f != r.fenced {
-		r.fenced = f
+	if f := r.mu.part.Fenced(); f != r.mu.fenced {
+		r.mu.fenced = f
 		if f {
 			r.n.log.Error("node: partition leader fenced: the controller refused its ISR change as from a stale leader; it acknowledges nothing until the metadata catches up",
-				"topic", r.topic, "partition", r.partition, "leader_epoch", r.part.LeaderEpoch())
+				"topic", r.topic, "partition", r.partition, "leader_epoch", r.mu.part.LeaderEpoch())
 		} else {
-			r.n.log.Info("node: partition no longer fenced", "topic", r.topic, "partition", r.partition, "leader_epoch", r.part.LeaderEpoch())
+			r.n.log.Info("node: partition no longer fenced", "topic", r.topic, "partition", r.partition, "leader_epoch", r.mu.part.LeaderEpoch())
 		}
 	}
 	if signal {
@@ -176,11 +178,11 @@ func (r *replica) process() {
 }
 
 // completeHWWaits answers the duplicate acks=all batches the HW passed, and
-// fails them all once this replica no longer leads.
+// fails them all once this replica no longer leads. r.mu must be held.
 func (r *replica) completeHWWaits() {
-	hw, leads := r.hw.Load(), r.part.CheckProduce(partition.AcksLeader) == nil
-	kept := r.hwWaits[:0]
-	for _, w := range r.hwWaits {
+	hw, leads := r.hw.Load(), r.mu.part.CheckProduce(partition.AcksLeader) == nil
+	kept := r.mu.hwWaits[:0]
+	for _, w := range r.mu.hwWaits {
 		switch {
 		case !leads:
 			w.ch <- kerr.NotLeaderForPartition
@@ -190,11 +192,11 @@ func (r *replica) completeHWWaits() {
 			kept = append(kept, w)
 		}
 	}
-	r.hwWaits = kept
+	r.mu.hwWaits = kept
 }
 
 // truncate applies a follower's truncation to the log (which rolls its
-// idempotent-producer state back with it).
+// idempotent-producer state back with it). r.mu must be held.
 func (r *replica) truncate(t partition.Truncation) error {
 	var err error
 	if t.Fully {
@@ -207,7 +209,7 @@ func (r *replica) truncate(t partition.Truncation) error {
 	}
 	// A flush asked for before the cut must not wait for offsets that are
 	// gone (startFlush only raises flushWant).
-	r.flushWant = min(r.flushWant, r.log.LogEndOffset())
+	r.mu.flushWant = min(r.mu.flushWant, r.log.LogEndOffset())
 	if t.BelowHW >= 0 {
 		// Committed records are gone: only an unclean election does this.
 		r.n.log.Warn("node: truncated below the high watermark: committed records lost (unclean leader election)",
@@ -220,49 +222,52 @@ func (r *replica) truncate(t partition.Truncation) error {
 
 // startFlush makes sure a goroutine fsyncs the log below off and steps
 // LocalFlush (sync durability). One runs per replica at a time; asks made
-// while it runs raise its target (group commit does the rest).
+// while it runs raise its target (group commit does the rest). r.mu must
+// be held.
 func (r *replica) startFlush(off int64) {
-	r.flushWant = max(r.flushWant, off)
-	if r.flushing {
+	r.mu.flushWant = max(r.mu.flushWant, off)
+	if r.mu.flushing {
 		return
 	}
-	r.flushing = true
-	r.flushDone = make(chan struct{})
+	r.mu.flushing = true
+	r.mu.flushDone = make(chan struct{})
 	go r.flushLoop()
 }
 
+// flushLoop is the flush goroutine: it holds r.mu except while it waits
+// for the fsync.
 func (r *replica) flushLoop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for !r.dead && r.flushWant > r.log.FlushedOffset() {
-		want := r.flushWant
+	for !r.mu.dead && r.mu.flushWant > r.log.FlushedOffset() {
+		want := r.mu.flushWant
 		r.mu.Unlock()
 		err := r.log.WaitFlushed(r.n.ctx, want)
 		r.mu.Lock()
-		if err != nil && errors.Is(err, segment.ErrOffsetOutOfRange) && !r.dead {
+		if err != nil && errors.Is(err, segment.ErrOffsetOutOfRange) && !r.mu.dead {
 			// A truncation cut the log below want while we waited: report
 			// what is flushed and go on with what is left. Giving up here
 			// left the replica never stepping LocalFlush again (a sync
 			// follower fetches only after its fsync: stuck for good).
-			r.flushWant = min(r.flushWant, r.log.LogEndOffset())
-			_ = r.part.Step(partition.LocalFlush{Flushed: r.log.FlushedOffset()})
+			r.mu.flushWant = min(r.mu.flushWant, r.log.LogEndOffset())
+			_ = r.mu.part.Step(partition.LocalFlush{Flushed: r.log.FlushedOffset()})
 			r.process()
 			continue
 		}
 		if err != nil {
-			if !r.dead {
+			if !r.mu.dead {
 				r.logErr("flush", err)
 			}
 			break
 		}
-		if r.dead {
+		if r.mu.dead {
 			break
 		}
-		_ = r.part.Step(partition.LocalFlush{Flushed: r.log.FlushedOffset()})
+		_ = r.mu.part.Step(partition.LocalFlush{Flushed: r.log.FlushedOffset()})
 		r.process()
 	}
-	r.flushing = false
-	close(r.flushDone)
+	r.mu.flushing = false
+	close(r.mu.flushDone)
 }
 
 // kill ends the replica's work before its log is closed or deleted:
@@ -270,29 +275,29 @@ func (r *replica) flushLoop() {
 func (r *replica) kill() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.dead = true
-	for id, ch := range r.waiters {
+	r.mu.dead = true
+	for id, ch := range r.mu.waiters {
 		ch <- kerr.NotLeaderForPartition
-		delete(r.waiters, id)
+		delete(r.mu.waiters, id)
 	}
-	for _, w := range r.hwWaits {
+	for _, w := range r.mu.hwWaits {
 		w.ch <- kerr.NotLeaderForPartition
 	}
-	r.hwWaits = nil
+	r.mu.hwWaits = nil
 }
 
 // epoch is the current leader epoch.
 func (r *replica) epoch() int32 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.part.LeaderEpoch()
+	return r.mu.part.LeaderEpoch()
 }
 
 // status is a snapshot of the replication state.
 func (r *replica) status() partition.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.part.Status()
+	return r.mu.part.Status()
 }
 
 // notServing says whether the replica leads (per its state machine) but
@@ -300,7 +305,7 @@ func (r *replica) status() partition.Status {
 func (r *replica) notServing() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return !r.dead && r.part.Fenced()
+	return !r.mu.dead && r.mu.part.Fenced()
 }
 
 // highWatermark is the published high watermark.
@@ -310,14 +315,15 @@ func (r *replica) highWatermark() int64 { return r.hw.Load() }
 func (r *replica) checkEpoch(current int32) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.part.CheckLeaderEpoch(current)
+	return r.mu.part.CheckLeaderEpoch(current)
 }
 
-// logErr logs a replica error once until a different one happens.
+// logErr logs a replica error once until a different one happens. r.mu
+// must be held.
 func (r *replica) logErr(what string, err error) {
 	r.n.checkDiskError(err)
-	if s := what + err.Error(); s != r.lastErr {
-		r.lastErr = s
+	if s := what + err.Error(); s != r.mu.lastErr {
+		r.mu.lastErr = s
 		r.n.log.Error("node: replica "+what+" failed", "topic", r.topic, "partition", r.partition, "err", err)
 	}
 }

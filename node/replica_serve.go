@@ -23,17 +23,17 @@ func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := kafka.ProduceResult{BaseOffset: -1, LogStartOffset: -1}
-	if r.dead {
+	if r.mu.dead {
 		res.Err = kerr.NotLeaderForPartition
 		return res
 	}
-	if err := r.part.CheckProduce(p.Acks); err != nil {
+	if err := r.mu.part.CheckProduce(p.Acks); err != nil {
 		res.Err = err
 		return res
 	}
 	// The log decides idempotent producers' batches (segment.Log.Append):
 	// a duplicate writes nothing and answers the original's offsets.
-	info, err := r.log.Append(p.Records, r.part.LeaderEpoch())
+	info, err := r.log.Append(p.Records, r.mu.part.LeaderEpoch())
 	if err != nil {
 		r.n.checkDiskError(err)
 		res.Err, res.ErrMessage = appendError(err), err.Error()
@@ -45,22 +45,22 @@ func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 		res.BaseOffset, res.LogStartOffset = info.FirstOffset, r.log.LogStartOffset()
 		if p.Acks == partition.AcksAll && r.hw.Load() <= info.LastOffset {
 			ch := make(chan error, 1)
-			r.hwWaits = append(r.hwWaits, hwWait{last: info.LastOffset, ch: ch})
+			r.mu.hwWaits = append(r.mu.hwWaits, hwWait{last: info.LastOffset, ch: ch})
 			res.Pending = ch
 		}
 		return res
 	}
 	res.BaseOffset, res.LogStartOffset = info.FirstOffset, r.log.LogStartOffset()
 	res.Records = info.Records
-	r.nextID++
-	id := r.nextID
+	r.mu.nextID++
+	id := r.mu.nextID
 	var ch chan error
 	if p.Acks != partition.AcksNone {
 		ch = make(chan error, 1)
-		r.waiters[id] = ch
+		r.mu.waiters[id] = ch
 	}
-	if err := r.part.Step(partition.LocalAppend{ReqID: id, LastOffset: info.LastOffset, Acks: p.Acks, Deadline: r.deadline(ctx)}); err != nil {
-		delete(r.waiters, id)
+	if err := r.mu.part.Step(partition.LocalAppend{ReqID: id, LastOffset: info.LastOffset, Acks: p.Acks, Deadline: r.deadline(ctx)}); err != nil {
+		delete(r.mu.waiters, id)
 		r.logErr("append", err)
 		res.Err, res.BaseOffset = kerr.KafkaStorageError, -1
 		return res
@@ -73,12 +73,13 @@ func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 }
 
 // deadline is the tick at which a produce waiting under ctx times out.
+// r.mu must be held.
 func (r *replica) deadline(ctx context.Context) int64 {
 	d := defaultProduceTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		d = time.Until(dl)
 	}
-	return r.part.Now() + int64(d/tickInterval) + 1
+	return r.mu.part.Now() + int64(d/tickInterval) + 1
 }
 
 // fetch reads for a consumer (committed batches) or a follower (the
@@ -139,20 +140,20 @@ func (r *replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, 
 func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
 	r.mu.Lock()
-	if r.dead {
+	if r.mu.dead {
 		r.mu.Unlock()
 		res.Err = kerr.NotLeaderForPartition
 		return res
 	}
-	r.nextID++
-	id := r.nextID
-	_ = r.part.Step(partition.FollowerFetch{
+	r.mu.nextID++
+	id := r.mu.nextID
+	_ = r.mu.part.Step(partition.FollowerFetch{
 		ReqID: id, Replica: p.ReplicaID, BrokerEpoch: p.BrokerEpoch, FetchOffset: p.Offset,
 		LastFetchedEpoch: p.LastFetchedEpoch, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
 	})
 	r.process()
-	a, ok := r.answers[id]
-	delete(r.answers, id)
+	a, ok := r.mu.answers[id]
+	delete(r.mu.answers, id)
 	r.mu.Unlock()
 	switch {
 	case !ok:
@@ -180,12 +181,12 @@ func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 func (r *replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopicPartition, fetchErr error) (flushing <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.dead || !r.part.ExpectsFetch(req.Seq) {
+	if r.mu.dead || !r.mu.part.ExpectsFetch(req.Seq) {
 		return nil
 	}
 	defer func() {
-		if r.flushing {
-			flushing = r.flushDone
+		if r.mu.flushing {
+			flushing = r.mu.flushDone
 		}
 	}()
 	m := partition.FetchResponse{Seq: req.Seq, HW: -1, LogStartOffset: -1}
@@ -208,7 +209,7 @@ func (r *replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopi
 		}
 	}
 	m.LEO = r.log.LogEndOffset()
-	if err := r.part.Step(m); err != nil {
+	if err := r.mu.part.Step(m); err != nil {
 		r.logErr("fetch response", err)
 	}
 	r.process()
@@ -219,8 +220,8 @@ func (r *replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopi
 func (r *replica) listOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult {
 	res := kafka.ListOffsetResult{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
 	r.mu.Lock()
-	err := r.part.CheckLeaderEpoch(p.CurrentLeaderEpoch)
-	epoch := r.part.LeaderEpoch()
+	err := r.mu.part.CheckLeaderEpoch(p.CurrentLeaderEpoch)
+	epoch := r.mu.part.LeaderEpoch()
 	r.mu.Unlock()
 	if err != nil {
 		res.Err = err
@@ -262,9 +263,9 @@ func (r *replica) listOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult
 func (r *replica) endOffsetForEpoch(p kafka.EpochPartition) kafka.EpochResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.part.CheckLeaderEpoch(p.CurrentLeaderEpoch); err != nil {
+	if err := r.mu.part.CheckLeaderEpoch(p.CurrentLeaderEpoch); err != nil {
 		return kafka.EpochResult{Err: err, LeaderEpoch: -1, EndOffset: -1}
 	}
-	e, off := r.part.EndOffsetForEpoch(p.LeaderEpoch)
+	e, off := r.mu.part.EndOffsetForEpoch(p.LeaderEpoch)
 	return kafka.EpochResult{LeaderEpoch: e, EndOffset: off}
 }

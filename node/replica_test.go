@@ -34,8 +34,9 @@ func openTestReplica(t *testing.T) *replica {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	n := &Node{cfg: &config.Config{NodeID: 1}, log: slog.New(slog.DiscardHandler), fetchers: map[int32]*fetcher{},
-		fetchStopped: true, appended: make(chan struct{}), ctx: context.Background()}
+	n := &Node{cfg: &config.Config{NodeID: 1}, log: slog.New(slog.DiscardHandler), ctx: context.Background()}
+	n.fetch.fetchers, n.fetch.stopped = map[int32]*fetcher{}, true
+	n.sig.appended = make(chan struct{})
 	n.alterer = newAlterer(n)
 	r, err := newReplica(n, &quorum.Topic{Name: "t", ID: quorum.NewUUID()}, 0, l, partition.Config{ID: 1, LagTicks: 100}, 0)
 	if err != nil {

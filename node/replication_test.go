@@ -270,7 +270,7 @@ func (c *replCluster) waitImage(ctx context.Context, what string, cond func(im *
 // node's filesystem first, and restarts on that.
 func (n *Node) abort() {
 	n.mu.Lock()
-	n.closed = true
+	n.mu.closed = true
 	n.mu.Unlock()
 	_ = n.srv.Close()
 	<-n.served

@@ -141,18 +141,18 @@ func (s *scrubber) report(r *replica, c *segment.CorruptionError) {
 	s.n.metrics.m.ObserveCorruptBatch(r.topic, r.partition)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.dead {
+	if r.mu.dead {
 		return
 	}
-	st := r.part.Status()
+	st := r.mu.part.Status()
 	s.n.log.Error("node: corrupt batch in a local log",
 		"topic", r.topic, "partition", r.partition, "offset", c.Offset, "file", c.Path, "position", c.Pos,
 		"reason", c.Reason, "role", st.Role.String(), "isr", st.ISR)
-	if err := r.part.Step(partition.LogCorrupt{Offset: c.Offset}); err != nil {
+	if err := r.mu.part.Step(partition.LogCorrupt{Offset: c.Offset}); err != nil {
 		r.logErr("corruption report", err)
 	}
 	r.process()
-	if st := r.part.Status(); st.Role == partition.Leader && r.part.Damage() >= 0 && st.PendingISR == nil {
+	if st := r.mu.part.Status(); st.Role == partition.Leader && r.mu.part.Damage() >= 0 && st.PendingISR == nil {
 		s.n.log.Error("node: this replica is the only in-sync copy of a corrupt log: it keeps leading and serves only what lies below the damage",
 			"topic", r.topic, "partition", r.partition, "offset", c.Offset, "file", c.Path, "isr", st.ISR)
 	}
