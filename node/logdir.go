@@ -109,16 +109,4 @@ func (n *Node) logDirLoop() {
 // takeOffline stops the replica for good, as kill does, but answers the
 // produce requests waiting for acknowledgement with KAFKA_STORAGE_ERROR:
 // the log under it failed.
-func (r *replica) takeOffline() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.mu.dead = true
-	for id, ch := range r.mu.waiters {
-		ch <- kerr.KafkaStorageError
-		delete(r.mu.waiters, id)
-	}
-	for _, w := range r.mu.hwWaits {
-		w.ch <- kerr.KafkaStorageError
-	}
-	r.mu.hwWaits = nil
-}
+func (r *replica) takeOffline() { r.stop(kerr.KafkaStorageError) }

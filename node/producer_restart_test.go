@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -70,20 +69,7 @@ func TestIdempotentRetryAfterFullRestart(t *testing.T) {
 	for _, rn := range c.nodes {
 		c.kill(rn)
 	}
-	var wg sync.WaitGroup
-	for _, rn := range c.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := c.open(rn); err != nil {
-				t.Errorf("restart node %d: %v", rn.id, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	c.reopenAll(t)
 	c.waitImage(ctx, "a leader after the restart", func(im *quorum.Image) bool {
 		return im.Topics[topic].Partitions[0].Leader != quorum.NoLeader
 	})

@@ -272,16 +272,20 @@ func (r *replica) flushLoop() {
 
 // kill ends the replica's work before its log is closed or deleted:
 // waiting produce requests fail with NOT_LEADER_OR_FOLLOWER.
-func (r *replica) kill() {
+func (r *replica) kill() { r.stop(kerr.NotLeaderForPartition) }
+
+// stop ends the replica's work for good and answers every produce request
+// waiting for acknowledgement with why.
+func (r *replica) stop(why error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.dead = true
 	for id, ch := range r.mu.waiters {
-		ch <- kerr.NotLeaderForPartition
+		ch <- why
 		delete(r.mu.waiters, id)
 	}
 	for _, w := range r.mu.hwWaits {
-		w.ch <- kerr.NotLeaderForPartition
+		w.ch <- why
 	}
 	r.mu.hwWaits = nil
 }

@@ -147,6 +147,24 @@ func (c *replCluster) start() {
 }
 
 // open starts rn on its directory and filesystem.
+// reopenAll opens every node again at once (they were killed or
+// crashed: a full-cluster restart), failing the test if one does not.
+func (c *replCluster) reopenAll(t *testing.T) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, rn := range c.nodes {
+		wg.Go(func() {
+			if err := c.open(rn); err != nil {
+				t.Errorf("restart node %d: %v", rn.id, err)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
 func (c *replCluster) open(rn *replNode) error {
 	var seeds []string
 	for _, s := range c.seeds {
@@ -559,20 +577,7 @@ func TestPowerCutAllReplicas(t *testing.T) {
 			for _, rn := range c.nodes {
 				c.crash(rn, 0)
 			}
-			var wg sync.WaitGroup
-			for _, rn := range c.nodes {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					if err := c.open(rn); err != nil {
-						t.Errorf("restart node %d: %v", rn.id, err)
-					}
-				}()
-			}
-			wg.Wait()
-			if t.Failed() {
-				t.FailNow()
-			}
+			c.reopenAll(t)
 			allLed := func(im *quorum.Image) bool {
 				for _, p := range im.Topics[topic].Partitions {
 					if p.Leader == quorum.NoLeader {
