@@ -100,13 +100,10 @@ func TestFullDiskMovesLeadership(t *testing.T) {
 	defer cancel()
 	const topic, parts = "full", 3
 	adm := kadm.NewClient(c.client())
-	if _, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil {
-		t.Fatal(err)
-	}
-	c.waitImage(ctx, "the topic on every node", func(im *quorum.Image) bool { return im.Topics[topic] != nil })
+	c.createTopic(ctx, topic, parts, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
 
 	prod := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
-	acks := &ackLog{acked: map[string]int64{}, order: map[int32][]string{}}
+	acks := newAckLog()
 	var failed sync.Map
 	var sent atomic.Int64
 	var p0mu sync.Mutex

@@ -261,6 +261,16 @@ func (c *replCluster) client(opts ...kgo.Opt) *kgo.Client {
 }
 
 // waitImage waits until cond holds on the metadata image of a live node.
+// createTopic creates topic with parts partitions, three replicas and
+// cfg, and waits until every node's metadata has it.
+func (c *replCluster) createTopic(ctx context.Context, topic string, parts int32, cfg map[string]*string) {
+	c.t.Helper()
+	if _, err := kadm.NewClient(c.client()).CreateTopic(ctx, parts, 3, cfg, topic); err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitImage(ctx, "the topic on every node", func(im *quorum.Image) bool { return im.Topics[topic] != nil })
+}
+
 func (c *replCluster) waitImage(ctx context.Context, what string, cond func(im *quorum.Image) bool) {
 	c.t.Helper()
 	for {
@@ -312,6 +322,8 @@ type ackLog struct {
 	acked map[string]int64 // value -> offset
 	order map[int32][]string
 }
+
+func newAckLog() *ackLog { return &ackLog{acked: map[string]int64{}, order: map[int32][]string{}} }
 
 func (a *ackLog) add(r *kgo.Record) {
 	a.mu.Lock()
@@ -422,15 +434,11 @@ func TestReplicationSurvivesLeaderKill(t *testing.T) {
 	c := startReplCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(c.client())
 	const topic, parts = "repl", 3
-	if _, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil {
-		t.Fatal(err)
-	}
-	c.waitImage(ctx, "the topic on every node", func(im *quorum.Image) bool { return im.Topics[topic] != nil })
+	c.createTopic(ctx, topic, parts, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
 
 	prod := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
-	acks := &ackLog{acked: map[string]int64{}, order: map[int32][]string{}}
+	acks := newAckLog()
 	var failed sync.Map
 	// Sent and answered records of partition 0: in flight is their
 	// difference.
@@ -540,12 +548,9 @@ func TestPowerCutAllReplicas(t *testing.T) {
 			defer cancel()
 			const topic, parts, total = "cut", 2, 600
 			cfg := map[string]*string{"min.insync.replicas": kadm.StringPtr("2"), "sluice.durability": kadm.StringPtr(mode)}
-			if _, err := kadm.NewClient(c.client()).CreateTopic(ctx, parts, 3, cfg, topic); err != nil {
-				t.Fatal(err)
-			}
-			c.waitImage(ctx, "the topic", func(im *quorum.Image) bool { return im.Topics[topic] != nil })
+			c.createTopic(ctx, topic, parts, cfg)
 			prod := c.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-			acks := &ackLog{acked: map[string]int64{}, order: map[int32][]string{}}
+			acks := newAckLog()
 			for i := range total {
 				prod.Produce(ctx, &kgo.Record{Partition: int32(i % parts), Value: fmt.Appendf(nil, "v%05d", i)}, func(r *kgo.Record, err error) {
 					if err != nil {

@@ -39,13 +39,10 @@ func TestCorruptReplicaHeals(t *testing.T) {
 	adm := kadm.NewClient(c.client())
 	const topic = "scrub"
 	cfgs := map[string]*string{"min.insync.replicas": kadm.StringPtr("2"), "segment.bytes": kadm.StringPtr("8192")}
-	if _, err := adm.CreateTopic(ctx, 1, 3, cfgs, topic); err != nil {
-		t.Fatal(err)
-	}
-	c.waitImage(ctx, "the topic on every node", func(im *quorum.Image) bool { return im.Topics[topic] != nil })
+	c.createTopic(ctx, topic, 1, cfgs)
 
 	prod := c.client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchMaxBytes(2048))
-	acks := &ackLog{acked: map[string]int64{}, order: map[int32][]string{}}
+	acks := newAckLog()
 	var failed sync.Map
 	var seq atomic.Int64
 	produce := func(n int) {

@@ -127,6 +127,22 @@ func baselineWrite(b *testing.B, batch []byte) {
 	}
 }
 
+// benchAppend appends batch to a new log with opts b.N times, one op per
+// Append, flush never (the OS writes back).
+func benchAppend(b *testing.B, opts Options, batch []byte) {
+	l := benchLog(b, opts)
+	buf := append([]byte(nil), batch...)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	quiesce(b)
+	for i := 0; i < b.N; i++ {
+		if _, err := l.Append(buf, 1); err != nil {
+			b.Fatal(err)
+		}
+		writeback(b, i)
+	}
+}
+
 // BenchmarkAppend: one op is one Log.Append of a 16 KiB batch, flush never
 // (Kafka's default: the OS writes back).
 func BenchmarkAppend(b *testing.B) {
@@ -136,17 +152,7 @@ func BenchmarkAppend(b *testing.B) {
 			baselineWrite(b, batch)
 		})
 		b.Run(fmt.Sprintf("rec=%dB/engine", rec), func(b *testing.B) {
-			l := benchLog(b, Options{RetentionBytes: -1})
-			buf := append([]byte(nil), batch...)
-			b.SetBytes(int64(len(buf)))
-			b.ReportAllocs()
-			quiesce(b)
-			for i := 0; i < b.N; i++ {
-				if _, err := l.Append(buf, 1); err != nil {
-					b.Fatal(err)
-				}
-				writeback(b, i)
-			}
+			benchAppend(b, Options{RetentionBytes: -1}, batch)
 		})
 	}
 }
@@ -322,17 +328,7 @@ func BenchmarkAppendCompressed(b *testing.B) {
 				name = "codec=" + c.name + "/validated"
 			}
 			b.Run(name, func(b *testing.B) {
-				l := benchLog(b, Options{RetentionBytes: -1, noRecordCheck: !validated})
-				buf := append([]byte(nil), batch...)
-				b.SetBytes(int64(len(buf)))
-				b.ReportAllocs()
-				quiesce(b)
-				for i := 0; i < b.N; i++ {
-					if _, err := l.Append(buf, 1); err != nil {
-						b.Fatal(err)
-					}
-					writeback(b, i)
-				}
+				benchAppend(b, Options{RetentionBytes: -1, noRecordCheck: !validated}, batch)
 			})
 		}
 	}
