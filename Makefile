@@ -57,15 +57,19 @@ soak: build
 # record validation against the same appends without it) as a ratio
 # table, then the protocol's cost: node's BenchmarkProduce (the
 # segment append, then one node with a kgo producer, acks=1, per record
-# size; x-segment is their records/s ratio, p50/p99 the produce latency)
-# and the protocol layer alone (BenchmarkWireProduce); the tables are
-# kept in bin/bench.txt.
+# size; x-segment is their records/s ratio, p50/p99 the produce latency),
+# the protocol layer alone (BenchmarkWireProduce), and what the record
+# validation costs a producer (BenchmarkProduceValidation: kgo, 1 KiB
+# text records per codec, to a node that validates and one that does
+# not; x-baseline is their records/s ratio); the tables are kept in
+# bin/bench.txt.
 bench:
 	@mkdir -p bin
 	segment/benchtable.sh | tee bin/bench.txt
 	$(GO) test -run '^$$' -bench '^BenchmarkProduce$$' -benchmem -count=3 -timeout 30m ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-produce.txt
 	segment/benchtable.sh $(CURDIR)/bin/bench-produce.txt | tee -a bin/bench.txt
 	$(GO) test -run '^$$' -bench '^BenchmarkWireProduce$$' -benchmem -count=1 ./node/kafka/ | tee -a bin/bench.txt
+	$(GO) test -run '^$$' -bench '^BenchmarkProduceValidation$$' -benchtime 100000x -count=3 ./node/ 2>&1 | grep -v '^time=' | tee -a bin/bench.txt
 
 # bench-cluster is `sluice bench`: a 3-node local cluster of real processes
 # (temp dir, Kafka ports 19192..), the quick matrix (BENCH_ARGS=--quick; set

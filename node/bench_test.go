@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	mrand "math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -205,19 +207,19 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 	}
 }
 
-// produceAndReport produces b.N records of value as fast as cl takes them,
-// reports records/s and the produce-to-acknowledgement percentiles, and
-// returns records/s.
-func produceAndReport(ctx context.Context, b *testing.B, cl *kgo.Client, value []byte) float64 {
+// produceAndReport produces b.N records, the values in turn, as fast as cl
+// takes them, reports records/s and the produce-to-acknowledgement
+// percentiles, and returns records/s. The values must be of one size.
+func produceAndReport(ctx context.Context, b *testing.B, cl *kgo.Client, values ...[]byte) float64 {
 	lat := make([]time.Duration, 0, b.N)
 	var mu sync.Mutex
 	var firstErr error
-	b.SetBytes(int64(len(value)))
+	b.SetBytes(int64(len(values[0])))
 	b.ResetTimer()
 	start := time.Now()
-	for range b.N {
+	for i := range b.N {
 		sent := time.Now()
-		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+		cl.Produce(ctx, &kgo.Record{Value: values[i%len(values)]}, func(_ *kgo.Record, err error) {
 			d := time.Since(sent)
 			mu.Lock()
 			lat = append(lat, d)
@@ -236,4 +238,71 @@ func produceAndReport(ctx context.Context, b *testing.B, cl *kgo.Client, value [
 		b.Fatal(firstErr)
 	}
 	return reportLatency(b, lat, elapsed)
+}
+
+// BenchmarkProduceValidation is the cost of the leader's record validation
+// (segment/validate.go) as a producer sees it, per codec: kgo produces
+// 1 KiB records of words (compressible about as much as real text), acks=1,
+// to one partition of a node that validates ("validated") and of a node
+// that does not (Options.skipRecordCheck: "baseline"), in the same run.
+// The validated cell reports x-baseline, its records/s over the baseline
+// cell's just before; issue 14's target is x-baseline ≥ 0.8.
+func BenchmarkProduceValidation(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	nodes := map[bool]*testNode{
+		false: startNodeWith(b, b.TempDir(), Options{skipRecordCheck: true}),
+		true:  startNodeWith(b, b.TempDir(), Options{}),
+	}
+	for _, tn := range nodes {
+		createTopic(ctx, b, newClient(b, tn), "validation", 1)
+	}
+	values := textValues(64, 1024)
+	for _, c := range []struct {
+		name  string
+		codec kgo.CompressionCodec
+	}{{"none", kgo.NoCompression()}, {"gzip", kgo.GzipCompression()}, {"snappy", kgo.SnappyCompression()},
+		{"lz4", kgo.Lz4Compression()}, {"zstd", kgo.ZstdCompression()}} {
+		var baseline float64
+		for _, validated := range []bool{false, true} {
+			name := "codec=" + c.name + "/baseline"
+			if validated {
+				name = "codec=" + c.name + "/validated"
+			}
+			b.Run(name, func(b *testing.B) {
+				cl := newClient(b, nodes[validated], kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
+					kgo.MaxProduceRequestsInflightPerBroker(5), kgo.ProducerBatchCompression(c.codec),
+					kgo.DefaultProduceTopic("validation"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+				rate := produceAndReport(ctx, b, cl, values...)
+				if !validated {
+					baseline = rate
+				} else if baseline > 0 {
+					b.ReportMetric(rate/baseline, "x-baseline")
+				}
+			})
+		}
+	}
+}
+
+// textValues are k values of n bytes each: JSON-like text with words and
+// numbers drawn from a seeded generator, which gzip compresses about 3:1
+// in a batch, as it does real event payloads (identical or periodic
+// values would compress 50:1 and flatter every codec).
+func textValues(k, n int) [][]byte {
+	words := []string{"order", "paid", "eu-west", "user", "cart", "shipped", "refund", "sku", "status", "amount",
+		"currency", "EUR", "created", "session", "device", "android", "country", "DE", "FR", "price"}
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	out := make([][]byte, k)
+	for i := range out {
+		var v []byte
+		for len(v) < n {
+			v = append(v, '"')
+			v = append(v, words[rng.IntN(len(words))]...)
+			v = append(v, `":`...)
+			v = strconv.AppendInt(v, rng.Int64N(1_000_000), 10)
+			v = append(v, ',')
+		}
+		out[i] = v[:n]
+	}
+	return out
 }

@@ -47,6 +47,11 @@ type Options struct {
 	// (vfs.Default). Tests cut power with vfs.NewCrashableMem; the soak
 	// tool wraps the disk to forget unsynced writes.
 	FS vfs.FS
+
+	// skipRecordCheck turns off the leader's record validation on every
+	// log (segment.Options.SkipRecordCheck): BenchmarkProduceValidation
+	// measures its cost with it. Test-only: no config key sets it.
+	skipRecordCheck bool
 }
 
 // Node is one running Sluice process.
@@ -68,6 +73,8 @@ type Node struct {
 	epoch atomic.Int64
 
 	clusterID string
+	// skipRecordCheck: Options.skipRecordCheck.
+	skipRecordCheck bool
 
 	// reconcileMu serialises reconciliations (lock order: first).
 	reconcileMu sync.Mutex
@@ -155,7 +162,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID,
+		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID, skipRecordCheck: opts.skipRecordCheck,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
 		dirFailed: make(chan struct{}),
 	}
@@ -697,6 +704,7 @@ func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config
 	name := key.String()
 	opts := logOptions(n.cfg, t.Configs)
 	opts.OnFlush = n.metrics.m.ObserveFlush
+	opts.SkipRecordCheck = n.skipRecordCheck
 	opts.WritebackBytes, opts.Writeback, opts.OnWriteback = n.cfg.LogWritebackIntervalBytes, n.wb, n.metrics.m.ObserveWriteback
 	l, rep, err := segment.Open(n.fs, filepath.Join(n.dir, name), name, n.idx, opts)
 	if err != nil {

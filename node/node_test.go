@@ -42,6 +42,12 @@ func listen(t testing.TB) net.Listener {
 // starts a node on it; extra are key=value settings.
 func startNode(t testing.TB, dir string, extra ...string) *testNode {
 	t.Helper()
+	return startNodeWith(t, dir, Options{}, extra...)
+}
+
+// startNodeWith is startNode with Options (listeners are set here).
+func startNodeWith(t testing.TB, dir string, opts Options, extra ...string) *testNode {
+	t.Helper()
 	tn := &testNode{dir: dir, kl: listen(t), ctrlL: listen(t)}
 	if _, err := meta.ReadMeta(dir); err != nil {
 		_, err := meta.Format(dir, meta.Meta{
@@ -78,7 +84,8 @@ func startNode(t testing.TB, dir string, extra ...string) *testNode {
 	}
 	tn.cfg = cfg
 	tn.http = listen(t)
-	n, err := Open(cfg, Options{KafkaListener: tn.kl, ControllerListener: tn.ctrlL, HTTPListener: tn.http})
+	opts.KafkaListener, opts.ControllerListener, opts.HTTPListener = tn.kl, tn.ctrlL, tn.http
+	n, err := Open(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,23 +17,48 @@ import (
 // defaultProduceTimeout bounds an acks=all wait when the request gave none.
 const defaultProduceTimeout = 30 * time.Second
 
+// canProduce says why this replica cannot take a produce now (nil: it can).
+func (r *replica) canProduce(acks int16) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.canProduceLocked(acks)
+}
+
+func (r *replica) canProduceLocked(acks int16) error {
+	if r.mu.dead {
+		return kerr.NotLeaderForPartition
+	}
+	return r.mu.part.CheckProduce(acks)
+}
+
 // produce appends records as leader; see kafka.Logs.Produce. The
 // acknowledgement, when still due, comes on the result's Pending.
 func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.ProduceResult {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	res := kafka.ProduceResult{BaseOffset: -1, LogStartOffset: -1}
-	if r.mu.dead {
-		res.Err = kerr.NotLeaderForPartition
+	// Leadership and min.insync.replicas are answered before the records
+	// are looked at, as Kafka does; then the records are checked
+	// (decompressed and walked: segment/validate.go) outside the lock,
+	// because that is the costly part of an append and the partition's
+	// other producers, fetchers and acks need not wait for it; then the
+	// state is checked again under the lock, for the append.
+	if err := r.canProduce(p.Acks); err != nil {
+		res.Err = err
 		return res
 	}
-	if err := r.mu.part.CheckProduce(p.Acks); err != nil {
+	checked, err := r.log.Check(p.Records)
+	if err != nil {
+		res.Err, res.ErrMessage = appendError(err), err.Error()
+		return res
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.canProduceLocked(p.Acks); err != nil {
 		res.Err = err
 		return res
 	}
 	// The log decides idempotent producers' batches (segment.Log.Append):
 	// a duplicate writes nothing and answers the original's offsets.
-	info, err := r.log.Append(p.Records, r.mu.part.LeaderEpoch())
+	info, err := r.log.AppendChecked(checked, r.mu.part.LeaderEpoch())
 	if err != nil {
 		r.n.checkDiskError(err)
 		res.Err, res.ErrMessage = appendError(err), err.Error()

@@ -315,7 +315,10 @@ func BenchmarkRead(b *testing.B) {
 // (validate.go) on a 1 KiB produce (8 records of 128 bytes of text, one
 // batch) per codec: Append with validation ("validated") against the same
 // Append with it switched off ("baseline"), on real files, in the same
-// run. Target (issue 14): validated ≥ 80% of baseline.
+// run: the engine alone, where the validation is most of an append's
+// work (a write to the page cache). Issue 14's target (validated ≥ 80%
+// of baseline) is for what a producer sees: node's
+// BenchmarkProduceValidation.
 func BenchmarkAppendCompressed(b *testing.B) {
 	for _, c := range []struct {
 		name  string
@@ -328,7 +331,7 @@ func BenchmarkAppendCompressed(b *testing.B) {
 				name = "codec=" + c.name + "/validated"
 			}
 			b.Run(name, func(b *testing.B) {
-				benchAppend(b, Options{RetentionBytes: -1, noRecordCheck: !validated}, batch)
+				benchAppend(b, Options{RetentionBytes: -1, SkipRecordCheck: !validated}, batch)
 			})
 		}
 	}

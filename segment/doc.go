@@ -90,6 +90,9 @@
 // each maps to. AppendReplicated trusts the leader and checks framing
 // and CRC only. Both return the headers they parsed (AppendInfo.Headers);
 // outside this package BatchIter is the one walker of batch headers.
+// Append is Check (the checks, no lock, no log state) then AppendChecked
+// (producer state, epoch, write): a caller that serialises appends under
+// a lock of its own checks first, outside it, as the node's replica does.
 //
 // # Corruption: verified reads and scrubbing
 //

@@ -118,13 +118,45 @@ type AppendInfo struct {
 // original's offsets with Duplicate set; an older producer epoch is
 // ErrInvalidProducerEpoch; a sequence gap is ErrOutOfOrderSequence.
 func (l *Log) Append(records []byte, epoch int32) (AppendInfo, error) {
+	c, err := l.Check(records)
+	if err != nil {
+		return c.info, err
+	}
+	return l.AppendChecked(c, epoch)
+}
+
+// Checked holds a producer's records that passed Append's checks.
+type Checked struct {
+	records []byte
+	info    AppendInfo
+	idem    BatchHeader // the idempotent producer's batch, if isIdem
+	isIdem  bool
+}
+
+// Check runs Append's checks on records (framing, CRC, the records
+// themselves) without the log's lock or state. A caller that serialises
+// its appends under a lock of its own (the node's replica) checks first,
+// outside that lock, so that decompressing and walking one producer's
+// batch does not hold up the partition's other producers and fetchers.
+// On error the AppendInfo says what was parsed.
+func (l *Log) Check(records []byte) (Checked, error) {
 	info, err := l.validate(records, true)
 	if err != nil {
-		return info, err
+		return Checked{info: info}, err
 	}
 	idem, isIdem, err := idempotentBatch(info.Headers)
 	if err != nil {
-		return info, err
+		return Checked{info: info}, err
+	}
+	return Checked{records: records, info: info, idem: idem, isIdem: isIdem}, nil
+}
+
+// AppendChecked is Append of records that passed Check (the producer
+// state, the epoch and the write; the records' checks are not repeated).
+func (l *Log) AppendChecked(c Checked, epoch int32) (AppendInfo, error) {
+	records, info, idem, isIdem := c.records, c.info, c.idem, c.isIdem
+	if records == nil {
+		return info, fmt.Errorf("%w: no record batch (not from Check)", ErrInvalidBatch)
 	}
 	l.mu.Lock()
 	if err := l.writable(); err != nil {
@@ -227,7 +259,7 @@ func (l *Log) validate(records []byte, leader bool) (AppendInfo, error) {
 		if int64(n) > l.opts.SegmentBytes {
 			return info, fmt.Errorf("%w: batch %d is %d bytes, segment.bytes is %d", ErrBatchTooLarge, info.Batches, n, l.opts.SegmentBytes)
 		}
-		if leader && !l.opts.noRecordCheck {
+		if leader && !l.opts.SkipRecordCheck {
 			if err := rc.batch(records[p:p+n], h); err != nil {
 				return info, fmt.Errorf("batch %d at byte %d: %w", info.Batches, p, err)
 			}

@@ -64,9 +64,10 @@ type Options struct {
 	// else). It must not block.
 	OnWriteback func(bytes int64, err error)
 
-	// noRecordCheck turns off Append's record validation (validate.go),
-	// for the benchmark that measures its cost.
-	noRecordCheck bool
+	// SkipRecordCheck turns off Append's record validation (validate.go).
+	// Only benchmarks set it, to measure what validation costs; no config
+	// key reaches it (node sets it from a test-only option).
+	SkipRecordCheck bool
 
 	// syncRange replaces the kernel call in tests, and wbAlign the page
 	// size the active segment's ranges end on (writebackAlign).
