@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -33,7 +34,8 @@ func TestShutdownDrains(t *testing.T) {
 	md := metadataRequest(12, "orders")
 	av := kmsg.NewPtrApiVersionsRequest()
 	corrMD, corrAV := c.send(md), c.send(av)
-	<-entered // the Metadata handler is running, ApiVersions queued behind it
+	<-entered            // the Metadata handler is running
+	waitQueued(t, ts, 1) // and ApiVersions was read and queued behind it
 
 	shut := make(chan error, 1)
 	go func() { shut <- ts.Shutdown(context.Background()) }()
@@ -69,6 +71,31 @@ func TestShutdownDeadline(t *testing.T) {
 		t.Fatalf("Shutdown: %v, want context.Canceled", err)
 	}
 	c.expectClosed()
+}
+
+// waitQueued waits until the server has read n requests that wait behind
+// the one being answered. Shutdown answers what was read; a request still
+// in the socket's buffer when it begins is not read (the client sees the
+// connection close and retries elsewhere), so a test of the drain must
+// know its requests were read.
+func waitQueued(t *testing.T, ts *testServer, n int) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		ts.mu.Lock()
+		queued := 0
+		for c := range ts.conns {
+			queued += len(c.queue)
+		}
+		ts.mu.Unlock()
+		if queued >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests queued after %v, want %d", queued, testTimeout, n)
+		}
+		runtime.Gosched()
+	}
 }
 
 // waitClosed waits until the listener at addr refuses connections.
