@@ -270,7 +270,8 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	closers = append(closers, func() { n.stopLoops(); n.closeLogs() })
 
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
-		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port), SessionTimeout: cfg.BrokerSessionTimeout, ClusterID: n.clusterID, Log: n.log}
+		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port), SessionTimeout: cfg.BrokerSessionTimeout, ClusterID: n.clusterID, Log: n.log,
+			ProbeListener: config.ListenerKafka, ProbeInterval: cfg.BrokerProbeInterval}
 		if a, ok := cfg.Advertised(config.ListenerGossip); ok && a.Port != 0 {
 			gc.AdvertiseAddr, gc.AdvertisePort = a.Host, int(a.Port)
 		}

@@ -115,9 +115,28 @@
 //
 // Gossip runs memberlist on every node; a broker advertises the epoch of its
 // registration in its node metadata (SetBrokerEpoch). On the active
-// controller, the pure Liveness decider turns memberlist's view (dead events
-// as a fast hint, a session timeout as the authority) into FenceBroker and
-// UnfenceBroker commands for the registered epoch.
+// controller, the pure Liveness decider turns the evidence into FenceBroker
+// and UnfenceBroker commands for the registered epoch (timelines in
+// testdata/liveness.txt):
+//
+//   - a probe: every GossipConfig.ProbeInterval (the node's
+//     sluice.broker.probe.interval.ms, 250 ms) the controller opens a TCP
+//     connection to each live broker's Kafka listener, the one followers
+//     fetch from, and closes it. A refusal means nothing listens on that
+//     port while its host answers: the process is gone. Two in a row fence
+//     the broker (a killed leader loses its leaderships in 0.3–0.6 s in
+//     TestKilledLeaderFencedByProbe, against 5.5–6.4 s without probes).
+//     False positives: only a broker whose listener is closed is refused,
+//     which a running broker's is not until it shuts down; a slow, loaded
+//     or paused process still has its socket accepted by the kernel, and a
+//     timeout, a reset or a host that does not answer is no evidence. A
+//     refused broker stays fenced until a probe is answered or it
+//     registers a new epoch, so gossip's stale "alive" cannot flap it;
+//   - memberlist's dead event, a hint for what probes cannot see (a host
+//     or its network gone: seconds, memberlist's LAN settings);
+//   - the session timeout (broker.session.timeout.ms, 9 s), the bound: a
+//     broker not seen alive by gossip for that long is fenced, counted from
+//     when this controller became active.
 //
 // # Goroutines and locks
 //

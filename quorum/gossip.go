@@ -3,13 +3,16 @@ package quorum
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -29,6 +32,12 @@ type GossipConfig struct {
 	SessionTimeout time.Duration
 	// Tick is how often the active controller re-decides (SessionTimeout/10).
 	Tick time.Duration
+	// ProbeListener names the endpoint (of each broker's registration) the
+	// active controller probes with a TCP connect every ProbeInterval; two
+	// refusals in a row fence the broker (Liveness). Empty, or a
+	// ProbeInterval <= 0: no probes, gossip and the session timeout alone.
+	ProbeListener string
+	ProbeInterval time.Duration
 	// Tune, if set, adjusts the memberlist config last (tests make probes fast).
 	Tune func(*memberlist.Config)
 	// LogOutput receives memberlist's log; nil discards it.
@@ -69,8 +78,14 @@ type Gossip struct {
 	members map[int32]int64     // alive members and their advertised epochs
 	dead    map[int32]time.Time // leave events not yet given to Liveness
 
+	// refused holds the brokers whose listener the last probe found
+	// refusing (read by logDecision; written by loop).
+	refused sync.Map // int32 -> struct{}
+
 	// Proposed counts fence and unfence commands proposed (for tests/metrics).
 	Proposed atomic.Int64
+	// Probes and ProbesRefused count the active controller's probes.
+	Probes, ProbesRefused atomic.Int64
 }
 
 // StartGossip starts memberlist for this node; ctrl is the node's
@@ -183,14 +198,23 @@ func (g *Gossip) loop() {
 	defer close(g.done)
 	tick := time.NewTicker(g.cfg.Tick)
 	defer tick.Stop()
+	var probeTick <-chan time.Time
+	if g.cfg.ProbeListener != "" && g.cfg.ProbeInterval > 0 {
+		t := time.NewTicker(g.cfg.ProbeInterval)
+		defer t.Stop()
+		probeTick = t.C
+	}
 	live := Liveness{SessionTimeout: g.cfg.SessionTimeout}
 	leading := false
 	for {
+		probe := false
 		select {
 		case <-g.ctx.Done():
 			return
 		case <-tick.C:
 		case <-g.nudge:
+		case <-probeTick:
+			probe = true
 		}
 		if !g.ctrl.IsLeader() {
 			leading = false
@@ -210,6 +234,9 @@ func (g *Gossip) loop() {
 			live.Alive(id, epoch, now)
 		}
 		g.mu.Unlock()
+		if probe {
+			g.probe(&live)
+		}
 		var cmds []Command
 		g.ctrl.View(func(im *Image) { cmds = live.Decide(im, now) })
 		for _, cmd := range cmds {
@@ -275,6 +302,59 @@ func (e gossipEvents) NotifyLeave(n *memberlist.Node) {
 	e.g.poke()
 }
 
+// probe connects to the ProbeListener endpoint of every broker that is
+// registered, unfenced and not shutting down (but this one), all at once,
+// each for at most ProbeInterval, and tells live which refused and which
+// accepted. A timeout or another error is no evidence either way.
+func (g *Gossip) probe(live *Liveness) {
+	type target struct {
+		id    int32
+		epoch int64
+		addr  string
+	}
+	var targets []target
+	g.ctrl.View(func(im *Image) {
+		for _, id := range im.SortedBrokers() {
+			b := im.Brokers[id]
+			if id == g.cfg.NodeID || b.Fenced || b.ShuttingDown {
+				continue
+			}
+			for _, e := range b.Endpoints {
+				if e.Name == g.cfg.ProbeListener {
+					targets = append(targets, target{id, b.Epoch, net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))})
+				}
+			}
+		}
+	})
+	results := make([]error, len(targets))
+	var wg sync.WaitGroup
+	d := net.Dialer{Timeout: g.cfg.ProbeInterval}
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := d.DialContext(g.ctx, "tcp", t.addr)
+			if err == nil {
+				_ = c.Close()
+			}
+			results[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, t := range targets {
+		g.Probes.Add(1)
+		switch err := results[i]; {
+		case err == nil:
+			live.Answered(t.id, t.epoch)
+			g.refused.Delete(t.id)
+		case errors.Is(err, syscall.ECONNREFUSED):
+			g.ProbesRefused.Add(1)
+			live.Refused(t.id, t.epoch)
+			g.refused.Store(t.id, struct{}{})
+		}
+	}
+}
+
 // logDecision logs a fence or unfence the active controller proposed, with
 // the broker's gossip state (advertised epoch, or not a live member).
 func (g *Gossip) logDecision(cmd Command, err error) {
@@ -298,6 +378,9 @@ func (g *Gossip) logDecision(cmd Command, err error) {
 	attrs := []any{"broker", id, "registered_epoch", epoch, "gossip_member", member}
 	if member {
 		attrs = append(attrs, "gossip_epoch", gossipEpoch)
+	}
+	if _, refused := g.refused.Load(id); refused {
+		attrs = append(attrs, "listener", "refusing connections")
 	}
 	if err != nil {
 		g.cfg.Log.Warn("quorum: "+what+" failed", append(attrs, "err", err)...)

@@ -7,10 +7,18 @@ import "time"
 // the gossip driver (gossip.go) feeds it memberlist's view on the active
 // controller.
 //
-// Gossip is a fast hint, the Raft-committed broker epoch the authority:
+// Gossip and probes are fast hints, the Raft-committed broker epoch the
+// authority:
 //   - A broker is fenced when gossip reports it dead, or when it has not been
 //     seen alive for SessionTimeout (counted from when this controller became
 //     active, so a new controller gives every broker a fresh session).
+//   - A broker is fenced when its Kafka listener refused RefusalsToFence
+//     connections in a row (probes by the active controller, each a TCP
+//     connect): nothing listens on its port any more, but its host answered,
+//     so its process is gone. A probe that times out proves nothing (a host
+//     down, a partition, a paused process whose kernel still accepts): gossip
+//     and the session timeout decide those. A refused broker is not unfenced
+//     until a probe is answered again or it registers a new epoch.
 //   - An unfenced broker seen alive with another epoch than its registration
 //     is a new incarnation (restarted, not registered yet): the registered one
 //     is fenced.
@@ -24,8 +32,20 @@ import "time"
 type Liveness struct {
 	SessionTimeout time.Duration
 
-	since time.Time
-	seen  map[int32]observation
+	since  time.Time
+	seen   map[int32]observation
+	probes map[int32]probe
+}
+
+// RefusalsToFence is how many connections in a row a broker's listener
+// must refuse before it is fenced: one could be a listener being
+// re-bound; two, a probe interval apart, are a process that is gone.
+const RefusalsToFence = 2
+
+// probe is what the probes found of a broker's registration epoch.
+type probe struct {
+	epoch    int64
+	refusals int // in a row, for epoch
 }
 
 type observation struct {
@@ -39,6 +59,30 @@ type observation struct {
 func (l *Liveness) Reset(now time.Time) {
 	l.since = now
 	l.seen = map[int32]observation{}
+	l.probes = map[int32]probe{}
+}
+
+// Refused records that a connection to the listener of broker id,
+// registered with epoch, was refused.
+func (l *Liveness) Refused(id int32, epoch int64) {
+	if l.probes == nil {
+		l.probes = map[int32]probe{}
+	}
+	p := l.probes[id]
+	if p.epoch != epoch {
+		p = probe{epoch: epoch}
+	}
+	p.refusals++
+	l.probes[id] = p
+}
+
+// Answered records that the listener of broker id, registered with
+// epoch, accepted a connection.
+func (l *Liveness) Answered(id int32, epoch int64) {
+	if l.probes == nil {
+		l.probes = map[int32]probe{}
+	}
+	l.probes[id] = probe{epoch: epoch}
 }
 
 // Alive records that gossip sees broker id alive, advertising epoch.
@@ -71,10 +115,12 @@ func (l *Liveness) Decide(im *Image, now time.Time) []Command {
 			last = o.at
 		}
 		expired := now.Sub(last) > l.SessionTimeout
+		p := l.probes[id]
+		gone := p.epoch == b.Epoch && p.refusals >= RefusalsToFence
 		switch {
-		case !b.Fenced && (expired || ok && (o.dead || o.epoch != b.Epoch)):
+		case !b.Fenced && (expired || gone || ok && (o.dead || o.epoch != b.Epoch)):
 			out = append(out, &FenceBroker{ID: id, Epoch: b.Epoch})
-		case b.Fenced && !b.ShuttingDown && ok && !o.dead && !expired && o.epoch == b.Epoch:
+		case b.Fenced && !b.ShuttingDown && !gone && ok && !o.dead && !expired && o.epoch == b.Epoch:
 			out = append(out, &UnfenceBroker{ID: id, Epoch: b.Epoch})
 		}
 	}

@@ -2,9 +2,12 @@ package quorum
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
 )
 
 func TestLiveness(t *testing.T) {
@@ -64,4 +67,90 @@ func TestLiveness(t *testing.T) {
 	check(4*time.Second, "")
 	// Unseen for a session: 2 is fenced.
 	check(7*time.Second+1, "FenceBroker{ID:2 Epoch:2}")
+}
+
+// TestLivenessScript runs testdata/liveness.txt: timelines of gossip,
+// session and probe evidence, and what the active controller decides.
+//
+//	register id=N [fenced] [shutting-down]   a (new) registration; prints its epoch
+//	reset at=D                               this controller becomes active
+//	alive id=N epoch=E at=D                  gossip sees N alive advertising E
+//	dead id=N at=D                           gossip declares N dead
+//	refused id=N [epoch=E]                   a probe of N's listener was refused
+//	answered id=N [epoch=E]                  a probe of N's listener was accepted
+//	decide at=D                              the commands, applied to the image
+//
+// E defaults to N's registered epoch; D is a duration from the start.
+func TestLivenessScript(t *testing.T) {
+	s := &livenessHarness{im: NewImage()}
+	datadriven.RunTest(t, filepath.Join("testdata", "liveness.txt"), s.step)
+}
+
+type livenessHarness struct {
+	im *Image
+	l  Liveness
+}
+
+func (s *livenessHarness) step(t *testing.T, d *datadriven.TestData) string {
+	t0 := time.Unix(1000, 0)
+	at := func() time.Time {
+		v, ok := arg(d, "at")
+		if !ok {
+			t.Fatalf("%s: at= is required", d.Pos)
+		}
+		dur, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("%s: at=%s: %v", d.Pos, v, err)
+		}
+		return t0.Add(dur)
+	}
+	id := int32(argInt(t, d, "id", 0))
+	epoch := func() int64 {
+		b := s.im.Brokers[id]
+		def := int64(0)
+		if b != nil {
+			def = b.Epoch
+		}
+		return argInt(t, d, "epoch", def)
+	}
+	switch d.Cmd {
+	case "register":
+		s.im.LastBrokerEpoch++
+		s.im.Brokers[id] = &Broker{ID: id, Epoch: s.im.LastBrokerEpoch, Fenced: d.HasArg("fenced"), ShuttingDown: d.HasArg("shutting-down")}
+		return fmt.Sprintf("broker %d epoch %d", id, s.im.LastBrokerEpoch)
+	case "reset":
+		s.l = Liveness{SessionTimeout: time.Duration(argInt(t, d, "session-ms", 9000)) * time.Millisecond}
+		s.l.Reset(at())
+		return "ok"
+	case "alive":
+		s.l.Alive(id, epoch(), at())
+		return "ok"
+	case "dead":
+		s.l.Dead(id, at())
+		return "ok"
+	case "refused":
+		s.l.Refused(id, epoch())
+		return "ok"
+	case "answered":
+		s.l.Answered(id, epoch())
+		return "ok"
+	case "decide":
+		var out []string
+		for _, c := range s.l.Decide(s.im, at()) {
+			switch c := c.(type) {
+			case *FenceBroker:
+				s.im.Brokers[c.ID].Fenced = true
+				out = append(out, fmt.Sprintf("fence %d epoch %d", c.ID, c.Epoch))
+			case *UnfenceBroker:
+				s.im.Brokers[c.ID].Fenced = false
+				out = append(out, fmt.Sprintf("unfence %d epoch %d", c.ID, c.Epoch))
+			}
+		}
+		if len(out) == 0 {
+			return "nothing"
+		}
+		return strings.Join(out, "\n")
+	}
+	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+	return ""
 }

@@ -113,7 +113,12 @@ type Config struct {
 	// BrokerSessionTimeout (broker.session.timeout.ms): a broker the
 	// active controller has not seen alive through gossip for this long is
 	// fenced and its partitions get new leaders.
-	BrokerSessionTimeout   time.Duration
+	BrokerSessionTimeout time.Duration
+	// BrokerProbeInterval (sluice.broker.probe.interval.ms, a Sluice key):
+	// the active controller connects to every live broker's Kafka listener
+	// this often; two refusals in a row (the process is gone, its host up)
+	// fence it at once. 0: no probes.
+	BrokerProbeInterval    time.Duration
 	MessageMaxBytes        int32
 	SocketRequestMaxBytes  int32
 	AutoCreateTopicsEnable bool
@@ -266,6 +271,7 @@ var keys = []key{
 		return parseInt64(&c.LogScrubMaxBytesPerSecond, v, 0, math.MaxInt64)
 	}},
 	{"broker.session.timeout.ms", "9000", "a broker not seen alive (gossip) this long is fenced and loses its leaderships", func(c *Config, v string) error { return parseMs(&c.BrokerSessionTimeout, v, 1) }},
+	{"sluice.broker.probe.interval.ms", "250", "the active controller connects to each broker's Kafka listener this often; a broker whose listener refuses twice in a row (its process is gone) is fenced at once, without waiting for broker.session.timeout.ms; 0: never", func(c *Config, v string) error { return parseMs(&c.BrokerProbeInterval, v, 0) }},
 	{"replica.lag.time.max.ms", "30000", "a follower this far behind leaves the ISR", func(c *Config, v string) error { return parseMs(&c.ReplicaLagTimeMax, v, 1) }},
 	{"producer.id.expiration.ms", "86400000", "a partition forgets an idempotent producer whose latest batch is this old", func(c *Config, v string) error {
 		return parseMs(&c.ProducerIDExpiration, v, 1)
