@@ -239,8 +239,11 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		if strings.HasPrefix(filepath.ToSlash(path), "testdata/fuzz/") {
+		switch p := filepath.ToSlash(path); {
+		case strings.HasPrefix(p, "testdata/fuzz/"):
 			return // go test -fuzz corpus (FuzzReadHello), not a script
+		case strings.HasPrefix(p, "testdata/liveness/"):
+			return // TestLivenessScript's
 		}
 		h := newHarness()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {

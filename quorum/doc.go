@@ -117,7 +117,7 @@
 // registration in its node metadata (SetBrokerEpoch). On the active
 // controller, the pure Liveness decider turns the evidence into FenceBroker
 // and UnfenceBroker commands for the registered epoch (timelines in
-// testdata/liveness.txt):
+// testdata/liveness/timeline.txt):
 //
 //   - a probe: every GossipConfig.ProbeInterval (the node's
 //     sluice.broker.probe.interval.ms, 250 ms) the controller opens a TCP

@@ -69,7 +69,7 @@ func TestLiveness(t *testing.T) {
 	check(7*time.Second+1, "FenceBroker{ID:2 Epoch:2}")
 }
 
-// TestLivenessScript runs testdata/liveness.txt: timelines of gossip,
+// TestLivenessScript runs testdata/liveness/timeline.txt: timelines of gossip,
 // session and probe evidence, and what the active controller decides.
 //
 //	register id=N [fenced] [shutting-down]   a (new) registration; prints its epoch
@@ -83,7 +83,7 @@ func TestLiveness(t *testing.T) {
 // E defaults to N's registered epoch; D is a duration from the start.
 func TestLivenessScript(t *testing.T) {
 	s := &livenessHarness{im: NewImage()}
-	datadriven.RunTest(t, filepath.Join("testdata", "liveness.txt"), s.step)
+	datadriven.RunTest(t, filepath.Join("testdata", "liveness", "timeline.txt"), s.step)
 }
 
 type livenessHarness struct {
