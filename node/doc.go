@@ -45,63 +45,26 @@
 //
 // # Partitions and replication
 //
-// Every applied metadata change (quorum OnApply) wakes the reconciler, which
-// compares the image with the logs open and opens, updates or deletes
-// replicas: every partition this node hosts gets a replica (replica.go)
-// that owns its *segment.Log and a partition.Replica state machine, stepped
-// with the partition's leader, epochs, ISR and replicas, the topic's
-// min.insync.replicas and sluice.durability, and the eligible brokers'
-// epochs. Every event is stepped under replica.mu and followed by process,
-// which carries out the state machine's Ready in order: truncate the log,
-// start an fsync (sync durability: a goroutine per replica around the
-// segment's group commit, then LocalFlush), queue the follower's fetch,
-// hand answers to the fetch handlers waiting for them, complete produce
-// requests, send ISR changes, publish the high watermark (an atomic that
-// consumers read without the lock) and wake long-polling fetches.
+// Every applied metadata change (quorum OnApply) wakes the reconciler
+// (reconcile in node.go), which compares the image with the replicas open
+// and opens, updates or deletes them: for every partition this node hosts
+// it opens the log (segment options from the topic's configs) and hands
+// it to the replica manager (node/replica: Manager.Add), then steps the
+// replica with the partition's leader, epochs, ISR and replicas, the
+// topic's min.insync.replicas and sluice.durability, and the eligible
+// brokers' epochs (Replica.Become). Everything a replica does from there
+// — produce, fetch, follower fetchers, ISR changes, the clock, the
+// high-watermark checkpoint, the scrubber — is in node/replica's doc. The
+// node is its replica.Host (replicas.go): broker epoch, leader endpoints
+// from the image, AlterPartitions through the quorum, the reconciler's
+// and long polls' wake-ups, and the log directory.
 //
-//   - Leader: Produce checks CheckProduce, appends at the leader epoch,
-//     steps LocalAppend and returns at once; the Kafka handler then waits on
-//     every partition's Pending together (acks=all: until the HW passes the
-//     records; REQUEST_TIMED_OUT at the request's timeout). A replica Fetch
-//     (replica id >= 0) is stepped as FollowerFetch with the broker epoch
-//     it claims (v15's ReplicaState; -1 below v15, which is refused); the
-//     answer is an error, a diverging epoch, or a read up to the log end.
-//     Consumers read below the high watermark.
-//   - Follower: fetcher.go runs one replica fetcher per leader broker
-//     (Kafka's ReplicaFetcherThread): the fetches its followers queued go as
-//     one Fetch v15 (topics by ID; ReplicaState: this broker's id and
-//     registered epoch, without which the leader counts nothing; current
-//     leader epoch, last fetched epoch),
-//     long-polled by the leader (replica.fetch.wait.max.ms 500); each answer
-//     is appended with AppendReplicated when the state machine still waits
-//     for it, then stepped. An unreachable leader is retried after
-//     replica.fetch.backoff.ms.
-//   - ISR changes: alter.go batches the leaders' proposals into one
-//     AlterPartitions command at a time; the answers are stepped back.
-//   - Clock: every replica is ticked every 10 ms (tickInterval);
-//     replica.lag.time.max.ms and produce deadlines are counted in ticks.
-//   - High watermarks are checkpointed every 5 s and at Close to
-//     <log.dirs>/replication-offset-checkpoint (Kafka's format); a log that
-//     restarts below its checkpointed HW lost committed records (a power cut
-//     in page-cache mode) and the node says so (a warning; lostOnRecovery).
-//     Each log's recovery point is checkpointed every 60 s.
+// The maintenance loop (maintain in node.go) does the time-driven log
+// work over the replicas: flush.ms, retention every 5 minutes, each log's
+// recovery point every 60 s, and the high-watermark checkpoint every 5 s.
 //
-// Corruption: scrub.go runs one scrubber goroutine that verifies the
-// sealed segments of every local log (sluice.log.scrub.interval.ms,
-// throttled by sluice.log.scrub.max.bytes.per.second), and at once those of
-// a log whose read met a bad batch. A bad batch is logged at ERROR, counted
-// and stepped as partition.LogCorrupt: a follower truncates before it and
-// fetches it again; a leader hands leadership to another in-sync replica,
-// then does the same; the only in-sync copy keeps serving what is valid.
-//
-// Idempotent producers: the log decides (segment.Log.Append; see
-// segment/doc.go). A duplicate answers the original offsets without
-// writing (acks=all: once they are committed), a gap answers
-// OUT_OF_ORDER_SEQUENCE_NUMBER and an old epoch INVALID_PRODUCER_EPOCH.
-// Followers' logs keep the same state from the batches they replicate, so
-// a new leader recognises retries, and every log keeps it across restarts
-// (snapshots and a scan). producer.id.expiration.ms (1 day) is passed down
-// in segment.Options.
+// producer.id.expiration.ms (1 day) is passed down in segment.Options; the
+// logs keep idempotent producers' state (segment/doc.go).
 //
 // # Admin writes
 //
@@ -135,16 +98,13 @@
 //
 // # Goroutines and locks
 //
-// Besides the quorum's, gossip's and the Kafka server's: the reconciler
-// (one), the replica ticker, one replica fetcher per leader broker, the
-// AlterPartition sender, a flush goroutine per sync-mode replica while it
-// fsyncs, the maintenance ticker (flush.ms, retention, checkpoints), the
-// log-dir watcher (logDirLoop: waits for a failed dir, then reports it),
-// the scrubber (takes replica.mu only to report), the Serve loop and the
-// HTTP server. Lock order: Node.reconcileMu → Node.mu → replica.mu →
-// fetcher.mu / alterer.mu (leaves, taken by process to queue); replica.mu
-// → Node.fetch (process finds the fetcher) → fetcher.mu (stopFetchers);
-// Node.sig, Node.pids and Node.offline are leaves. A mutex's fields are
-// grouped with it (n.mu.replicas, r.mu.part). The fetcher and alterer
-// goroutines take replica.mu only with their own locks released.
+// Besides the quorum's, gossip's, the Kafka server's and the replica
+// manager's (node/replica): the reconciler (one), the maintenance ticker
+// (flush.ms, retention, checkpoints), the log-dir watcher (logDirLoop:
+// waits for a failed dir, then reports it), the Serve loop and the HTTP
+// server. Lock order: Node.reconcileMu → Node.mu → replica.Manager.mu →
+// replica.Replica.mu → (node/replica's own order); Node.sig, Node.pids
+// and Node.offline are leaves, taken under Replica.mu through the
+// replica.Host. A mutex's fields are grouped with it (n.mu.openErrs,
+// r.mu.part).
 package node

@@ -1,7 +1,8 @@
-package node
+package replica
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -18,24 +19,24 @@ const alterTimeout = 10 * time.Second
 // to the controller, batched: what queues while one AlterPartitions
 // command is in flight goes in the next (Kafka's AlterPartitionManager).
 type alterer struct {
-	n *Node
+	m *Manager
 	// mu is a leaf: taken under replica.mu by submit.
 	mu struct {
 		sync.Mutex
-		queue map[*replica]*partition.Proposal
+		queue map[*Replica]*partition.Proposal
 	}
 	wake chan struct{}
 }
 
-func newAlterer(n *Node) *alterer {
-	a := &alterer{n: n, wake: make(chan struct{}, 1)}
-	a.mu.queue = map[*replica]*partition.Proposal{}
+func newAlterer(m *Manager) *alterer {
+	a := &alterer{m: m, wake: make(chan struct{}, 1)}
+	a.mu.queue = map[*Replica]*partition.Proposal{}
 	return a
 }
 
 // submit queues r's proposal; its answer is stepped as an
 // AlterPartitionResult. It never blocks.
-func (a *alterer) submit(r *replica, p *partition.Proposal) {
+func (a *alterer) submit(r *Replica, p *partition.Proposal) {
 	a.mu.Lock()
 	a.mu.queue[r] = p
 	a.mu.Unlock()
@@ -46,16 +47,16 @@ func (a *alterer) submit(r *replica, p *partition.Proposal) {
 }
 
 func (a *alterer) run() {
-	defer a.n.wg.Done()
+	defer a.m.wg.Done()
 	for {
 		select {
-		case <-a.n.stop:
+		case <-a.m.stop:
 			return
 		case <-a.wake:
 		}
 		a.mu.Lock()
 		batch := a.mu.queue
-		a.mu.queue = map[*replica]*partition.Proposal{}
+		a.mu.queue = map[*Replica]*partition.Proposal{}
 		a.mu.Unlock()
 		if len(batch) > 0 {
 			a.send(batch)
@@ -63,10 +64,10 @@ func (a *alterer) run() {
 	}
 }
 
-func (a *alterer) send(batch map[*replica]*partition.Proposal) {
-	n := a.n
-	cmd := &quorum.AlterPartitions{BrokerID: n.cfg.NodeID, BrokerEpoch: n.epoch.Load()}
-	order := make([]*replica, 0, len(batch))
+func (a *alterer) send(batch map[*Replica]*partition.Proposal) {
+	m := a.m
+	cmd := &quorum.AlterPartitions{BrokerID: m.nodeID, BrokerEpoch: m.host.BrokerEpoch()}
+	order := make([]*Replica, 0, len(batch))
 	for r, p := range batch {
 		item := quorum.AlterPartitionItem{TopicID: r.topicID, Partition: r.partition, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}
 		for _, m := range p.NewISR {
@@ -75,13 +76,17 @@ func (a *alterer) send(batch map[*replica]*partition.Proposal) {
 		cmd.Partitions = append(cmd.Partitions, item)
 		order = append(order, r)
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, alterTimeout)
-	reply, err := n.ctrl.Propose(ctx, cmd)
+	ctx, cancel := context.WithTimeout(m.ctx, alterTimeout)
+	reply, err := m.host.AlterPartitions(ctx, cmd)
 	cancel()
 	if err != nil {
-		n.log.Warn("node: AlterPartition failed", "partitions", len(order), "err", err)
+		m.log.Warn("node: AlterPartition failed", "partitions", len(order), "err", err)
+		var ke *kerr.Error
+		if !errors.As(err, &ke) {
+			ke = kerr.UnknownServerError
+		}
 		for _, r := range order {
-			r.altered(partition.AlterPartitionResult{Proposal: batch[r], Err: controllerError(err)})
+			r.altered(partition.AlterPartitionResult{Proposal: batch[r], Err: ke})
 		}
 		return
 	}
@@ -90,28 +95,28 @@ func (a *alterer) send(batch map[*replica]*partition.Proposal) {
 		p  int32
 	}
 	byKey := map[key]*quorum.AlterPartitionResult{}
-	for i, res := range reply.(*quorum.AlterPartitionsReply).Partitions {
-		byKey[key{res.TopicID, res.Partition}] = &reply.(*quorum.AlterPartitionsReply).Partitions[i]
+	for i, res := range reply.Partitions {
+		byKey[key{res.TopicID, res.Partition}] = &reply.Partitions[i]
 	}
 	for _, r := range order {
-		m := partition.AlterPartitionResult{Proposal: batch[r], Err: kerr.UnknownServerError}
+		ar := partition.AlterPartitionResult{Proposal: batch[r], Err: kerr.UnknownServerError}
 		if res := byKey[key{r.topicID, r.partition}]; res != nil {
 			if res.Code != 0 {
-				m.Err = kerr.ErrorForCode(res.Code)
-				n.log.Info("node: AlterPartition refused", "topic", r.topic, "partition", r.partition, "code", res.Code, "message", res.Message)
+				ar.Err = kerr.ErrorForCode(res.Code)
+				m.log.Info("node: AlterPartition refused", "topic", r.topic, "partition", r.partition, "code", res.Code, "message", res.Message)
 			} else if st := res.State; st != nil {
-				m.Err, m.LeaderEpoch, m.PartitionEpoch, m.ISR = nil, st.LeaderEpoch, st.PartitionEpoch, st.ISR
+				ar.Err, ar.LeaderEpoch, ar.PartitionEpoch, ar.ISR = nil, st.LeaderEpoch, st.PartitionEpoch, st.ISR
 			}
 		}
-		r.altered(m)
+		r.altered(ar)
 	}
 	// The metadata changed: let the replicas see the new partition states
 	// even if the reconciler is slower.
-	n.poke()
+	m.host.Poke()
 }
 
 // altered steps the controller's answer to an ISR proposal.
-func (r *replica) altered(m partition.AlterPartitionResult) {
+func (r *Replica) altered(m partition.AlterPartitionResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.mu.dead {
