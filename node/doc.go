@@ -17,23 +17,26 @@
 //	<-ctx.Done() // SIGTERM
 //	return n.Close(shutdownCtx)
 //
-// Open takes these steps, in order:
+// Open checks the data directory first: meta.properties (node/meta) must
+// name this cluster and node. Then it runs four phases, each a function in
+// node.go; when one fails, what the earlier ones started is undone:
 //
-//  1. Check the data directory: meta.properties (node/meta) must name this
-//     cluster and node.
-//  2. Bind the Kafka (PLAINTEXT) and controller (CONTROLLER) listeners.
-//  3. Open the node's one segment Index (Pebble, <log.dirs>/index).
-//  4. Start the quorum Controller (<log.dirs>/quorum). An initial
-//     controller bootstraps as a Raft voter; any other node, broker-only
-//     ones included, joins as a non-voter (Controller.Join: join.go).
-//  5. Start liveness gossip when a GOSSIP listener is configured.
-//  6. Register the broker, saying whether the last run shut down cleanly
-//     (the .clean_shutdown marker). The registration is retried while its
-//     outcome is unknown.
-//  7. Get unfenced: the active controller sees the new epoch in gossip, or,
-//     without gossip, the node proposes UnfenceBroker itself.
-//  8. Serve the Kafka protocol and, with an HTTP listener, /healthz,
-//     /readyz and /metrics.
+//  1. bindListeners: the Kafka (PLAINTEXT), HTTP and controller
+//     (CONTROLLER) listeners, so a taken port fails before anything opens.
+//  2. openStorage: take the .clean_shutdown marker (was the last run's
+//     shutdown clean?), open the node's one segment Index (Pebble,
+//     <log.dirs>/index) and the replica manager (node/replica), which
+//     reads the high-watermark checkpoint. Logs open later, from the
+//     metadata.
+//  3. startQuorum: start the quorum Controller (<log.dirs>/quorum; an
+//     initial controller bootstraps as a Raft voter, any other node joins
+//     as a non-voter: join.go), the reconciler and the replicas'
+//     goroutines, liveness gossip when a GOSSIP listener is configured;
+//     then register the broker (retried while the outcome is unknown) and
+//     wait to be unfenced: the active controller sees the new epoch in
+//     gossip, or, without gossip, the node proposes UnfenceBroker itself.
+//  4. serve: the Kafka protocol, the maintenance loop and, with an HTTP
+//     listener, /healthz, /readyz and /metrics.
 //
 // Close undoes them. It stops the Kafka server (answering what was already
 // read), stops HTTP and gossip, closes every log (checkpoint and per-log

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/node/replica"
 	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
@@ -126,6 +127,10 @@ type Node struct {
 
 // Open starts a node from cfg; see the package doc for the steps. It
 // returns once the broker is registered and the Kafka listener serves.
+//
+// It runs four phases, each undone (in reverse) when a later one fails:
+// bind the listeners, open the storage, start the quorum and register,
+// serve.
 func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -150,74 +155,113 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.metrics.m = newMetrics(n)
 	n.checkWriteback("/proc")
-	var closers []func()
-	if cfg.LogWritebackIntervalBytes > 0 {
-		n.wb = segment.NewWriteback()
-		closers = append(closers, n.wb.Close)
-	}
+	var undo []func()
 	defer func() {
 		if err != nil {
-			for i := len(closers) - 1; i >= 0; i-- {
-				closers[i]()
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
 			}
 		}
 	}()
+	l, err := bindListeners(cfg, opts, &undo)
+	if err != nil {
+		return nil, err
+	}
+	n.kafkaL = l.kafka
+	clean, err := n.openStorage(&undo)
+	if err != nil {
+		return nil, err
+	}
+	if err = n.startQuorum(meta, l.controller, clean, opts.RegisterTimeout, &undo); err != nil {
+		return nil, err
+	}
+	if err = n.serve(l.http); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
 
-	clean := false
+// listeners are the sockets a node serves on; http is nil without an
+// HTTP listener.
+type listeners struct {
+	kafka, controller, http net.Listener
+}
+
+// bindListeners binds the Kafka, HTTP and controller listeners the config
+// names, unless opts brings them bound. A taken port fails here, before
+// anything is opened.
+func bindListeners(cfg *config.Config, opts Options, undo *[]func()) (l listeners, err error) {
+	kl, _ := cfg.Listener(config.ListenerKafka)
+	if l.kafka = opts.KafkaListener; l.kafka == nil {
+		if l.kafka, err = net.Listen("tcp", kl.Addr()); err != nil {
+			return l, fmt.Errorf("node: kafka listener: %w", err)
+		}
+	}
+	*undo = append(*undo, func() { l.kafka.Close() })
+	l.http = opts.HTTPListener
+	if hl, ok := cfg.Listener(config.ListenerHTTP); ok && l.http == nil {
+		if l.http, err = net.Listen("tcp", hl.Addr()); err != nil {
+			return l, fmt.Errorf("node: http listener: %w", err)
+		}
+	}
+	if l.http != nil {
+		*undo = append(*undo, func() { l.http.Close() })
+	}
+	cl, _ := cfg.Listener(config.ListenerController)
+	if l.controller = opts.ControllerListener; l.controller == nil {
+		if l.controller, err = net.Listen("tcp", cl.Addr()); err != nil {
+			return l, fmt.Errorf("node: controller listener: %w", err)
+		}
+	}
+	// The quorum owns it once started; closing it again is harmless.
+	*undo = append(*undo, func() { l.controller.Close() })
+	return l, nil
+}
+
+// openStorage takes the clean-shutdown marker (reporting whether the last
+// run left one), starts batched writeback, opens the node's segment Index
+// and the replica manager, which reads the high-watermark checkpoint. No
+// log is opened yet: the reconciler opens them from the metadata.
+func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 	if _, err := os.Stat(filepath.Join(n.dir, CleanShutdownFile)); err == nil {
 		clean = true
 		if err := os.Remove(filepath.Join(n.dir, CleanShutdownFile)); err != nil {
-			return nil, fmt.Errorf("node: %w", err)
+			return false, fmt.Errorf("node: %w", err)
 		}
 	}
-
-	kl, _ := cfg.Listener(config.ListenerKafka)
-	if n.kafkaL = opts.KafkaListener; n.kafkaL == nil {
-		if n.kafkaL, err = net.Listen("tcp", kl.Addr()); err != nil {
-			return nil, fmt.Errorf("node: kafka listener: %w", err)
-		}
+	if n.cfg.LogWritebackIntervalBytes > 0 {
+		n.wb = segment.NewWriteback()
+		*undo = append(*undo, n.wb.Close)
 	}
-	closers = append(closers, func() { n.kafkaL.Close() })
-	hl := opts.HTTPListener
-	if l, ok := cfg.Listener(config.ListenerHTTP); ok && hl == nil {
-		if hl, err = net.Listen("tcp", l.Addr()); err != nil {
-			return nil, fmt.Errorf("node: http listener: %w", err)
-		}
-	}
-	if hl != nil {
-		closers = append(closers, func() { hl.Close() })
-	}
-	cl, _ := cfg.Listener(config.ListenerController)
-	ctrlL := opts.ControllerListener
-	if ctrlL == nil {
-		if ctrlL, err = net.Listen("tcp", cl.Addr()); err != nil {
-			return nil, fmt.Errorf("node: controller listener: %w", err)
-		}
-	}
-
 	// OpenIndex creates the data directory (with durable parents).
 	if n.idx, err = segment.OpenIndex(n.fs, filepath.Join(n.dir, "index"), indexCacheBytes); err != nil {
-		ctrlL.Close()
-		return nil, fmt.Errorf("node: %w", err)
+		return false, fmt.Errorf("node: %w", err)
 	}
-	closers = append(closers, func() { n.idx.Close() })
+	*undo = append(*undo, func() { n.idx.Close() })
 	n.rm, err = replica.NewManager(replicaHost{n}, replica.Options{
-		NodeID: cfg.NodeID, Logger: n.log, FS: n.fs, Dir: n.dir,
-		ScrubInterval: cfg.LogScrubInterval, ScrubBytesPerSecond: cfg.LogScrubMaxBytesPerSecond,
+		NodeID: n.cfg.NodeID, Logger: n.log, FS: n.fs, Dir: n.dir,
+		ScrubInterval: n.cfg.LogScrubInterval, ScrubBytesPerSecond: n.cfg.LogScrubMaxBytesPerSecond,
 		OnCorruptBatch: n.metrics.m.ObserveCorruptBatch,
 	})
 	if err != nil {
-		ctrlL.Close()
-		return nil, fmt.Errorf("node: %w", err)
+		return false, fmt.Errorf("node: %w", err)
 	}
+	return clean, nil
+}
 
+// startQuorum starts the quorum Controller on ctrlL (bootstrapping as a
+// voter, or joining as a non-voter), the reconciler, the log-dir watcher
+// and the replica manager, liveness gossip when configured, and then
+// registers the broker and waits until it is unfenced (register).
+func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout time.Duration, undo *[]func()) (err error) {
+	cfg := n.cfg
 	voters := cfg.ControllerQuorumVoters
 	if len(voters) == 0 {
-		voters = meta.InitialControllers
+		voters = m.InitialControllers
 	}
 	qc := quorum.Config{
 		NodeID: cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
-		ClusterID: meta.ClusterID, PeerLog: n.log,
+		ClusterID: m.ClusterID, PeerLog: n.log,
 		Policy:       quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
 		OnApply:      func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
 		AwaitApplied: n.awaitReconciled,
@@ -234,12 +278,12 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 	if n.ctrl, err = quorum.Open(qc); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
-	closers = append(closers, func() { n.ctrl.Close() })
+	*undo = append(*undo, func() { n.ctrl.Close() })
 	if len(qc.InitialVoters) == 0 {
-		if err = n.joinQuorum(voters, opts.RegisterTimeout); err != nil {
-			return nil, err
+		if err = n.joinQuorum(voters, timeout); err != nil {
+			return err
 		}
 	}
 
@@ -247,7 +291,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	go n.reconcileLoop()
 	go n.logDirLoop()
 	n.rm.Start()
-	closers = append(closers, func() { n.stopLoops(); n.rm.CloseLogs() })
+	*undo = append(*undo, func() { n.stopLoops(); n.rm.CloseLogs() })
 
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
 		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port), SessionTimeout: cfg.BrokerSessionTimeout, ClusterID: n.clusterID, Log: n.log}
@@ -255,9 +299,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 			gc.AdvertiseAddr, gc.AdvertisePort = a.Host, int(a.Port)
 		}
 		if n.gossip, err = quorum.StartGossip(gc, n.ctrl); err != nil {
-			return nil, fmt.Errorf("node: %w", err)
+			return fmt.Errorf("node: %w", err)
 		}
-		closers = append(closers, func() { n.gossip.Close() })
+		*undo = append(*undo, func() { n.gossip.Close() })
 		if len(cfg.GossipSeeds) > 0 {
 			if _, err := n.gossip.Join(cfg.GossipSeeds); err != nil {
 				// Not fatal: the others may start later and join us.
@@ -266,17 +310,21 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), opts.RegisterTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err = n.register(ctx, clean); err != nil {
-		return nil, err
-	}
+	return n.register(ctx, clean)
+}
 
+// serve starts the Kafka protocol server on the Kafka listener, the
+// maintenance loop and, with an HTTP listener, /healthz, /readyz and
+// /metrics.
+func (n *Node) serve(httpL net.Listener) (err error) {
+	cfg := n.cfg
 	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log, Observer: n.metrics.m.Requests,
 		MaxConnections: int(cfg.MaxConnections), MaxConnectionsPerIP: int(cfg.MaxConnectionsPerIP),
 		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides, ConnectionsMaxIdle: cfg.ConnectionsMaxIdle}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
-		return nil, err
+		return err
 	}
 	go func() {
 		defer close(n.served)
@@ -286,10 +334,10 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}()
 	n.wg.Add(1)
 	go n.maintain()
-	if hl != nil {
-		n.serveHTTP(hl)
+	if httpL != nil {
+		n.serveHTTP(httpL)
 	}
-	return n, nil
+	return nil
 }
 
 // register registers this broker with the quorum and unfences it.
