@@ -69,6 +69,19 @@
 // producer.id.expiration.ms (1 day) is passed down in segment.Options; the
 // logs keep idempotent producers' state (segment/doc.go).
 //
+// Long-polling fetches wait on one node-wide "appended" channel that every
+// successful append, high-watermark change and reconciliation closes and
+// replaces (Node.signal; kafka.Logs.Appended).
+//
+// Gossip is optional (a GOSSIP listener): without it a broker unfences
+// itself after registering and nothing fences a dead broker, so leaders
+// never fail over. Gossip packets and streams carry the cluster id as
+// memberlist's label, so a node of another cluster never joins the
+// membership; the active controller logs every fence and unfence with the
+// broker's gossip state. A node that is not an initial voter
+// (process.roles=broker) joins the running quorum as a Raft non-voter
+// before registering (join.go); DescribeQuorum lists it as an observer.
+//
 // # Admin writes
 //
 // CreateTopics, CreatePartitions, DeleteTopics and IncrementalAlterConfigs
@@ -83,8 +96,21 @@
 // path, stops every replica, answers KAFKA_STORAGE_ERROR for them, writes
 // nothing more to the dir, and reports it to the controller
 // (quorum.LogDirOffline), which moves its leaderships to in-sync replicas
-// and takes it out of the ISRs until it registers again. Recovery is a
-// restart once the disk has room.
+// and takes it out of the ISRs until it registers again. Metadata lists
+// its replicas offline, /readyz is 503 and
+// kafka_log_logmanager_offlinelogdirectorycount 1; Close writes no
+// clean-shutdown marker. Recovery is a restart once the disk has room (the
+// logs recover, the broker registers again, its replicas catch up as
+// followers). Kafka halts a broker whose last log dir failed; Sluice keeps
+// the process up so that the failure stays visible. A full disk that also
+// fails the Pebble index's WAL is fatal to Pebble (it exits the process),
+// and the broker is then fenced by its session timeout instead.
+// TestFullDiskMovesLeadership (errorfs ENOSPC on the leader's log files
+// under an idempotent acks=all load): leadership moves in about 0.1 s,
+// nothing acknowledged is lost, the node rejoins every ISR after a
+// restart. The producer still pauses about 5 s on the moved partition:
+// kgo retries the KAFKA_STORAGE_ERROR and asks for metadata at most every
+// MetadataMinAge (5 s by default).
 //
 // # Metrics and health
 //
@@ -98,6 +124,27 @@
 // (node/writeback). The Kafka server reports request times to the
 // registry through kafka.Options.Observer, the logs their fsyncs through
 // segment.Options.OnFlush.
+//
+// sluice.debug.pprof=true serves Go's /debug/pprof/ on the HTTP listener
+// (off by default), e.g. `sluice cluster start --set
+// sluice.debug.pprof=true`, then `go tool pprof
+// http://127.0.0.1:<http port>/debug/pprof/profile?seconds=20`.
+//
+// # Tests
+//
+// TestReplicationSurvivesLeaderKill: 3 nodes, RF=3, kgo idempotent
+// acks=all; the leader is killed mid-stream on a crash clone of its
+// filesystem and restarted; every acknowledged record reads back once, in
+// order, and the ISR is back to 3. TestPowerCutAllReplicas: every replica
+// loses its unsynced writes at once; sync durability loses nothing,
+// page-cache loses only above the least-flushed replica's flushed offset,
+// and reports it. Real clients against one node: TestProduceConsume (kgo,
+// kadm) and TestKcat (librdkafka through kcat: idempotent acks=all
+// produce, consume to the end with -e, -L metadata; skipped without kcat,
+// which .ci/run installs). BenchmarkProduce (RF=1, acks=1, kgo's default
+// batching) runs beside the segment append in the same run and reports
+// their ratio (x-segment); `make bench` tables the best of three;
+// BenchmarkReplicatedProduce is its RF=3 peer.
 //
 // # Goroutines and locks
 //

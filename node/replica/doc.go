@@ -41,7 +41,9 @@
 //     Fetch (replica id >= 0) is stepped as FollowerFetch with the broker
 //     epoch it claims (v15's ReplicaState; -1 below v15, which is refused);
 //     the answer is an error, a diverging epoch, or a read up to the log
-//     end. Consumers read below the high watermark.
+//     end. Consumers read below the high watermark. Answers of 16 KiB or
+//     more leave the batches in the segment file (segment.Log.ReadSpan),
+//     which the connection sends with sendfile(2).
 //   - Follower: fetcher.go runs one replica fetcher per leader broker
 //     (Kafka's ReplicaFetcherThread): the fetches its followers queued go
 //     as one Fetch v15 (topics by ID; ReplicaState: this broker's id and
@@ -61,6 +63,21 @@
 //     once they are committed), a gap OUT_OF_ORDER_SEQUENCE_NUMBER and an
 //     old epoch INVALID_PRODUCER_EPOCH.
 //
+// Which replica fetches count (KIP-903). A leader counts a replica fetch
+// (acknowledgement, ISR expansion) only from an assigned replica whose
+// epoch is the one the metadata lists for that broker while it is eligible
+// (registered, unfenced, not shutting down); anything else, a replica
+// fetch below v15 included (it has no epoch), gets NOT_LEADER_OR_FOLLOWER,
+// Kafka's answer to a stale broker epoch. Kafka 3.5+ still takes
+// epoch-less replica fetches; Sluice refuses them because all its brokers
+// speak v15. A fetch with a leader epoch above the leader's gets
+// UNKNOWN_LEADER_EPOCH and changes nothing. Limits until the security
+// work (inter-broker listener, CLUSTER_ACTION): replica fetches arrive on
+// the one PLAINTEXT listener, and broker epochs are small sequential
+// numbers, so a forger who guesses one and names an unfenced follower is
+// still counted; the check stops zombies, old incarnations and fenced
+// brokers, not an attacker.
+//
 // # High-watermark checkpoint
 //
 // WriteHWCheckpoint writes every open replica's high watermark to
@@ -73,12 +90,18 @@
 // # Corruption
 //
 // scrub.go runs one scrubber goroutine that verifies the sealed segments
-// of every replica's log (Options.ScrubInterval, throttled by
-// ScrubBytesPerSecond), and at once those of a log whose read met a bad
-// batch. A bad batch is logged at ERROR, counted (Options.OnCorruptBatch)
-// and stepped as partition.LogCorrupt: a follower truncates before it and
-// fetches it again; a leader hands leadership to another in-sync replica,
-// then does the same; the only in-sync copy keeps serving what is valid.
+// of every replica's log with segment.Log.ScrubNext (Options.ScrubInterval,
+// sluice.log.scrub.interval.ms, default a day; throttled by
+// ScrubBytesPerSecond, sluice.log.scrub.max.bytes.per.second, default 10
+// MiB/s), and at once those of a log whose read met a bad batch. A bad
+// batch is logged at ERROR, counted (Options.OnCorruptBatch:
+// sluice_log_corrupt_batches_total) and stepped as partition.LogCorrupt: a
+// follower truncates before it and fetches it again; a leader proposes the
+// ISR without itself (the controller elects another member; the quorum
+// accepts a leader leaving only so), then truncates as a follower; the
+// only in-sync copy keeps leading and serves what is valid below the
+// damage. This goes beyond Kafka. node's TestCorruptReplicaHeals flips
+// bytes in a running follower and in a stopped leader under load.
 //
 // # Goroutines and locks
 //
