@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,31 +19,18 @@ const alterTimeout = 10 * time.Second
 // command is in flight goes in the next (Kafka's AlterPartitionManager).
 type alterer struct {
 	m *Manager
-	// mu is a leaf: taken under replica.mu by submit.
-	mu struct {
-		sync.Mutex
-		queue map[*Replica]*partition.Proposal
-	}
-	wake chan struct{}
+	// queue holds each leader's latest proposal (its lock is a leaf,
+	// taken under Replica.mu by submit).
+	queue *queue[*partition.Proposal]
 }
 
 func newAlterer(m *Manager) *alterer {
-	a := &alterer{m: m, wake: make(chan struct{}, 1)}
-	a.mu.queue = map[*Replica]*partition.Proposal{}
-	return a
+	return &alterer{m: m, queue: newQueue[*partition.Proposal]()}
 }
 
 // submit queues r's proposal; its answer is stepped as an
 // AlterPartitionResult. It never blocks.
-func (a *alterer) submit(r *Replica, p *partition.Proposal) {
-	a.mu.Lock()
-	a.mu.queue[r] = p
-	a.mu.Unlock()
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
-}
+func (a *alterer) submit(r *Replica, p *partition.Proposal) { a.queue.put(r, p) }
 
 func (a *alterer) run() {
 	defer a.m.wg.Done()
@@ -52,13 +38,9 @@ func (a *alterer) run() {
 		select {
 		case <-a.m.stop:
 			return
-		case <-a.wake:
+		case <-a.queue.wake:
 		}
-		a.mu.Lock()
-		batch := a.mu.queue
-		a.mu.queue = map[*Replica]*partition.Proposal{}
-		a.mu.Unlock()
-		if len(batch) > 0 {
+		if batch := a.queue.take(); len(batch) > 0 {
 			a.send(batch)
 		}
 	}

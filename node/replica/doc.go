@@ -108,9 +108,10 @@
 // The ticker, one fetcher per leader broker, the AlterPartition sender,
 // the scrubber (takes Replica.mu only to report), and a flush goroutine
 // per sync-mode replica while it fsyncs. Lock order: Manager.mu →
-// Replica.mu → fetcher.mu / alterer.mu (leaves, taken by process to
-// queue); Replica.mu → Manager.fetch (process finds the fetcher) →
-// fetcher.mu (stopFetchers). Manager.mu is held over a Replica.mu only by
+// Replica.mu → Manager.fetch (process finds the fetcher) → fetcher.mu
+// (stopFetchers closes its connection); Replica.mu → queue.mu (the
+// alterer's and each fetcher's queue.go: leaves, taken by process to
+// queue). Manager.mu is held over a Replica.mu only by
 // CloseLogs (it kills each replica); nothing under a Replica.mu takes
 // Manager.mu. The fetcher and alterer
 // goroutines take Replica.mu only with their own locks released. Host

@@ -43,17 +43,18 @@ type fetcher struct {
 	m      *Manager
 	leader int32
 
-	// mu is a leaf: taken under Replica.mu by enqueue, under Manager.fetch
-	// by stopFetchers.
+	// queue holds each follower's latest fetch (its lock is a leaf,
+	// taken under Replica.mu by enqueue).
+	queue *queue[partition.FetchRequest]
+
+	// mu is a leaf: taken under Manager.fetch by stopFetchers.
 	mu struct {
 		sync.Mutex
-		queue map[*Replica]partition.FetchRequest
 		// conn is used by run's goroutine only (closed by stopFetchers):
 		// the record batches of the last response alias its buffer until
 		// they are appended and the next fetch reuses it.
 		conn *kafka.ClientConn
 	}
-	wake chan struct{}
 }
 
 // fetcher returns (starting if needed) the fetcher for leader.
@@ -62,8 +63,7 @@ func (m *Manager) fetcher(leader int32) *fetcher {
 	defer m.fetch.Unlock()
 	f := m.fetch.fetchers[leader]
 	if f == nil {
-		f = &fetcher{m: m, leader: leader, wake: make(chan struct{}, 1)}
-		f.mu.queue = map[*Replica]partition.FetchRequest{}
+		f = &fetcher{m: m, leader: leader, queue: newQueue[partition.FetchRequest]()}
 		m.fetch.fetchers[leader] = f
 		if !m.fetch.stopped {
 			m.wg.Add(1)
@@ -89,15 +89,7 @@ func (m *Manager) stopFetchers() {
 }
 
 // enqueue queues a follower's fetch. It never blocks.
-func (f *fetcher) enqueue(r *Replica, req partition.FetchRequest) {
-	f.mu.Lock()
-	f.mu.queue[r] = req
-	f.mu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
-}
+func (f *fetcher) enqueue(r *Replica, req partition.FetchRequest) { f.queue.put(r, req) }
 
 type fetchItem struct {
 	r   *Replica
@@ -105,13 +97,11 @@ type fetchItem struct {
 }
 
 func (f *fetcher) take() []fetchItem {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	items := make([]fetchItem, 0, len(f.mu.queue))
-	for r, req := range f.mu.queue {
+	queued := f.queue.take()
+	items := make([]fetchItem, 0, len(queued))
+	for r, req := range queued {
 		items = append(items, fetchItem{r, req})
 	}
-	clear(f.mu.queue)
 	return items
 }
 
@@ -123,7 +113,7 @@ func (f *fetcher) run() {
 		select {
 		case <-f.m.stop:
 			return
-		case <-f.wake:
+		case <-f.queue.wake:
 		}
 		items := f.take()
 		if len(items) == 0 {

@@ -358,46 +358,34 @@ func (r *Replica) logErr(what string, err error) {
 	}
 }
 
-// appendError maps a segment append error to its Kafka error.
-func appendError(err error) error {
-	switch {
-	case errors.Is(err, segment.ErrCorruptBatch):
-		return kerr.CorruptMessage
-	case errors.Is(err, segment.ErrInvalidBatch):
-		return kerr.CorruptMessage
-	case errors.Is(err, segment.ErrInvalidRecord):
-		return kerr.InvalidRecord
-	case errors.Is(err, segment.ErrInvalidTimestamp):
-		return kerr.InvalidTimestamp
-	case errors.Is(err, segment.ErrUnsupportedCompression):
-		return kerr.UnsupportedCompressionType
-	case errors.Is(err, segment.ErrTransactionalBatch):
-		return kerr.TransactionalIDAuthorizationFailed
-	case errors.Is(err, segment.ErrBatchTooLarge):
-		return kerr.MessageTooLarge
-	case errors.Is(err, segment.ErrStaleEpoch):
-		return kerr.FencedLeaderEpoch
-	case errors.Is(err, segment.ErrOutOfOrderSequence):
-		return kerr.OutOfOrderSequenceNumber
-	case errors.Is(err, segment.ErrInvalidProducerEpoch):
-		return kerr.InvalidProducerEpoch
-	case errors.Is(err, segment.ErrClosed):
-		return kerr.NotLeaderForPartition
-	case errors.Is(err, segment.ErrLogFailed):
-		return kerr.KafkaStorageError
-	}
-	return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+// segmentErrors are the Kafka errors clients get for the segment's errors,
+// append and read alike; the first that matches wins.
+var segmentErrors = []struct {
+	err   error
+	kafka *kerr.Error
+}{
+	{segment.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{segment.ErrCorruptBatch, kerr.CorruptMessage},
+	{segment.ErrInvalidBatch, kerr.CorruptMessage},
+	{segment.ErrInvalidRecord, kerr.InvalidRecord},
+	{segment.ErrInvalidTimestamp, kerr.InvalidTimestamp},
+	{segment.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
+	{segment.ErrTransactionalBatch, kerr.TransactionalIDAuthorizationFailed},
+	{segment.ErrBatchTooLarge, kerr.MessageTooLarge},
+	{segment.ErrStaleEpoch, kerr.FencedLeaderEpoch},
+	{segment.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{segment.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{segment.ErrClosed, kerr.NotLeaderForPartition},
+	{segment.ErrLogFailed, kerr.KafkaStorageError},
 }
 
-// readError maps a segment read error to its Kafka error.
-func readError(err error) error {
-	switch {
-	case errors.Is(err, segment.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange
-	case errors.Is(err, segment.ErrClosed):
-		return kerr.NotLeaderForPartition
-	case errors.Is(err, segment.ErrCorruptBatch):
-		return kerr.CorruptMessage
+// kafkaError maps an error of the replica's log to its Kafka error; one
+// the table does not know is KAFKA_STORAGE_ERROR, keeping its text.
+func kafkaError(err error) error {
+	for _, e := range segmentErrors {
+		if errors.Is(err, e.err) {
+			return e.kafka
+		}
 	}
-	return kerr.KafkaStorageError
+	return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 }

@@ -3,6 +3,8 @@ package replica
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash/crc32"
 	"log/slog"
 	"path/filepath"
@@ -211,5 +213,20 @@ func TestFencedLeaderIsReported(t *testing.T) {
 		partition.Config{ID: 1, LagTicks: 1}, map[int32]int64{1: 1, 2: 1})
 	if r.NotServing() || !strings.Contains(logs.String(), "partition no longer fenced") {
 		t.Fatalf("after new metadata: not serving %v, log %q", r.NotServing(), logs.String())
+	}
+}
+
+// TestKafkaError: every error of the log maps to the Kafka error its
+// table names, wrapped or not; an unknown one is KAFKA_STORAGE_ERROR
+// and keeps its text.
+func TestKafkaError(t *testing.T) {
+	for _, e := range segmentErrors {
+		if got := kafkaError(fmt.Errorf("append: %w", e.err)); got != e.kafka {
+			t.Errorf("%v: got %v, want %v", e.err, got, e.kafka)
+		}
+	}
+	got := kafkaError(errors.New("disk on fire"))
+	if !errors.Is(got, kerr.KafkaStorageError) || !strings.Contains(got.Error(), "disk on fire") {
+		t.Errorf("unknown error: got %v", got)
 	}
 }

@@ -36,7 +36,7 @@ func (r *Replica) Produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 	info, err := r.log.Append(p.Records, r.mu.part.LeaderEpoch())
 	if err != nil {
 		r.m.host.DiskError(err)
-		res.Err, res.ErrMessage = appendError(err), err.Error()
+		res.Err, res.ErrMessage = kafkaError(err), err.Error()
 		return res
 	}
 	if info.Duplicate {
@@ -111,7 +111,7 @@ func (r *Replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, 
 	if err != nil {
 		// Below the log start (retention): the follower or consumer
 		// starts over at the log start this answer carries.
-		res.Err, res.LogStartOffset = readError(err), s.LogStart
+		res.Err, res.LogStartOffset = kafkaError(err), s.LogStart
 		if errors.Is(err, segment.ErrCorruptBatch) {
 			r.m.scrubSoon(r) // never handed out; the scrub finds where and repairs
 		}
@@ -126,7 +126,7 @@ func (r *Replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, 
 		res.Records, err = s.AppendTo(make([]byte, 0, s.Size))
 		s.Release()
 		if err != nil {
-			res.Err, res.Records = readError(err), nil
+			res.Err, res.Records = kafkaError(err), nil
 		}
 	}
 	return res
@@ -238,7 +238,7 @@ func (r *Replica) ListOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult
 		off, ts, ok, err := r.log.MaxTimestamp(hw)
 		switch {
 		case err != nil:
-			res.Err = readError(err)
+			res.Err = kafkaError(err)
 		case ok:
 			res.Offset, res.Timestamp, res.LeaderEpoch = off, ts, r.log.EpochForOffset(off)
 		}
@@ -250,7 +250,7 @@ func (r *Replica) ListOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult
 		off, ts, ok, err := r.log.OffsetForTimestamp(p.Timestamp)
 		switch {
 		case err != nil:
-			res.Err = readError(err)
+			res.Err = kafkaError(err)
 		case ok && off < hw:
 			res.Offset, res.Timestamp, res.LeaderEpoch = off, ts, r.log.EpochForOffset(off)
 		}
