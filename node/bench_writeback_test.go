@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-log/sluice/node/replica"
 	"github.com/sluice-log/sluice/node/writeback"
 )
 
@@ -221,7 +222,7 @@ func runWritebackRound(t *testing.T, cfg wbBenchConfig, on bool) *wbResult {
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedBytes(64<<20),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.DefaultProduceTopic("wb"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	createTopic(ctx, t, cl, "wb", 1)
-	var r *replica
+	var r *replica.Replica
 	deadline := time.Now().Add(30 * time.Second)
 	poll := time.NewTicker(10 * time.Millisecond)
 	for r = tn.replica("wb", 0); r == nil; r = tn.replica("wb", 0) {
@@ -293,7 +294,7 @@ func runWritebackRound(t *testing.T, cfg wbBenchConfig, on bool) *wbResult {
 }
 
 // sampleWindow samples the durability window every 100 ms until stop.
-func sampleWindow(r *replica, res *wbResult, stop <-chan struct{}) {
+func sampleWindow(r *replica.Replica, res *wbResult, stop <-chan struct{}) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -302,8 +303,8 @@ func sampleWindow(r *replica, res *wbResult, stop <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		dirty, _ := r.log.Unwritten() // 0 where the kernel cannot tell
-		u := r.log.Unflushed()
+		dirty, _ := r.Log().Unwritten() // 0 where the kernel cannot tell
+		u := r.Log().Unflushed()
 		var age time.Duration
 		if !u.Since.IsZero() {
 			age = time.Since(u.Since)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/node/replica"
 	"github.com/sluice-log/sluice/quorum"
 )
 
@@ -243,7 +244,7 @@ func controllerError(err error) error {
 
 // lookup finds the local replica, or the Kafka error for a partition that
 // is not here.
-func (b *broker) lookup(topic string, partition int32) (*replica, error) {
+func (b *broker) lookup(topic string, partition int32) (*replica.Replica, error) {
 	n := b.node()
 	if r := n.replica(topic, partition); r != nil {
 		if err := n.logDirOffline(); err != nil {
@@ -266,7 +267,7 @@ func (b *broker) Produce(ctx context.Context, p kafka.ProducePartition) kafka.Pr
 	if err != nil {
 		return kafka.ProduceResult{Err: err, BaseOffset: -1, LogStartOffset: -1}
 	}
-	res := r.produce(ctx, p)
+	res := r.Produce(ctx, p)
 	if res.Err == nil {
 		b.node().signal()
 	}
@@ -279,7 +280,7 @@ func (b *broker) Fetch(ctx context.Context, p kafka.FetchPartition) kafka.FetchR
 	if err != nil {
 		return kafka.FetchResult{Err: err, HighWatermark: -1, LogStartOffset: -1}
 	}
-	return r.fetch(p)
+	return r.Fetch(p)
 }
 
 // TopicName implements kafka.TopicNames (Fetch v13+ names topics by ID).
@@ -306,7 +307,7 @@ func (b *broker) ListOffset(ctx context.Context, p kafka.ListOffsetPartition) ka
 	if err != nil {
 		return kafka.ListOffsetResult{Err: err, Offset: -1, Timestamp: -1, LeaderEpoch: -1}
 	}
-	return r.listOffset(p)
+	return r.ListOffset(p)
 }
 
 // EndOffsetForEpoch implements kafka.Logs.
@@ -315,7 +316,7 @@ func (b *broker) EndOffsetForEpoch(ctx context.Context, p kafka.EpochPartition) 
 	if err != nil {
 		return kafka.EpochResult{Err: err, LeaderEpoch: -1, EndOffset: -1}
 	}
-	return r.endOffsetForEpoch(p)
+	return r.EndOffsetForEpoch(p)
 }
 
 // InitProducerID implements kafka.ProducerIDs: ids come from blocks the

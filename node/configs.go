@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/node/replica"
 	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
@@ -189,9 +190,9 @@ func minISR(cfg *config.Config, overrides map[string]string) int32 {
 // topic with these overrides.
 func (n *Node) replicaConfig(overrides map[string]string) (partition.Config, error) {
 	d, err := partition.ParseDurability(overrides[partition.ConfigDurability])
-	lag := max(int64(n.cfg.ReplicaLagTimeMax/tickInterval), 1)
+	lag := max(int64(n.cfg.ReplicaLagTimeMax/replica.TickInterval), 1)
 	return partition.Config{ID: n.cfg.NodeID, MinInsyncReplicas: int(minISR(n.cfg, overrides)), LagTicks: lag, Durability: d,
-		FetchBackoffTicks: int64(partitionFetchBackoff / tickInterval)}, err
+		FetchBackoffTicks: int64(replica.FetchBackoff / replica.TickInterval)}, err
 }
 
 var _ kafka.Configs = (*broker)(nil)

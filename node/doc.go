@@ -17,23 +17,26 @@
 //	<-ctx.Done() // SIGTERM
 //	return n.Close(shutdownCtx)
 //
-// Open takes these steps, in order:
+// Open checks the data directory first: meta.properties (node/meta) must
+// name this cluster and node. Then it runs four phases, each a function in
+// node.go; when one fails, what the earlier ones started is undone:
 //
-//  1. Check the data directory: meta.properties (node/meta) must name this
-//     cluster and node.
-//  2. Bind the Kafka (PLAINTEXT) and controller (CONTROLLER) listeners.
-//  3. Open the node's one segment Index (Pebble, <log.dirs>/index).
-//  4. Start the quorum Controller (<log.dirs>/quorum). An initial
-//     controller bootstraps as a Raft voter; any other node, broker-only
-//     ones included, joins as a non-voter (Controller.Join: join.go).
-//  5. Start liveness gossip when a GOSSIP listener is configured.
-//  6. Register the broker, saying whether the last run shut down cleanly
-//     (the .clean_shutdown marker). The registration is retried while its
-//     outcome is unknown.
-//  7. Get unfenced: the active controller sees the new epoch in gossip, or,
-//     without gossip, the node proposes UnfenceBroker itself.
-//  8. Serve the Kafka protocol and, with an HTTP listener, /healthz,
-//     /readyz and /metrics.
+//  1. bindListeners: the Kafka (PLAINTEXT), HTTP and controller
+//     (CONTROLLER) listeners, so a taken port fails before anything opens.
+//  2. openStorage: take the .clean_shutdown marker (was the last run's
+//     shutdown clean?), open the node's one segment Index (Pebble,
+//     <log.dirs>/index) and the replica manager (node/replica), which
+//     reads the high-watermark checkpoint. Logs open later, from the
+//     metadata.
+//  3. startQuorum: start the quorum Controller (<log.dirs>/quorum; an
+//     initial controller bootstraps as a Raft voter, any other node joins
+//     as a non-voter: join.go), the reconciler and the replicas'
+//     goroutines, liveness gossip when a GOSSIP listener is configured;
+//     then register the broker (retried while the outcome is unknown) and
+//     wait to be unfenced: the active controller sees the new epoch in
+//     gossip, or, without gossip, the node proposes UnfenceBroker itself.
+//  4. serve: the Kafka protocol, the maintenance loop and, with an HTTP
+//     listener, /healthz, /readyz and /metrics.
 //
 // Close undoes them. It stops the Kafka server (answering what was already
 // read), stops HTTP and gossip, closes every log (checkpoint and per-log
@@ -45,63 +48,39 @@
 //
 // # Partitions and replication
 //
-// Every applied metadata change (quorum OnApply) wakes the reconciler, which
-// compares the image with the logs open and opens, updates or deletes
-// replicas: every partition this node hosts gets a replica (replica.go)
-// that owns its *segment.Log and a partition.Replica state machine, stepped
-// with the partition's leader, epochs, ISR and replicas, the topic's
-// min.insync.replicas and sluice.durability, and the eligible brokers'
-// epochs. Every event is stepped under replica.mu and followed by process,
-// which carries out the state machine's Ready in order: truncate the log,
-// start an fsync (sync durability: a goroutine per replica around the
-// segment's group commit, then LocalFlush), queue the follower's fetch,
-// hand answers to the fetch handlers waiting for them, complete produce
-// requests, send ISR changes, publish the high watermark (an atomic that
-// consumers read without the lock) and wake long-polling fetches.
+// Every applied metadata change (quorum OnApply) wakes the reconciler
+// (reconcile in node.go), which compares the image with the replicas open
+// and opens, updates or deletes them: for every partition this node hosts
+// it opens the log (segment options from the topic's configs) and hands
+// it to the replica manager (node/replica: Manager.Add), then steps the
+// replica with the partition's leader, epochs, ISR and replicas, the
+// topic's min.insync.replicas and sluice.durability, and the eligible
+// brokers' epochs (Replica.Become). Everything a replica does from there
+// — produce, fetch, follower fetchers, ISR changes, the clock, the
+// high-watermark checkpoint, the scrubber — is in node/replica's doc. The
+// node is its replica.Host (replicas.go): broker epoch, leader endpoints
+// from the image, AlterPartitions through the quorum, the reconciler's
+// and long polls' wake-ups, and the log directory.
 //
-//   - Leader: Produce checks CheckProduce, appends at the leader epoch,
-//     steps LocalAppend and returns at once; the Kafka handler then waits on
-//     every partition's Pending together (acks=all: until the HW passes the
-//     records; REQUEST_TIMED_OUT at the request's timeout). A replica Fetch
-//     (replica id >= 0) is stepped as FollowerFetch with the broker epoch
-//     it claims (v15's ReplicaState; -1 below v15, which is refused); the
-//     answer is an error, a diverging epoch, or a read up to the log end.
-//     Consumers read below the high watermark.
-//   - Follower: fetcher.go runs one replica fetcher per leader broker
-//     (Kafka's ReplicaFetcherThread): the fetches its followers queued go as
-//     one Fetch v15 (topics by ID; ReplicaState: this broker's id and
-//     registered epoch, without which the leader counts nothing; current
-//     leader epoch, last fetched epoch),
-//     long-polled by the leader (replica.fetch.wait.max.ms 500); each answer
-//     is appended with AppendReplicated when the state machine still waits
-//     for it, then stepped. An unreachable leader is retried after
-//     replica.fetch.backoff.ms.
-//   - ISR changes: alter.go batches the leaders' proposals into one
-//     AlterPartitions command at a time; the answers are stepped back.
-//   - Clock: every replica is ticked every 10 ms (tickInterval);
-//     replica.lag.time.max.ms and produce deadlines are counted in ticks.
-//   - High watermarks are checkpointed every 5 s and at Close to
-//     <log.dirs>/replication-offset-checkpoint (Kafka's format); a log that
-//     restarts below its checkpointed HW lost committed records (a power cut
-//     in page-cache mode) and the node says so (a warning; lostOnRecovery).
-//     Each log's recovery point is checkpointed every 60 s.
+// The maintenance loop (maintain in node.go) does the time-driven log
+// work over the replicas: flush.ms, retention every 5 minutes, each log's
+// recovery point every 60 s, and the high-watermark checkpoint every 5 s.
 //
-// Corruption: scrub.go runs one scrubber goroutine that verifies the
-// sealed segments of every local log (sluice.log.scrub.interval.ms,
-// throttled by sluice.log.scrub.max.bytes.per.second), and at once those of
-// a log whose read met a bad batch. A bad batch is logged at ERROR, counted
-// and stepped as partition.LogCorrupt: a follower truncates before it and
-// fetches it again; a leader hands leadership to another in-sync replica,
-// then does the same; the only in-sync copy keeps serving what is valid.
+// producer.id.expiration.ms (1 day) is passed down in segment.Options; the
+// logs keep idempotent producers' state (segment/doc.go).
 //
-// Idempotent producers: the log decides (segment.Log.Append; see
-// segment/doc.go). A duplicate answers the original offsets without
-// writing (acks=all: once they are committed), a gap answers
-// OUT_OF_ORDER_SEQUENCE_NUMBER and an old epoch INVALID_PRODUCER_EPOCH.
-// Followers' logs keep the same state from the batches they replicate, so
-// a new leader recognises retries, and every log keeps it across restarts
-// (snapshots and a scan). producer.id.expiration.ms (1 day) is passed down
-// in segment.Options.
+// Long-polling fetches wait on one node-wide "appended" channel that every
+// successful append, high-watermark change and reconciliation closes and
+// replaces (Node.signal; kafka.Logs.Appended).
+//
+// Gossip is optional (a GOSSIP listener): without it a broker unfences
+// itself after registering and nothing fences a dead broker, so leaders
+// never fail over. Gossip packets and streams carry the cluster id as
+// memberlist's label, so a node of another cluster never joins the
+// membership; the active controller logs every fence and unfence with the
+// broker's gossip state. A node that is not an initial voter
+// (process.roles=broker) joins the running quorum as a Raft non-voter
+// before registering (join.go); DescribeQuorum lists it as an observer.
 //
 // # Admin writes
 //
@@ -117,8 +96,21 @@
 // path, stops every replica, answers KAFKA_STORAGE_ERROR for them, writes
 // nothing more to the dir, and reports it to the controller
 // (quorum.LogDirOffline), which moves its leaderships to in-sync replicas
-// and takes it out of the ISRs until it registers again. Recovery is a
-// restart once the disk has room.
+// and takes it out of the ISRs until it registers again. Metadata lists
+// its replicas offline, /readyz is 503 and
+// kafka_log_logmanager_offlinelogdirectorycount 1; Close writes no
+// clean-shutdown marker. Recovery is a restart once the disk has room (the
+// logs recover, the broker registers again, its replicas catch up as
+// followers). Kafka halts a broker whose last log dir failed; Sluice keeps
+// the process up so that the failure stays visible. A full disk that also
+// fails the Pebble index's WAL is fatal to Pebble (it exits the process),
+// and the broker is then fenced by its session timeout instead.
+// TestFullDiskMovesLeadership (errorfs ENOSPC on the leader's log files
+// under an idempotent acks=all load): leadership moves in about 0.1 s,
+// nothing acknowledged is lost, the node rejoins every ISR after a
+// restart. The producer still pauses about 5 s on the moved partition:
+// kgo retries the KAFKA_STORAGE_ERROR and asks for metadata at most every
+// MetadataMinAge (5 s by default).
 //
 // # Metrics and health
 //
@@ -133,18 +125,36 @@
 // registry through kafka.Options.Observer, the logs their fsyncs through
 // segment.Options.OnFlush.
 //
+// sluice.debug.pprof=true serves Go's /debug/pprof/ on the HTTP listener
+// (off by default), e.g. `sluice cluster start --set
+// sluice.debug.pprof=true`, then `go tool pprof
+// http://127.0.0.1:<http port>/debug/pprof/profile?seconds=20`.
+//
+// # Tests
+//
+// TestReplicationSurvivesLeaderKill: 3 nodes, RF=3, kgo idempotent
+// acks=all; the leader is killed mid-stream on a crash clone of its
+// filesystem and restarted; every acknowledged record reads back once, in
+// order, and the ISR is back to 3. TestPowerCutAllReplicas: every replica
+// loses its unsynced writes at once; sync durability loses nothing,
+// page-cache loses only above the least-flushed replica's flushed offset,
+// and reports it. Real clients against one node: TestProduceConsume (kgo,
+// kadm) and TestKcat (librdkafka through kcat: idempotent acks=all
+// produce, consume to the end with -e, -L metadata; skipped without kcat,
+// which .ci/run installs). BenchmarkProduce (RF=1, acks=1, kgo's default
+// batching) runs beside the segment append in the same run and reports
+// their ratio (x-segment); `make bench` tables the best of three;
+// BenchmarkReplicatedProduce is its RF=3 peer.
+//
 // # Goroutines and locks
 //
-// Besides the quorum's, gossip's and the Kafka server's: the reconciler
-// (one), the replica ticker, one replica fetcher per leader broker, the
-// AlterPartition sender, a flush goroutine per sync-mode replica while it
-// fsyncs, the maintenance ticker (flush.ms, retention, checkpoints), the
-// log-dir watcher (logDirLoop: waits for a failed dir, then reports it),
-// the scrubber (takes replica.mu only to report), the Serve loop and the
-// HTTP server. Lock order: Node.reconcileMu → Node.mu → replica.mu →
-// fetcher.mu / alterer.mu (leaves, taken by process to queue); replica.mu
-// → Node.fetch (process finds the fetcher) → fetcher.mu (stopFetchers);
-// Node.sig, Node.pids and Node.offline are leaves. A mutex's fields are
-// grouped with it (n.mu.replicas, r.mu.part). The fetcher and alterer
-// goroutines take replica.mu only with their own locks released.
+// Besides the quorum's, gossip's, the Kafka server's and the replica
+// manager's (node/replica): the reconciler (one), the maintenance ticker
+// (flush.ms, retention, checkpoints), the log-dir watcher (logDirLoop:
+// waits for a failed dir, then reports it), the Serve loop and the HTTP
+// server. Lock order: Node.reconcileMu → Node.mu → replica.Manager.mu →
+// replica.Replica.mu → (node/replica's own order); Node.sig, Node.pids
+// and Node.offline are leaves, taken under Replica.mu through the
+// replica.Host. A mutex's fields are grouped with it (n.mu.openErrs,
+// r.mu.part).
 package node

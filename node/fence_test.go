@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-log/sluice/partition"
+	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
 )
@@ -49,7 +48,7 @@ func forgeFetch(t testing.TB, addr string, v int16, replica int32, brokerEpoch i
 	}
 	defer c.Close()
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if _, err := roundTrip(c, req, resp, 10*time.Second, nil); err != nil {
+	if err := kafka.NewClientConn(c).RoundTrip(req, resp, 10*time.Second); err != nil {
 		t.Fatalf("forged fetch v%d: %v", v, err)
 	}
 	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
@@ -68,21 +67,17 @@ func TestNewerLeaderEpochDoesNotFenceLeader(t *testing.T) {
 	cl := newClient(t, tn)
 	createTopic(ctx, t, cl, "t", 1)
 	r := tn.replica("t", 0)
-	r.mu.Lock()
-	epoch := r.mu.part.LeaderEpoch()
-	r.mu.Unlock()
-	for _, replica := range []int32{999, 1} {
-		p := forgeFetch(t, tn.KafkaAddr(), 12, replica, -1, "t", [16]byte{}, 0, 0, epoch+1)
+	epoch := r.Epoch()
+	for _, from := range []int32{999, 1} {
+		p := forgeFetch(t, tn.KafkaAddr(), 12, from, -1, "t", [16]byte{}, 0, 0, epoch+1)
 		if p.ErrorCode != kerr.UnknownLeaderEpoch.Code {
-			t.Fatalf("fetch from %d at leader epoch %d: error %d, want UNKNOWN_LEADER_EPOCH", replica, epoch+1, p.ErrorCode)
+			t.Fatalf("fetch from %d at leader epoch %d: error %d, want UNKNOWN_LEADER_EPOCH", from, epoch+1, p.ErrorCode)
 		}
 	}
 	if pr := produceRaw(ctx, t, cl, "t", 0, -1, segment.BuildBatch(1, []byte("after"))); pr.ErrorCode != 0 {
 		t.Fatalf("produce after the forged fetch: %v", kerr.ErrorForCode(pr.ErrorCode))
 	}
-	r.mu.Lock()
-	st := r.mu.part.Status()
-	r.mu.Unlock()
+	st := r.Status()
 	if st.Fenced || st.HW != 1 {
 		t.Fatalf("leader after the forged fetch: fenced=%v hw=%d", st.Fenced, st.HW)
 	}
@@ -215,7 +210,7 @@ func TestForgedReplicaFetchesDoNotAcknowledge(t *testing.T) {
 		}
 	}
 	r := leader.replica(topic, 0)
-	hw := r.hw.Load()
+	hw := r.HighWatermark()
 	leader.proxy.pause(true)
 
 	produced := make(chan kmsg.ProduceResponseTopicPartition, 1)
@@ -233,7 +228,7 @@ func TestForgedReplicaFetchesDoNotAcknowledge(t *testing.T) {
 		conn, err := net.Dial("tcp", leader.KafkaAddr())
 		if err == nil {
 			defer conn.Close()
-			_, err = roundTrip(conn, req, resp, 30*time.Second, nil)
+			err = kafka.NewClientConn(conn).RoundTrip(req, resp, 30*time.Second)
 		}
 		if err != nil {
 			t.Error(err)
@@ -242,8 +237,8 @@ func TestForgedReplicaFetchesDoNotAcknowledge(t *testing.T) {
 		}
 		produced <- resp.Topics[0].Partitions[0]
 	}()
-	waitUntil(ctx, t, &testNode{Node: leader.Node}, func() bool { return r.log.LogEndOffset() > hw })
-	end := r.log.LogEndOffset()
+	waitUntil(ctx, t, &testNode{Node: leader.Node}, func() bool { return r.Log().LogEndOffset() > hw })
+	end := r.Log().LogEndOffset()
 
 	type forged struct {
 		v       int16
@@ -277,13 +272,13 @@ func TestForgedReplicaFetchesDoNotAcknowledge(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no produce answer")
 	}
-	if got := r.hw.Load(); got != hw {
+	if got := r.HighWatermark(); got != hw {
 		t.Fatalf("high watermark moved from %d to %d with no follower fetching", hw, got)
 	}
 
 	// The real followers fetch again: the record commits.
 	leader.proxy.pause(false)
-	waitUntil(ctx, t, &testNode{Node: leader.Node}, func() bool { return r.hw.Load() >= end })
+	waitUntil(ctx, t, &testNode{Node: leader.Node}, func() bool { return r.HighWatermark() >= end })
 }
 
 // TestFetchByTopicID: Fetch v13+ names topics by ID; an unknown ID is
@@ -296,7 +291,7 @@ func TestFetchByTopicID(t *testing.T) {
 	if pr := produceRaw(ctx, t, cl, "byid", 0, -1, segment.BuildBatch(1, []byte("a"), []byte("b"))); pr.ErrorCode != 0 {
 		t.Fatal(kerr.ErrorForCode(pr.ErrorCode))
 	}
-	id := tn.replica("byid", 0).topicID
+	id := tn.replica("byid", 0).TopicID()
 	for _, v := range []int16{13, 15} {
 		p := forgeFetch(t, tn.KafkaAddr(), v, -1, -1, "", id, 0, 0, -1)
 		if p.ErrorCode != 0 || p.HighWatermark != 2 || len(p.RecordBatches) == 0 {
@@ -331,32 +326,5 @@ func TestLeaderThatCannotServeIsVisible(t *testing.T) {
 	waitUntil(ctx, t, tn, func() bool { return len(tn.notServing()) == 0 })
 	if code, body := getStatus(t, "http://"+tn.http.Addr().String()+"/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz after the topic went: %d %q", code, body)
-	}
-}
-
-// TestFencedLeaderIsReported: a leader whose ISR change the controller
-// refuses as stale (a newer leader epoch exists) stops serving until the
-// metadata catches up; the node logs it, counts it as not serving, and
-// logs the recovery.
-func TestFencedLeaderIsReported(t *testing.T) {
-	r := openTestReplica(t)
-	var logs strings.Builder
-	r.n.log = slog.New(slog.NewTextHandler(&logs, nil))
-	r.become(&quorum.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 3},
-		partition.Config{ID: 1, LagTicks: 1}, map[int32]int64{1: 1, 2: 1})
-	for range 3 { // the silent follower lags: an ISR shrink is proposed
-		r.tick()
-	}
-	r.mu.Lock()
-	err := r.mu.part.Step(partition.AlterPartitionResult{Err: kerr.FencedLeaderEpoch})
-	r.process()
-	r.mu.Unlock()
-	if err != nil || !r.notServing() || !strings.Contains(logs.String(), "partition leader fenced") {
-		t.Fatalf("after a refused ISR change: err %v, not serving %v, log %q", err, r.notServing(), logs.String())
-	}
-	r.become(&quorum.Partition{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 4},
-		partition.Config{ID: 1, LagTicks: 1}, map[int32]int64{1: 1, 2: 1})
-	if r.notServing() || !strings.Contains(logs.String(), "partition no longer fenced") {
-		t.Fatalf("after new metadata: not serving %v, log %q", r.notServing(), logs.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-log/sluice/node/replica"
 	"github.com/sluice-log/sluice/quorum"
 )
 
@@ -59,8 +60,8 @@ func (n *Node) serveHTTP(ln net.Listener) {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		h := health{NodeID: n.cfg.NodeID, BrokerEpoch: n.epoch.Load(), ClusterID: n.clusterID, Status: "ok"}
 		h.Controller, _ = n.ctrl.Leader()
+		h.Partitions = n.rm.Len()
 		n.mu.RLock()
-		h.Partitions = len(n.mu.replicas)
 		closing := n.mu.closed
 		n.mu.RUnlock()
 		w.Header().Set("Content-Type", "application/json")
@@ -121,25 +122,26 @@ func (n *Node) notReady() string {
 // or a leader the controller fenced — as "topic-partition (why)", sorted.
 // Clients are sent here and get NOT_LEADER_OR_FOLLOWER from it.
 func (n *Node) notServing() []string {
-	var led []tp
+	var led []replica.TP
 	n.ctrl.View(func(im *quorum.Image) {
 		for name, t := range im.Topics {
 			for i, p := range t.Partitions {
 				if p.Leader == n.cfg.NodeID {
-					led = append(led, tp{name, int32(i)})
+					led = append(led, replica.TP{Topic: name, Partition: int32(i)})
 				}
 			}
 		}
 	})
 	var out []string
 	for _, key := range led {
+		r := n.rm.Replica(key)
 		n.mu.RLock()
-		r, openErr := n.mu.replicas[key], n.mu.openErrs[key]
+		openErr := n.mu.openErrs[key]
 		n.mu.RUnlock()
 		switch {
 		case r == nil && openErr != nil:
 			out = append(out, fmt.Sprintf("%s (its log did not open: %v)", key.String(), openErr))
-		case r.notServing():
+		case r.NotServing():
 			out = append(out, key.String()+" (fenced: a newer leader epoch exists, the metadata has not caught up)")
 		}
 	}

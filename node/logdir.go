@@ -76,9 +76,7 @@ func (n *Node) logDirLoop() {
 	n.log.Error("node: log dir offline: its replicas serve nothing (KAFKA_STORAGE_ERROR) and leadership moves to in-sync replicas on other brokers; free space or fix the disk, then restart the node",
 		"dir", n.dir, "err", cause, "broker", n.cfg.NodeID, "epoch", n.epoch.Load())
 	n.reconcileMu.Lock() // no reconciliation opens or steps a replica meanwhile
-	for _, r := range n.snapshotReplicas() {
-		r.takeOffline()
-	}
+	n.rm.TakeOffline()
 	n.reconcileMu.Unlock()
 	n.signal() // long polls answer now
 	cmd := &quorum.LogDirOffline{ID: n.cfg.NodeID, Epoch: n.epoch.Load(), Dir: n.dir}
@@ -105,8 +103,3 @@ func (n *Node) logDirLoop() {
 		}
 	}
 }
-
-// takeOffline stops the replica for good, as kill does, but answers the
-// produce requests waiting for acknowledgement with KAFKA_STORAGE_ERROR:
-// the log under it failed.
-func (r *replica) takeOffline() { r.stop(kerr.KafkaStorageError) }

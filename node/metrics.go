@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice-log/sluice/node/metrics"
+	"github.com/sluice-log/sluice/node/replica"
 	"github.com/sluice-log/sluice/node/writeback"
 	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
@@ -50,31 +51,29 @@ func newMetrics(n *Node) *metrics.Metrics {
 // image, the rest from each replica's partition.Status and its log.
 func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.PartitionStat {
 	n := (*Node)(s)
-	replicas := map[tp]int{}
+	replicas := map[replica.TP]int{}
 	n.ctrl.View(func(im *quorum.Image) {
 		for name, t := range im.Topics {
 			for i, p := range t.Partitions {
 				if contains(p.Replicas, n.cfg.NodeID) {
-					replicas[tp{name, int32(i)}] = len(p.Replicas)
+					replicas[replica.TP{Topic: name, Partition: int32(i)}] = len(p.Replicas)
 				}
 			}
 		}
 	})
-	for _, r := range n.snapshotReplicas() {
-		nr, ok := replicas[tp{r.topic, r.partition}]
+	for _, r := range n.rm.Replicas() {
+		nr, ok := replicas[replica.TP{Topic: r.Topic(), Partition: r.Partition()}]
 		if !ok {
 			continue // being dropped
 		}
-		st := r.status()
-		r.mu.Lock()
-		minISR := max(r.mu.cfg.MinInsyncReplicas, 1)
-		r.mu.Unlock()
-		u := r.log.Unflushed()
+		st := r.Status()
+		l := r.Log()
+		u := l.Unflushed()
 		ps := metrics.PartitionStat{
-			Topic: r.topic, Partition: r.partition, Leader: st.Role == partition.Leader, NotServing: st.Role == partition.Leader && st.Fenced,
-			Replicas: nr, ISR: len(st.ISR), MinISR: minISR,
-			LogStart: r.log.LogStartOffset(), LogEnd: st.LEO, HighWatermark: st.HW,
-			Flushed: u.Offset, Size: r.log.Size(), UnflushedBytes: u.Bytes, UnflushedSince: u.Since,
+			Topic: r.Topic(), Partition: r.Partition(), Leader: st.Role == partition.Leader, NotServing: st.Role == partition.Leader && st.Fenced,
+			Replicas: nr, ISR: len(st.ISR), MinISR: r.MinInsyncReplicas(),
+			LogStart: l.LogStartOffset(), LogEnd: st.LEO, HighWatermark: st.HW,
+			Flushed: u.Offset, Size: l.Size(), UnflushedBytes: u.Bytes, UnflushedSince: u.Since,
 		}
 		ps.UnwrittenBytes, ps.UnwrittenKnown = s.unwritten(r)
 		for _, f := range st.Followers {
@@ -90,11 +89,11 @@ func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.Partit
 // unwritten asks r's log how much of it the kernel has not written back,
 // unless a log said it cannot tell. Any other error (a log closed under
 // the scrape) leaves this scrape without the value.
-func (s *metricsSource) unwritten(r *replica) (int64, bool) {
+func (s *metricsSource) unwritten(r *replica.Replica) (int64, bool) {
 	if s.metrics.noUnwritten.Load() {
 		return 0, false
 	}
-	n, err := r.log.Unwritten()
+	n, err := r.Log().Unwritten()
 	if errors.Is(err, segment.ErrUnwrittenUnsupported) {
 		if s.metrics.noUnwritten.CompareAndSwap(false, true) {
 			s.log.Info("node: sluice_log_unwritten_bytes is not exported: the kernel cannot tell what it has not written back (sluice_log_unflushed_bytes, since the last fsync, still is)", "err", err)
@@ -107,7 +106,7 @@ func (s *metricsSource) unwritten(r *replica) (int64, bool) {
 // Broker implements metrics.Source.
 func (s *metricsSource) Broker() metrics.BrokerStat {
 	shrinks, expands := s.metrics.isr.counts()
-	st := metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands, LostOnRecovery: s.lostOnRecovery.Load()}
+	st := metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands, LostOnRecovery: s.rm.LostOnRecovery()}
 	if (*Node)(s).logDirOffline() != nil {
 		st.OfflineLogDirs = 1
 	}

@@ -194,14 +194,14 @@ func TestMetricsScrape(t *testing.T) {
 	// The durability window: nothing is fsynced (flush.messages is off),
 	// so every byte of the partition is in it, until a flush.
 	r := tn.replica("m", 0)
-	size := float64(r.log.Size())
+	size := float64(r.Log().Size())
 	if v := value(t, mfs, "sluice_log_unflushed_bytes", "topic=m", "partition=0"); v != size || v == 0 {
 		t.Errorf("unflushed bytes = %v, want the log's %v", v, size)
 	}
 	// What the kernel has not written back is at most that; after the
 	// flush it is 0 too. Kernels without cachestat(2) do not export it.
 	haveUnwritten := mfs["sluice_log_unwritten_bytes"] != nil
-	if _, err := r.log.Unwritten(); errors.Is(err, segment.ErrUnwrittenUnsupported) {
+	if _, err := r.Log().Unwritten(); errors.Is(err, segment.ErrUnwrittenUnsupported) {
 		if haveUnwritten {
 			t.Errorf("sluice_log_unwritten_bytes exported where the kernel cannot tell")
 		}
@@ -212,7 +212,7 @@ func TestMetricsScrape(t *testing.T) {
 		t.Errorf("unwritten bytes = %v, want between 0 and the log's %v", v, size)
 	}
 	flushesBefore := value(t, mfs, "kafka_log_logflushstats_logflushrateandtimems_count")
-	if err := r.log.Flush(); err != nil {
+	if err := r.Log().Flush(); err != nil {
 		t.Fatal(err)
 	}
 	mfs = scrape(t, tn)
@@ -270,7 +270,7 @@ func TestMetricsWriteback(t *testing.T) {
 	if v := value(t, mfs, "sluice_log_writeback_errors_total"); v != 0 {
 		t.Errorf("writeback errors = %v", v)
 	}
-	if size := float64(tn.replica("wb", 0).log.Size()); value(t, mfs, "sluice_log_writeback_requested_bytes_total") > size {
+	if size := float64(tn.replica("wb", 0).Log().Size()); value(t, mfs, "sluice_log_writeback_requested_bytes_total") > size {
 		t.Errorf("requested more than the log's %v bytes", size)
 	}
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/node/meta"
+	"github.com/sluice-log/sluice/node/replica"
 	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
@@ -80,13 +82,15 @@ type Node struct {
 	reconcileMu sync.Mutex
 	wake        chan struct{}
 
+	// rm runs the replicas of the partitions hosted here (node/replica).
+	rm *replica.Manager
+
 	mu struct {
 		sync.RWMutex
-		replicas map[tp]*replica
 		// openErrs are the partitions hosted here whose log failed to
 		// open at the last reconciliation, with the error (/readyz shows
 		// those led here).
-		openErrs map[tp]error
+		openErrs map[replica.TP]error
 		closed   bool
 	}
 
@@ -105,20 +109,6 @@ type Node struct {
 		sync.Mutex
 		next, limit int64
 	}
-
-	// fetch is taken before fetcher.mu (stopFetchers), never under it.
-	fetch struct {
-		sync.Mutex
-		// fetchers are the replica fetchers, by leader broker id.
-		fetchers map[int32]*fetcher
-		stopped  bool
-	}
-	alterer *alterer
-	// hwCkpt is the high-watermark checkpoint read at start.
-	hwCkpt map[tp]int64
-	// lostOnRecovery counts committed records the logs no longer held at
-	// start (checkpointed high watermark above the recovered log end).
-	lostOnRecovery atomic.Int64
 
 	// ctx is cancelled when the node stops; stop is closed then too.
 	ctx    context.Context
@@ -140,13 +130,14 @@ type Node struct {
 	// wb runs the logs' batched writeback requests; nil when
 	// sluice.log.writeback.interval.bytes is 0.
 	wb *segment.Writeback
-	// scrub verifies the logs' sealed segments and repairs bad batches
-	// (scrub.go).
-	scrub *scrubber
 }
 
 // Open starts a node from cfg; see the package doc for the steps. It
 // returns once the broker is registered and the Kafka listener serves.
+//
+// It runs four phases, each undone (in reverse) when a later one fails:
+// bind the listeners, open the storage, start the quorum and register,
+// serve.
 func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -166,77 +157,118 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
 		dirFailed: make(chan struct{}),
 	}
-	n.mu.replicas, n.mu.openErrs = map[tp]*replica{}, map[tp]error{}
+	n.mu.openErrs = map[replica.TP]error{}
 	n.sig.appended = make(chan struct{})
-	n.fetch.fetchers = map[int32]*fetcher{}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.alterer = newAlterer(n)
-	n.scrub = newScrubber(n)
 	n.metrics.m = newMetrics(n)
 	n.checkWriteback("/proc")
-	var closers []func()
-	if cfg.LogWritebackIntervalBytes > 0 {
-		n.wb = segment.NewWriteback()
-		closers = append(closers, n.wb.Close)
-	}
+	var undo []func()
 	defer func() {
 		if err != nil {
-			for i := len(closers) - 1; i >= 0; i-- {
-				closers[i]()
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
 			}
 		}
 	}()
+	l, err := bindListeners(cfg, opts, &undo)
+	if err != nil {
+		return nil, err
+	}
+	n.kafkaL = l.kafka
+	clean, err := n.openStorage(&undo)
+	if err != nil {
+		return nil, err
+	}
+	if err = n.startQuorum(meta, l.controller, clean, opts.RegisterTimeout, &undo); err != nil {
+		return nil, err
+	}
+	if err = n.serve(l.http); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
 
-	clean := false
+// listeners are the sockets a node serves on; http is nil without an
+// HTTP listener.
+type listeners struct {
+	kafka, controller, http net.Listener
+}
+
+// bindListeners binds the Kafka, HTTP and controller listeners the config
+// names, unless opts brings them bound. A taken port fails here, before
+// anything is opened.
+func bindListeners(cfg *config.Config, opts Options, undo *[]func()) (l listeners, err error) {
+	kl, _ := cfg.Listener(config.ListenerKafka)
+	if l.kafka = opts.KafkaListener; l.kafka == nil {
+		if l.kafka, err = net.Listen("tcp", kl.Addr()); err != nil {
+			return l, fmt.Errorf("node: kafka listener: %w", err)
+		}
+	}
+	*undo = append(*undo, func() { l.kafka.Close() })
+	l.http = opts.HTTPListener
+	if hl, ok := cfg.Listener(config.ListenerHTTP); ok && l.http == nil {
+		if l.http, err = net.Listen("tcp", hl.Addr()); err != nil {
+			return l, fmt.Errorf("node: http listener: %w", err)
+		}
+	}
+	if l.http != nil {
+		*undo = append(*undo, func() { l.http.Close() })
+	}
+	cl, _ := cfg.Listener(config.ListenerController)
+	if l.controller = opts.ControllerListener; l.controller == nil {
+		if l.controller, err = net.Listen("tcp", cl.Addr()); err != nil {
+			return l, fmt.Errorf("node: controller listener: %w", err)
+		}
+	}
+	// The quorum owns it once started; closing it again is harmless.
+	*undo = append(*undo, func() { l.controller.Close() })
+	return l, nil
+}
+
+// openStorage takes the clean-shutdown marker (reporting whether the last
+// run left one), starts batched writeback, opens the node's segment Index
+// and the replica manager, which reads the high-watermark checkpoint. No
+// log is opened yet: the reconciler opens them from the metadata.
+func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 	if _, err := os.Stat(filepath.Join(n.dir, CleanShutdownFile)); err == nil {
 		clean = true
 		if err := os.Remove(filepath.Join(n.dir, CleanShutdownFile)); err != nil {
-			return nil, fmt.Errorf("node: %w", err)
+			return false, fmt.Errorf("node: %w", err)
 		}
 	}
-
-	kl, _ := cfg.Listener(config.ListenerKafka)
-	if n.kafkaL = opts.KafkaListener; n.kafkaL == nil {
-		if n.kafkaL, err = net.Listen("tcp", kl.Addr()); err != nil {
-			return nil, fmt.Errorf("node: kafka listener: %w", err)
-		}
+	if n.cfg.LogWritebackIntervalBytes > 0 {
+		n.wb = segment.NewWriteback()
+		*undo = append(*undo, n.wb.Close)
 	}
-	closers = append(closers, func() { n.kafkaL.Close() })
-	hl := opts.HTTPListener
-	if l, ok := cfg.Listener(config.ListenerHTTP); ok && hl == nil {
-		if hl, err = net.Listen("tcp", l.Addr()); err != nil {
-			return nil, fmt.Errorf("node: http listener: %w", err)
-		}
-	}
-	if hl != nil {
-		closers = append(closers, func() { hl.Close() })
-	}
-	cl, _ := cfg.Listener(config.ListenerController)
-	ctrlL := opts.ControllerListener
-	if ctrlL == nil {
-		if ctrlL, err = net.Listen("tcp", cl.Addr()); err != nil {
-			return nil, fmt.Errorf("node: controller listener: %w", err)
-		}
-	}
-
 	// OpenIndex creates the data directory (with durable parents).
 	if n.idx, err = segment.OpenIndex(n.fs, filepath.Join(n.dir, "index"), indexCacheBytes); err != nil {
-		ctrlL.Close()
-		return nil, fmt.Errorf("node: %w", err)
+		return false, fmt.Errorf("node: %w", err)
 	}
-	closers = append(closers, func() { n.idx.Close() })
-	if n.hwCkpt, err = readHWCheckpoint(n.fs, n.dir); err != nil {
-		ctrlL.Close()
-		return nil, fmt.Errorf("node: %w (delete the file to start every replica's high watermark from 0)", err)
+	*undo = append(*undo, func() { n.idx.Close() })
+	n.rm, err = replica.NewManager(replicaHost{n}, replica.Options{
+		NodeID: n.cfg.NodeID, Logger: n.log, FS: n.fs, Dir: n.dir,
+		ScrubInterval: n.cfg.LogScrubInterval, ScrubBytesPerSecond: n.cfg.LogScrubMaxBytesPerSecond,
+		OnCorruptBatch: n.metrics.m.ObserveCorruptBatch,
+	})
+	if err != nil {
+		return false, fmt.Errorf("node: %w", err)
 	}
+	return clean, nil
+}
 
+// startQuorum starts the quorum Controller on ctrlL (bootstrapping as a
+// voter, or joining as a non-voter), the reconciler, the log-dir watcher
+// and the replica manager, liveness gossip when configured, and then
+// registers the broker and waits until it is unfenced (register).
+func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout time.Duration, undo *[]func()) (err error) {
+	cfg := n.cfg
 	voters := cfg.ControllerQuorumVoters
 	if len(voters) == 0 {
-		voters = meta.InitialControllers
+		voters = m.InitialControllers
 	}
 	qc := quorum.Config{
 		NodeID: cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
-		ClusterID: meta.ClusterID, PeerLog: n.log,
+		ClusterID: m.ClusterID, PeerLog: n.log,
 		Policy:       quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
 		OnApply:      func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
 		AwaitApplied: n.awaitReconciled,
@@ -253,21 +285,20 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 	if n.ctrl, err = quorum.Open(qc); err != nil {
-		return nil, fmt.Errorf("node: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
-	closers = append(closers, func() { n.ctrl.Close() })
+	*undo = append(*undo, func() { n.ctrl.Close() })
 	if len(qc.InitialVoters) == 0 {
-		if err = n.joinQuorum(voters, opts.RegisterTimeout); err != nil {
-			return nil, err
+		if err = n.joinQuorum(voters, timeout); err != nil {
+			return err
 		}
 	}
 
-	n.wg.Add(4)
+	n.wg.Add(2)
 	go n.reconcileLoop()
-	go n.tickLoop()
-	go n.alterer.run()
 	go n.logDirLoop()
-	closers = append(closers, func() { n.stopLoops(); n.closeLogs() })
+	n.rm.Start()
+	*undo = append(*undo, func() { n.stopLoops(); n.rm.CloseLogs() })
 
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
 		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port), SessionTimeout: cfg.BrokerSessionTimeout, ClusterID: n.clusterID, Log: n.log,
@@ -276,9 +307,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 			gc.AdvertiseAddr, gc.AdvertisePort = a.Host, int(a.Port)
 		}
 		if n.gossip, err = quorum.StartGossip(gc, n.ctrl); err != nil {
-			return nil, fmt.Errorf("node: %w", err)
+			return fmt.Errorf("node: %w", err)
 		}
-		closers = append(closers, func() { n.gossip.Close() })
+		*undo = append(*undo, func() { n.gossip.Close() })
 		if len(cfg.GossipSeeds) > 0 {
 			if _, err := n.gossip.Join(cfg.GossipSeeds); err != nil {
 				// Not fatal: the others may start later and join us.
@@ -287,17 +318,21 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), opts.RegisterTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err = n.register(ctx, clean); err != nil {
-		return nil, err
-	}
+	return n.register(ctx, clean)
+}
 
+// serve starts the Kafka protocol server on the Kafka listener, the
+// maintenance loop and, with an HTTP listener, /healthz, /readyz and
+// /metrics.
+func (n *Node) serve(httpL net.Listener) (err error) {
+	cfg := n.cfg
 	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log, Observer: n.metrics.m.Requests,
 		MaxConnections: int(cfg.MaxConnections), MaxConnectionsPerIP: int(cfg.MaxConnectionsPerIP),
 		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides, ConnectionsMaxIdle: cfg.ConnectionsMaxIdle}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
-		return nil, err
+		return err
 	}
 	go func() {
 		defer close(n.served)
@@ -305,13 +340,12 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 			n.log.Error("node: kafka listener failed", "err", err)
 		}
 	}()
-	n.wg.Add(2)
+	n.wg.Add(1)
 	go n.maintain()
-	go n.scrub.run()
-	if hl != nil {
-		n.serveHTTP(hl)
+	if httpL != nil {
+		n.serveHTTP(httpL)
 	}
-	return n, nil
+	return nil
 }
 
 // register registers this broker with the quorum and unfences it.
@@ -415,10 +449,10 @@ func (n *Node) Close(ctx context.Context) error {
 	}
 	n.stopLoops()
 	n.reconcileMu.Lock()
-	if err := n.writeHWCheckpoint(); err != nil {
+	if err := n.rm.WriteHWCheckpoint(); err != nil {
 		errs = append(errs, fmt.Errorf("high-watermark checkpoint: %w", err))
 	}
-	logErr := n.closeLogs()
+	logErr := n.rm.CloseLogs()
 	n.reconcileMu.Unlock()
 	if n.wb != nil {
 		n.wb.Close()
@@ -442,49 +476,14 @@ func (n *Node) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// stopLoops stops the node's goroutines: reconciler, ticker, fetchers,
-// AlterPartition sender, maintenance.
+// stopLoops stops the node's goroutines: reconciler, log-dir watcher,
+// maintenance, HTTP, and the replica manager's (ticker, fetchers,
+// AlterPartition sender, scrubber).
 func (n *Node) stopLoops() {
 	close(n.stop)
 	n.cancel()
-	n.stopFetchers()
+	n.rm.Stop()
 	n.wg.Wait()
-}
-
-// tickInterval is the replicas' clock: produce deadlines and
-// replica.lag.time.max.ms are counted in these.
-const tickInterval = 10 * time.Millisecond
-
-// tickLoop ticks every replica.
-func (n *Node) tickLoop() {
-	defer n.wg.Done()
-	t := time.NewTicker(tickInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-			for _, r := range n.snapshotReplicas() {
-				r.tick()
-			}
-		}
-	}
-}
-
-// closeLogs closes every open log; each checkpoints with its clean marker.
-func (n *Node) closeLogs() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var errs []error
-	for k, r := range n.mu.replicas {
-		r.kill()
-		if err := r.log.Close(); err != nil && !errors.Is(err, segment.ErrClosed) {
-			errs = append(errs, fmt.Errorf("log %s: %w", k, err))
-		}
-		delete(n.mu.replicas, k)
-	}
-	return errors.Join(errs...)
 }
 
 func writeMarker(path string) error {
@@ -548,7 +547,7 @@ func (n *Node) maintain() {
 			}
 			if now.Sub(lastHWCkpt) >= hwCheckpointInterval {
 				lastHWCkpt = now
-				if err := n.writeHWCheckpoint(); err != nil {
+				if err := n.rm.WriteHWCheckpoint(); err != nil {
 					n.log.Warn("node: high-watermark checkpoint failed", "err", err)
 				}
 			}
@@ -560,47 +559,26 @@ func (n *Node) maintain() {
 			if recovery {
 				lastRecovery = now
 			}
-			for _, r := range n.snapshotReplicas() {
-				if err := r.log.MaybeFlush(now); err != nil && !n.checkDiskError(err) {
-					n.log.Warn("node: flush failed", "topic", r.topic, "partition", r.partition, "err", err)
+			for _, r := range n.rm.Replicas() {
+				l := r.Log()
+				if err := l.MaybeFlush(now); err != nil && !n.checkDiskError(err) {
+					n.log.Warn("node: flush failed", "topic", r.Topic(), "partition", r.Partition(), "err", err)
 				}
 				if recovery {
 					// Record the recovery point, so that recovery after a
 					// crash scans only what came after it.
-					if err := r.log.Checkpoint(); err != nil && !n.checkDiskError(err) {
-						n.log.Warn("node: recovery-point checkpoint failed", "topic", r.topic, "partition", r.partition, "err", err)
+					if err := l.Checkpoint(); err != nil && !n.checkDiskError(err) {
+						n.log.Warn("node: recovery-point checkpoint failed", "topic", r.Topic(), "partition", r.Partition(), "err", err)
 					}
 				}
 				if retention {
-					if _, err := r.log.EnforceRetention(now, r.highWatermark()); err != nil && !n.checkDiskError(err) {
-						n.log.Warn("node: retention failed", "topic", r.topic, "partition", r.partition, "err", err)
+					if _, err := l.EnforceRetention(now, r.HighWatermark()); err != nil && !n.checkDiskError(err) {
+						n.log.Warn("node: retention failed", "topic", r.Topic(), "partition", r.Partition(), "err", err)
 					}
 				}
 			}
 		}
 	}
-}
-
-func (n *Node) snapshotReplicas() []*replica {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	out := make([]*replica, 0, len(n.mu.replicas))
-	for _, r := range n.mu.replicas {
-		out = append(out, r)
-	}
-	return out
-}
-
-// tp names a partition: the key of the node's maps of partitions.
-type tp struct {
-	topic     string
-	partition int32
-}
-
-// String is "<topic>-<partition>": the name of the partition's log and
-// its directory, and how logs and /readyz name it.
-func (k tp) String() string {
-	return k.topic + "-" + strconv.Itoa(int(k.partition))
 }
 
 // reconcile makes the open logs match the metadata image: open a log for
@@ -621,7 +599,7 @@ func (n *Node) reconcile() {
 		return
 	}
 	self := n.cfg.NodeID
-	want := map[tp]bool{}
+	want := map[replica.TP]bool{}
 	// The eligible brokers and their epochs (KIP-841/903), one map for
 	// every replica: it is never changed after this.
 	brokers := map[int32]int64{}
@@ -637,17 +615,18 @@ func (n *Node) reconcile() {
 			if !contains(p.Replicas, self) {
 				continue
 			}
-			key := tp{name, int32(i)}
+			key := replica.TP{Topic: name, Partition: int32(i)}
 			want[key] = true
 			n.mu.RLock()
-			r, ok := n.mu.replicas[key]
 			closed := n.mu.closed
 			n.mu.RUnlock()
 			if closed {
 				return
 			}
-			if ok && r.topicID != t.ID {
-				n.dropReplica(key, r) // a new topic of the same name
+			r := n.rm.Replica(key)
+			ok := r != nil
+			if ok && r.TopicID() != t.ID {
+				n.dropReplica(key) // a new topic of the same name
 				ok = false
 			}
 			pc, err := n.replicaConfig(t.Configs)
@@ -670,7 +649,7 @@ func (n *Node) reconcile() {
 					continue
 				}
 			}
-			r.become(p, pc, brokers)
+			r.Become(p, pc, brokers)
 		}
 	}
 	n.mu.Lock()
@@ -680,19 +659,10 @@ func (n *Node) reconcile() {
 		}
 	}
 	n.mu.Unlock()
-	n.mu.RLock()
-	var drop []tp
-	for key := range n.mu.replicas {
+	for _, key := range n.rm.Keys() {
 		if !want[key] {
-			drop = append(drop, key)
+			n.dropReplica(key)
 		}
-	}
-	n.mu.RUnlock()
-	for _, key := range drop {
-		n.mu.RLock()
-		r := n.mu.replicas[key]
-		n.mu.RUnlock()
-		n.dropReplica(key, r)
 	}
 	n.sig.Lock()
 	n.sig.reconciled = max(n.sig.reconciled, index)
@@ -700,8 +670,8 @@ func (n *Node) reconcile() {
 	n.signal()
 }
 
-func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config) (*replica, error) {
-	key := tp{t.Name, partition}
+func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config) (*replica.Replica, error) {
+	key := replica.TP{Topic: t.Name, Partition: partition}
 	name := key.String()
 	opts := logOptions(n.cfg, t.Configs)
 	opts.OnFlush = n.metrics.m.ObserveFlush
@@ -725,32 +695,15 @@ func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config
 		n.log.Warn("node: producer state recovery", "partition", name, "snapshot", pr.Snapshot,
 			"bad_snapshots", pr.BadSnapshots, "batches_scanned", pr.BatchesScanned, "err", pr.Err)
 	}
-	r, err := newReplica(n, t, partition, l, pc, n.hwCkpt[key])
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	n.mu.Lock()
-	n.mu.replicas[key] = r
-	n.mu.Unlock()
-	return r, nil
+	return n.rm.Add(t, partition, l, pc)
 }
 
 // dropReplica deletes the log of a partition that left this node.
-func (n *Node) dropReplica(key tp, r *replica) {
-	n.mu.Lock()
-	delete(n.mu.replicas, key)
-	n.mu.Unlock()
-	r.kill()
-	if err := r.log.Delete(); err != nil {
-		n.log.Error("node: delete log", "partition", key.String(), "err", err)
-	}
-}
+func (n *Node) dropReplica(key replica.TP) { n.rm.Drop(key) }
 
-func (n *Node) replica(topic string, partition int32) *replica {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	return n.mu.replicas[tp{topic, partition}]
+// replica returns the local replica of a partition, nil when none.
+func (n *Node) replica(topic string, partition int32) *replica.Replica {
+	return n.rm.Replica(replica.TP{Topic: topic, Partition: partition})
 }
 
 // signal wakes every long-polling fetch (kafka.Logs.Appended).

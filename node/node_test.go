@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +166,51 @@ func TestGossipUnfences(t *testing.T) {
 	createTopic(ctx, t, cl, "g", 1)
 	if err := newClient(t, tn, kgo.DefaultProduceTopic("g")).ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenUndoesFailedPhases: a failure in a phase of Open leaves nothing
+// behind. A taken Kafka port fails before the storage is touched (the
+// clean-shutdown marker stays); a quorum that cannot be joined fails after
+// the storage opened, and the Index (Pebble's directory lock) is closed
+// again, so a later Open of the same directory works.
+func TestOpenUndoesFailedPhases(t *testing.T) {
+	dir := t.TempDir()
+	gone := listen(t) // a controller nobody answers at
+	goneAddr := gone.Addr().String()
+	gone.Close()
+	if _, err := meta.Format(dir, meta.Meta{ClusterID: quorum.NewUUID().String(), NodeID: 2,
+		InitialControllers: []quorum.Voter{{ID: 1, Addr: goneAddr}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeMarker(filepath.Join(dir, CleanShutdownFile)); err != nil {
+		t.Fatal(err)
+	}
+	taken := listen(t)
+	defer taken.Close()
+	load := func(kafkaAddr string) *config.Config {
+		fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
+		config.Flags(fs)
+		if err := fs.Parse([]string{"--node.id=2", "--process.roles=broker", "--log.dirs=" + dir,
+			"--listeners=PLAINTEXT://" + kafkaAddr + ",CONTROLLER://127.0.0.1:0"}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(fs, []string{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if _, err := Open(load(taken.Addr().String()), Options{}); err == nil || !strings.Contains(err.Error(), "kafka listener") {
+		t.Fatalf("Open on a taken port: %v, want a kafka listener error", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, CleanShutdownFile)); err != nil {
+		t.Fatalf("the clean-shutdown marker went with a failed bind: %v", err)
+	}
+	for i := range 2 {
+		_, err := Open(load("127.0.0.1:0"), Options{RegisterTimeout: time.Second})
+		if err == nil || !strings.Contains(err.Error(), "join the metadata quorum") {
+			t.Fatalf("Open %d with no reachable quorum: %v, want the join error (not a locked index)", i, err)
+		}
 	}
 }

@@ -79,8 +79,8 @@ func TestIdempotentRetryAfterFullRestart(t *testing.T) {
 		t.Errorf("retry after restarting every replica: written at offset %d, want the original offset 0 (a duplicate)", pr.BaseOffset)
 	}
 	for _, rn := range c.nodes {
-		if r := rn.replica(topic, 0); r != nil && r.log.LogEndOffset() > leo {
-			t.Errorf("node %d: log end %d after the retry, want %d", rn.id, r.log.LogEndOffset(), leo)
+		if r := rn.replica(topic, 0); r != nil && r.Log().LogEndOffset() > leo {
+			t.Errorf("node %d: log end %d after the retry, want %d", rn.id, r.Log().LogEndOffset(), leo)
 		}
 	}
 }

@@ -311,7 +311,7 @@ func (n *Node) abort() {
 	n.stopLoops()
 	_ = n.ctrl.Close()
 	n.reconcileMu.Lock()
-	_ = n.closeLogs()
+	_ = n.rm.CloseLogs()
 	n.reconcileMu.Unlock()
 	_ = n.idx.Close()
 }
@@ -569,11 +569,11 @@ func TestPowerCutAllReplicas(t *testing.T) {
 			// does not depend on the 5 s checkpoint timer.
 			minFlushed := map[int32]int64{}
 			for _, rn := range c.nodes {
-				if err := rn.writeHWCheckpoint(); err != nil {
+				if err := rn.rm.WriteHWCheckpoint(); err != nil {
 					t.Fatal(err)
 				}
 				for p := range int32(parts) {
-					f := rn.replica(topic, p).log.FlushedOffset()
+					f := rn.replica(topic, p).Log().FlushedOffset()
 					if m, ok := minFlushed[p]; !ok || f < m {
 						minFlushed[p] = f
 					}
@@ -634,12 +634,12 @@ func TestPowerCutAllReplicas(t *testing.T) {
 			})
 			var reported int64
 			for _, rn := range c.nodes {
-				reported += rn.lostOnRecovery.Load()
+				reported += rn.rm.LostOnRecovery()
 			}
 			for _, rn := range c.nodes {
 				for p := range int32(parts) {
 					if r := rn.replica(topic, p); r != nil {
-						st := r.status()
+						st := r.Status()
 						t.Logf("node %d partition %d: %v leader %d epoch %d LEO %d HW %d flushed %d isr %v", rn.id, p, st.Role, st.Leader, st.LeaderEpoch, st.LEO, st.HW, st.Flushed, st.ISR)
 					}
 				}

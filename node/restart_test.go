@@ -28,7 +28,7 @@ func TestRestartKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	prod.Close()
-	epoch := tn.replica("auto", 0).epoch()
+	epoch := tn.replica("auto", 0).Epoch()
 	tn.close(t)
 	if _, err := os.Stat(filepath.Join(dir, CleanShutdownFile)); err != nil {
 		t.Fatalf("clean-shutdown marker: %v", err)
@@ -44,7 +44,7 @@ func TestRestartKeepsData(t *testing.T) {
 		t.Fatalf("clean-shutdown marker still there while running: %v", err)
 	}
 	r := tn2.replica("auto", 0)
-	if r == nil || r.epoch() <= epoch || r.log.LogEndOffset() != n {
+	if r == nil || r.Epoch() <= epoch || r.Log().LogEndOffset() != n {
 		t.Fatalf("after restart: replica %+v", r)
 	}
 	cons := newClient(t, tn2, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"auto": {0: kgo.NewOffset().AtStart()}}))

@@ -95,9 +95,9 @@ func TestCorruptReplicaHeals(t *testing.T) {
 			break
 		}
 	}
-	found := follower.scrub.found.Load()
+	found := follower.rm.CorruptBatchesFound()
 	flipSealed(t, follower, topic)
-	waitFor(ctx, t, "the follower's scrub to find the damage", func() bool { return follower.scrub.found.Load() > found })
+	waitFor(ctx, t, "the follower's scrub to find the damage", func() bool { return follower.rm.CorruptBatchesFound() > found })
 	if mf := gatherNode(t, follower.Node)["sluice_log_corrupt_batches_total"]; mf == nil || len(mf.Metric) != 1 || mf.Metric[0].GetCounter().GetValue() < 1 {
 		t.Errorf("sluice_log_corrupt_batches_total after a bad batch: %v", mf)
 	}
@@ -126,12 +126,12 @@ func TestCorruptReplicaHeals(t *testing.T) {
 		_, _ = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {0: {}}})
 		return false
 	})
-	if victim.scrub.found.Load() != 0 {
+	if victim.rm.CorruptBatchesFound() != 0 {
 		t.Fatal("the damage was found before the read: the test does not test the read")
 	}
 	// A consumer from the start crosses the damage on the leader.
 	consumeAll(ctx, t, c, topic, acks)
-	waitFor(ctx, t, "the leader's read to report the damage", func() bool { return victim.scrub.found.Load() > 0 })
+	waitFor(ctx, t, "the leader's read to report the damage", func() bool { return victim.rm.CorruptBatchesFound() > 0 })
 	waitFor(ctx, t, "the damaged leader to hand over", func() bool { l := c.leaderOf(topic, 0); return l != nil && l != victim })
 	c.waitHealed(ctx, topic, victim)
 
@@ -215,14 +215,14 @@ func (c *replCluster) waitHealed(ctx context.Context, topic string, rn *replNode
 		if lr == nil {
 			return false
 		}
-		hw := lr.highWatermark()
-		want := logBytes(lr.log, hw)
+		hw := lr.HighWatermark()
+		want := logBytes(lr.Log(), hw)
 		for _, o := range c.nodes {
 			if o == lead || (rn != nil && o != rn) || o.Node == nil {
 				continue
 			}
 			r := o.replica(topic, 0)
-			if r == nil || r.log.Corruption() != nil || r.log.LogEndOffset() < hw || !bytes.Equal(logBytes(r.log, hw), want) {
+			if r == nil || r.Log().Corruption() != nil || r.Log().LogEndOffset() < hw || !bytes.Equal(logBytes(r.Log(), hw), want) {
 				return false
 			}
 		}

@@ -122,7 +122,7 @@ func TestProducePoisonBatches(t *testing.T) {
 		if pr := produceRaw(ctx, t, cl, "poison", 0, 1, p.batch); pr.ErrorCode != p.want.Code {
 			t.Errorf("%s: error %s, want %s (%v)", p.name, kerr.ErrorForCode(pr.ErrorCode), p.want, pr.ErrorMessage)
 		}
-		if leo := tn.replica("poison", 0).log.LogEndOffset(); leo != next {
+		if leo := tn.replica("poison", 0).Log().LogEndOffset(); leo != next {
 			t.Fatalf("%s: log end %d, want %d", p.name, leo, next)
 		}
 		// A good batch (codec by turn) to partition 0 and the poison to
@@ -150,7 +150,7 @@ func TestProducePoisonBatches(t *testing.T) {
 			t.Errorf("%s beside a good batch: error %s, want %s", p.name, kerr.ErrorForCode(ps[1].ErrorCode), p.want)
 		}
 	}
-	if leo := tn.replica("poison", 1).log.LogEndOffset(); leo != 0 {
+	if leo := tn.replica("poison", 1).Log().LogEndOffset(); leo != 0 {
 		t.Fatalf("partition 1 took %d offsets of poison", leo)
 	}
 

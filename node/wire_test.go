@@ -90,7 +90,7 @@ func TestProduceErrors(t *testing.T) {
 	if pr := produceRaw(ctx, t, cl, "t", 0, 1, bad); pr.ErrorCode != kerr.CorruptMessage.Code {
 		t.Fatalf("bad crc: %+v", pr)
 	}
-	if leo := tn.replica("t", 0).log.LogEndOffset(); leo != 0 {
+	if leo := tn.replica("t", 0).Log().LogEndOffset(); leo != 0 {
 		t.Fatalf("log end after a corrupt batch: %d", leo)
 	}
 	if pr := produceRaw(ctx, t, cl, "t", 7, 1, segment.BuildBatch(1, []byte("a"))); pr.ErrorCode != kerr.UnknownTopicOrPartition.Code {
@@ -149,7 +149,7 @@ func TestIdempotentProduce(t *testing.T) {
 		if pr.ErrorCode != s.code || (s.code == 0 && pr.BaseOffset != s.base) {
 			t.Fatalf("step %d (epoch %d seq %d): code %d base %d, want %d %d", i, s.epoch, s.seq, pr.ErrorCode, pr.BaseOffset, s.code, s.base)
 		}
-		if leo := tn.replica("idem", 0).log.LogEndOffset(); leo != s.leoAfter {
+		if leo := tn.replica("idem", 0).Log().LogEndOffset(); leo != s.leoAfter {
 			t.Fatalf("step %d: log end %d, want %d", i, leo, s.leoAfter)
 		}
 	}
@@ -185,7 +185,7 @@ func TestFetch(t *testing.T) {
 	if p.ErrorCode != 0 || len(p.RecordBatches) != 0 || d < 50*time.Millisecond {
 		t.Fatalf("empty long poll: %+v after %v", p, d)
 	}
-	epoch := tn.replica("f", 0).epoch()
+	epoch := tn.replica("f", 0).Epoch()
 	if p, _ := fetchRaw(ctx, t, cl, "f", 0, 0, epoch+1, 0, 0); p.ErrorCode != kerr.UnknownLeaderEpoch.Code {
 		t.Fatalf("future epoch: %+v", p)
 	}

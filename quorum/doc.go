@@ -35,8 +35,10 @@
 // broker_shutdown, create_topic, remove_topic, topic_config,
 // partition_change (complete new leader/ISR/epochs, and the lost ISR of an
 // unclean election), producer_ids, add_partitions (CreatePartitions: new
-// partitions appended from the current count), log_dir_offline (a broker's
-// log directory failed: logdir.go).
+// partitions appended from the current count, placed as CreateTopics
+// places them over the alive brokers, with the topic's replication
+// factor), log_dir_offline (a broker's log directory failed: logdir.go;
+// script testdata/log_dir_offline.txt).
 //
 // # Election and ISR rules
 //
@@ -50,7 +52,7 @@
 // unfenced, not shutting down and carry its current broker epoch (KIP-841,
 // KIP-903). Beyond Kafka, the leader may leave the ISR it proposes: it hands
 // leadership to the first member of the rest (a leader that found its own
-// log corrupt, node/scrub.go); an ISR without it and without an acceptable
+// log corrupt, node/replica/scrub.go); an ISR without it and without an acceptable
 // leader is refused.
 //
 // A partition whose only ISR member re-registers after an unclean shutdown
@@ -92,7 +94,28 @@
 // to Config.PeerLog naming both cluster ids (ErrBadHello, ErrWrongCluster;
 // a forwarding client of another cluster gets ErrWrongCluster back).
 // Retries happen only when the command surely did not apply; otherwise the
-// caller gets ErrOutcomeUnknown.
+// caller gets ErrOutcomeUnknown. A node pointed at the wrong
+// controller.quorum.voters (or a recycled port in tests) can so neither
+// vote, append nor propose here; RaftStats.RefusedConns counts the
+// connections refused.
+//
+// On disk, under the node's <log.dirs>/quorum: raft.db (the bolt log and
+// stable store) and snapshots/ (the JSON image, versioned);
+// meta.properties, written by `sluice init`, lies beside it (node/meta).
+//
+// # DescribeQuorum
+//
+// raft keeps follower match indexes private, so Status (status.go) on the
+// leader asks every member of the Raft configuration, over the forwarding
+// protocol (op "status"), for its own last log index and the time since it
+// last heard from the leader. Exact: leader id, term (= leader epoch),
+// commit index (= high watermark), each member's last log index (=
+// LogEndOffset) at the moment it answered. Approximate: LastFetchTimestamp
+// (the leader's clock minus the member's "ms since contact"; Raft pushes,
+// nothing fetches) and LastCaughtUpTimestamp (the contact time of the
+// latest describe, on this leader, that found the member's log as long as
+// the leader's; -1 until then). A member that does not answer in 2 s shows
+// LogEndOffset -1. Offsets are Raft log indexes.
 //
 // # Publishing: changes in effect when answered
 //
@@ -109,7 +132,10 @@
 // applied to the image), until the caller's deadline; it names the
 // brokers that did not confirm (ErrNotPublished). The node publishes the
 // admin writes (CreateTopics, CreatePartitions, DeleteTopics,
-// IncrementalAlterConfigs); other commands only Propose.
+// IncrementalAlterConfigs); other commands only Propose. Before this, a
+// create followed at once by a describe or produce on another broker
+// failed 11 times in 3 rounds (node's TestAdminWritesVisibleWhenAnswered);
+// after: 0 in 100.
 //
 // # Liveness
 //
@@ -163,6 +189,6 @@
 //
 // Lock order: Controller.proposeMu → FSM.mu (read). proposeMu is held while
 // planning and appending, and during a Barrier, never while waiting for a
-// commit. Controller.connMu and Gossip.mu are leaves: nothing is called
-// while they are held.
+// commit. Controller.connMu, Controller.caught.mu and Gossip.mu are
+// leaves: nothing is called while they are held.
 package quorum

@@ -288,7 +288,7 @@ func (p *planner) alterPartition(c *AlterPartition) ([]Record, any, error) {
 		isr = append(isr, m.ID)
 	}
 	// A leader may leave the ISR only by handing leadership to another
-	// member (beyond Kafka: its log is damaged, node/scrub.go); the builder
+	// member (beyond Kafka: its log is damaged, node/replica/scrub.go); the builder
 	// elects it from what remains.
 	leaving := !slices.Contains(isr, c.BrokerID)
 	pc := PartitionChange{TopicID: t.ID, Partition: c.Partition, Current: part, Acceptable: p.acceptable(-1, -1), TargetISR: isr}

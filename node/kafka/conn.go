@@ -368,7 +368,7 @@ func (c *conn) encode(r *request, resp kmsg.Response) response {
 	if fr, ok := resp.(*fileFetchResponse); ok {
 		if canEncodeFetch(fr) {
 			buf, pieces := appendFetchFrame(buf, r.correlationID, fr)
-			if invariantsEnabled {
+			if invariantsOn {
 				checkFileResponse(buf, pieces, r, fr)
 			}
 			return response{buf: buf, files: pieces, done: fr.release, r: r}
@@ -376,7 +376,7 @@ func (c *conn) encode(r *request, resp kmsg.Response) response {
 		resp = fr.materialize()
 	}
 	buf = appendResponse(buf, r.correlationID, resp)
-	if invariantsEnabled {
+	if invariantsOn {
 		checkResponse(buf, r, resp)
 	}
 	return response{buf: buf, r: r}

@@ -118,6 +118,15 @@
 // sent (invariants.go); that catches a wrong header or version, not the
 // null-in-non-nullable case above.
 //
+// # The client side
+//
+// ClientConn (client.go) is the other end of the same framing, for the
+// broker's own requests to other brokers (node/replica's fetchers) and
+// for tests that must send a request exactly as written: one request in
+// flight (correlation id 1), the response header skipped by version, the
+// body decoded at the request's version into a buffer it reuses, frames
+// bounded by MaxResponseBytes.
+//
 // # Adding an API
 //
 //  1. Add a file named after the API (list_offsets.go) that opens with a

@@ -2,5 +2,5 @@
 
 package kafka
 
-// invariantsEnabled is off in production builds; see invariants_on.go.
-const invariantsEnabled = false
+// invariantsOn is off in production builds; see invariants_on.go.
+const invariantsOn = false

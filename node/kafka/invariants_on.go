@@ -2,6 +2,6 @@
 
 package kafka
 
-// invariantsEnabled turns on the costly self-checks (build tag invariants,
+// invariantsOn turns on the costly self-checks (build tag invariants,
 // which make test uses): every response is decoded back before it is sent.
-const invariantsEnabled = true
+const invariantsOn = true

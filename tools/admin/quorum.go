@@ -60,7 +60,7 @@ func NewQuorumCommand() *cobra.Command {
 
 Offsets are Raft log indexes of the metadata log and the leader epoch is the
 Raft term. LogEndOffset is each member's own report, exact when asked; the
-timestamps are approximate (see ARCHITECTURE.md, "Metadata quorum").`,
+timestamps are approximate (see the quorum package doc, "DescribeQuorum").`,
 		Example: `  sluice quorum describe --status
   sluice quorum describe --replication --format json`,
 		Args: cobra.NoArgs,

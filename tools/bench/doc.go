@@ -10,8 +10,10 @@
 // franz-go (idempotent for acks=all, kgo's default) for a bounded time —
 // unpaced, or paced at an offered MB/s for the fixed-load cells — while a
 // consumer reads the same topic, then deletes the topic. A cell the cluster
-// refuses (an unknown topic config, NOT_ENOUGH_REPLICAS, too few brokers) is
-// reported with the error and the run goes on.
+// refuses (an unknown topic config, NOT_ENOUGH_REPLICAS, too few brokers),
+// or that fails to create its topic, probe (one record, three retries),
+// produce or flush, is reported with the error (Result.Err) and the run
+// goes on.
 //
 // Latencies: produce latency runs from the Produce call to the ack (as in
 // kafka-producer-perf-test, so it includes time queued in the client);
@@ -25,7 +27,9 @@
 // processes on 127.0.0.1 with file storage. nats-server is found on PATH or
 // next to bin/sluice, else installed there with `go install` at a pinned
 // version; it is a separate program, not a dependency of this module (only
-// the client, nats.go, is). Each acks=all Sluice cell maps to one peer cell
+// the client, nats.go, is; the install runs with GOTOOLCHAIN=local). JetStream's
+// fsync setting is server-wide, so the peer cluster is restarted between
+// its page-cache-like and sync-like cells. Each acks=all Sluice cell maps to one peer cell
 // (PeerCell): RF replicas per stream, one stream per partition, async
 // publish with kgo's window of 50,000 unacknowledged records and an ack
 // per message, the same

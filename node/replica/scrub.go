@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"errors"
@@ -27,39 +27,39 @@ const scrubPoll = time.Second
 // scrubber is the node's scrub state. Its fields are used by its goroutine
 // only, except urgent (scrubSoon).
 type scrubber struct {
-	n        *Node
+	m        *Manager
 	interval time.Duration // 0: no periodic scrub
 	rate     int64         // bytes per second; 0: no limit
-	urgent   chan *replica // logs a read found damaged
+	urgent   chan *Replica // logs a read found damaged
 	next     time.Time     // the throttle: when the next byte may be read
 	found    atomic.Int64  // bad batches reported (tests)
 }
 
-func newScrubber(n *Node) *scrubber {
+func newScrubber(m *Manager, interval time.Duration, rate int64) *scrubber {
 	return &scrubber{
-		n: n, interval: n.cfg.LogScrubInterval, rate: n.cfg.LogScrubMaxBytesPerSecond,
-		urgent: make(chan *replica, 64),
+		m: m, interval: interval, rate: rate,
+		urgent: make(chan *Replica, 64),
 	}
 }
 
 // scrubSoon asks the scrubber to verify r's log now: a read met damage.
-func (n *Node) scrubSoon(r *replica) {
-	if n.scrub == nil {
+func (m *Manager) scrubSoon(r *Replica) {
+	if m.scrub == nil {
 		return
 	}
 	select {
-	case n.scrub.urgent <- r:
+	case m.scrub.urgent <- r:
 	default: // already asked often enough
 	}
 }
 
 func (s *scrubber) run() {
-	defer s.n.wg.Done()
+	defer s.m.wg.Done()
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.n.stop:
+		case <-s.m.stop:
 			return
 		case r := <-s.urgent:
 			// Every segment not verified this instant (the read does not
@@ -70,7 +70,7 @@ func (s *scrubber) run() {
 		case <-t.C:
 			if s.interval > 0 {
 				due := time.Now().Add(-s.interval)
-				for _, r := range s.n.snapshotReplicas() {
+				for _, r := range s.m.Replicas() {
 					if !s.scrubLog(r, due, -1) {
 						return
 					}
@@ -84,7 +84,7 @@ func (s *scrubber) run() {
 // scrubLog scrubs r's sealed segments last verified before due, at most
 // limit of them (-1: all), and acts on what it finds. It returns false when
 // the node stops.
-func (s *scrubber) scrubLog(r *replica, due time.Time, limit int) bool {
+func (s *scrubber) scrubLog(r *Replica, due time.Time, limit int) bool {
 	for i := 0; limit < 0 || i < limit; i++ {
 		res, ok, err := r.log.ScrubNext(due, s.wait)
 		switch {
@@ -93,7 +93,7 @@ func (s *scrubber) scrubLog(r *replica, due time.Time, limit int) bool {
 		case errors.Is(err, segment.ErrClosed):
 			return true
 		case err != nil:
-			s.n.log.Warn("node: scrub failed", "topic", r.topic, "partition", r.partition, "err", err)
+			s.m.log.Warn("node: scrub failed", "topic", r.topic, "partition", r.partition, "err", err)
 			return true
 		case !ok:
 			return true
@@ -110,7 +110,7 @@ func (s *scrubber) scrubLog(r *replica, due time.Time, limit int) bool {
 func (s *scrubber) wait(n int) error {
 	if s.rate <= 0 {
 		select {
-		case <-s.n.stop:
+		case <-s.m.stop:
 			return errStopped
 		default:
 			return nil
@@ -126,7 +126,7 @@ func (s *scrubber) wait(n int) error {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
-		case <-s.n.stop:
+		case <-s.m.stop:
 			return errStopped
 		case <-t.C:
 		}
@@ -136,16 +136,18 @@ func (s *scrubber) wait(n int) error {
 
 // report logs a bad batch, counts it and tells the replica's state machine,
 // which repairs it where another copy is in sync.
-func (s *scrubber) report(r *replica, c *segment.CorruptionError) {
+func (s *scrubber) report(r *Replica, c *segment.CorruptionError) {
 	s.found.Add(1)
-	s.n.metrics.m.ObserveCorruptBatch(r.topic, r.partition)
+	if s.m.onCorrupt != nil {
+		s.m.onCorrupt(r.topic, r.partition)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.mu.dead {
 		return
 	}
 	st := r.mu.part.Status()
-	s.n.log.Error("node: corrupt batch in a local log",
+	s.m.log.Error("node: corrupt batch in a local log",
 		"topic", r.topic, "partition", r.partition, "offset", c.Offset, "file", c.Path, "position", c.Pos,
 		"reason", c.Reason, "role", st.Role.String(), "isr", st.ISR)
 	if err := r.mu.part.Step(partition.LogCorrupt{Offset: c.Offset}); err != nil {
@@ -153,7 +155,7 @@ func (s *scrubber) report(r *replica, c *segment.CorruptionError) {
 	}
 	r.process()
 	if st := r.mu.part.Status(); st.Role == partition.Leader && r.mu.part.Damage() >= 0 && st.PendingISR == nil {
-		s.n.log.Error("node: this replica is the only in-sync copy of a corrupt log: it keeps leading and serves only what lies below the damage",
+		s.m.log.Error("node: this replica is the only in-sync copy of a corrupt log: it keeps leading and serves only what lies below the damage",
 			"topic", r.topic, "partition", r.partition, "offset", c.Offset, "file", c.Path, "isr", st.ISR)
 	}
 }

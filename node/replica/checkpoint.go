@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"bufio"
@@ -21,10 +21,10 @@ import (
 const hwCheckpointFile = "replication-offset-checkpoint"
 
 // readHWCheckpoint reads the checkpoint in dir; a missing file is empty.
-func readHWCheckpoint(fs vfs.FS, dir string) (map[tp]int64, error) {
+func readHWCheckpoint(fs vfs.FS, dir string) (map[TP]int64, error) {
 	f, err := fs.Open(fs.PathJoin(dir, hwCheckpointFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return map[tp]int64{}, nil
+		return map[TP]int64{}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -37,8 +37,8 @@ func readHWCheckpoint(fs vfs.FS, dir string) (map[tp]int64, error) {
 	return parseHWCheckpoint(b)
 }
 
-func parseHWCheckpoint(b []byte) (map[tp]int64, error) {
-	out := map[tp]int64{}
+func parseHWCheckpoint(b []byte) (map[TP]int64, error) {
+	out := map[TP]int64{}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	bad := func(line int, what string) error {
 		return fmt.Errorf("%s line %d: %s", hwCheckpointFile, line, what)
@@ -66,22 +66,23 @@ func parseHWCheckpoint(b []byte) (map[tp]int64, error) {
 		if err1 != nil || err2 != nil || p < 0 || off < 0 {
 			return nil, bad(3+i, "bad partition or offset")
 		}
-		out[tp{f[0], int32(p)}] = off
+		out[TP{f[0], int32(p)}] = off
 	}
 	return out, nil
 }
 
-// writeHWCheckpoint replaces the checkpoint in dir durably: a temporary
-// file, fsync, rename, directory fsync.
-func (n *Node) writeHWCheckpoint() error {
-	reps := n.snapshotReplicas()
+// WriteHWCheckpoint replaces the high-watermark checkpoint durably with
+// the open replicas' high watermarks: a temporary file, fsync, rename,
+// directory fsync.
+func (m *Manager) WriteHWCheckpoint() error {
+	reps := m.Replicas()
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "0\n%d\n", len(reps))
 	for _, r := range reps {
-		fmt.Fprintf(&b, "%s %d %d\n", r.topic, r.partition, r.highWatermark())
+		fmt.Fprintf(&b, "%s %d %d\n", r.topic, r.partition, r.HighWatermark())
 	}
-	tmp := n.fs.PathJoin(n.dir, hwCheckpointFile+".tmp")
-	f, err := n.fs.Create(tmp, vfs.WriteCategoryUnspecified)
+	tmp := m.fs.PathJoin(m.dir, hwCheckpointFile+".tmp")
+	f, err := m.fs.Create(tmp, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}
@@ -96,10 +97,10 @@ func (n *Node) writeHWCheckpoint() error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := n.fs.Rename(tmp, n.fs.PathJoin(n.dir, hwCheckpointFile)); err != nil {
+	if err := m.fs.Rename(tmp, m.fs.PathJoin(m.dir, hwCheckpointFile)); err != nil {
 		return err
 	}
-	d, err := n.fs.OpenDir(filepath.Clean(n.dir))
+	d, err := m.fs.OpenDir(filepath.Clean(m.dir))
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"maps"
@@ -13,11 +13,11 @@ func TestParseHWCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[tp]int64{{"a-1", 0}: 7, {"a", 1}: 9, {"b.c_d", 12}: 0}
+	want := map[TP]int64{{"a-1", 0}: 7, {"a", 1}: 9, {"b.c_d", 12}: 0}
 	if !maps.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if s := (tp{"a-1", 0}).String(); s != "a-1-0" {
+	if s := (TP{"a-1", 0}).String(); s != "a-1-0" {
 		t.Fatalf("String = %q, want a-1-0", s)
 	}
 	for _, bad := range []string{"", "1\n0\n", "0\n1\n", "0\n1\na 0\n", "0\n1\na -1 0\n", "0\n1\na 0 -1\n"} {

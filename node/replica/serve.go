@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"context"
@@ -18,22 +18,22 @@ import (
 const defaultProduceTimeout = 30 * time.Second
 
 // canProduce says why this replica cannot take a produce now (nil: it can).
-func (r *replica) canProduce(acks int16) error {
+func (r *Replica) canProduce(acks int16) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.canProduceLocked(acks)
 }
 
-func (r *replica) canProduceLocked(acks int16) error {
+func (r *Replica) canProduceLocked(acks int16) error {
 	if r.mu.dead {
 		return kerr.NotLeaderForPartition
 	}
 	return r.mu.part.CheckProduce(acks)
 }
 
-// produce appends records as leader; see kafka.Logs.Produce. The
+// Produce appends records as leader; see kafka.Logs.Produce. The
 // acknowledgement, when still due, comes on the result's Pending.
-func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.ProduceResult {
+func (r *Replica) Produce(ctx context.Context, p kafka.ProducePartition) kafka.ProduceResult {
 	res := kafka.ProduceResult{BaseOffset: -1, LogStartOffset: -1}
 	// Leadership and min.insync.replicas are answered before the records
 	// are looked at, as Kafka does; then the records are checked
@@ -47,7 +47,7 @@ func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 	}
 	checked, err := r.log.Check(p.Records)
 	if err != nil {
-		res.Err, res.ErrMessage = appendError(err), err.Error()
+		res.Err, res.ErrMessage = kafkaError(err), err.Error()
 		return res
 	}
 	r.mu.Lock()
@@ -60,8 +60,8 @@ func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 	// a duplicate writes nothing and answers the original's offsets.
 	info, err := r.log.AppendChecked(checked, r.mu.part.LeaderEpoch())
 	if err != nil {
-		r.n.checkDiskError(err)
-		res.Err, res.ErrMessage = appendError(err), err.Error()
+		r.m.host.DiskError(err)
+		res.Err, res.ErrMessage = kafkaError(err), err.Error()
 		return res
 	}
 	if info.Duplicate {
@@ -99,18 +99,18 @@ func (r *replica) produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 
 // deadline is the tick at which a produce waiting under ctx times out.
 // r.mu must be held.
-func (r *replica) deadline(ctx context.Context) int64 {
+func (r *Replica) deadline(ctx context.Context) int64 {
 	d := defaultProduceTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		d = time.Until(dl)
 	}
-	return r.mu.part.Now() + int64(d/tickInterval) + 1
+	return r.mu.part.Now() + int64(d/TickInterval) + 1
 }
 
-// fetch reads for a consumer (committed batches) or a follower (the
+// Fetch reads for a consumer (committed batches) or a follower (the
 // leader's log, after the state machine accepted its fetch); see
 // kafka.Logs.Fetch.
-func (r *replica) fetch(p kafka.FetchPartition) kafka.FetchResult {
+func (r *Replica) Fetch(p kafka.FetchPartition) kafka.FetchResult {
 	if p.ReplicaID >= 0 {
 		return r.replicaFetch(p)
 	}
@@ -131,14 +131,14 @@ const spanMinBytes = 16 << 10
 // read answers a fetch with the whole batches from offset below upTo, at
 // most maxBytes but at least one: left in the segment file when they are
 // many bytes, copied otherwise.
-func (r *replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, hw int64) kafka.FetchResult {
+func (r *Replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, hw int64) kafka.FetchResult {
 	s, err := r.log.ReadSpan(offset, maxBytes, upTo)
 	if err != nil {
 		// Below the log start (retention): the follower or consumer
 		// starts over at the log start this answer carries.
-		res.Err, res.LogStartOffset = readError(err), s.LogStart
+		res.Err, res.LogStartOffset = kafkaError(err), s.LogStart
 		if errors.Is(err, segment.ErrCorruptBatch) {
-			r.n.scrubSoon(r) // never handed out; the scrub finds where and repairs
+			r.m.scrubSoon(r) // never handed out; the scrub finds where and repairs
 		}
 		return res
 	}
@@ -151,7 +151,7 @@ func (r *replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, 
 		res.Records, err = s.AppendTo(make([]byte, 0, s.Size))
 		s.Release()
 		if err != nil {
-			res.Err, res.Records = readError(err), nil
+			res.Err, res.Records = kafkaError(err), nil
 		}
 	}
 	return res
@@ -162,7 +162,7 @@ func (r *replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, 
 // its registered broker epoch, so a Fetch below v15 (epoch -1) never does
 // —, divergence, what the follower acknowledges, ISR expansion), the log
 // is read outside the lock up to its end.
-func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
+func (r *Replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
 	r.mu.Lock()
 	if r.mu.dead {
@@ -203,7 +203,7 @@ func (r *replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 // step the response. When that started an fsync (sync durability: the next
 // fetch waits for it), it returns a channel closed when the fsync is done,
 // so the fetcher can send the next request with this partition in it.
-func (r *replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopicPartition, fetchErr error) (flushing <-chan struct{}) {
+func (r *Replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopicPartition, fetchErr error) (flushing <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.mu.dead || !r.mu.part.ExpectsFetch(req.Seq) {
@@ -241,8 +241,8 @@ func (r *replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopi
 	return nil // the deferred check fills in the flush in progress
 }
 
-// listOffset answers ListOffsets; see kafka.Logs.ListOffset.
-func (r *replica) listOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult {
+// ListOffset answers ListOffsets; see kafka.Logs.ListOffset.
+func (r *Replica) ListOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult {
 	res := kafka.ListOffsetResult{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
 	r.mu.Lock()
 	err := r.mu.part.CheckLeaderEpoch(p.CurrentLeaderEpoch)
@@ -263,7 +263,7 @@ func (r *replica) listOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult
 		off, ts, ok, err := r.log.MaxTimestamp(hw)
 		switch {
 		case err != nil:
-			res.Err = readError(err)
+			res.Err = kafkaError(err)
 		case ok:
 			res.Offset, res.Timestamp, res.LeaderEpoch = off, ts, r.log.EpochForOffset(off)
 		}
@@ -275,7 +275,7 @@ func (r *replica) listOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult
 		off, ts, ok, err := r.log.OffsetForTimestamp(p.Timestamp)
 		switch {
 		case err != nil:
-			res.Err = readError(err)
+			res.Err = kafkaError(err)
 		case ok && off < hw:
 			res.Offset, res.Timestamp, res.LeaderEpoch = off, ts, r.log.EpochForOffset(off)
 		}
@@ -283,9 +283,9 @@ func (r *replica) listOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult
 	return res
 }
 
-// endOffsetForEpoch answers OffsetForLeaderEpoch from the state machine,
+// EndOffsetForEpoch answers OffsetForLeaderEpoch from the state machine,
 // which counts the current epoch from where this replica became leader.
-func (r *replica) endOffsetForEpoch(p kafka.EpochPartition) kafka.EpochResult {
+func (r *Replica) EndOffsetForEpoch(p kafka.EpochPartition) kafka.EpochResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.mu.part.CheckLeaderEpoch(p.CurrentLeaderEpoch); err != nil {

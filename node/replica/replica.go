@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"errors"
@@ -14,16 +14,16 @@ import (
 	"github.com/sluice-log/sluice/segment"
 )
 
-// replica is this node's copy of one partition: its *segment.Log and the
-// partition.Replica state machine that decides replication. The node does
-// the state machine's I/O (see partition/doc.go): every event is stepped
+// Replica is this broker's copy of one partition: its *segment.Log and the
+// partition.Replica state machine that decides replication. It does the
+// state machine's I/O (see partition/doc.go): every event is stepped
 // under mu and followed by process, which carries out the Ready — truncate
 // the log, start fsyncs, queue the follower's fetch, hand answers to the
 // fetch handlers waiting for them, complete produce requests, send ISR
 // changes to the controller, publish the high watermark. Methods are safe
 // for concurrent use.
-type replica struct {
-	n         *Node
+type Replica struct {
+	m         *Manager
 	topic     string
 	topicID   quorum.UUID
 	partition int32
@@ -60,14 +60,14 @@ type hwWait struct {
 	ch   chan error
 }
 
-func newReplica(n *Node, t *quorum.Topic, partitionID int32, log *segment.Log, cfg partition.Config, hw int64) (*replica, error) {
+func newReplica(m *Manager, t *quorum.Topic, partitionID int32, log *segment.Log, cfg partition.Config, hw int64) (*Replica, error) {
 	leo := log.LogEndOffset()
 	if hw > leo {
 		// The log lost committed records: a power cut took its unflushed
 		// tail (page-cache durability) or the disk lost data. Say so; the
 		// replica catches up from the leader if another replica kept them.
-		n.lostOnRecovery.Add(hw - leo)
-		n.log.Warn("node: log ends below its checkpointed high watermark: committed records lost on this replica (unflushed at a power cut?)",
+		m.lostOnRecovery.Add(hw - leo)
+		m.log.Warn("node: log ends below its checkpointed high watermark: committed records lost on this replica (unflushed at a power cut?)",
 			"topic", t.Name, "partition", partitionID, "high_watermark", hw, "log_end", leo, "lost", hw-leo)
 	}
 	st := partition.LogState{LEO: leo, HW: min(max(hw, 0), leo), Flushed: min(log.FlushedOffset(), leo)}
@@ -75,17 +75,17 @@ func newReplica(n *Node, t *quorum.Topic, partitionID int32, log *segment.Log, c
 	if err != nil {
 		return nil, err
 	}
-	r := &replica{n: n, topic: t.Name, topicID: t.ID, partition: partitionID, log: log}
+	r := &Replica{m: m, topic: t.Name, topicID: t.ID, partition: partitionID, log: log}
 	r.mu.part, r.mu.cfg = pr, cfg
 	r.mu.waiters, r.mu.answers = map[uint64]chan error{}, map[uint64]partition.FetchAnswer{}
 	r.hw.Store(st.HW)
 	return r, nil
 }
 
-// become steps the partition's state from the metadata image, the
+// Become steps the partition's state from the metadata image, the
 // replica's config and the eligible brokers' epochs (a map the caller
 // never changes afterwards).
-func (r *replica) become(p *quorum.Partition, cfg partition.Config, brokers map[int32]int64) {
+func (r *Replica) Become(p *quorum.Partition, cfg partition.Config, brokers map[int32]int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.mu.dead {
@@ -93,7 +93,7 @@ func (r *replica) become(p *quorum.Partition, cfg partition.Config, brokers map[
 	}
 	if cfg != r.mu.cfg {
 		if err := r.mu.part.SetConfig(cfg); err != nil {
-			r.n.log.Error("node: replica config", "topic", r.topic, "partition", r.partition, "err", err)
+			r.m.log.Error("node: replica config", "topic", r.topic, "partition", r.partition, "err", err)
 		} else {
 			r.mu.cfg = cfg
 		}
@@ -104,16 +104,16 @@ func (r *replica) become(p *quorum.Partition, cfg partition.Config, brokers map[
 		_ = r.mu.part.Step(partition.BrokerEpochs{Epochs: brokers})
 		r.mu.brokers = brokers
 	}
-	m := partition.Become(r.n.cfg.NodeID, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.ISR, p.Replicas)
+	m := partition.Become(r.m.nodeID, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.ISR, p.Replicas)
 	if err := r.mu.part.Step(m); err != nil && !errors.Is(err, partition.ErrStaleEpoch) {
-		r.n.log.Warn("node: metadata for replica", "topic", r.topic, "partition", r.partition, "err", err)
+		r.m.log.Warn("node: metadata for replica", "topic", r.topic, "partition", r.partition, "err", err)
 	}
 	r.process()
 }
 
-// tick advances the replica's clock (produce deadlines, ISR lag, fetch
+// Tick advances the replica's clock (produce deadlines, ISR lag, fetch
 // retries).
-func (r *replica) tick() {
+func (r *Replica) Tick() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.mu.dead {
@@ -125,7 +125,7 @@ func (r *replica) tick() {
 
 // process carries out the state machine's decisions until it has none.
 // r.mu must be held; called after every Step and Tick.
-func (r *replica) process() {
+func (r *Replica) process() {
 	signal := false
 	for r.mu.part.HasReady() {
 		rd := r.mu.part.Ready()
@@ -140,7 +140,7 @@ func (r *replica) process() {
 			r.startFlush(rd.Flush)
 		}
 		if f := rd.Fetch; f != nil {
-			r.n.fetcher(f.Leader).enqueue(r, *f)
+			r.m.fetcher(f.Leader).enqueue(r, *f)
 		}
 		for _, a := range rd.FetchAnswers {
 			r.mu.answers[a.ReqID] = a
@@ -152,7 +152,7 @@ func (r *replica) process() {
 			}
 		}
 		if p := rd.AlterPartition; p != nil {
-			r.n.alterer.submit(r, p)
+			r.m.alterer.submit(r, p)
 		}
 		if rd.HWChanged {
 			r.hw.Store(rd.HW)
@@ -166,20 +166,20 @@ func (r *replica) process() {
 	if f := r.mu.part.Fenced(); f != r.mu.fenced {
 		r.mu.fenced = f
 		if f {
-			r.n.log.Error("node: partition leader fenced: the controller refused its ISR change as from a stale leader; it acknowledges nothing until the metadata catches up",
+			r.m.log.Error("node: partition leader fenced: the controller refused its ISR change as from a stale leader; it acknowledges nothing until the metadata catches up",
 				"topic", r.topic, "partition", r.partition, "leader_epoch", r.mu.part.LeaderEpoch())
 		} else {
-			r.n.log.Info("node: partition no longer fenced", "topic", r.topic, "partition", r.partition, "leader_epoch", r.mu.part.LeaderEpoch())
+			r.m.log.Info("node: partition no longer fenced", "topic", r.topic, "partition", r.partition, "leader_epoch", r.mu.part.LeaderEpoch())
 		}
 	}
 	if signal {
-		r.n.signal()
+		r.m.host.Signal()
 	}
 }
 
 // completeHWWaits answers the duplicate acks=all batches the HW passed, and
 // fails them all once this replica no longer leads. r.mu must be held.
-func (r *replica) completeHWWaits() {
+func (r *Replica) completeHWWaits() {
 	hw, leads := r.hw.Load(), r.mu.part.CheckProduce(partition.AcksLeader) == nil
 	kept := r.mu.hwWaits[:0]
 	for _, w := range r.mu.hwWaits {
@@ -197,7 +197,7 @@ func (r *replica) completeHWWaits() {
 
 // truncate applies a follower's truncation to the log (which rolls its
 // idempotent-producer state back with it). r.mu must be held.
-func (r *replica) truncate(t partition.Truncation) error {
+func (r *Replica) truncate(t partition.Truncation) error {
 	var err error
 	if t.Fully {
 		err = r.log.TruncateFullyAndStartAt(t.Offset)
@@ -212,10 +212,10 @@ func (r *replica) truncate(t partition.Truncation) error {
 	r.mu.flushWant = min(r.mu.flushWant, r.log.LogEndOffset())
 	if t.BelowHW >= 0 {
 		// Committed records are gone: only an unclean election does this.
-		r.n.log.Warn("node: truncated below the high watermark: committed records lost (unclean leader election)",
+		r.m.log.Warn("node: truncated below the high watermark: committed records lost (unclean leader election)",
 			"topic", r.topic, "partition", r.partition, "hw", t.BelowHW, "to", t.Offset, "from", t.From)
 	} else {
-		r.n.log.Info("node: truncated diverging log tail", "topic", r.topic, "partition", r.partition, "to", t.Offset, "from", t.From)
+		r.m.log.Info("node: truncated diverging log tail", "topic", r.topic, "partition", r.partition, "to", t.Offset, "from", t.From)
 	}
 	return nil
 }
@@ -224,7 +224,7 @@ func (r *replica) truncate(t partition.Truncation) error {
 // LocalFlush (sync durability). One runs per replica at a time; asks made
 // while it runs raise its target (group commit does the rest). r.mu must
 // be held.
-func (r *replica) startFlush(off int64) {
+func (r *Replica) startFlush(off int64) {
 	r.mu.flushWant = max(r.mu.flushWant, off)
 	if r.mu.flushing {
 		return
@@ -236,13 +236,13 @@ func (r *replica) startFlush(off int64) {
 
 // flushLoop is the flush goroutine: it holds r.mu except while it waits
 // for the fsync.
-func (r *replica) flushLoop() {
+func (r *Replica) flushLoop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for !r.mu.dead && r.mu.flushWant > r.log.FlushedOffset() {
 		want := r.mu.flushWant
 		r.mu.Unlock()
-		err := r.log.WaitFlushed(r.n.ctx, want)
+		err := r.log.WaitFlushed(r.m.ctx, want)
 		r.mu.Lock()
 		if err != nil && errors.Is(err, segment.ErrOffsetOutOfRange) && !r.mu.dead {
 			// A truncation cut the log below want while we waited: report
@@ -270,13 +270,18 @@ func (r *replica) flushLoop() {
 	close(r.mu.flushDone)
 }
 
-// kill ends the replica's work before its log is closed or deleted:
+// Kill ends the replica's work before its log is closed or deleted:
 // waiting produce requests fail with NOT_LEADER_OR_FOLLOWER.
-func (r *replica) kill() { r.stop(kerr.NotLeaderForPartition) }
+func (r *Replica) Kill() { r.stop(kerr.NotLeaderForPartition) }
+
+// TakeOffline stops the replica for good, as Kill does, but answers the
+// produce requests waiting for acknowledgement with KAFKA_STORAGE_ERROR:
+// the log under it failed.
+func (r *Replica) TakeOffline() { r.stop(kerr.KafkaStorageError) }
 
 // stop ends the replica's work for good and answers every produce request
 // waiting for acknowledgement with why.
-func (r *replica) stop(why error) {
+func (r *Replica) stop(why error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.dead = true
@@ -290,33 +295,54 @@ func (r *replica) stop(why error) {
 	r.mu.hwWaits = nil
 }
 
-// epoch is the current leader epoch.
-func (r *replica) epoch() int32 {
+// Epoch is the current leader epoch.
+func (r *Replica) Epoch() int32 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mu.part.LeaderEpoch()
 }
 
-// status is a snapshot of the replication state.
-func (r *replica) status() partition.Status {
+// Status is a snapshot of the replication state.
+func (r *Replica) Status() partition.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mu.part.Status()
 }
 
-// notServing says whether the replica leads (per its state machine) but
+// NotServing says whether the replica leads (per its state machine) but
 // acknowledges nothing: fenced.
-func (r *replica) notServing() bool {
+func (r *Replica) NotServing() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return !r.mu.dead && r.mu.part.Fenced()
 }
 
-// highWatermark is the published high watermark.
-func (r *replica) highWatermark() int64 { return r.hw.Load() }
+// HighWatermark is the published high watermark.
+func (r *Replica) HighWatermark() int64 { return r.hw.Load() }
+
+// MinInsyncReplicas is the min.insync.replicas last stepped (at least 1).
+func (r *Replica) MinInsyncReplicas() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return max(r.mu.cfg.MinInsyncReplicas, 1)
+}
+
+// Topic is the partition's topic name.
+func (r *Replica) Topic() string { return r.topic }
+
+// Partition is the partition's index in its topic.
+func (r *Replica) Partition() int32 { return r.partition }
+
+// TopicID is the id of the topic the replica was opened for.
+func (r *Replica) TopicID() quorum.UUID { return r.topicID }
+
+// Log is the replica's log. The replica owns it: callers read and
+// maintain it (flush, retention, checkpoints) but never truncate, append
+// or close it.
+func (r *Replica) Log() *segment.Log { return r.log }
 
 // checkEpoch applies KIP-320 to the epoch a client sent (-1: none).
-func (r *replica) checkEpoch(current int32) error {
+func (r *Replica) checkEpoch(current int32) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mu.part.CheckLeaderEpoch(current)
@@ -324,54 +350,42 @@ func (r *replica) checkEpoch(current int32) error {
 
 // logErr logs a replica error once until a different one happens. r.mu
 // must be held.
-func (r *replica) logErr(what string, err error) {
-	r.n.checkDiskError(err)
+func (r *Replica) logErr(what string, err error) {
+	r.m.host.DiskError(err)
 	if s := what + err.Error(); s != r.mu.lastErr {
 		r.mu.lastErr = s
-		r.n.log.Error("node: replica "+what+" failed", "topic", r.topic, "partition", r.partition, "err", err)
+		r.m.log.Error("node: replica "+what+" failed", "topic", r.topic, "partition", r.partition, "err", err)
 	}
 }
 
-// appendError maps a segment append error to its Kafka error.
-func appendError(err error) error {
-	switch {
-	case errors.Is(err, segment.ErrCorruptBatch):
-		return kerr.CorruptMessage
-	case errors.Is(err, segment.ErrInvalidBatch):
-		return kerr.CorruptMessage
-	case errors.Is(err, segment.ErrInvalidRecord):
-		return kerr.InvalidRecord
-	case errors.Is(err, segment.ErrInvalidTimestamp):
-		return kerr.InvalidTimestamp
-	case errors.Is(err, segment.ErrUnsupportedCompression):
-		return kerr.UnsupportedCompressionType
-	case errors.Is(err, segment.ErrTransactionalBatch):
-		return kerr.TransactionalIDAuthorizationFailed
-	case errors.Is(err, segment.ErrBatchTooLarge):
-		return kerr.MessageTooLarge
-	case errors.Is(err, segment.ErrStaleEpoch):
-		return kerr.FencedLeaderEpoch
-	case errors.Is(err, segment.ErrOutOfOrderSequence):
-		return kerr.OutOfOrderSequenceNumber
-	case errors.Is(err, segment.ErrInvalidProducerEpoch):
-		return kerr.InvalidProducerEpoch
-	case errors.Is(err, segment.ErrClosed):
-		return kerr.NotLeaderForPartition
-	case errors.Is(err, segment.ErrLogFailed):
-		return kerr.KafkaStorageError
+// segmentErrors are the Kafka errors clients get for the segment's errors,
+// append and read alike; the first that matches wins.
+var segmentErrors = []struct {
+	err   error
+	kafka *kerr.Error
+}{
+	{segment.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{segment.ErrCorruptBatch, kerr.CorruptMessage},
+	{segment.ErrInvalidBatch, kerr.CorruptMessage},
+	{segment.ErrInvalidRecord, kerr.InvalidRecord},
+	{segment.ErrInvalidTimestamp, kerr.InvalidTimestamp},
+	{segment.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
+	{segment.ErrTransactionalBatch, kerr.TransactionalIDAuthorizationFailed},
+	{segment.ErrBatchTooLarge, kerr.MessageTooLarge},
+	{segment.ErrStaleEpoch, kerr.FencedLeaderEpoch},
+	{segment.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{segment.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{segment.ErrClosed, kerr.NotLeaderForPartition},
+	{segment.ErrLogFailed, kerr.KafkaStorageError},
+}
+
+// kafkaError maps an error of the replica's log to its Kafka error; one
+// the table does not know is KAFKA_STORAGE_ERROR, keeping its text.
+func kafkaError(err error) error {
+	for _, e := range segmentErrors {
+		if errors.Is(err, e.err) {
+			return e.kafka
+		}
 	}
 	return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-}
-
-// readError maps a segment read error to its Kafka error.
-func readError(err error) error {
-	switch {
-	case errors.Is(err, segment.ErrOffsetOutOfRange):
-		return kerr.OffsetOutOfRange
-	case errors.Is(err, segment.ErrClosed):
-		return kerr.NotLeaderForPartition
-	case errors.Is(err, segment.ErrCorruptBatch):
-		return kerr.CorruptMessage
-	}
-	return kerr.KafkaStorageError
 }

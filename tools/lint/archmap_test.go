@@ -1,0 +1,47 @@
+package lint
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// mapRow is a row of ARCHITECTURE.md's package map: "| `pkg/` | ...".
+var mapRow = regexp.MustCompile("(?m)^\\| `([a-z0-9/]+?)/?` \\|")
+
+// TestArchitectureMap: ARCHITECTURE.md's package map names every package
+// of the tree (a directory with non-test Go files; go list ./... shows the
+// same, but for build-tagged ones such as tools/internal/pin) and nothing
+// else, so a newcomer's map is never out of date.
+func TestArchitectureMap(t *testing.T) {
+	var tree []string
+	for _, f := range repoFiles(t) {
+		if dir := filepath.ToSlash(filepath.Dir(f.path)); !strings.HasSuffix(f.path, "_test.go") && !slices.Contains(tree, dir) {
+			tree = append(tree, dir)
+		}
+	}
+	md, err := os.ReadFile("../../ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, m := range mapRow.FindAllSubmatch(md, -1) {
+		listed = append(listed, string(m[1]))
+	}
+	if len(listed) == 0 {
+		t.Fatal("ARCHITECTURE.md has no package map rows (| `pkg/` | ... |)")
+	}
+	for _, p := range tree {
+		if !slices.Contains(listed, p) {
+			t.Errorf("package %s is missing from ARCHITECTURE.md's package map", p)
+		}
+	}
+	for _, p := range listed {
+		if !slices.Contains(tree, p) {
+			t.Errorf("ARCHITECTURE.md's package map lists %s, which is not a package of the tree", p)
+		}
+	}
+}
