@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -428,6 +429,15 @@ func (n *Node) ControllerAddr() string { return n.ctrl.Addr() }
 // wait for Kafka requests in flight.
 func (n *Node) Close(ctx context.Context) error {
 	n.mu.Lock()
+	closed := n.mu.closed
+	n.mu.Unlock()
+	if closed {
+		return nil
+	}
+	if n.cfg.ControlledShutdownEnable {
+		n.controlledShutdown(ctx)
+	}
+	n.mu.Lock()
 	if n.mu.closed {
 		n.mu.Unlock()
 		return nil
@@ -474,6 +484,76 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// controlledShutdown asks the active controller to move this broker's
+// leaderships and ISR memberships to the other replicas (Kafka's
+// controlled shutdown; quorum.ControlledShutdown) and waits until every
+// live broker has the change in effect (the new leaders lead), for at
+// most ControlledShutdownTimeout or until ctx ends. The node keeps serving meanwhile: its replicas become
+// followers, and a producer waiting on one gets NOT_LEADER_OR_FOLLOWER
+// and retries at the new leader. A failure is logged; the stop goes on.
+func (n *Node) controlledShutdown(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.ControlledShutdownTimeout)
+	defer cancel()
+	start := time.Now()
+	var epoch int64 = -1
+	var led int
+	var movable bool
+	n.ctrl.View(func(im *quorum.Image) {
+		if b := im.Brokers[n.cfg.NodeID]; b != nil && !b.Fenced && !b.ShuttingDown {
+			epoch = b.Epoch
+		}
+		led = n.partitionsLed(im)
+		movable = n.anyISRPeerAlive(im)
+	})
+	if epoch < 0 || !movable {
+		// Fenced or already shutting down; or no partition of ours has
+		// another live in-sync replica to take over (the last node of a
+		// cluster being stopped, whose quorum may already be gone).
+		return
+	}
+	// Published: answered once every live broker has applied and
+	// reconciled it, that is once the new leaders lead (node/publish.go).
+	if _, err := n.publish(ctx, &quorum.ControlledShutdown{ID: n.cfg.NodeID, Epoch: epoch}); err != nil {
+		n.log.Warn("node: controlled shutdown: the controller did not take it; closing with leaderships in place", "err", err, "partitions_led", led)
+		return
+	}
+	var still int
+	n.ctrl.View(func(im *quorum.Image) { still = n.partitionsLed(im) })
+	// What still leads had no other live in-sync replica.
+	n.log.Info("node: controlled shutdown: leaderships moved", "took", time.Since(start), "partitions_led_before", led, "still_led", still)
+}
+
+// anyISRPeerAlive says whether some partition has this node and another
+// live broker in its ISR: then a controlled shutdown has something to move.
+func (n *Node) anyISRPeerAlive(im *quorum.Image) bool {
+	for _, t := range im.Topics {
+		for _, p := range t.Partitions {
+			if !slices.Contains(p.ISR, n.cfg.NodeID) {
+				continue
+			}
+			for _, r := range p.ISR {
+				if r != n.cfg.NodeID && im.Brokers[r].Alive() {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// partitionsLed counts the partitions im says this node leads.
+func (n *Node) partitionsLed(im *quorum.Image) int {
+	led := 0
+	for _, t := range im.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader == n.cfg.NodeID {
+				led++
+			}
+		}
+	}
+	return led
 }
 
 // stopLoops stops the node's goroutines: reconciler, log-dir watcher,

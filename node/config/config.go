@@ -118,10 +118,16 @@ type Config struct {
 	// the active controller connects to every live broker's Kafka listener
 	// this often; two refusals in a row (the process is gone, its host up)
 	// fence it at once. 0: no probes.
-	BrokerProbeInterval    time.Duration
-	MessageMaxBytes        int32
-	SocketRequestMaxBytes  int32
-	AutoCreateTopicsEnable bool
+	BrokerProbeInterval time.Duration
+	// ControlledShutdownEnable (controlled.shutdown.enable): a clean stop
+	// first asks the controller to move the node's leaderships and ISR
+	// memberships to the other replicas, for at most
+	// ControlledShutdownTimeout (sluice.controlled.shutdown.timeout.ms).
+	ControlledShutdownEnable  bool
+	ControlledShutdownTimeout time.Duration
+	MessageMaxBytes           int32
+	SocketRequestMaxBytes     int32
+	AutoCreateTopicsEnable    bool
 	// MaxConnections (max.connections) bounds the Kafka listener's open
 	// connections; the default is derived from RLIMIT_NOFILE
 	// (DefaultMaxConnections). MaxConnectionsPerIP
@@ -272,6 +278,10 @@ var keys = []key{
 	}},
 	{"broker.session.timeout.ms", "9000", "a broker not seen alive (gossip) this long is fenced and loses its leaderships", func(c *Config, v string) error { return parseMs(&c.BrokerSessionTimeout, v, 1) }},
 	{"sluice.broker.probe.interval.ms", "250", "the active controller connects to each broker's Kafka listener this often; a broker whose listener refuses twice in a row (its process is gone) is fenced at once, without waiting for broker.session.timeout.ms; 0: never", func(c *Config, v string) error { return parseMs(&c.BrokerProbeInterval, v, 0) }},
+	{"controlled.shutdown.enable", "true", "on a clean stop (SIGTERM), move this node's leaderships and ISR memberships to the other replicas before closing, so that clients see no unavailable partition", func(c *Config, v string) error { return parseBool(&c.ControlledShutdownEnable, v) }},
+	{"sluice.controlled.shutdown.timeout.ms", "10000", "how long a clean stop waits for the controller to move this node's leaderships before it closes anyway", func(c *Config, v string) error {
+		return parseMs(&c.ControlledShutdownTimeout, v, 1)
+	}},
 	{"replica.lag.time.max.ms", "30000", "a follower this far behind leaves the ISR", func(c *Config, v string) error { return parseMs(&c.ReplicaLagTimeMax, v, 1) }},
 	{"producer.id.expiration.ms", "86400000", "a partition forgets an idempotent producer whose latest batch is this old", func(c *Config, v string) error {
 		return parseMs(&c.ProducerIDExpiration, v, 1)
