@@ -278,8 +278,9 @@ func (f *faulter) powerLoss(ctx context.Context, fl *Fault, ids []int32, hold ti
 	var errs []error
 	err := f.killRestart(ctx, ids, hold, func() {
 		for _, id := range ids {
-			s, err := f.power.drop(f.l, id)
+			s, dropped, err := f.power.drop(f.l, id, f.tps)
 			st.Add(s)
+			fl.Dropped = append(fl.Dropped, dropped...)
 			errs = append(errs, err)
 		}
 	})
@@ -293,7 +294,7 @@ func (f *faulter) powerLoss(ctx context.Context, fl *Fault, ids []int32, hold ti
 	case st.Events == 0:
 		fl.NoEffect = "the nodes' journals were empty: nothing went through powerfs, the power loss was a plain kill"
 	default:
-		fl.Effect = "dropped " + st.String()
+		fl.Effect = "dropped " + st.String() + droppedSummary(fl.Dropped)
 	}
 	if err == nil && f.operatorElects {
 		fl.Target += "; " + f.electUnclean(ctx)
