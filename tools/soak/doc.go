@@ -114,6 +114,13 @@
 //	                 and gossip ports; the quorum stays up) or from the active
 //	                 controller (controller and gossip ports); netfault.go
 //
+// With page-cache durability a kill is an unclean shutdown too: a
+// partition whose last in-sync replica was killed keeps it as a stale ISR
+// entry (KIP-966) and has no leader until an unclean election. So after a
+// leader or controller kill, as after a power loss, the soak elects
+// uncleanly where no leader can be elected cleanly, as an operator must;
+// a loss that causes is no power loss's and shows as lost-unexplained.
+//
 // A fault is healed when the processes are running again (or the rules are
 // gone); the recovery bound starts there.
 //
