@@ -34,7 +34,7 @@ type PowerLossReport struct {
 	// Dropped is what it cut, by replica and partition (Fault.Dropped).
 	Dropped []Dropped `json:"dropped,omitempty"`
 	// Unsynced is how long the oldest batch it dropped had been written
-	// when the power went: the page-cache window it hit.
+	// when the files were cut: the page-cache window it hit.
 	Unsynced time.Duration `json:"unsynced_ns"`
 	// The lost acknowledged records, vanished live reads and overwritten
 	// offsets it explains.
@@ -73,8 +73,12 @@ func newPowerWindows(faults []Fault) *powerWindows {
 		for _, d := range f.Dropped {
 			w.byTP[d.TP] = append(w.byTP[d.TP], d)
 			w.fault[d.TP] = append(w.fault[d.TP], i)
+			cut := d.Cut
+			if cut.IsZero() {
+				cut = f.Start
+			}
 			if !d.FirstWritten.IsZero() {
-				rep.Unsynced = max(rep.Unsynced, f.Start.Sub(d.FirstWritten))
+				rep.Unsynced = max(rep.Unsynced, cut.Sub(d.FirstWritten))
 			}
 		}
 		w.at[i] = len(w.reports)

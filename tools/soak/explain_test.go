@@ -37,7 +37,7 @@ func powerLossHist() *hist {
 		{Kind: FaultKillLeader, Target: "node 2", Start: at(2), Healed: at(4), Effect: "new leader"},
 		{Kind: FaultPowerLoss, Target: "nodes [1 2 3]", Start: at(8.5), Healed: at(9.5), Effect: "dropped",
 			Dropped: []Dropped{
-				{Node: 1, TP: tpA, FirstOffset: 3, LastOffset: 8, Batches: 6, FirstWritten: at(3), LastWritten: at(8)},
+				{Node: 1, TP: tpA, FirstOffset: 3, LastOffset: 8, Batches: 6, FirstWritten: at(3), LastWritten: at(8), Cut: at(8.6)},
 				{Node: 2, TP: tpA, FirstOffset: 5, LastOffset: 8, Batches: 4, FirstWritten: at(5), LastWritten: at(8)},
 			}},
 	}
@@ -63,7 +63,7 @@ func TestCheckPowerLossExplainsPageCacheLoss(t *testing.T) {
 	}
 	p := r.PowerLosses[0]
 	if p.Fault != 1 || p.Lost != 6 || p.Vanished != 1 || p.Conflicts != 2 || !p.FirstAck.Equal(at(3)) || !p.LastAck.Equal(at(8)) ||
-		p.Unsynced != 5500*time.Millisecond || len(p.Dropped) != 2 {
+		p.Unsynced != 5600*time.Millisecond || len(p.Dropped) != 2 {
 		t.Errorf("power loss report %+v", p)
 	}
 	if len(r.Losses) != 1 || !r.Losses[0].Explained || r.Losses[0].Fault != 1 || r.Losses[0].Records != 6 {

@@ -36,6 +36,7 @@ func (p *powerLoss) drop(l cluster.Layout, id int32, tps []TP) (powerfs.Stats, [
 	for _, n := range l.Nodes {
 		if n.ID == id {
 			byTP := map[TP]*Dropped{}
+			cut := time.Now() // the node is down: its power went no later
 			st, err := powerfs.RecoverWith(journalPath(n), func(c powerfs.Cut) error {
 				droppedBatches(id, c, tps, byTP)
 				return nil
@@ -45,7 +46,9 @@ func (p *powerLoss) drop(l cluster.Layout, id int32, tps []TP) (powerfs.Stats, [
 			}
 			var out []Dropped
 			for _, tp := range sortedTPs(byTP) {
-				out = append(out, *byTP[tp])
+				d := *byTP[tp]
+				d.Cut = cut
+				out = append(out, d)
 			}
 			return st, out, nil
 		}
@@ -70,6 +73,8 @@ type Dropped struct {
 	// how long the data had been waiting for an fsync.
 	FirstWritten time.Time `json:"first_written"`
 	LastWritten  time.Time `json:"last_written"`
+	// Cut is when the replica's files were cut (it was already down).
+	Cut time.Time `json:"cut"`
 }
 
 func (d Dropped) String() string {
