@@ -168,9 +168,12 @@ type Report struct {
 	Losses     []Loss         `json:"losses,omitempty"`
 	// PowerLosses: every power loss, what it dropped and what it explains.
 	PowerLosses []PowerLossReport `json:"power_losses,omitempty"`
-	Quota       map[string]int    `json:"fault_quota,omitempty"`
-	Recovery    []Recovery        `json:"recovery"`
-	LastHeal    time.Time         `json:"last_heal"`
+	// PageCache: the run's durability excused explained losses
+	// (CheckOptions.PageCache).
+	PageCache bool           `json:"page_cache,omitempty"`
+	Quota     map[string]int `json:"fault_quota,omitempty"`
+	Recovery  []Recovery     `json:"recovery"`
+	LastHeal  time.Time      `json:"last_heal"`
 	// Start is the start of the run; GapThreshold the shortest window.
 	Start        time.Time           `json:"start"`
 	GapThreshold time.Duration       `json:"gap_threshold_ns"`
@@ -212,7 +215,7 @@ func (c *checker) tp(tp TP) *TPCounts {
 // Check runs every invariant over h; see doc.go for what each means.
 func Check(h *History, o CheckOptions) *Report {
 	o.ensureDefaults()
-	r := &Report{ByKind: map[string]int{}, Faults: map[string]int{}, Skipped: map[string]int{}, PerTP: map[string]TPCounts{}, Quota: o.Quota, Start: h.Start, GapThreshold: o.GapThreshold}
+	r := &Report{ByKind: map[string]int{}, Faults: map[string]int{}, Skipped: map[string]int{}, PerTP: map[string]TPCounts{}, Quota: o.Quota, Start: h.Start, GapThreshold: o.GapThreshold, PageCache: o.PageCache}
 	c := &checker{o: o, r: r, per: map[TP]*TPCounts{}, power: newPowerWindows(h.Faults)}
 	for _, tp := range h.Partitions {
 		c.tp(tp)

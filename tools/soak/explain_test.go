@@ -94,6 +94,11 @@ func TestCheckPowerLossExcusesNothingWithSync(t *testing.T) {
 			t.Errorf("violation %+v does not name the power loss", v)
 		}
 	}
+	var out strings.Builder
+	PrintSummary(&out, r)
+	if !strings.Contains(out.String(), "sync durability: they may lose nothing acknowledged (lost: 6)") {
+		t.Errorf("summary does not say sync excuses nothing:\n%s", out.String())
+	}
 }
 
 // A loss no power loss explains is a lost-unexplained violation even with

@@ -171,8 +171,12 @@ func printPowerLosses(w io.Writer, r *Report) {
 		return
 	}
 	c := r.Counts
-	fmt.Fprintf(w, "power losses: %d; they explain %d of %d lost acknowledged records, %d vanished reads, %d overwritten offsets; unexplained losses %d\n",
-		len(r.PowerLosses), c.LostExplained, c.Lost, c.VanishedExplained, c.ConflictsExplained, c.LostUnexplained)
+	if r.PageCache {
+		fmt.Fprintf(w, "power losses: %d; they explain %d of %d lost acknowledged records, %d vanished reads, %d overwritten offsets; unexplained losses %d\n",
+			len(r.PowerLosses), c.LostExplained, c.Lost, c.VanishedExplained, c.ConflictsExplained, c.LostUnexplained)
+	} else {
+		fmt.Fprintf(w, "power losses: %d; sync durability: they may lose nothing acknowledged (lost: %d)\n", len(r.PowerLosses), c.Lost)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  POWER LOSS\tUNSYNCED\tLOST\tVANISHED\tDROPPED (offsets, union over replicas)")
 	for _, p := range r.PowerLosses {
