@@ -181,7 +181,7 @@ func printPowerLosses(w io.Writer, r *Report) {
 	fmt.Fprintln(tw, "  POWER LOSS\tUNSYNCED\tLOST\tVANISHED\tDROPPED (offsets, union over replicas)")
 	for _, p := range r.PowerLosses {
 		fmt.Fprintf(tw, "  #%d %s at +%v\t%v\t%d\t%d\t%s\n", p.Fault+1, p.Kind, p.Start.Sub(r.Start).Round(100*time.Millisecond),
-			p.Unsynced.Round(100*time.Millisecond), p.Lost, p.Vanished, strings.TrimPrefix(droppedSummary(p.Dropped), "; offsets dropped: "))
+			p.Unsynced.Round(100*time.Millisecond), p.Lost, p.Vanished, strings.TrimPrefix(strings.TrimPrefix(droppedSummary(p.Dropped), "; offsets dropped: "), "; "))
 	}
 	tw.Flush()
 }
