@@ -12,21 +12,22 @@ import (
 
 // Violation kinds: each is one invariant of the checker (see doc.go).
 const (
-	KindLost          = "lost"            // an acknowledged record is not in the final log
-	KindDuplicate     = "duplicate"       // one sent record at two offsets
-	KindReordered     = "reordered"       // a producer's records out of send order in a partition
-	KindConflict      = "offset-conflict" // one offset seen holding two different values
-	KindVanished      = "vanished"        // a record a consumer saw during the run is gone
-	KindFailedVisible = "failed-visible"  // a definitely failed send is in the log
-	KindPhantom       = "phantom"         // a record nobody sent (or sent to another partition)
-	KindAboveHW       = "above-hw"        // a consumer saw an offset at or above the high watermark
-	KindNotWritable   = "not-writable"    // a partition took no write within the bound after the last fault healed
-	KindNoEffect      = "no-effect"       // an injected fault did not show its effect
-	KindBadAccepted   = "bad-accepted"    // a forged fetch or a poison batch of the bad client was accepted
+	KindLost            = "lost"             // an acknowledged record is not in the final log
+	KindLostUnexplained = "lost-unexplained" // page-cache durability: a lost acknowledged record no power loss explains (explain.go)
+	KindDuplicate       = "duplicate"        // one sent record at two offsets
+	KindReordered       = "reordered"        // a producer's records out of send order in a partition
+	KindConflict        = "offset-conflict"  // one offset seen holding two different values
+	KindVanished        = "vanished"         // a record a consumer saw during the run is gone
+	KindFailedVisible   = "failed-visible"   // a definitely failed send is in the log
+	KindPhantom         = "phantom"          // a record nobody sent (or sent to another partition)
+	KindAboveHW         = "above-hw"         // a consumer saw an offset at or above the high watermark
+	KindNotWritable     = "not-writable"     // a partition took no write within the bound after the last fault healed
+	KindNoEffect        = "no-effect"        // an injected fault did not show its effect
+	KindBadAccepted     = "bad-accepted"     // a forged fetch or a poison batch of the bad client was accepted
 )
 
 // Kinds lists every violation kind in report order.
-var Kinds = []string{KindLost, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable, KindNoEffect, KindBadAccepted}
+var Kinds = []string{KindLost, KindLostUnexplained, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable, KindNoEffect, KindBadAccepted}
 
 // CheckOptions tune the checker.
 type CheckOptions struct {
@@ -44,6 +45,14 @@ type CheckOptions struct {
 	// planned; the report shows a kind that fell short (not a violation:
 	// a slow machine fits fewer faults).
 	Quota map[string]int
+	// PageCache: the topic acknowledges before fsync (sluice.durability
+	// page-cache), so a power loss may lose acknowledged records. A lost,
+	// vanished or overwritten record that a power loss explains (its
+	// offset in what that power loss dropped, seen before it healed; see
+	// explain.go) is counted, not a violation; a lost one no power loss
+	// explains is a lost-unexplained violation. Without it every loss is
+	// a lost violation.
+	PageCache bool
 }
 
 func (o *CheckOptions) ensureDefaults() {
@@ -94,6 +103,10 @@ type Loss struct {
 	FaultStart time.Time `json:"fault_start"`
 	TP         TP        `json:"tp"`
 	Records    int       `json:"records"`
+	// Explained: Fault is a power loss whose dropped offsets hold these
+	// records (explain.go); otherwise Fault is the first fault that
+	// healed after their acknowledgement.
+	Explained bool `json:"explained,omitempty"`
 	// The lost records' acknowledged offsets and acknowledgement times.
 	FirstOffset int64     `json:"first_offset"`
 	LastOffset  int64     `json:"last_offset"`
@@ -111,24 +124,31 @@ type Recovery struct {
 
 // Counts are the report's numbers.
 type Counts struct {
-	Sent          int `json:"sent"`
-	Acked         int `json:"acked"`
-	Failed        int `json:"failed"`
-	Unknown       int `json:"unknown"`
-	UnknownInLog  int `json:"unknown_in_log"` // unknown sends that were written after all
-	Read          int `json:"read"`           // records in the final read
-	LiveRead      int `json:"live_read"`      // records consumers saw during the run
-	Lost          int `json:"lost"`
-	Duplicated    int `json:"duplicated"`
-	Reordered     int `json:"reordered"`
-	Conflicts     int `json:"offset_conflicts"`
-	Vanished      int `json:"vanished"`
-	FailedVisible int `json:"failed_visible"`
-	Phantoms      int `json:"phantoms"`
-	AboveHW       int `json:"above_hw"`
-	NotWritable   int `json:"not_writable"`
-	NoEffect      int `json:"no_effect"`
-	BadAccepted   int `json:"bad_accepted"`
+	Sent         int `json:"sent"`
+	Acked        int `json:"acked"`
+	Failed       int `json:"failed"`
+	Unknown      int `json:"unknown"`
+	UnknownInLog int `json:"unknown_in_log"` // unknown sends that were written after all
+	Read         int `json:"read"`           // records in the final read
+	LiveRead     int `json:"live_read"`      // records consumers saw during the run
+	Lost         int `json:"lost"`           // every lost acknowledged record, explained or not
+	// LostExplained, VanishedExplained and ConflictsExplained are the
+	// losses a power loss explains (explain.go); with page-cache
+	// durability they are not violations.
+	LostExplained      int `json:"lost_explained"`
+	LostUnexplained    int `json:"lost_unexplained"`
+	VanishedExplained  int `json:"vanished_explained"`
+	ConflictsExplained int `json:"offset_conflicts_explained"`
+	Duplicated         int `json:"duplicated"`
+	Reordered          int `json:"reordered"`
+	Conflicts          int `json:"offset_conflicts"`
+	Vanished           int `json:"vanished"`
+	FailedVisible      int `json:"failed_visible"`
+	Phantoms           int `json:"phantoms"`
+	AboveHW            int `json:"above_hw"`
+	NotWritable        int `json:"not_writable"`
+	NoEffect           int `json:"no_effect"`
+	BadAccepted        int `json:"bad_accepted"`
 	// BadSent and BadRefused count the bad client's requests, and those
 	// answered with an error code (the rest had no answer: a node down).
 	BadSent         int `json:"bad_sent"`
@@ -146,9 +166,14 @@ type Report struct {
 	Skipped    map[string]int `json:"faults_skipped_by_kind,omitempty"`
 	Windows    []Window       `json:"unavailability_windows"`
 	Losses     []Loss         `json:"losses,omitempty"`
-	Quota      map[string]int `json:"fault_quota,omitempty"`
-	Recovery   []Recovery     `json:"recovery"`
-	LastHeal   time.Time      `json:"last_heal"`
+	// PowerLosses: every power loss, what it dropped and what it explains.
+	PowerLosses []PowerLossReport `json:"power_losses,omitempty"`
+	// PageCache: the run's durability excused explained losses
+	// (CheckOptions.PageCache).
+	PageCache bool           `json:"page_cache,omitempty"`
+	Quota     map[string]int `json:"fault_quota,omitempty"`
+	Recovery  []Recovery     `json:"recovery"`
+	LastHeal  time.Time      `json:"last_heal"`
 	// Start is the start of the run; GapThreshold the shortest window.
 	Start        time.Time           `json:"start"`
 	GapThreshold time.Duration       `json:"gap_threshold_ns"`
@@ -165,9 +190,10 @@ type TPCounts struct {
 }
 
 type checker struct {
-	o   CheckOptions
-	r   *Report
-	per map[TP]*TPCounts
+	o     CheckOptions
+	r     *Report
+	per   map[TP]*TPCounts
+	power *powerWindows
 }
 
 func (c *checker) add(v Violation) {
@@ -189,8 +215,8 @@ func (c *checker) tp(tp TP) *TPCounts {
 // Check runs every invariant over h; see doc.go for what each means.
 func Check(h *History, o CheckOptions) *Report {
 	o.ensureDefaults()
-	r := &Report{ByKind: map[string]int{}, Faults: map[string]int{}, Skipped: map[string]int{}, PerTP: map[string]TPCounts{}, Quota: o.Quota, Start: h.Start, GapThreshold: o.GapThreshold}
-	c := &checker{o: o, r: r, per: map[TP]*TPCounts{}}
+	r := &Report{ByKind: map[string]int{}, Faults: map[string]int{}, Skipped: map[string]int{}, PerTP: map[string]TPCounts{}, Quota: o.Quota, Start: h.Start, GapThreshold: o.GapThreshold, PageCache: o.PageCache}
+	c := &checker{o: o, r: r, per: map[TP]*TPCounts{}, power: newPowerWindows(h.Faults)}
 	for _, tp := range h.Partitions {
 		c.tp(tp)
 	}
@@ -267,17 +293,11 @@ func Check(h *History, o CheckOptions) *Report {
 		case Acked:
 			if len(where) == 0 {
 				lost = append(lost, s)
-				c.tp(s.TP).Lost++
-				why := "is not in the log"
-				if _, read := h.FinalHW[s.TP]; !read {
-					why = "cannot be read: the partition gave no high watermark at the end"
-				}
-				c.add(Violation{Kind: KindLost, TP: s.TP, Offset: s.Offset, Key: &s.Key,
-					Detail: fmt.Sprintf("%s acknowledged at offset %d at %s %s", s.Key, s.Offset, s.Done.Format(time.RFC3339Nano), why)})
+				c.lost(h, s)
 			}
 			if v, ok := final[s.TP][s.Offset]; ok {
 				if k, ok := DecodeValue(v); !ok || k != s.Key {
-					c.conflict(s.TP, s.Offset, EncodeValue(s.Key, 0), v, "acknowledged offset holds another record")
+					c.conflictAt(s.TP, s.Offset, s.Done, EncodeValue(s.Key, 0), v, "acknowledged offset holds another record")
 				}
 			}
 		case Failed:
@@ -305,10 +325,14 @@ func Check(h *History, o CheckOptions) *Report {
 		v, inFinal := final[rd.TP][rd.Offset]
 		switch {
 		case !inFinal:
+			if c.excused(c.power.explain(rd.TP, rd.Offset, rd.At), func(p *PowerLossReport) { p.Vanished++ }) {
+				c.r.Counts.VanishedExplained++
+				break
+			}
 			c.add(Violation{Kind: KindVanished, TP: rd.TP, Offset: rd.Offset, Key: keyPtr(k, ok),
 				Detail: fmt.Sprintf("read at offset %d during the run (hw %d), absent from the final log", rd.Offset, rd.HW)})
 		case !bytes.Equal(v, rd.Value):
-			c.conflict(rd.TP, rd.Offset, rd.Value, v, "read during the run, another record there at the end")
+			c.conflictAt(rd.TP, rd.Offset, rd.At, rd.Value, v, "read during the run, another record there at the end")
 		}
 	}
 
@@ -316,12 +340,13 @@ func Check(h *History, o CheckOptions) *Report {
 	c.badRequests(h)
 	c.windows(h)
 	c.losses(h, lost)
+	c.powerLosses()
 	c.recovery(h)
 
 	for _, tp := range sortedTPs(c.per) {
 		r.PerTP[tp.String()] = *c.per[tp]
 	}
-	r.Counts.Lost = r.ByKind[KindLost]
+	r.Counts.LostUnexplained = r.ByKind[KindLostUnexplained]
 	r.Counts.Duplicated = r.ByKind[KindDuplicate]
 	r.Counts.Reordered = r.ByKind[KindReordered]
 	r.Counts.Conflicts = r.ByKind[KindConflict]
@@ -437,26 +462,30 @@ func attribute(w Window, faults []Fault) Window {
 }
 
 // losses groups the lost records by the fault that lost them and by
-// partition: the first fault that healed after the record was
-// acknowledged.
+// partition: the power loss that explains them (explain.go), else the
+// first fault that healed after the record was acknowledged.
 func (c *checker) losses(h *History, lost []*Send) {
 	type key struct {
-		fault int
-		tp    TP
+		fault     int
+		tp        TP
+		explained bool
 	}
 	groups := map[key]*Loss{}
 	var order []key
 	for _, s := range lost {
-		k := key{fault: -1, tp: s.TP}
+		k := key{fault: c.power.explain(s.TP, s.Offset, s.Done), tp: s.TP}
+		k.explained = k.fault >= 0
 		for i, f := range h.Faults {
+			if k.fault >= 0 {
+				break
+			}
 			if f.Skipped == "" && !f.Healed.Before(s.Done) {
 				k.fault = i
-				break
 			}
 		}
 		g := groups[k]
 		if g == nil {
-			g = &Loss{Fault: k.fault, TP: s.TP, FirstOffset: s.Offset, LastOffset: s.Offset, FirstAck: s.Done, LastAck: s.Done}
+			g = &Loss{Fault: k.fault, Explained: k.explained, TP: s.TP, FirstOffset: s.Offset, LastOffset: s.Offset, FirstAck: s.Done, LastAck: s.Done}
 			if k.fault >= 0 {
 				f := h.Faults[k.fault]
 				g.Kind, g.Target, g.FaultStart = f.Kind, f.Target, f.Start
@@ -476,6 +505,9 @@ func (c *checker) losses(h *History, lost []*Send) {
 	slices.SortFunc(order, func(a, b key) int {
 		if a.fault != b.fault {
 			return a.fault - b.fault
+		}
+		if a.explained != b.explained {
+			return map[bool]int{true: -1, false: 1}[a.explained]
 		}
 		return cmpTP(a.tp, b.tp)
 	})

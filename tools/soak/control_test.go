@@ -64,6 +64,12 @@ func TestNegativeControls(t *testing.T) {
 			if lost == 0 {
 				t.Errorf("%s: no loss put down to %s (losses %+v)\n%s", control, want, fr.Losses, out.String())
 			}
+			// Page-cache: the checker must find the loss inside what the
+			// power losses dropped, and nothing outside it.
+			if control == NegPageCache && (fr.Counts.LostExplained == 0 || fr.Counts.LostUnexplained != 0) {
+				t.Errorf("%s: %d lost records explained by its power losses, %d unexplained; want some, and none\n%s",
+					control, fr.Counts.LostExplained, fr.Counts.LostUnexplained, out.String())
+			}
 			for _, f := range fr.Faults {
 				if f.Kind == want && f.Effect == "" {
 					t.Errorf("%s: scenario without effect: %+v", control, f)

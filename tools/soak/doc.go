@@ -17,6 +17,9 @@
 // watermark. Check then verifies, and reports by kind:
 //
 //	lost             every acknowledged record is in the final log
+//	lost-unexplained (page-cache durability) every acknowledged record
+//	                 missing from the final log was dropped by a power
+//	                 loss (below)
 //	duplicate        no sent record is at two offsets
 //	reordered        one producer's records in one partition are in send order
 //	offset-conflict  no offset holds two values (acks, live reads, final read)
@@ -35,8 +38,41 @@
 // threshold in which a partition acknowledged nothing, each with the faults
 // it overlaps and how long it lasted after they healed (the five longest
 // are printed). Lost records are grouped by the fault that lost them (the
-// first fault that healed after their acknowledgement), with their
-// partition, offsets and acknowledgement times.
+// power loss that explains them, below; else the first fault that healed
+// after their acknowledgement), with their partition, offsets and
+// acknowledgement times.
+//
+// # Power losses and page-cache durability
+//
+// With --durability page-cache a record is acknowledged before any fsync,
+// so a power loss of every replica may lose it: that is the documented
+// risk of the mode, to be measured, not a bug. But only a power loss may
+// lose it, and only what it dropped. When powerfs cuts a killed node's
+// files (powerfs.RecoverWith), the soak reads the RecordBatch headers of
+// each segment file it is about to cut and records, per replica and
+// partition, the offsets and write times of the batches at or past the
+// synced length (Fault.Dropped, power.go). The checker (explain.go) puts
+// a lost acknowledged record down to the first power loss that
+//
+//   - dropped its acknowledged offset from some replica of its partition,
+//   - and healed after it was acknowledged (offsets are reused after a
+//     power loss: a record acknowledged later at a dropped offset is not
+//     that power loss's to explain).
+//
+// The same rule explains a record a consumer read during the run that is
+// gone (vanished) or that another record replaced (offset-conflict), by
+// when it was read. With page-cache durability an explained loss is
+// counted (Counts.LostExplained, VanishedExplained, ConflictsExplained),
+// not a violation; a lost record no power loss explains is a
+// lost-unexplained violation. With sync durability nothing is excused:
+// every loss is a lost violation, whose detail names the power loss that
+// dropped its offset if one did. The report lists each power loss with
+// what it dropped (offsets, union over the replicas, per partition), how
+// long the oldest dropped batch had waited for an fsync (Unsynced), and
+// the lost, vanished and overwritten records it explains
+// (Report.PowerLosses). "Some replica" is as precise as the history
+// allows: which replica the operator's unclean election chose is not
+// recorded.
 //
 // So that failed-visible checks real failures, a poison producer sends,
 // every --poison-every, one uncompressed record over the topic's
@@ -78,6 +114,13 @@
 //	                 and gossip ports; the quorum stays up) or from the active
 //	                 controller (controller and gossip ports); netfault.go
 //
+// With page-cache durability a kill is an unclean shutdown too: a
+// partition whose last in-sync replica was killed keeps it as a stale ISR
+// entry (KIP-966) and has no leader until an unclean election. So after a
+// leader or controller kill, as after a power loss, the soak elects
+// uncleanly where no leader can be elected cleanly, as an operator must;
+// a loss that causes is no power loss's and shows as lost-unexplained.
+//
 // A fault is healed when the processes are running again (or the rules are
 // gone); the recovery bound starts there.
 //
@@ -97,7 +140,8 @@
 // (unclean.leader.election.enable=true, min.insync.replicas=1, replication
 // factor capped so the followers are a minority of the nodes) or
 // page-cache (no fsync before ack) must make the checker report loss; the
-// run exits 0 only if it does. A control does not wait for the random
+// run exits 0 only if it does (for page-cache, explained losses count:
+// Counts.Lost is every lost acknowledged record). A control does not wait for the random
 // schedule to stumble on its loss: it runs a scripted scenario, the
 // shortest known path to it, on a partition the seed picks, and again
 // while the run has room (scenario.go); the workload runs until the last

@@ -47,10 +47,14 @@ type faulter struct {
 	out   io.Writer
 	power *powerLoss // nil: power loss not enabled
 	net   *netFaults // nil: network partitions not possible here
-	// operatorElects: after a power loss, elect leaders uncleanly where
-	// none can be elected cleanly (page-cache durability: the restarted
-	// replicas' ISR entries are stale, KIP-966), as an operator would with
-	// `sluice leaders elect --type unclean`, so that the loss shows.
+	// operatorElects: after a power loss or a kill, elect leaders
+	// uncleanly where none can be elected cleanly (page-cache durability:
+	// a replica restarted after an unclean shutdown leaves a stale ISR
+	// entry, KIP-966), as an operator would with `sluice leaders elect
+	// --type unclean`: after a power loss so that the loss shows, after a
+	// kill of a partition's last in-sync replica so that it is not down
+	// for the rest of the run. Loss such an election causes after a kill
+	// is no power loss's: the checker reports it as unexplained.
 	operatorElects bool
 	// acks counts acknowledged records by partition (the scenarios wait
 	// on it).
@@ -147,6 +151,7 @@ func (f *faulter) inject(ctx context.Context, st step, hold time.Duration) Fault
 		if seen != nil {
 			provedFailover(&fl, "leader of "+tp.String(), <-seen)
 		}
+		f.electAfterKill(ctx, &fl, err)
 	case FaultKillController:
 		controller, term, qerr := f.quorumLeader(ctx)
 		if qerr != nil {
@@ -162,6 +167,7 @@ func (f *faulter) inject(ctx context.Context, st step, hold time.Duration) Fault
 		if seen != nil {
 			provedFailover(&fl, "active controller", <-seen)
 		}
+		f.electAfterKill(ctx, &fl, err)
 	case FaultPowerLoss:
 		if f.power == nil {
 			return skip("power loss is off (--power-loss=false)")
@@ -278,8 +284,9 @@ func (f *faulter) powerLoss(ctx context.Context, fl *Fault, ids []int32, hold ti
 	var errs []error
 	err := f.killRestart(ctx, ids, hold, func() {
 		for _, id := range ids {
-			s, err := f.power.drop(f.l, id)
+			s, dropped, err := f.power.drop(f.l, id, f.tps)
 			st.Add(s)
+			fl.Dropped = append(fl.Dropped, dropped...)
 			errs = append(errs, err)
 		}
 	})
@@ -293,12 +300,28 @@ func (f *faulter) powerLoss(ctx context.Context, fl *Fault, ids []int32, hold ti
 	case st.Events == 0:
 		fl.NoEffect = "the nodes' journals were empty: nothing went through powerfs, the power loss was a plain kill"
 	default:
-		fl.Effect = "dropped " + st.String()
+		fl.Effect = "dropped " + st.String() + droppedSummary(fl.Dropped)
 	}
 	if err == nil && f.operatorElects {
 		fl.Target += "; " + f.electUnclean(ctx)
 	}
 	return err
+}
+
+// noElectionNeeded is what electUnclean says when every partition had a
+// leader.
+const noElectionNeeded = "operator's unclean election: none needed"
+
+// electAfterKill: with page-cache durability, the operator's unclean
+// election after a kill (see operatorElects), said in the fault's target
+// only when it elected someone.
+func (f *faulter) electAfterKill(ctx context.Context, fl *Fault, err error) {
+	if err != nil || !f.operatorElects {
+		return
+	}
+	if what := f.electUnclean(ctx); what != noElectionNeeded {
+		fl.Target += "; " + what
+	}
 }
 
 // killRestart SIGKILLs every node in ids at once, runs killed (if set)
@@ -391,7 +414,7 @@ func (f *faulter) electUnclean(ctx context.Context) string {
 	}
 	slices.Sort(elected)
 	if len(elected) == 0 {
-		return "operator's unclean election: none needed"
+		return noElectionNeeded
 	}
 	return fmt.Sprintf("operator's unclean election of %s", strings.Join(elected, " "))
 }

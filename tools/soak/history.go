@@ -135,6 +135,10 @@ type Fault struct {
 	BytesDropped   int64         `json:"bytes_dropped,omitempty"`
 	FilesDropped   int           `json:"files_dropped,omitempty"`
 	PacketsDropped int64         `json:"packets_dropped,omitempty"`
+	// Dropped is, for a power loss, the offsets it cut from each
+	// replica's log of each partition: the windows the checker puts lost
+	// records down to.
+	Dropped []Dropped `json:"dropped,omitempty"`
 }
 
 // History is everything a run observed, the checker's input.

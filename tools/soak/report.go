@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -48,6 +49,7 @@ func PrintSummary(w io.Writer, r *Report) {
 		{"unknown outcome", c.Unknown}, {"  of which in the log", c.UnknownInLog},
 		{"read back (final)", c.Read}, {"read during the run", c.LiveRead},
 		{"bad client requests", c.BadSent}, {"  of which refused", c.BadRefused},
+		{"lost (acknowledged)", c.Lost}, {"  explained by a power loss", c.LostExplained},
 	} {
 		fmt.Fprintf(tw, "  %s\t%d\t\n", row.name, row.n)
 	}
@@ -62,6 +64,7 @@ func PrintSummary(w io.Writer, r *Report) {
 	tw.Flush()
 
 	printWindows(w, r)
+	printPowerLosses(w, r)
 	printLosses(w, r)
 	var slow time.Duration
 	never := 0
@@ -151,8 +154,34 @@ func printLosses(w io.Writer, r *Report) {
 		if l.Fault >= 0 {
 			f = fmt.Sprintf("#%d %s at +%v: %s", l.Fault+1, l.Kind, l.FaultStart.Sub(r.Start).Round(100*time.Millisecond), l.Target)
 		}
+		if l.Explained {
+			f = "in its dropped window: " + f
+		}
 		fmt.Fprintf(tw, "  %d\t%s\t%d–%d\t+%v…+%v\t%s\n", l.Records, l.TP, l.FirstOffset, l.LastOffset,
 			l.FirstAck.Sub(r.Start).Round(100*time.Millisecond), l.LastAck.Sub(r.Start).Round(100*time.Millisecond), f)
+	}
+	tw.Flush()
+}
+
+// printPowerLosses lists every power loss: the offsets it dropped from
+// each partition (the union over the replicas), how long the oldest of
+// them had waited for an fsync, and what it explains.
+func printPowerLosses(w io.Writer, r *Report) {
+	if len(r.PowerLosses) == 0 {
+		return
+	}
+	c := r.Counts
+	if r.PageCache {
+		fmt.Fprintf(w, "power losses: %d; they explain %d of %d lost acknowledged records, %d vanished reads, %d overwritten offsets; unexplained losses %d\n",
+			len(r.PowerLosses), c.LostExplained, c.Lost, c.VanishedExplained, c.ConflictsExplained, c.LostUnexplained)
+	} else {
+		fmt.Fprintf(w, "power losses: %d; sync durability: they may lose nothing acknowledged (lost: %d)\n", len(r.PowerLosses), c.Lost)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  POWER LOSS\tUNSYNCED\tLOST\tVANISHED\tDROPPED (offsets, union over replicas)")
+	for _, p := range r.PowerLosses {
+		fmt.Fprintf(tw, "  #%d %s at +%v\t%v\t%d\t%d\t%s\n", p.Fault+1, p.Kind, p.Start.Sub(r.Start).Round(100*time.Millisecond),
+			p.Unsynced.Round(100*time.Millisecond), p.Lost, p.Vanished, strings.TrimPrefix(strings.TrimPrefix(droppedSummary(p.Dropped), "; offsets dropped: "), "; "))
 	}
 	tw.Flush()
 }

@@ -44,6 +44,10 @@
 //   - An fsync that returned but whose journal line the SIGKILL beat is
 //     treated as not done (conservative).
 //
+// RecoverWith shows each file to a hook just before its bytes go (path,
+// synced length, size): the soak reads the record batches there to learn
+// which offsets the power loss dropped.
+//
 // A SIGKILL alone loses nothing: the kernel keeps the page cache of a killed
 // process, which is exactly why Recover must be run explicitly.
 package powerfs

@@ -181,3 +181,62 @@ func TestRecoverWithoutJournalFails(t *testing.T) {
 		t.Fatalf("Recover without a journal: %+v, %v; want ErrNoJournal", st, err)
 	}
 }
+
+// RecoverWith shows each doomed file to its hook while the bytes it drops
+// are still there: the soak reads them to learn which offsets a power loss
+// lost.
+func TestRecoverWithShowsWhatItDrops(t *testing.T) {
+	fs, data, j := setup(t)
+	seg := filepath.Join(data, "seg")
+	f, _ := fs.Create(seg, vfs.WriteCategoryUnspecified)
+	write(t, f, "durable|")
+	f.Sync()
+	syncDir(t, fs, data)
+	write(t, f, "tail")
+	f.Close()
+	orphan := filepath.Join(data, "orphan")
+	g, _ := fs.Create(orphan, vfs.WriteCategoryUnspecified)
+	write(t, g, "whole")
+	g.Close()
+
+	seen := map[string]string{}
+	var cuts []Cut
+	_, err := RecoverWith(j, func(c Cut) error {
+		b, err := os.ReadFile(c.Path)
+		if err != nil {
+			return err
+		}
+		seen[filepath.Base(c.Path)] = string(b[c.From:c.Size])
+		cuts = append(cuts, c)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen["seg"] != "tail" || seen["orphan"] != "whole" || len(seen) != 2 {
+		t.Errorf("the hook saw %q, want seg's unsynced tail and the whole orphan", seen)
+	}
+	for _, c := range cuts {
+		if c.Removed != (filepath.Base(c.Path) == "orphan") {
+			t.Errorf("cut %+v: Removed wrong", c)
+		}
+	}
+	if s, _ := content(t, seg); s != "durable|" {
+		t.Errorf("after recovery %q", s)
+	}
+
+	// A hook error stops the recovery and keeps the journal for a retry.
+	h, _ := fs.OpenReadWrite(seg, vfs.WriteCategoryUnspecified)
+	h.WriteAt([]byte("again"), 8)
+	h.Close()
+	boom := errors.New("boom")
+	if _, err := RecoverWith(j, func(Cut) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("hook error: got %v", err)
+	}
+	if s, _ := content(t, seg); s != "durable|again" {
+		t.Errorf("after a failed recovery %q, want the file untouched", s)
+	}
+	if st, err := Recover(j); err != nil || st.BytesDropped != int64(len("again")) {
+		t.Errorf("retry: %+v %v", st, err)
+	}
+}

@@ -51,10 +51,26 @@ type entry struct {
 	from    string // a durable old name an undurable rename moved it from
 }
 
+// Cut is one file Recover is about to cut back or remove: the bytes
+// [From, Size) of the file at Path are what the power loss drops.
+type Cut struct {
+	Path    string // where the bytes are now (after an undone rename: the old name)
+	From    int64  // the durable length (0 for a removed file)
+	Size    int64  // the file's length before the cut
+	Removed bool   // its creation was not durable: the whole file goes
+}
+
 // Recover replays the journal at path over the real disk, cutting every
 // file back to what was durable (see the package doc), then empties the
 // journal: what is left is all durable. The node must not be running.
-func Recover(path string) (Stats, error) {
+func Recover(path string) (Stats, error) { return RecoverWith(path, nil) }
+
+// RecoverWith is Recover, calling before (when not nil) for each file just
+// before its bytes are dropped, while they are still there to read: the
+// soak reads the batches a power loss drops to learn which offsets it
+// lost. An error from before stops the recovery (the journal is kept, so
+// that a retry drops the same bytes).
+func RecoverWith(path string, before func(Cut) error) (Stats, error) {
 	var st Stats
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -86,6 +102,13 @@ func Recover(path string) (Stats, error) {
 		target := name
 		if !e.durable {
 			if e.from == "" {
+				if before != nil {
+					if fi, err := os.Stat(name); err == nil && !fi.IsDir() {
+						if err := before(Cut{Path: name, Size: fi.Size(), Removed: true}); err != nil {
+							return st, err
+						}
+					}
+				}
 				if err := os.Remove(name); err == nil {
 					st.Removed++
 				} else if !errors.Is(err, fs.ErrNotExist) {
@@ -110,6 +133,11 @@ func Recover(path string) (Stats, error) {
 			return st, err
 		}
 		if fi.Size() > e.synced {
+			if before != nil {
+				if err := before(Cut{Path: target, From: e.synced, Size: fi.Size()}); err != nil {
+					return st, err
+				}
+			}
 			if err := os.Truncate(target, e.synced); err != nil {
 				return st, err
 			}
