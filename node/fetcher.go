@@ -13,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
 )
@@ -253,14 +252,14 @@ func (f *fetcher) dial() (net.Conn, error) {
 	f.n.ctrl.View(func(im *quorum.Image) {
 		if b := im.Brokers[f.leader]; b != nil {
 			for _, e := range b.Endpoints {
-				if e.Name == config.ListenerKafka {
+				if e.Name == f.n.cfg.InterBrokerListener {
 					addr = net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
 				}
 			}
 		}
 	})
 	if addr == "" {
-		return nil, fmt.Errorf("broker %d has no registered Kafka endpoint", f.leader)
+		return nil, fmt.Errorf("broker %d has no registered endpoint for inter.broker.listener.name=%s (give every broker the same inter-broker listener name)", f.leader, f.n.cfg.InterBrokerListener)
 	}
 	nc, err := net.DialTimeout("tcp", addr, replicaSocketTimeout)
 	if err != nil {

@@ -39,6 +39,8 @@ type Options struct {
 	// KafkaListener and ControllerListener, when set, are used instead of
 	// binding listeners (tests bind :0 first to learn the ports; the
 	// controller address must be known to format the directory).
+	// KafkaListener stands for the first Kafka listener of the config;
+	// any others are bound.
 	KafkaListener, ControllerListener net.Listener
 	// HTTPListener, when set, serves /health (else the HTTP listener of
 	// the config, if any, is bound).
@@ -67,7 +69,9 @@ type Node struct {
 	httpSrv *http.Server
 	// gossip runs liveness gossip; nil without a GOSSIP listener.
 	gossip *quorum.Gossip
-	kafkaL net.Listener
+	// kafkaLs are the bound Kafka listeners, in the order of
+	// cfg.KafkaListeners (kafkaLs[i] serves cfg.KafkaListeners[i]).
+	kafkaLs []net.Listener
 	// epoch is the broker epoch of this run's registration, 0 until then
 	// (set by register while the reconciler and fetchers may run).
 	epoch atomic.Int64
@@ -195,13 +199,16 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		}
 	}
 
-	kl, _ := cfg.Listener(config.ListenerKafka)
-	if n.kafkaL = opts.KafkaListener; n.kafkaL == nil {
-		if n.kafkaL, err = net.Listen("tcp", kl.Addr()); err != nil {
-			return nil, fmt.Errorf("node: kafka listener: %w", err)
+	for i, kl := range cfg.KafkaListeners {
+		ln := opts.KafkaListener
+		if i > 0 || ln == nil {
+			if ln, err = net.Listen("tcp", kl.Addr()); err != nil {
+				return nil, fmt.Errorf("node: kafka listener %s: %w", kl.Name, err)
+			}
 		}
+		n.kafkaLs = append(n.kafkaLs, ln)
+		closers = append(closers, func() { ln.Close() })
 	}
-	closers = append(closers, func() { n.kafkaL.Close() })
 	hl := opts.HTTPListener
 	if l, ok := cfg.Listener(config.ListenerHTTP); ok && hl == nil {
 		if hl, err = net.Listen("tcp", l.Addr()); err != nil {
@@ -272,7 +279,10 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
 		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port), SessionTimeout: cfg.BrokerSessionTimeout, ClusterID: n.clusterID, Log: n.log}
 		if a, ok := cfg.Advertised(config.ListenerGossip); ok && a.Port != 0 {
-			gc.AdvertiseAddr, gc.AdvertisePort = a.Host, int(a.Port)
+			if gc.AdvertiseAddr, err = gossipAdvertiseIP(a.Host); err != nil {
+				return nil, fmt.Errorf("node: advertised GOSSIP listener: %w", err)
+			}
+			gc.AdvertisePort = int(a.Port)
 		}
 		if n.gossip, err = quorum.StartGossip(gc, n.ctrl); err != nil {
 			return nil, fmt.Errorf("node: %w", err)
@@ -298,11 +308,18 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
 		return nil, err
 	}
+	var serving sync.WaitGroup
+	for i, ln := range n.kafkaLs {
+		name := cfg.KafkaListeners[i].Name
+		serving.Go(func() {
+			if err := n.srv.ServeListener(name, ln); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+				n.log.Error("node: kafka listener failed", "listener", name, "err", err)
+			}
+		})
+	}
 	go func() {
-		defer close(n.served)
-		if err := n.srv.Serve(n.kafkaL); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
-			n.log.Error("node: kafka listener failed", "err", err)
-		}
+		serving.Wait()
+		close(n.served)
 	}()
 	n.wg.Add(2)
 	go n.maintain()
@@ -313,19 +330,36 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	return n, nil
 }
 
+// gossipAdvertiseIP is the address memberlist advertises for host, which
+// must be an IP there: "" for a wildcard or empty host (memberlist then
+// picks this host's private address, a container's own), the address a
+// host name resolves to (a container's hostname on its network) otherwise.
+func gossipAdvertiseIP(host string) (string, error) {
+	if host == "" {
+		return "", nil
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.IsUnspecified() {
+			return "", nil
+		}
+		return host, nil
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return "", fmt.Errorf("host %s does not resolve (%v); advertise an IP address or a name this node resolves", host, err)
+	}
+	for _, ip := range ips {
+		if ip.To4() != nil {
+			return ip.String(), nil
+		}
+	}
+	return ips[0].String(), nil
+}
+
 // register registers this broker with the quorum and unfences it.
 func (n *Node) register(ctx context.Context, clean bool) error {
-	adv, _ := n.cfg.Advertised(config.ListenerKafka)
-	host, port := adv.Host, adv.Port
-	if host == "" {
-		host = "localhost"
-	}
-	if port == 0 {
-		port = int32(n.kafkaL.Addr().(*net.TCPAddr).Port)
-	}
 	reply, err := n.proposeRetrying(ctx, &quorum.RegisterBroker{
-		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean,
-		Endpoints: []quorum.Endpoint{{Name: config.ListenerKafka, Host: host, Port: port}},
+		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean, Endpoints: n.endpoints(),
 	})
 	if err != nil {
 		return fmt.Errorf("node: register broker %d: %w", n.cfg.NodeID, err)
@@ -369,6 +403,25 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 	}
 }
 
+// endpoints are the advertised addresses of the Kafka listeners, by name,
+// as the broker registers them: clients are told those of the listener
+// they connected to, and replica fetchers dial the inter-broker one.
+func (n *Node) endpoints() []quorum.Endpoint {
+	var out []quorum.Endpoint
+	for i, kl := range n.cfg.KafkaListeners {
+		adv, _ := n.cfg.Advertised(kl.Name)
+		host, port := adv.Host, adv.Port
+		if host == "" {
+			host = "localhost"
+		}
+		if port == 0 {
+			port = int32(n.kafkaLs[i].Addr().(*net.TCPAddr).Port)
+		}
+		out = append(out, quorum.Endpoint{Name: kl.Name, Host: host, Port: port})
+	}
+	return out
+}
+
 // proposeRetrying proposes cmd again while the outcome is unknown
 // (leadership changed while committing, which happens while a new quorum
 // settles): only for commands that are safe to repeat (a repeated
@@ -383,8 +436,8 @@ func (n *Node) proposeRetrying(ctx context.Context, cmd quorum.Command) (any, er
 	}
 }
 
-// KafkaAddr is the address the Kafka listener is bound to.
-func (n *Node) KafkaAddr() string { return n.kafkaL.Addr().String() }
+// KafkaAddr is the address the first Kafka listener is bound to.
+func (n *Node) KafkaAddr() string { return n.kafkaLs[0].Addr().String() }
 
 // ControllerAddr is the address of the controller (Raft) listener.
 func (n *Node) ControllerAddr() string { return n.ctrl.Addr() }
