@@ -21,7 +21,12 @@
 //
 //  1. Check the data directory: meta.properties (node/meta) must name this
 //     cluster and node.
-//  2. Bind the Kafka (PLAINTEXT) and controller (CONTROLLER) listeners.
+//  2. Bind the Kafka listeners (every name mapped to PLAINTEXT, e.g.
+//     PLAINTEXT or INTERNAL and EXTERNAL) and the controller (CONTROLLER)
+//     listener. The broker registers each Kafka listener's advertised
+//     endpoint by name; a client is answered the endpoints of the
+//     listener it came in on, and replica fetchers dial
+//     inter.broker.listener.name.
 //  3. Open the node's one segment Index (Pebble, <log.dirs>/index).
 //  4. Start the quorum Controller (<log.dirs>/quorum). An initial
 //     controller bootstraps as a Raft voter; any other node, broker-only
