@@ -368,30 +368,12 @@ func TestDocker(t *testing.T) {
 			t.Fatal(err)
 		}
 		leader := int(ps[1].Leader)
-		id := d.container(ctx, leader)
-		ip := d.docker(ctx, "inspect", "-f", fmt.Sprintf(`{{(index .NetworkSettings.Networks %q).IPAddress}}`, d.net), id)
-		start := time.Now()
-		d.docker(ctx, "network", "disconnect", d.net, id)
-		// Count only records sent once the command returned (the
-		// container is off the network then).
-		cut := time.Now()
-		ttw := waitFor(t, ctx, 2*time.Minute, "partition 1 writable without its leader", func() (bool, string) {
-			n, _ := w.ackedSince(1, cut)
-			ps, err := partitionState(ctx, adm, topic)
-			if err != nil {
-				return false, err.Error()
-			}
-			return n > 0 && int(ps[1].Leader) != leader, fmt.Sprintf("%d acks since, leader %d", n, ps[1].Leader)
-		})
-		_, first := w.ackedSince(1, cut)
-		t.Logf("network disconnect of node %d (leader of partition 1): new leader seen %v after the disconnect, first write acknowledged %v after it", leader, ttw.Round(time.Millisecond), first.Sub(start).Round(time.Millisecond))
-		d.docker(ctx, "network", "connect", "--ip", ip, "--alias", fmt.Sprintf("sluice-%d", leader), d.net, id)
-		d.waitHealthy(ctx, leader)
+		ttw := disconnectLeader(t, ctx, d, adm, &w, topic, 1)
+		t.Logf("network disconnect of node %d (leader of partition 1): first write acknowledged %v after it; reconnected, healthy, ISR whole", leader, ttw.Round(time.Millisecond))
 		// Its published EXTERNAL port works again from the host.
 		if out, err := run(ctx, "", "kcat", "-b", hostSeeds[leader-1], "-L", "-m", "10"); err != nil || !strings.Contains(out, "3 brokers") {
 			t.Fatalf("kcat -L through %s after the reconnect: %v\n%s", hostSeeds[leader-1], err, out)
 		}
-		t.Logf("ISR whole again %v after the reconnect", waitFullISR(t, ctx, adm, topic).Round(time.Millisecond))
 	}) {
 		return
 	}
