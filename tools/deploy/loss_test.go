@@ -51,30 +51,57 @@ func TestDockerPacketLoss(t *testing.T) {
 		t.Fatalf("create topic: %v %v", err, r.Err)
 	}
 
-	// Loss on every node, both directions, in its own namespace.
-	for n := 1; n <= 3; n++ {
-		pid := d.docker(ctx, "inspect", "-f", "{{.State.Pid}}", d.container(ctx, n))
-		for _, chain := range []string{"INPUT", "OUTPUT"} {
-			if out, err := runNs(ctx, pid, "iptables", "-A", chain, "-m", "statistic", "--mode", "random", "--probability", lossProbability, "-j", "DROP"); err != nil {
-				t.Fatalf("sluice-%d: %v\n%s", n, err, out)
-			}
-		}
-	}
 	var w workload
 	wctx, stop := context.WithCancel(ctx)
 	wdone := make(chan struct{})
 	go func() { defer close(wdone); w.run(wctx, cl, topic, partitions) }()
 	defer func() { stop(); <-wdone }()
 
-	// Watch the ISRs: count every shrink, and the acknowledgements per
-	// 10 s window (produce must keep completing).
+	// The same load without loss first, for a baseline in the same run.
+	baseDur := min(dur/4, 30*time.Second)
+	baseAcks, baseShrinks, _ := watchLoad(t, ctx, adm, &w, topic, baseDur)
+	t.Logf("baseline without loss for %v: %d records acknowledged (%.0f/s), %d ISR shrinks", baseDur, baseAcks, float64(baseAcks)/baseDur.Seconds(), baseShrinks)
+
+	// Loss on every node, both directions, in its own namespace.
+	setLoss := func(op string) {
+		for n := 1; n <= 3; n++ {
+			pid := d.docker(ctx, "inspect", "-f", "{{.State.Pid}}", d.container(ctx, n))
+			for _, chain := range []string{"INPUT", "OUTPUT"} {
+				if out, err := runNs(ctx, pid, "iptables", op, chain, "-m", "statistic", "--mode", "random", "--probability", lossProbability, "-j", "DROP"); err != nil {
+					t.Fatalf("sluice-%d: %v\n%s", n, err, out)
+				}
+			}
+		}
+	}
+	setLoss("-A")
+	total, shrinks, emptyWindows := watchLoad(t, ctx, adm, &w, topic, dur)
+	setLoss("-D")
+	stop()
+	<-wdone
+	perMinute := float64(shrinks) / dur.Minutes()
+	t.Logf("under %s loss each way on every node for %v: %d records acknowledged (%.0f/s, %.2fx the baseline), %d ISR shrinks (%.1f a minute), %d 10-s windows without an acknowledgement",
+		lossProbability, dur, total, float64(total)/dur.Seconds(), float64(total)/dur.Seconds()/(float64(baseAcks)/baseDur.Seconds()), shrinks, perMinute, emptyWindows)
+	if total == 0 || emptyWindows > 0 {
+		t.Errorf("produce stalled under packet loss: %d acknowledged, %d empty 10-s windows", total, emptyWindows)
+	}
+	if perMinute > maxShrinksPerMinute {
+		t.Errorf("the ISR shrank %.1f times a minute under packet loss, more than %.0f", perMinute, maxShrinksPerMinute)
+	}
+	checkAcked(t, ctx, &w, topic, partitions)
+}
+
+// watchLoad watches the running workload for d: it counts the records
+// acknowledged, every ISR shrink (polling the metadata) and the 10 s
+// windows in which nothing was acknowledged.
+func watchLoad(t *testing.T, ctx context.Context, adm *kadm.Client, w *workload, topic string, d time.Duration) (acks, shrinks, emptyWindows int) {
+	t.Helper()
 	start := time.Now()
+	first := ackedCount(w)
 	isr := map[int32]int{}
-	shrinks, emptyWindows := 0, 0
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	windowStart, windowAcks := start, ackedCount(&w)
-	for time.Since(start) < dur {
+	windowStart, windowAcks := start, first
+	for time.Since(start) < d {
 		select {
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
@@ -90,7 +117,7 @@ func TestDockerPacketLoss(t *testing.T) {
 			}
 		}
 		if time.Since(windowStart) >= 10*time.Second {
-			n := ackedCount(&w)
+			n := ackedCount(w)
 			if n == windowAcks {
 				emptyWindows++
 				t.Logf("%v: no acknowledgement in the last 10 s", time.Since(start).Round(time.Second))
@@ -98,27 +125,7 @@ func TestDockerPacketLoss(t *testing.T) {
 			windowStart, windowAcks = time.Now(), n
 		}
 	}
-	stop()
-	<-wdone
-	total := ackedCount(&w)
-	for n := 1; n <= 3; n++ {
-		pid := d.docker(ctx, "inspect", "-f", "{{.State.Pid}}", d.container(ctx, n))
-		for _, chain := range []string{"INPUT", "OUTPUT"} {
-			if out, err := runNs(ctx, pid, "iptables", "-D", chain, "-m", "statistic", "--mode", "random", "--probability", lossProbability, "-j", "DROP"); err != nil {
-				t.Fatalf("sluice-%d: %v\n%s", n, err, out)
-			}
-		}
-	}
-	perMinute := float64(shrinks) / dur.Minutes()
-	t.Logf("under %s loss each way on every node for %v: %d records acknowledged (%.0f/s), %d ISR shrinks (%.1f a minute), %d 10-s windows without an acknowledgement",
-		lossProbability, dur, total, float64(total)/dur.Seconds(), shrinks, perMinute, emptyWindows)
-	if total == 0 || emptyWindows > 0 {
-		t.Errorf("produce stalled under packet loss: %d acknowledged, %d empty 10-s windows", total, emptyWindows)
-	}
-	if perMinute > maxShrinksPerMinute {
-		t.Errorf("the ISR shrank %.1f times a minute under packet loss, more than %.0f", perMinute, maxShrinksPerMinute)
-	}
-	checkAcked(t, ctx, &w, topic, partitions)
+	return ackedCount(w) - first, shrinks, emptyWindows
 }
 
 func ackedCount(w *workload) int {
