@@ -161,7 +161,7 @@ cluster-down:
 # acknowledged record read back once and in order. Not part of make test
 # (needs Docker and docker-compose, ~3 min).
 test-docker: image
-	SLUICE_DOCKER=1 SLUICE_IMAGE=$(IMAGE) $(GO) test -count=1 -v -timeout 20m -run 'TestDocker' ./tools/deploy/
+	SLUICE_DOCKER=1 SLUICE_IMAGE=$(IMAGE) $(GO) test -count=1 -v -timeout 20m -run '^TestDocker$$' ./tools/deploy/
 
 clean:
 	rm -rf bin
