@@ -7,7 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/node/replica"
 	"github.com/sluice-log/sluice/quorum"
@@ -47,6 +46,12 @@ func (b *broker) Metadata(ctx context.Context, q kafka.MetadataQuery) (kafka.Clu
 		}
 	}
 	md := kafka.ClusterMetadata{ClusterID: n.clusterID}
+	// Each broker is listed at its endpoint for the listener the client
+	// came in on (Kafka's rule); one without it is left out.
+	listener := q.Listener
+	if listener == "" {
+		listener = n.cfg.InterBrokerListener
+	}
 	md.ControllerID, _ = n.ctrl.Leader()
 	n.ctrl.View(func(im *quorum.Image) {
 		if im.ClusterID != "" {
@@ -58,7 +63,7 @@ func (b *broker) Metadata(ctx context.Context, q kafka.MetadataQuery) (kafka.Clu
 				continue
 			}
 			for _, e := range br.Endpoints {
-				if e.Name == config.ListenerKafka {
+				if e.Name == listener {
 					md.Brokers = append(md.Brokers, kafka.BrokerInfo{NodeID: id, Host: e.Host, Port: e.Port, Rack: br.Rack})
 				}
 			}

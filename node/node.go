@@ -42,6 +42,8 @@ type Options struct {
 	// KafkaListener and ControllerListener, when set, are used instead of
 	// binding listeners (tests bind :0 first to learn the ports; the
 	// controller address must be known to format the directory).
+	// KafkaListener stands for the first Kafka listener of the config;
+	// any others are bound.
 	KafkaListener, ControllerListener net.Listener
 	// HTTPListener, when set, serves /health (else the HTTP listener of
 	// the config, if any, is bound).
@@ -70,7 +72,9 @@ type Node struct {
 	httpSrv *http.Server
 	// gossip runs liveness gossip; nil without a GOSSIP listener.
 	gossip *quorum.Gossip
-	kafkaL net.Listener
+	// kafkaLs are the bound Kafka listeners, in the order of
+	// cfg.KafkaListeners (kafkaLs[i] serves cfg.KafkaListeners[i]).
+	kafkaLs []net.Listener
 	// epoch is the broker epoch of this run's registration, 0 until then
 	// (set by register while the reconciler and fetchers may run).
 	epoch atomic.Int64
@@ -175,7 +179,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n.kafkaL = l.kafka
+	n.kafkaLs = l.kafka
 	clean, err := n.openStorage(&undo)
 	if err != nil {
 		return nil, err
@@ -192,20 +196,25 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 // listeners are the sockets a node serves on; http is nil without an
 // HTTP listener.
 type listeners struct {
-	kafka, controller, http net.Listener
+	kafka            []net.Listener // in the order of cfg.KafkaListeners
+	controller, http net.Listener
 }
 
-// bindListeners binds the Kafka, HTTP and controller listeners the config
-// names, unless opts brings them bound. A taken port fails here, before
-// anything is opened.
+// bindListeners binds the Kafka listeners (every name mapped to
+// PLAINTEXT), the HTTP and the controller listener the config names,
+// unless opts brings them bound (opts.KafkaListener is the first Kafka
+// listener's). A taken port fails here, before anything is opened.
 func bindListeners(cfg *config.Config, opts Options, undo *[]func()) (l listeners, err error) {
-	kl, _ := cfg.Listener(config.ListenerKafka)
-	if l.kafka = opts.KafkaListener; l.kafka == nil {
-		if l.kafka, err = net.Listen("tcp", kl.Addr()); err != nil {
-			return l, fmt.Errorf("node: kafka listener: %w", err)
+	for i, kl := range cfg.KafkaListeners {
+		ln := opts.KafkaListener
+		if i > 0 || ln == nil {
+			if ln, err = net.Listen("tcp", kl.Addr()); err != nil {
+				return l, fmt.Errorf("node: kafka listener %s: %w", kl.Name, err)
+			}
 		}
+		l.kafka = append(l.kafka, ln)
+		*undo = append(*undo, func() { ln.Close() })
 	}
-	*undo = append(*undo, func() { l.kafka.Close() })
 	l.http = opts.HTTPListener
 	if hl, ok := cfg.Listener(config.ListenerHTTP); ok && l.http == nil {
 		if l.http, err = net.Listen("tcp", hl.Addr()); err != nil {
@@ -303,9 +312,12 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
 		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port), SessionTimeout: cfg.BrokerSessionTimeout, ClusterID: n.clusterID, Log: n.log,
-			ProbeListener: config.ListenerKafka, ProbeInterval: cfg.BrokerProbeInterval}
+			ProbeListener: cfg.InterBrokerListener, ProbeInterval: cfg.BrokerProbeInterval}
 		if a, ok := cfg.Advertised(config.ListenerGossip); ok && a.Port != 0 {
-			gc.AdvertiseAddr, gc.AdvertisePort = a.Host, int(a.Port)
+			if gc.AdvertiseAddr, err = gossipAdvertiseIP(a.Host); err != nil {
+				return fmt.Errorf("node: advertised GOSSIP listener: %w", err)
+			}
+			gc.AdvertisePort = int(a.Port)
 		}
 		if n.gossip, err = quorum.StartGossip(gc, n.ctrl); err != nil {
 			return fmt.Errorf("node: %w", err)
@@ -335,11 +347,18 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
 		return err
 	}
+	var serving sync.WaitGroup
+	for i, ln := range n.kafkaLs {
+		name := cfg.KafkaListeners[i].Name
+		serving.Go(func() {
+			if err := n.srv.ServeListener(name, ln); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+				n.log.Error("node: kafka listener failed", "listener", name, "err", err)
+			}
+		})
+	}
 	go func() {
-		defer close(n.served)
-		if err := n.srv.Serve(n.kafkaL); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
-			n.log.Error("node: kafka listener failed", "err", err)
-		}
+		serving.Wait()
+		close(n.served)
 	}()
 	n.wg.Add(1)
 	go n.maintain()
@@ -349,19 +368,36 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 	return nil
 }
 
+// gossipAdvertiseIP is the address memberlist advertises for host, which
+// must be an IP there: "" for a wildcard or empty host (memberlist then
+// picks this host's private address, a container's own), the address a
+// host name resolves to (a container's hostname on its network) otherwise.
+func gossipAdvertiseIP(host string) (string, error) {
+	if host == "" {
+		return "", nil
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.IsUnspecified() {
+			return "", nil
+		}
+		return host, nil
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return "", fmt.Errorf("host %s does not resolve (%v); advertise an IP address or a name this node resolves", host, err)
+	}
+	for _, ip := range ips {
+		if ip.To4() != nil {
+			return ip.String(), nil
+		}
+	}
+	return ips[0].String(), nil
+}
+
 // register registers this broker with the quorum and unfences it.
 func (n *Node) register(ctx context.Context, clean bool) error {
-	adv, _ := n.cfg.Advertised(config.ListenerKafka)
-	host, port := adv.Host, adv.Port
-	if host == "" {
-		host = "localhost"
-	}
-	if port == 0 {
-		port = int32(n.kafkaL.Addr().(*net.TCPAddr).Port)
-	}
 	reply, err := n.proposeRetrying(ctx, &quorum.RegisterBroker{
-		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean,
-		Endpoints: []quorum.Endpoint{{Name: config.ListenerKafka, Host: host, Port: port}},
+		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean, Endpoints: n.endpoints(),
 	})
 	if err != nil {
 		return fmt.Errorf("node: register broker %d: %w", n.cfg.NodeID, err)
@@ -405,6 +441,25 @@ func (n *Node) register(ctx context.Context, clean bool) error {
 	}
 }
 
+// endpoints are the advertised addresses of the Kafka listeners, by name,
+// as the broker registers them: clients are told those of the listener
+// they connected to, and replica fetchers dial the inter-broker one.
+func (n *Node) endpoints() []quorum.Endpoint {
+	var out []quorum.Endpoint
+	for i, kl := range n.cfg.KafkaListeners {
+		adv, _ := n.cfg.Advertised(kl.Name)
+		host, port := adv.Host, adv.Port
+		if host == "" {
+			host = "localhost"
+		}
+		if port == 0 {
+			port = int32(n.kafkaLs[i].Addr().(*net.TCPAddr).Port)
+		}
+		out = append(out, quorum.Endpoint{Name: kl.Name, Host: host, Port: port})
+	}
+	return out
+}
+
 // proposeRetrying proposes cmd again while the outcome is unknown
 // (leadership changed while committing, which happens while a new quorum
 // settles): only for commands that are safe to repeat (a repeated
@@ -419,8 +474,8 @@ func (n *Node) proposeRetrying(ctx context.Context, cmd quorum.Command) (any, er
 	}
 }
 
-// KafkaAddr is the address the Kafka listener is bound to.
-func (n *Node) KafkaAddr() string { return n.kafkaL.Addr().String() }
+// KafkaAddr is the address the first Kafka listener is bound to.
+func (n *Node) KafkaAddr() string { return n.kafkaLs[0].Addr().String() }
 
 // ControllerAddr is the address of the controller (Raft) listener.
 func (n *Node) ControllerAddr() string { return n.ctrl.Addr() }

@@ -42,7 +42,8 @@ func listen(t testing.TB) net.Listener {
 }
 
 // startNode formats a directory (unless dir is already formatted) and
-// starts a node on it; extra are key=value settings.
+// starts a node on it; extra are key=value settings, in which $KAFKA_PORT
+// and $CONTROLLER_PORT stand for the ports of the listeners bound here.
 func startNode(t testing.TB, dir string, extra ...string) *testNode {
 	t.Helper()
 	return startNodeWith(t, dir, Options{}, extra...)
@@ -75,8 +76,9 @@ func startNodeWith(t testing.TB, dir string, opts Options, extra ...string) *tes
 	args := []string{"--node.id=1", "--log.dirs=" + dir,
 		"--listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"--advertised.listeners=PLAINTEXT://127.0.0.1:" + port(tn.kl) + ",CONTROLLER://127.0.0.1:" + port(tn.ctrlL)}
+	ports := strings.NewReplacer("$KAFKA_PORT", port(tn.kl), "$CONTROLLER_PORT", port(tn.ctrlL))
 	for _, e := range extra {
-		args = append(args, "--"+e)
+		args = append(args, "--"+ports.Replace(e))
 	}
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/replica"
 	"github.com/sluice-log/sluice/quorum"
 )
@@ -21,13 +20,14 @@ var _ replica.Host = replicaHost{}
 // BrokerEpoch implements replica.Host.
 func (h replicaHost) BrokerEpoch() int64 { return h.n.epoch.Load() }
 
-// KafkaEndpoint implements replica.Host from the metadata image.
+// KafkaEndpoint implements replica.Host from the metadata image: the
+// broker's endpoint of inter.broker.listener.name.
 func (h replicaHost) KafkaEndpoint(broker int32) string {
 	var addr string
 	h.n.ctrl.View(func(im *quorum.Image) {
 		if b := im.Brokers[broker]; b != nil {
 			for _, e := range b.Endpoints {
-				if e.Name == config.ListenerKafka {
+				if e.Name == h.n.cfg.InterBrokerListener {
 					addr = net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port)))
 				}
 			}

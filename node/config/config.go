@@ -6,13 +6,25 @@
 // everything into a typed Config; an unknown key (in the file, or a SLUICE_*
 // variable) or an invalid value is an error that names the key.
 //
-// Listeners are Kafka's NAME://host:port lists. PLAINTEXT is the Kafka
-// protocol listener and CONTROLLER the Raft controller listener (which also
-// carries command forwarding): CONTROLLER is always required (every node
-// replays the metadata log over it), PLAINTEXT when the node is a broker.
-// HTTP, optional, serves /health, /healthz, /readyz and /metrics (and
-// /debug/pprof/ with sluice.debug.pprof=true); GOSSIP, optional, runs liveness gossip
-// (memberlist) and joins gossip.seeds.
+// Listeners are Kafka's NAME://host:port lists. Three names are Sluice's
+// own: CONTROLLER is the Raft controller listener (which also carries
+// command forwarding), always required (every node replays the metadata
+// log over it); HTTP, optional, serves /health, /healthz, /readyz and
+// /metrics (and /debug/pprof/ with sluice.debug.pprof=true); GOSSIP,
+// optional, runs liveness gossip (memberlist) and joins gossip.seeds.
+// Every other name is a Kafka protocol listener, as in Kafka: its
+// security protocol comes from listener.security.protocol.map (PLAINTEXT
+// is the only one supported yet), and a broker needs at least one. Two
+// PLAINTEXT listeners with different names (INTERNAL for peers and
+// clients inside a network, EXTERNAL for clients outside it) serve the
+// same broker; a client is told the advertised addresses of the listener
+// it connected to, and replica fetchers dial inter.broker.listener.name
+// (default PLAINTEXT).
+//
+// Environment variables: each key's name upper-cased with dots and
+// dashes as underscores, after SLUICE_ (advertised.listeners is
+// SLUICE_ADVERTISED_LISTENERS). SLUICE_CLI_* are the admin tools' and
+// are ignored here.
 package config
 
 import (
@@ -39,8 +51,11 @@ import (
 // ErrInvalid wraps every configuration error.
 var ErrInvalid = errors.New("config")
 
-// Listener names understood by the node.
+// Listener names understood by the node. Any other name is a Kafka
+// protocol listener (listener.security.protocol.map).
 const (
+	// ListenerKafka is the default Kafka listener name, and the default
+	// inter.broker.listener.name.
 	ListenerKafka      = "PLAINTEXT"
 	ListenerController = "CONTROLLER"
 	// ListenerHTTP (optional) serves /health, /healthz, /readyz and /metrics.
@@ -72,10 +87,25 @@ type Config struct {
 	Listeners              []Listener
 	// AdvertisedListeners defaults to Listeners.
 	AdvertisedListeners []Listener
+	// KafkaListeners are the Kafka protocol listeners among Listeners
+	// (every name but CONTROLLER, HTTP and GOSSIP), in their order.
+	KafkaListeners []Listener
+	// SecurityProtocols is listener.security.protocol.map: listener name
+	// to security protocol.
+	SecurityProtocols map[string]string
+	// InterBrokerListener (inter.broker.listener.name) is the Kafka
+	// listener replica fetchers dial on other brokers.
+	InterBrokerListener string
 	LogDirs             []string
 	// ClusterID (cluster.id, a Sluice key) is checked against
 	// meta.properties when set.
 	ClusterID string
+	// InitialControllers (initial.controllers, a Sluice key, as `sluice
+	// init --initial-controllers`): when set, `sluice node` formats an
+	// empty log.dirs for cluster.id with these voters before it starts,
+	// as Kafka's container image formats its storage; a formatted
+	// directory is only verified.
+	InitialControllers []quorum.Voter
 	// GossipSeeds (gossip.seeds, a Sluice key) are host:port gossip
 	// addresses of other nodes to join.
 	GossipSeeds []string
@@ -208,6 +238,14 @@ var keys = []key{
 		c.AdvertisedListeners, err = parseListeners(v)
 		return err
 	}},
+	{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "NAME:PROTOCOL,... the security protocol of each Kafka listener (PLAINTEXT only, for now)", func(c *Config, v string) (err error) {
+		c.SecurityProtocols, err = parseProtocolMap(v)
+		return err
+	}},
+	{"inter.broker.listener.name", ListenerKafka, "the Kafka listener brokers use to reach each other (replica fetches)", func(c *Config, v string) error {
+		c.InterBrokerListener = strings.ToUpper(v)
+		return nil
+	}},
 	{"log.dirs", "", "the node's data directory (required; one directory for now)", func(c *Config, v string) error {
 		for _, d := range strings.Split(v, ",") {
 			if d = strings.TrimSpace(d); d != "" {
@@ -225,6 +263,14 @@ var keys = []key{
 			return nil
 		}
 		_, err := quorum.ParseUUID(v)
+		return err
+	}},
+	{"initial.controllers", "", "id@host:port,... the voters to format an empty log.dirs with on first start (needs cluster.id; a formatted directory is only verified)", func(c *Config, v string) error {
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		vs, err := meta.ParseControllers(v)
+		c.InitialControllers = vs
 		return err
 	}},
 	{"gossip.seeds", "", "host:port,... gossip listeners of other nodes to join", func(c *Config, v string) error {
@@ -410,8 +456,49 @@ func (c *Config) validate(v *viper.Viper) error {
 	if len(c.LogDirs) == 0 {
 		return fmt.Errorf("%w: log.dirs is required", ErrInvalid)
 	}
-	if _, ok := c.Listener(ListenerKafka); c.Broker && !ok {
-		return fmt.Errorf("%w: listeners: a broker needs a %s listener", ErrInvalid, ListenerKafka)
+	if len(c.InitialControllers) > 0 && c.ClusterID == "" {
+		return fmt.Errorf("%w: initial.controllers formats an empty log.dirs on first start and needs the cluster's id: set cluster.id (make one with `sluice init random-uuid`)", ErrInvalid)
+	}
+	if err := c.validateListeners(); err != nil {
+		return err
+	}
+	if c.Controller && len(c.ControllerQuorumVoters) > 0 &&
+		!slices.ContainsFunc(c.ControllerQuorumVoters, func(q quorum.Voter) bool { return q.ID == c.NodeID }) {
+		return fmt.Errorf("%w: process.roles includes controller but node.id %d is not in controller.quorum.voters", ErrInvalid, c.NodeID)
+	}
+	return nil
+}
+
+// validateListeners sorts the Kafka listeners out of listeners and checks
+// their protocols, the inter-broker listener and the advertised addresses.
+func (c *Config) validateListeners() error {
+	for _, l := range c.Listeners {
+		if l.Name == ListenerController || l.Name == ListenerHTTP || l.Name == ListenerGossip {
+			if p, ok := c.SecurityProtocols[l.Name]; ok && p != "PLAINTEXT" {
+				return fmt.Errorf("%w: listener.security.protocol.map: %s:%s: the %s listener speaks PLAINTEXT only", ErrInvalid, l.Name, p, l.Name)
+			}
+			continue
+		}
+		p, ok := c.SecurityProtocols[l.Name]
+		if !ok {
+			return fmt.Errorf("%w: listeners: %s is not a listener name Sluice knows (%s, %s, %s) nor in listener.security.protocol.map; add %s:PLAINTEXT to the map for a Kafka listener",
+				ErrInvalid, l.Name, ListenerController, ListenerHTTP, ListenerGossip, l.Name)
+		}
+		if p != "PLAINTEXT" {
+			return fmt.Errorf("%w: listener.security.protocol.map: listener %s uses %s, which Sluice does not support yet (PLAINTEXT only)", ErrInvalid, l.Name, p)
+		}
+		c.KafkaListeners = append(c.KafkaListeners, l)
+	}
+	if c.Broker && len(c.KafkaListeners) == 0 {
+		return fmt.Errorf("%w: listeners: a broker needs a Kafka listener (e.g. %s://:9092)", ErrInvalid, ListenerKafka)
+	}
+	if c.Broker && !slices.ContainsFunc(c.KafkaListeners, func(l Listener) bool { return l.Name == c.InterBrokerListener }) {
+		names := make([]string, len(c.KafkaListeners))
+		for i, l := range c.KafkaListeners {
+			names[i] = l.Name
+		}
+		return fmt.Errorf("%w: inter.broker.listener.name=%s must be a Kafka listener in listeners; the valid options based on the listeners are %s",
+			ErrInvalid, c.InterBrokerListener, strings.Join(names, ","))
 	}
 	if _, ok := c.Listener(ListenerController); !ok {
 		return fmt.Errorf("%w: listeners: a %s listener is required (every node replays the metadata log over it)", ErrInvalid, ListenerController)
@@ -420,15 +507,73 @@ func (c *Config) validate(v *viper.Viper) error {
 		if _, ok := c.Listener(a.Name); !ok {
 			return fmt.Errorf("%w: advertised.listeners: %s is not in listeners", ErrInvalid, a.Name)
 		}
-		if a.Host == "" || a.Host == "0.0.0.0" || a.Host == "::" {
+		if unroutable(a.Host) {
 			return fmt.Errorf("%w: advertised.listeners: %s needs a host clients can dial", ErrInvalid, a.Name)
 		}
 	}
-	if c.Controller && len(c.ControllerQuorumVoters) > 0 &&
-		!slices.ContainsFunc(c.ControllerQuorumVoters, func(q quorum.Voter) bool { return q.ID == c.NodeID }) {
-		return fmt.Errorf("%w: process.roles includes controller but node.id %d is not in controller.quorum.voters", ErrInvalid, c.NodeID)
+	// A listener bound to every address must say which one peers dial.
+	ctrl, _ := c.Listener(ListenerController)
+	for _, l := range append(slices.Clone(c.KafkaListeners), ctrl) {
+		if a, _ := c.Advertised(l.Name); a.Host != "" && unroutable(a.Host) {
+			return fmt.Errorf("%w: listeners: %s binds %s, which peers and clients cannot dial; set advertised.listeners=%s://<host name or IP>:%d",
+				ErrInvalid, l.Name, l.Addr(), l.Name, l.Port)
+		}
 	}
 	return nil
+}
+
+// unroutable reports whether host is empty or a wildcard address.
+func unroutable(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsUnspecified()
+}
+
+// parseProtocolMap parses listener.security.protocol.map: NAME:PROTOCOL
+// pairs, names upper-cased.
+func parseProtocolMap(v string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		name, proto, ok := strings.Cut(part, ":")
+		name, proto = strings.ToUpper(strings.TrimSpace(name)), strings.ToUpper(strings.TrimSpace(proto))
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%q is not NAME:PROTOCOL", part)
+		}
+		switch proto {
+		case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+		default:
+			return nil, fmt.Errorf("%q: unknown security protocol %s (want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)", part, proto)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("listener %s mapped twice", name)
+		}
+		out[name] = proto
+	}
+	return out, nil
+}
+
+// FormatIfEmpty formats the data directory for cluster.id, this node and
+// initial.controllers when initial.controllers is set and the directory
+// has no meta.properties yet (first start of a container), and reports
+// whether it did. Otherwise it does nothing: Verify then checks what is
+// there (another cluster's volume is refused, not reformatted).
+func (c *Config) FormatIfEmpty() (bool, error) {
+	if len(c.InitialControllers) == 0 {
+		return false, nil
+	}
+	_, err := meta.ReadMeta(c.LogDirs[0])
+	if !errors.Is(err, meta.ErrNotFormatted) {
+		return false, nil
+	}
+	if _, err := meta.Format(c.LogDirs[0], meta.Meta{ClusterID: c.ClusterID, NodeID: c.NodeID, InitialControllers: c.InitialControllers}); err != nil {
+		return false, fmt.Errorf("format %s: %w", c.LogDirs[0], err)
+	}
+	return true, nil
 }
 
 // Verify checks that the data directory was formatted (sluice init) for
@@ -475,8 +620,8 @@ func parseListeners(v string) ([]Listener, error) {
 			return nil, fmt.Errorf("%q is not NAME://host:port", part)
 		}
 		name = strings.ToUpper(name)
-		if name != ListenerKafka && name != ListenerController && name != ListenerHTTP && name != ListenerGossip {
-			return nil, fmt.Errorf("unknown listener name %s (want %s, %s, %s or %s)", name, ListenerKafka, ListenerController, ListenerHTTP, ListenerGossip)
+		if strings.IndexFunc(name, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') }) >= 0 {
+			return nil, fmt.Errorf("listener name %q: use letters, digits, _ and -", name)
 		}
 		host, ps, err := net.SplitHostPort(hp)
 		if err != nil {

@@ -127,10 +127,19 @@ func TestSourcesAndErrors(t *testing.T) {
 		{name: "zero partitions", file: minimal + "num.partitions=0\n", err: "num.partitions"},
 		{name: "bad bool", file: minimal + "unclean.leader.election.enable=yes\n", err: "unclean.leader.election.enable"},
 		{name: "bad role", file: minimal + "process.roles=broker,zookeeper\n", err: "process.roles"},
-		{name: "bad listener", file: minimal + "listeners=SSL://:9094,CONTROLLER://:9093\n", err: "listeners"},
+		{name: "unmapped listener", file: minimal + "listeners=INTERNAL://:9094,CONTROLLER://:9093\n", err: "add INTERNAL:PLAINTEXT to the map"},
+		{name: "bad listener", file: minimal + "listeners=IN TERNAL://:9094,CONTROLLER://:9093\n", err: "listeners"},
+		{name: "ssl listener", file: minimal + "listeners=SSL://:9094,CONTROLLER://:9093\n", err: "SSL, which Sluice does not support yet"},
+		{name: "bad protocol", file: minimal + "listener.security.protocol.map=PLAINTEXT:TLS\n", err: "listener.security.protocol.map"},
+		{name: "no inter-broker listener", file: minimal + "listeners=INTERNAL://:9092,EXTERNAL://:19092,CONTROLLER://:9093\nlistener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT\n",
+			err: "inter.broker.listener.name=PLAINTEXT must be a Kafka listener in listeners; the valid options based on the listeners are INTERNAL,EXTERNAL"},
+		{name: "wildcard kafka listener", file: minimal + "listeners=PLAINTEXT://0.0.0.0:9092,CONTROLLER://127.0.0.1:9093\n", err: "set advertised.listeners=PLAINTEXT://<host name or IP>:9092"},
+		{name: "wildcard controller", file: minimal + "listeners=PLAINTEXT://:9092,CONTROLLER://0.0.0.0:9093\n", err: "set advertised.listeners=CONTROLLER://"},
 		{name: "no kafka listener", file: minimal + "listeners=CONTROLLER://:9093\n", err: "PLAINTEXT"},
 		{name: "advertised wildcard", file: minimal + "advertised.listeners=PLAINTEXT://0.0.0.0:9092\n", err: "advertised.listeners"},
 		{name: "not a voter", file: minimal + "controller.quorum.voters=2@h:9093\n", err: "controller.quorum.voters"},
+		{name: "initial controllers without cluster id", file: minimal + "initial.controllers=1@h:9093\n", err: "set cluster.id"},
+		{name: "bad initial controllers", file: minimal + "cluster.id=MkU3OEVBNTcwNTJENDM2Qg\ninitial.controllers=h:9093\n", err: "initial.controllers"},
 		{name: "bad voters", file: minimal + "controller.quorum.voters=h:9093\n", err: "controller.quorum.voters"},
 		{name: "segment too small", file: minimal + "log.segment.bytes=1\n", err: "log.segment.bytes"},
 		{name: "bad cluster id", file: minimal + "cluster.id=nope\n", err: "cluster.id"},
@@ -153,5 +162,40 @@ func TestSourcesAndErrors(t *testing.T) {
 				t.Fatalf("unexpected config %+v", c)
 			}
 		})
+	}
+}
+
+// TestNamedListeners: two PLAINTEXT listeners under Kafka's names for them
+// (the container layout of deploy/compose.yaml), advertised apart, one of
+// them the inter-broker listener; CONTROLLER, HTTP and GOSSIP stay out of
+// the Kafka listeners.
+func TestNamedListeners(t *testing.T) {
+	c, err := load(t, minimal, []string{
+		"SLUICE_LISTENERS=INTERNAL://0.0.0.0:9092,EXTERNAL://0.0.0.0:19092,CONTROLLER://0.0.0.0:9093,HTTP://0.0.0.0:9644,GOSSIP://0.0.0.0:7946",
+		"SLUICE_ADVERTISED_LISTENERS=INTERNAL://sluice-1:9092,EXTERNAL://127.0.0.1:19092,CONTROLLER://sluice-1:9093",
+		"SLUICE_LISTENER_SECURITY_PROTOCOL_MAP=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"SLUICE_INTER_BROKER_LISTENER_NAME=internal",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range c.KafkaListeners {
+		names = append(names, l.Name)
+	}
+	if got := strings.Join(names, ","); got != "INTERNAL,EXTERNAL" {
+		t.Fatalf("Kafka listeners = %s, want INTERNAL,EXTERNAL", got)
+	}
+	if c.InterBrokerListener != "INTERNAL" {
+		t.Fatalf("inter-broker listener = %q, want INTERNAL", c.InterBrokerListener)
+	}
+	if a, _ := c.Advertised("EXTERNAL"); a.Addr() != "127.0.0.1:19092" {
+		t.Fatalf("EXTERNAL advertised as %s", a.Addr())
+	}
+	// The default map has PLAINTEXT:PLAINTEXT, so the old single-listener
+	// form keeps working without one.
+	c, err = load(t, minimal, nil)
+	if err != nil || len(c.KafkaListeners) != 1 || c.KafkaListeners[0].Name != ListenerKafka || c.InterBrokerListener != ListenerKafka {
+		t.Fatalf("default listeners: %+v, %v", c, err)
 	}
 }

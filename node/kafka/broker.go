@@ -49,6 +49,10 @@ type MetadataQuery struct {
 	// true for older versions, as in Kafka). Whether a missing topic is
 	// created is the Broker's decision (auto.create.topics.enable).
 	AllowAutoCreate bool
+	// Listener is the name of the listener the request came in on
+	// (Server.ServeListener; "" from Serve): the Broker answers the
+	// brokers' advertised endpoints of that listener, as Kafka does.
+	Listener string
 }
 
 // ClusterMetadata is the answer to a MetadataQuery.
@@ -61,7 +65,7 @@ type ClusterMetadata struct {
 }
 
 // BrokerInfo is one live broker as clients should reach it (its advertised
-// listener).
+// endpoint for the listener of the query).
 type BrokerInfo struct {
 	NodeID int32
 	Host   string

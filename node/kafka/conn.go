@@ -38,10 +38,13 @@ const outQueueLen = 16
 // responses ready together share a syscall and none waits behind a handler
 // that blocks.
 type conn struct {
-	s     *Server
-	nc    net.Conn
-	log   *slog.Logger
-	queue chan *request
+	s  *Server
+	nc net.Conn
+	// listener is the name of the listener the connection came in on
+	// (ServeListener), "" for Serve.
+	listener string
+	log      *slog.Logger
+	queue    chan *request
 	// fin holds the answers in request order, each a function that returns
 	// the encoded response (waiting first for a deferred one); the
 	// finisher calls them in order and passes the responses to out.
@@ -261,6 +264,9 @@ func (c *conn) readLoop() {
 			received = time.Now()
 		}
 		r, err := decodeRequest(frame, c.s.table)
+		if r != nil {
+			r.listener = c.listener
+		}
 		if err != nil {
 			attrs := []any{"err", err}
 			if r != nil {

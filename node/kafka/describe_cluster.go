@@ -23,7 +23,7 @@ func handleDescribeCluster(ctx context.Context, s *Server, r *request) (kmsg.Res
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
 		return resp, nil
 	}
-	md, err := s.broker.Metadata(ctx, MetadataQuery{})
+	md, err := s.broker.Metadata(ctx, MetadataQuery{Listener: r.listener})
 	if err != nil {
 		return nil, fmt.Errorf("broker metadata: %w", err)
 	}

@@ -85,8 +85,9 @@
 //     waits for readability with MSG_PEEK on Linux, holding none), the
 //     64 KiB write buffer is taken from a pool only while responses are
 //     being written, and recycled response buffers are dropped when idle.
-//     Replica fetchers connect to the same listener and count against the
-//     limits until an inter-broker listener exists.
+//     Replica fetchers connect to the listener named by the node's
+//     inter.broker.listener.name and count against the same limits (one
+//     Server serves every Kafka listener of a node: ServeListener).
 //   - A frame whose size prefix is negative or above Options.MaxRequestBytes
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,

@@ -159,6 +159,8 @@ type request struct {
 	frame []byte
 	// stamps time the request when the server has an Observer.
 	stamps stamps
+	// listener is the connection's listener name (conn.listener).
+	listener string
 }
 
 // decodeRequest parses a frame payload: the request header (v1, or v2 for

@@ -36,7 +36,7 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 	req := r.body.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 
-	q := MetadataQuery{AllowAutoCreate: req.Version < 4 || req.AllowAutoTopicCreation}
+	q := MetadataQuery{AllowAutoCreate: req.Version < 4 || req.AllowAutoTopicCreation, Listener: r.listener}
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
 		q.AllTopics = true
 	}

@@ -66,8 +66,17 @@ func NewServer(b Broker, opts Options) (*Server, error) {
 
 // Serve accepts connections on ln until Shutdown or Close, then returns
 // ErrServerClosed; any other accept failure that persists is returned as is.
-// ln is closed when Serve returns.
-func (s *Server) Serve(ln net.Listener) error {
+// ln is closed when Serve returns. Its connections' Metadata queries name
+// no listener (MetadataQuery.Listener ""): ServeListener names one.
+func (s *Server) Serve(ln net.Listener) error { return s.ServeListener("", ln) }
+
+// ServeListener is Serve for the listener called name in the node's
+// configuration (Kafka's listener name, e.g. INTERNAL or EXTERNAL): the
+// Metadata and DescribeCluster requests of its connections ask the Broker
+// for that listener's advertised endpoints (MetadataQuery.Listener), so a
+// client is handed addresses it can dial from where it connected. One
+// Server may serve several listeners at once.
+func (s *Server) ServeListener(name string, ln net.Listener) error {
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
@@ -107,7 +116,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		s.startConn(nc)
+		s.startConn(nc, name)
 	}
 }
 
@@ -121,7 +130,7 @@ func transientAcceptError(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
-func (s *Server) startConn(nc net.Conn) {
+func (s *Server) startConn(nc net.Conn, listener string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing.Load() {
@@ -134,6 +143,7 @@ func (s *Server) startConn(nc net.Conn) {
 		return
 	}
 	c := newConn(s, nc)
+	c.listener = listener
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	go func() {

@@ -235,7 +235,7 @@ func (f *fetcher) dial() (*kafka.ClientConn, error) {
 	}
 	addr := f.m.host.KafkaEndpoint(f.leader)
 	if addr == "" {
-		return nil, fmt.Errorf("broker %d has no registered Kafka endpoint", f.leader)
+		return nil, fmt.Errorf("broker %d has no registered endpoint for this node's inter.broker.listener.name (give every broker the same inter-broker listener name)", f.leader)
 	}
 	nc, err := kafka.Dial(addr, replicaSocketTimeout)
 	if err != nil {

@@ -34,7 +34,10 @@ func newCommand(started func(*node.Node)) *cobra.Command {
 read from --config FILE, from SLUICE_* environment variables (SLUICE_LOG_DIRS
 for log.dirs) and from flags named after the keys (--log.dirs=/data), the
 last winning. The data directory (log.dirs) must have been formatted with
-sluice init. SIGINT or SIGTERM stops the node cleanly.`,
+sluice init, or initial.controllers and cluster.id must be set: the node
+then formats an empty directory itself on first start (a container's
+volume) and only verifies a formatted one, refusing another cluster's.
+SIGINT or SIGTERM stops the node cleanly.`,
 		Example: `  sluice init --dir ./data --cluster-id $(sluice init random-uuid) --node-id 1 --standalone --controller-addr localhost:9093
   sluice node --node.id=1 --log.dirs=./data --listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093`,
 		Args: cobra.NoArgs,
@@ -44,6 +47,11 @@ sluice init. SIGINT or SIGTERM stops the node cleanly.`,
 				return err
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if formatted, err := cfg.FormatIfEmpty(); err != nil {
+				return err
+			} else if formatted {
+				log.Info("formatted an empty data directory (initial.controllers)", "dir", cfg.LogDirs[0], "cluster.id", cfg.ClusterID, "node.id", cfg.NodeID)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			opts := node.Options{Logger: log}

@@ -98,3 +98,54 @@ func listen(t *testing.T) net.Listener {
 	}
 	return ln
 }
+
+// TestCommandFormatsEmptyDir: with cluster.id and initial.controllers a
+// node formats its empty directory on first start and serves; started
+// again on the same directory with another cluster's id, it refuses with
+// the reason (what a container given another cluster's volume prints).
+func TestCommandFormatsEmptyDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	kl, cl := listen(t), listen(t)
+	kafkaAddr, ctrlAddr := kl.Addr().String(), cl.Addr().String()
+	kl.Close()
+	cl.Close()
+	cluster := quorum.NewUUID().String()
+	args := []string{"--node.id=3", "--log.dirs=" + dir, "--listeners=PLAINTEXT://" + kafkaAddr + ",CONTROLLER://" + ctrlAddr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan struct{})
+	cmd := newCommand(func(*node.Node) { close(ready) })
+	cmd.SetArgs(append(args, "--cluster.id="+cluster, "--initial.controllers=3@"+ctrlAddr))
+	var stderr strings.Builder
+	cmd.SetErr(&stderr)
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("node stopped before serving: %v (stderr: %s)", err, stderr.String())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	m, err := meta.ReadMeta(dir)
+	if err != nil || m.ClusterID != cluster || m.NodeID != 3 || meta.FormatControllers(m.InitialControllers) != "3@"+ctrlAddr {
+		t.Fatalf("meta.properties = %+v, %v", m, err)
+	}
+	if !strings.Contains(stderr.String(), "formatted an empty data directory") {
+		t.Fatalf("no log line for the format: %s", stderr.String())
+	}
+
+	other := quorum.NewUUID().String()
+	cmd = NewCommand()
+	cmd.SetArgs(append(args, "--cluster.id="+other, "--initial.controllers=3@"+ctrlAddr))
+	cmd.SetErr(&strings.Builder{})
+	err = cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "was formatted for cluster "+cluster+", not "+other) {
+		t.Fatalf("another cluster's directory: err = %v", err)
+	}
+	if m2, _ := meta.ReadMeta(dir); m2.ClusterID != cluster {
+		t.Fatalf("the directory was reformatted for %s", m2.ClusterID)
+	}
+}

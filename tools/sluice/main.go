@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-log/sluice/tools/bench"
 	"github.com/sluice-log/sluice/tools/cluster"
 	"github.com/sluice-log/sluice/tools/demo"
+	"github.com/sluice-log/sluice/tools/healthcheck"
 	"github.com/sluice-log/sluice/tools/initcmd"
 	"github.com/sluice-log/sluice/tools/nodecmd"
 	"github.com/sluice-log/sluice/tools/soak"
@@ -34,7 +35,7 @@ func main() {
 	}
 	clusterCmd := cluster.NewCommand()
 	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand())
-	root.AddCommand(initcmd.NewCommand(), nodecmd.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), admin.NewLeadersCommand(), admin.NewProduceCommand(), admin.NewConsumeCommand(), admin.NewPerfCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand(), soak.NewCommand())
+	root.AddCommand(initcmd.NewCommand(), nodecmd.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewQuorumCommand(), admin.NewLeadersCommand(), admin.NewProduceCommand(), admin.NewConsumeCommand(), admin.NewPerfCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand(), soak.NewCommand(), healthcheck.NewCommand())
 	if err := root.Execute(); err != nil {
 		if errors.Is(err, cli.ErrProblem) {
 			os.Exit(2) // the command worked and found a problem (health, filters)

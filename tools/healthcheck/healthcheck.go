@@ -1,0 +1,68 @@
+// Package healthcheck is `sluice healthcheck`: one HTTP GET of a node's
+// /readyz (or any URL), exit status 0 when it answers 2xx and 1 otherwise,
+// with the node's reason on stderr. It exists for the container image,
+// which is built FROM scratch and has no curl or shell for a Docker
+// HEALTHCHECK (deploy/Dockerfile); Kubernetes probes /readyz itself.
+package healthcheck
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// DefaultURL is the readiness endpoint of a node whose HTTP listener is on
+// its default port (HTTP://:9644), seen from inside its container.
+const DefaultURL = "http://127.0.0.1:9644/readyz"
+
+// Command is `sluice healthcheck`; its flags are the fields.
+type Command struct {
+	URL     string
+	Timeout time.Duration
+}
+
+// Run asks URL once and returns nil for a 2xx answer, else an error with
+// the status and the start of the body (the node's reason).
+func (c *Command) Run(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL, nil)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %s: %w (is the node's HTTP listener there?)", c.URL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("healthcheck: %s: %s: %s", c.URL, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// NewCommand returns `sluice healthcheck`.
+func NewCommand() *cobra.Command {
+	c := &Command{}
+	cmd := &cobra.Command{
+		Use:   "healthcheck",
+		Short: "Exit 0 if a node's /readyz answers 200, else 1 (for container health checks)",
+		Long: `healthcheck sends one GET to --url (default: this host's node, /readyz on the
+default HTTP port) and exits 0 when it answers 2xx, 1 otherwise, printing the
+node's reason. /readyz answers 200 once the broker is registered and
+unfenced, its log directory online and every partition it leads serving.`,
+		Example: `  sluice healthcheck
+  sluice healthcheck --url http://sluice-1:9644/readyz --timeout 5s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.Run(cmd.Context()) },
+	}
+	cmd.Flags().StringVar(&c.URL, "url", DefaultURL, "URL to GET")
+	cmd.Flags().DurationVar(&c.Timeout, "timeout", 3*time.Second, "give up after this long")
+	return cmd
+}
