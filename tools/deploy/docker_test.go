@@ -234,6 +234,24 @@ func (w *workload) ackedSince(p int32, t time.Time) (int, time.Time) {
 }
 
 // partitionState is a partition's leader and ISR as the metadata says.
+// ackedTopic returns a kgo client for idempotent acks=all produce through
+// the host's listeners (closed at the test's end), its admin client, and
+// creates topic with RF=3 and min.insync.replicas=2.
+func ackedTopic(t *testing.T, ctx context.Context, topic string, partitions int32) (*kgo.Client, *kadm.Client) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(hostSeeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	if r, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil || r.Err != nil {
+		t.Fatalf("create topic: %v %v", err, r.Err)
+	}
+	return cl, adm
+}
+
 func partitionState(ctx context.Context, adm *kadm.Client, topic string) (map[int32]kadm.PartitionDetail, error) {
 	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
@@ -283,17 +301,8 @@ func TestDocker(t *testing.T) {
 		}
 	}
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(hostSeeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	const topic, partitions = "acked", 3
-	if r, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil || r.Err != nil {
-		t.Fatalf("create topic: %v %v", err, r.Err)
-	}
+	cl, adm := ackedTopic(t, ctx, topic, partitions)
 
 	// A client in another container on the network: bin/sluice (franz-go)
 	// through the INTERNAL listeners, produce and consume; kcat reads the

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestDockerPacketLoss is the first half of the netem test: with
@@ -40,16 +39,8 @@ func TestDockerPacketLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
 	defer cancel()
 	d := startCluster(t, ctx)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(hostSeeds...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	const topic, partitions = "lossy", 3
-	if r, err := adm.CreateTopic(ctx, partitions, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil || r.Err != nil {
-		t.Fatalf("create topic: %v %v", err, r.Err)
-	}
+	cl, adm := ackedTopic(t, ctx, topic, partitions)
 
 	var w workload
 	wctx, stop := context.WithCancel(ctx)
