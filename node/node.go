@@ -662,6 +662,7 @@ func (n *Node) reconcile() {
 					continue
 				}
 			}
+			n.applyCleanup(r, t)
 			r.become(p, pc, brokers)
 		}
 	}

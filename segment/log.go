@@ -64,6 +64,8 @@ type Log struct {
 
 	wbAppended int64       // bytes appended since the last writeback was due, under mu
 	wbQueued   atomic.Bool // the log waits in its Writeback runner's queue
+
+	keysRequired atomic.Bool // Append refuses null keys (SetKeysRequired)
 }
 
 // position names a batch boundary: offset and where it sits on disk.
@@ -218,6 +220,7 @@ func (l *Log) validate(records []byte, leader bool) (AppendInfo, error) {
 	var rc recordCheck
 	if leader {
 		rc = newRecordCheck(l.opts.Now().UnixMilli(), l.opts.TimestampBeforeMaxMs, l.opts.TimestampAfterMaxMs)
+		rc.requireKey = l.keysRequired.Load()
 	}
 	for p := 0; p < len(records); {
 		h, n, err := checkBatch(records[p:], l.opts.MaxBatchBytes)
