@@ -289,7 +289,8 @@ type RetentionResult struct {
 }
 
 // EnforceRetention deletes the oldest segments that retention.ms (newest
-// timestamp older than now minus RetentionMs) or retention.bytes (log larger
+// timestamp older than now minus RetentionMs, or emptied by the cleaner)
+// or retention.bytes (log larger
 // than RetentionBytes without them) condemn, whole segments only, never one
 // holding offsets at or past highWatermark. An expired active segment is
 // rolled first so that it can go too, as Kafka does. The log start offset
@@ -303,8 +304,11 @@ func (l *Log) EnforceRetention(now time.Time, highWatermark int64) (RetentionRes
 	if err := l.writable(); err != nil {
 		return res, err
 	}
+	// A segment the cleaner emptied has no timestamp and holds nothing:
+	// under retention.ms it goes (else it would hold back those after it).
 	expired := func(s *segment) bool {
-		return l.opts.RetentionMs >= 0 && s.maxTs != noTimestamp && now.UnixMilli()-s.maxTs > l.opts.RetentionMs.Milliseconds()
+		return l.opts.RetentionMs >= 0 && (s.maxTs != noTimestamp && now.UnixMilli()-s.maxTs > l.opts.RetentionMs.Milliseconds() ||
+			s.size == 0 && s.cleaned)
 	}
 	if act := l.active(); act.size > 0 && act.next <= highWatermark && expired(act) {
 		if err := l.rollLocked(); err != nil {
