@@ -661,6 +661,9 @@ func (l *Log) readFrom(seg *segment, pos, end, offset int64, maxBytes int, upTo 
 		// sparser than IndexIntervalBytes (e.g. a changed setting). Walk on.
 		return l.readFrom(seg, pos+int64(p), end, offset, maxBytes, upTo, buf, c)
 	}
+	if baseOffsetAt(b[start:]) >= upTo {
+		return c, nil // offset is in a hole that reaches upTo: nothing to read yet
+	}
 	q := start
 	for q+BatchHeaderSize <= len(b) {
 		size := frameLength(b[q:], l.opts.MaxBatchBytes)

@@ -74,6 +74,9 @@ func (l *Log) spanFrom(seg *segment, pos, end, offset int64, maxBytes int, upTo 
 				p += size
 				continue
 			}
+			if baseOffsetAt(h[:]) >= upTo {
+				return c, nil // offset is in a hole that reaches upTo
+			}
 			start = p
 			c.First = baseOffsetAt(h[:])
 		} else if p-start+size > int64(maxBytes) || baseOffsetAt(h[:]) >= upTo {
