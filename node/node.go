@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/sluice-log/sluice/node/cleaner"
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/partition"
@@ -136,6 +137,9 @@ type Node struct {
 	// scrub verifies the logs' sealed segments and repairs bad batches
 	// (scrub.go).
 	scrub *scrubber
+	// cleaner compacts the logs of compacted topics (compaction.go); nil
+	// when log.cleaner.enable is false.
+	cleaner *cleaner.Pool
 }
 
 // Open starts a node from cfg; see the package doc for the steps. It
@@ -168,6 +172,8 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	n.metrics.m = newMetrics(n)
 	n.checkWriteback("/proc")
 	var closers []func()
+	n.cleaner = newCleaner(n)
+	closers = append(closers, n.cleaner.Close)
 	if cfg.LogWritebackIntervalBytes > 0 {
 		n.wb = segment.NewWriteback()
 		closers = append(closers, n.wb.Close)
@@ -406,6 +412,7 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 	}
 	n.stopLoops()
+	n.cleaner.Close()
 	n.reconcileMu.Lock()
 	if err := n.writeHWCheckpoint(); err != nil {
 		errs = append(errs, fmt.Errorf("high-watermark checkpoint: %w", err))
@@ -471,6 +478,7 @@ func (n *Node) closeLogs() error {
 	var errs []error
 	for k, r := range n.mu.replicas {
 		r.kill()
+		r.cleanup.remove()
 		if err := r.log.Close(); err != nil && !errors.Is(err, segment.ErrClosed) {
 			errs = append(errs, fmt.Errorf("log %s: %w", k, err))
 		}
@@ -563,7 +571,7 @@ func (n *Node) maintain() {
 						n.log.Warn("node: recovery-point checkpoint failed", "topic", r.topic, "partition", r.partition, "err", err)
 					}
 				}
-				if retention {
+				if retention && r.cleanup.retains() {
 					if _, err := r.log.EnforceRetention(now, r.highWatermark()); err != nil && !n.checkDiskError(err) {
 						n.log.Warn("node: retention failed", "topic", r.topic, "partition", r.partition, "err", err)
 					}
@@ -734,6 +742,7 @@ func (n *Node) dropReplica(key tp, r *replica) {
 	delete(n.mu.replicas, key)
 	n.mu.Unlock()
 	r.kill()
+	r.cleanup.remove()
 	if err := r.log.Delete(); err != nil {
 		n.log.Error("node: delete log", "partition", key.String(), "err", err)
 	}

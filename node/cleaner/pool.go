@@ -470,6 +470,8 @@ type Stats struct {
 	SinceLastRun time.Duration
 	// Cleans and Failures count Cleans since the pool started.
 	Cleans, Failures int64
+	// Cleaning counts the logs being cleaned now.
+	Cleaning int
 	// Logs are the compacted logs measured so far, with their latest
 	// dirty ratio.
 	Logs []LogStat
@@ -504,6 +506,9 @@ func (p *Pool) Stats(buf []LogStat) Stats {
 		if h.uncleanable {
 			s.Uncleanable++
 		}
+		if h.cleaning != nil {
+			s.Cleaning++
+		}
 		if !h.policy.Compact || !h.seen && !h.uncleanable {
 			continue
 		}
@@ -517,3 +522,17 @@ func (p *Pool) Stats(buf []LogStat) Stats {
 
 // String names the handle's log (logs, errors).
 func (h *Handle) String() string { return fmt.Sprintf("%s-%d", h.t.Topic, h.t.Partition) }
+
+// Stat is the log's latest measurement; ok is false on a nil handle or
+// before the log was measured under a compact policy (scrape time only).
+func (h *Handle) Stat() (s LogStat, ok bool) {
+	if h == nil {
+		return s, false
+	}
+	h.p.mu.Lock()
+	defer h.p.mu.Unlock()
+	if !h.policy.Compact || !h.seen && !h.uncleanable {
+		return s, false
+	}
+	return LogStat{Topic: h.t.Topic, Partition: h.t.Partition, DirtyRatio: h.cand.DirtyRatio, Uncleanable: h.uncleanable}, true
+}
