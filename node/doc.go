@@ -36,7 +36,7 @@
 //     /readyz and /metrics.
 //
 // Close undoes them. It stops the Kafka server (answering what was already
-// read), stops HTTP and gossip, closes every log (checkpoint and per-log
+// read), stops HTTP and gossip, the loops and the log cleaner, closes every log (checkpoint and per-log
 // clean marker), closes the Index and the quorum, and last writes the
 // node's clean-shutdown marker.
 //
@@ -103,6 +103,18 @@
 // (snapshots and a scan). producer.id.expiration.ms (1 day) is passed down
 // in segment.Options.
 //
+// Compaction (compaction.go): at every reconciliation each replica's log
+// takes its topic's cleanup.policy and compaction configs: a compacted
+// topic's leader refuses records without a key (INVALID_RECORD), the log
+// is registered with the node's cleaner pool (node/cleaner, started from
+// the log.cleaner.* keys; none with log.cleaner.enable=false) and given
+// the policy, and retention applies only with delete in the policy.
+// process tells the pool when the high watermark moves (Handle.Moved, an
+// atomic after the first), which is what makes the log a candidate again;
+// the pool cleans up to the high watermark. The replica is removed from
+// the pool (a running Clean cancelled and waited for) before its log is
+// closed or deleted.
+//
 // # Admin writes
 //
 // CreateTopics, CreatePartitions, DeleteTopics and IncrementalAlterConfigs
@@ -140,11 +152,13 @@
 // AlterPartition sender, a flush goroutine per sync-mode replica while it
 // fsyncs, the maintenance ticker (flush.ms, retention, checkpoints), the
 // log-dir watcher (logDirLoop: waits for a failed dir, then reports it),
-// the scrubber (takes replica.mu only to report), the Serve loop and the
+// the scrubber (takes replica.mu only to report), the log cleaner's
+// threads (node/cleaner; take no node lock), the Serve loop and the
 // HTTP server. Lock order: Node.reconcileMu → Node.mu → replica.mu →
 // fetcher.mu / alterer.mu (leaves, taken by process to queue); replica.mu
 // → Node.fetch (process finds the fetcher) → fetcher.mu (stopFetchers);
-// Node.sig, Node.pids and Node.offline are leaves. A mutex's fields are
+// replica.mu → cleaner.Pool.mu (Moved); Node.sig, Node.pids and
+// Node.offline are leaves. A mutex's fields are
 // grouped with it (n.mu.replicas, r.mu.part). The fetcher and alterer
 // goroutines take replica.mu only with their own locks released.
 package node
