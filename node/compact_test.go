@@ -46,29 +46,29 @@ func produceRounds(ctx context.Context, t *testing.T, prod *kgo.Client, want tab
 }
 
 // readTable reads partition 0 of topic from the start to its high
-// watermark with kgo and returns the last value of each key, the number
-// of records read, and each record's key by offset.
-func (c *replCluster) readTable(ctx context.Context, topic string) (table, int, map[int64]string) {
-	c.t.Helper()
-	ends, err := kadm.NewClient(c.client()).ListEndOffsets(ctx, topic)
+// watermark with kgo clients from client and returns the last value of
+// each key, the number of records read, and each record's key by offset.
+func readTable(ctx context.Context, t *testing.T, client func(...kgo.Opt) *kgo.Client, topic string) (table, int, map[int64]string) {
+	t.Helper()
+	ends, err := kadm.NewClient(client()).ListEndOffsets(ctx, topic)
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	end, _ := ends.Lookup(topic, 0)
 	if end.Err != nil {
-		c.t.Fatal(end.Err)
+		t.Fatal(end.Err)
 	}
-	cons := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}), kgo.FetchMaxWait(200*time.Millisecond))
+	cons := client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}), kgo.FetchMaxWait(200*time.Millisecond))
 	got, keys, n, last := table{}, map[int64]string{}, 0, int64(-1)
 	for last+1 < end.Offset {
 		fs := cons.PollFetches(ctx)
 		if ctx.Err() != nil {
-			c.t.Fatalf("reading back: at offset %d of %d: %v", last, end.Offset, ctx.Err())
+			t.Fatalf("reading back: at offset %d of %d: %v", last, end.Offset, ctx.Err())
 		}
-		fs.EachError(func(_ string, _ int32, err error) { c.t.Logf("fetch: %v", err) })
+		fs.EachError(func(_ string, _ int32, err error) { t.Logf("fetch: %v", err) })
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset <= last {
-				c.t.Fatalf("offset %d after %d", r.Offset, last)
+				t.Fatalf("offset %d after %d", r.Offset, last)
 			}
 			last, n = r.Offset, n+1
 			got[string(r.Key)] = r.Value
@@ -156,7 +156,7 @@ func TestCompactionRealClients(t *testing.T) {
 	lr := leader.replica(topic, 0)
 	checkpoint := lr.log.CleanCandidate(segment.CleanPolicy{Compact: true}, lr.highWatermark(), time.Now()).FirstDirty
 
-	got, n, keys := c.readTable(ctx, topic)
+	got, n, keys := readTable(ctx, t, c.client, topic)
 	diffTables(t, "kgo", got, want)
 	written := nkeys * (40 + 40) // at least: the rounds before and after the kill
 	if n > written/2 {
@@ -188,4 +188,68 @@ func TestCompactionRealClients(t *testing.T) {
 		}
 	}
 	diffTables(t, "kcat", kc, want)
+}
+
+// TestCleanerMetricsAndPolicySwitch: on one node, a topic created with
+// cleanup.policy=delete is not cleaned however dirty; `configs alter` to
+// compact makes the cleaner clean it at once (no restart), and /metrics
+// shows Kafka's LogCleaner gauges and the log's dirty ratio going down.
+// With log.cleaner.enable=false nothing of the cleaner is exported.
+func TestCleanerMetricsAndPolicySwitch(t *testing.T) {
+	tn := startNode(t, t.TempDir(), "log.cleaner.backoff.ms=20")
+	ctx := testCtx(t)
+	cl := newClient(t, tn, kgo.DefaultProduceTopic("kv"))
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": kadm.StringPtr("2048"), "min.cleanable.dirty.ratio": kadm.StringPtr("0.1")}, "kv"); err != nil {
+		t.Fatal(err)
+	}
+	want := table{}
+	produceRounds(ctx, t, cl, want, 10, 0, 30)
+	r := tn.replica("kv", 0)
+	size := r.log.Size()
+	// The pool measured the log (registered, HW moved) and left it: it
+	// is not compacted. Its metrics list no dirty ratio for it.
+	mfs := scrape(t, tn)
+	if value(t, mfs, "kafka_log_logcleaner_max_dirty_percent") != 0 {
+		t.Error("max dirty percent above 0 with no compacted topic")
+	}
+	if _, ok := mfs["sluice_log_cleaner_dirty_ratio"]; ok {
+		t.Error("dirty ratio exported for a delete-policy topic")
+	}
+	if got := tn.cleaner.Stats(nil).Cleans; got != 0 || r.log.Size() != size {
+		t.Fatalf("a delete-policy log was cleaned (%d cleans, %d -> %d bytes)", got, size, r.log.Size())
+	}
+
+	policy := "compact"
+	if alt, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: &policy}}, "kv"); err != nil || alt[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, alt)
+	}
+	waitFor(ctx, t, "the switched topic cleaned", func() bool { return tn.cleaner.Stats(nil).Cleans > 0 })
+	if r.log.Size() >= size/2 {
+		t.Errorf("log %d bytes after cleaning 30 rounds of 10 keys, was %d", r.log.Size(), size)
+	}
+	waitFor(ctx, t, "the metrics after the clean", func() bool {
+		mfs = scrape(t, tn)
+		return mfs["sluice_log_cleaner_dirty_ratio"] != nil && value(t, mfs, "kafka_log_logcleaner_cleaner_recopy_percent") > 0
+	})
+	if d := value(t, mfs, "sluice_log_cleaner_dirty_ratio", "topic=kv", "partition=0"); d >= 0.1 {
+		t.Errorf("dirty ratio %v after the clean, want below min.cleanable.dirty.ratio 0.1", d)
+	}
+	if rc := value(t, mfs, "kafka_log_logcleaner_cleaner_recopy_percent"); rc >= 100 {
+		t.Errorf("recopy percent %v: a clean of overwrites writes less than it reads", rc)
+	}
+	value(t, mfs, "kafka_log_logcleaner_max_clean_time_secs")
+	if v := value(t, mfs, "kafka_log_logcleanermanager_uncleanable_partitions_count"); v != 0 {
+		t.Errorf("uncleanable partitions %v", v)
+	}
+	if v := value(t, mfs, "kafka_log_logcleanermanager_time_since_last_run_ms"); v < 0 || v > 60000 {
+		t.Errorf("time since last run %v ms", v)
+	}
+	got, _, _ := readTable(ctx, t, func(o ...kgo.Opt) *kgo.Client { return newClient(t, tn, o...) }, "kv")
+	diffTables(t, "kgo", got, want)
+
+	off := startNode(t, t.TempDir(), "log.cleaner.enable=false")
+	if _, ok := scrape(t, off)["kafka_log_logcleaner_max_dirty_percent"]; ok {
+		t.Error("cleaner metrics exported with log.cleaner.enable=false")
+	}
 }

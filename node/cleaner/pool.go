@@ -380,8 +380,8 @@ func (p *Pool) clean(thread int, h *Handle) {
 	switch {
 	case err == nil:
 		h.failures = 0
-		p.mu.cleans++
-		if st.BytesRead > 0 {
+		if st.CleanedTo > st.FirstDirty {
+			p.mu.cleans++
 			p.mu.last[thread] = st
 		}
 	case stopped || errors.Is(err, segment.ErrClosed):
@@ -404,7 +404,15 @@ func (p *Pool) clean(thread int, h *Handle) {
 		p.mu.timed[h] = struct{}{}
 		return
 	}
-	if !h.removed {
+	switch {
+	case h.removed:
+	case err == nil && st.CleanedTo <= st.FirstDirty:
+		// Nothing was cleanable after all (the measurement and the Clean
+		// disagree, or the log changed): look again after the backoff,
+		// not at once, so that such a log cannot keep a thread busy.
+		h.recheck = p.cfg.Now().Add(p.cfg.Backoff)
+		p.mu.timed[h] = struct{}{}
+	default:
 		p.queueLocked(h) // measure again: another pass may be due
 	}
 }
@@ -468,7 +476,8 @@ type Stats struct {
 	// SinceLastRun is the time since a thread last looked for a log to
 	// clean (time-since-last-run-ms).
 	SinceLastRun time.Duration
-	// Cleans and Failures count Cleans since the pool started.
+	// Cleans counts the Cleans that moved a log's cleaner checkpoint,
+	// Failures those that failed, since the pool started.
 	Cleans, Failures int64
 	// Cleaning counts the logs being cleaned now.
 	Cleaning int
