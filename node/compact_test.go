@@ -238,7 +238,9 @@ func TestCleanerMetricsAndPolicySwitch(t *testing.T) {
 	if rc := value(t, mfs, "kafka_log_logcleaner_cleaner_recopy_percent"); rc >= 100 {
 		t.Errorf("recopy percent %v: a clean of overwrites writes less than it reads", rc)
 	}
-	value(t, mfs, "kafka_log_logcleaner_max_clean_time_secs")
+	if v := value(t, mfs, "kafka_log_logcleaner_max_clean_time_secs"); v <= 0 {
+		t.Errorf("max clean time %v s after a clean", v)
+	}
 	if v := value(t, mfs, "kafka_log_logcleanermanager_uncleanable_partitions_count"); v != 0 {
 		t.Errorf("uncleanable partitions %v", v)
 	}

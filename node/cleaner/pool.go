@@ -366,9 +366,13 @@ func (p *Pool) clean(thread int, h *Handle) {
 	p.mu.Lock()
 	ctx, cancel, pol := h.ctx, h.cleaning, h.policy
 	p.mu.Unlock()
+	start := time.Now()
 	st, err := h.t.Log.Clean(ctx, segment.CleanOptions{
 		Policy: pol, UpTo: h.t.UpTo(), Now: p.cfg.Now(), OffsetMapBytes: p.mapBytes, Throttle: p.throttle.wait,
 	})
+	// Timed here: segment's CleanStats.Duration is set by a deferred
+	// assignment after the stats were returned, so it reads 0.
+	st.Duration = max(st.Duration, time.Since(start))
 	// Stopped means Remove or Close cancelled it; read before the cancel
 	// below, which only releases the context.
 	stopped := ctx.Err() != nil

@@ -141,8 +141,8 @@ func TestPoolCleansCompactedLogs(t *testing.T) {
 		return s.Cleans >= 2 && len(s.Logs) == 2 && s.MaxDirtyRatio == 0
 	})
 	s := p.Stats(nil)
-	if s.Failures != 0 || s.Uncleanable != 0 || s.RecopyRatio <= 0 || s.RecopyRatio >= 1 {
-		t.Errorf("stats %+v: want no failures, a recopy ratio in (0, 1)", s)
+	if s.Failures != 0 || s.Uncleanable != 0 || s.RecopyRatio <= 0 || s.RecopyRatio >= 1 || s.MaxCleanTime <= 0 {
+		t.Errorf("stats %+v: want no failures, a recopy ratio in (0, 1), a clean time", s)
 	}
 }
 
@@ -269,7 +269,9 @@ func TestPoolRemoveStopsClean(t *testing.T) {
 			size := l.Size()
 			before := l.CleanCandidate(compact(0.1), l.LogEndOffset(), time.Now())
 			// 100 bytes a second: a Clean of several KiB takes a minute.
-			p := New(Config{Threads: 1, DedupeBufferBytes: 1 << 20, IOBytesPerSecond: 100, Backoff: time.Hour})
+			// (A short backoff: a thread that found nothing before the
+			// log was registered waits backoff/10 before it looks again.)
+			p := New(Config{Threads: 1, DedupeBufferBytes: 1 << 20, IOBytesPerSecond: 100, Backoff: 100 * time.Millisecond})
 			h := p.Register(Target{Topic: "s", Log: l, UpTo: leo(l)})
 			h.SetPolicy(compact(0.1))
 			waitFor(t, "the Clean to start", func() bool {
