@@ -71,7 +71,7 @@ func readCheck(t testing.TB, l *Log, w written, upTo int64) map[string]string {
 				if !ok || got != want {
 					t.Errorf("offset %d holds %+v, %+v was written there", r.offset, got, want)
 				}
-				if r.offset >= off {
+				if r.offset >= off && !r.keyNull {
 					out[got.key] = got.value
 					if got.valueNull {
 						out[got.key] = "!"
@@ -91,7 +91,7 @@ func readCheck(t testing.TB, l *Log, w written, upTo int64) map[string]string {
 func latestWritten(w written, upTo int64) map[string]string {
 	out := map[string]string{}
 	for off := int64(0); off < upTo; off++ {
-		if r, ok := w[off]; ok {
+		if r, ok := w[off]; ok && !r.keyNull {
 			out[r.key] = r.value
 			if r.valueNull {
 				out[r.key] = "!"

@@ -20,11 +20,17 @@ type cleaner struct {
 	seeds  [2]maphash.Seed
 	latest map[[2]uint64]int64 // key hash -> latest offset in the mapped range
 	mapEnd int64               // the map covers offsets below it
+	keys   []keyAt             // one batch's keys, before they go into latest
 
 	rd   batchReader
 	out  []byte // the segment being written, not yet flushed
 	recs []byte // a rebuilt batch's records
 	cmp  compressor
+}
+
+type keyAt struct {
+	hash   [2]uint64
+	offset int64
 }
 
 // offsetMapEntryBytes is what one entry of the offset map costs, counted
@@ -70,12 +76,20 @@ func (c *cleaner) buildMap(from, end int64) (int64, error) {
 				return covered, nil
 			}
 			if !h.IsControl() {
-				_ = eachRecord(b, h, func(r record) bool {
+				// Only a batch whose records all decode counts (the others
+				// are kept whole, and consumers cannot read them either).
+				c.keys = c.keys[:0]
+				err := eachRecord(b, h, func(r record) bool {
 					if r.offset >= from && !r.keyNull {
-						c.latest[c.hash(r.key)] = r.offset
+						c.keys = append(c.keys, keyAt{c.hash(r.key), r.offset})
 					}
 					return true
 				})
+				for _, k := range c.keys {
+					if err == nil {
+						c.latest[k.hash] = k.offset
+					}
+				}
 			}
 			covered = h.NextOffset()
 		}
