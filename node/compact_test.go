@@ -98,13 +98,23 @@ func diffTables(t *testing.T, who string, got, want table) {
 // producer overwrites and deletes keys of a compacted RF=3 topic on three
 // in-process nodes whose cleaners run (small segments, a low
 // min.cleanable.dirty.ratio, short backoff, throttled so that a Clean
-// takes a while). The leader is killed while it cleans; produces go on
-// through the failover and it is restarted. Then every node has cleaned
+// takes a while). The leader is killed while it cleans (SIGKILL: its
+// writes survive; or a power cut: only what it fsynced does); produces go
+// on through the failover and it is restarted. Then every node has cleaned
 // its replica, and kgo and kcat (librdkafka) read from the beginning each
 // key's latest acknowledged value (tombstones, within
 // delete.retention.ms, as null values), with no key twice below the
 // leader's cleaner checkpoint and far fewer records than were written.
 func TestCompactionRealClients(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		kept int // percent of the victim's unsynced writes that survive
+	}{{"kill", 100}, {"power-cut", 0}} {
+		t.Run(mode.name, func(t *testing.T) { compactionRealClients(t, mode.kept) })
+	}
+}
+
+func compactionRealClients(t *testing.T, kept int) {
 	c := startReplCluster(t, 3, "log.cleaner.backoff.ms=50", "log.cleaner.io.max.bytes.per.second=200000")
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
@@ -129,8 +139,8 @@ func TestCompactionRealClients(t *testing.T) {
 			t.FailNow()
 		}
 	}
-	c.kill(victim)
-	t.Logf("killed node %d, the leader, while it cleaned", victim.id)
+	c.crash(victim, kept)
+	t.Logf("stopped node %d, the leader, while it cleaned (%d%% of its unsynced writes kept)", victim.id, kept)
 	produceRounds(ctx, t, prod, want, nkeys, 1000, 1040)
 	c.restart(victim)
 	c.waitImage(ctx, "the restarted broker back in the ISR", func(im *quorum.Image) bool {
@@ -140,16 +150,20 @@ func TestCompactionRealClients(t *testing.T) {
 		t.FailNow()
 	}
 
-	// Every replica cleans (the restarted one after catching up): its
-	// cleaner checkpoint passes most of what was written.
+	// Every replica ends compacted: nothing cleanable is left and its log
+	// is a fraction of what was written. The nodes that stayed up cleaned
+	// their own logs; the restarted one cleans what it kept, or (after a
+	// power cut took its log) copies the leader's compacted log, holes
+	// and all.
+	pol := segment.CleanPolicy{Compact: true, MinCleanableDirtyRatio: 0.01}
 	for _, rn := range c.nodes {
-		waitFor(ctx, t, fmt.Sprintf("node %d's replica cleaned", rn.id), func() bool {
+		waitFor(ctx, t, fmt.Sprintf("node %d's replica compacted", rn.id), func() bool {
 			r := rn.replica(topic, 0)
-			if r == nil {
+			if r == nil || r.highWatermark() < int64(nkeys*80) {
 				return false
 			}
-			cand := r.log.CleanCandidate(segment.CleanPolicy{Compact: true}, r.highWatermark(), time.Now())
-			return cand.FirstDirty > int64(nkeys*60) && rn.cleaner.Stats(nil).Cleans > 0
+			cand := r.log.CleanCandidate(pol, r.highWatermark(), time.Now())
+			return !cand.Cleanable(pol) && r.log.Size() <= 3*4096 && (rn == victim || rn.cleaner.Stats(nil).Cleans > 0)
 		})
 	}
 	leader := c.leaderOf(topic, 0)
