@@ -108,7 +108,7 @@
 // each byte once). A read never hands out a bad batch: it returns the good
 // batches before it, or a *CorruptionError (ErrCorruptBatch) when the bad
 // one comes first. ScrubNext verifies one sealed segment whole (framing,
-// magic, CRC-32C, offsets rising up to the seal, holes only in cleaned segments), through the vfs,
+// magic, CRC-32C, offsets rising up to the seal: compaction leaves holes), through the vfs,
 // without the log's lock, paced by the caller; it remembers the first bad
 // batch (Corruption) until a truncation or retention removes it, and
 // TruncateTo at or past it cuts at its recorded position with the usual
