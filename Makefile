@@ -28,6 +28,8 @@ test-short:
 # crash runs the crash-point tests in full under -race: TestCrashPoints and
 # TestCrashPointsAfterRecovery (a second power cut on recovered crash
 # images) with 1,100 crash points each; make test runs the latter with 330.
+# TestCrashPointsClean (a power cut before every file operation of a log
+# Clean and its swap) checks every image, at least 1,000; make test one in six.
 crash:
 	SLUICE_CRASH_AFTER_RECOVERY=1 $(GO) test -race -tags invariants -count=1 -run 'TestCrashPoints' -v ./segment/
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"sort"
 	"time"
 
@@ -152,7 +151,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanStats, error) {
 	if err := l.removeCleanedFiles(); err != nil {
 		return st, err
 	}
-	c := &cleaner{l: l, o: o, ctx: ctx, st: &st, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+	c := &cleaner{l: l, o: o, ctx: ctx, st: &st}
 	defer c.close()
 	dirty := cand.FirstDirty
 	for dirty < cand.CleanableEnd {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"hash/maphash"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -17,10 +16,10 @@ type cleaner struct {
 	ctx context.Context
 	st  *CleanStats
 
-	seeds  [2]maphash.Seed
-	latest map[[2]uint64]int64 // key hash -> latest offset in the mapped range
-	mapEnd int64               // the map covers offsets below it
-	keys   []keyAt             // one batch's keys, before they go into latest
+	latest *offsetMap // key -> latest offset in the mapped range
+	mapEnd int64      // the map covers offsets below it
+	keys   []keyAt    // one batch's keys, before they go into latest
+	dec    decompressor
 
 	rd   batchReader
 	out  []byte // the segment being written, not yet flushed
@@ -29,26 +28,20 @@ type cleaner struct {
 }
 
 type keyAt struct {
-	hash   [2]uint64
+	h0, h1 uint64
 	offset int64
 }
 
-// offsetMapEntryBytes is what one entry of the offset map costs, counted
-// generously (a Go map's key, value, tophash and load factor).
-const offsetMapEntryBytes = 48
-
-func (c *cleaner) close() { c.cmp.close() }
-
-func (c *cleaner) hash(key []byte) [2]uint64 {
-	return [2]uint64{maphash.Bytes(c.seeds[0], key), maphash.Bytes(c.seeds[1], key)}
-}
+func (c *cleaner) close() { c.cmp.close(); c.dec.close() }
 
 // buildMap maps each key of the batches from offset from on to its latest
 // offset, until end or until the map is full (at a batch boundary, after
 // at least one batch). It returns the offset the map covers up to.
 func (c *cleaner) buildMap(from, end int64) (int64, error) {
-	limit := max(c.o.OffsetMapBytes/offsetMapEntryBytes, 1)
-	c.latest = make(map[[2]uint64]int64, min(limit, 1<<16))
+	if c.latest == nil {
+		c.latest = newOffsetMap(c.o.OffsetMapBytes)
+	}
+	c.latest.reset()
 	segs, err := c.l.cleanable(end)
 	if err != nil {
 		return 0, err
@@ -71,23 +64,24 @@ func (c *cleaner) buildMap(from, end int64) (int64, error) {
 			if h.NextOffset() <= from {
 				continue
 			}
-			if len(c.latest) >= limit && covered > from {
-				c.mapEnd = covered
-				return covered, nil
-			}
 			if !h.IsControl() {
 				// Only a batch whose records all decode counts (the others
 				// are kept whole, and consumers cannot read them either).
 				c.keys = c.keys[:0]
-				err := eachRecord(b, h, func(r record) bool {
+				err := c.eachRecord(b, h, func(r record) bool {
 					if r.offset >= from && !r.keyNull {
-						c.keys = append(c.keys, keyAt{c.hash(r.key), r.offset})
+						h0, h1 := c.latest.hash(r.key)
+						c.keys = append(c.keys, keyAt{h0, h1, r.offset})
 					}
 					return true
 				})
+				if !c.latest.Fits(len(c.keys)) && covered > from {
+					c.mapEnd = covered // the next pass starts at this batch
+					return covered, nil
+				}
 				for _, k := range c.keys {
 					if err == nil {
-						c.latest[k.hash] = k.offset
+						c.latest.put(k.h0, k.h1, k.offset)
 					}
 				}
 			}
@@ -110,7 +104,7 @@ func (c *cleaner) retain(r record, cleanedAt int64) bool {
 	if r.keyNull {
 		return false
 	}
-	if latest, ok := c.latest[c.hash(r.key)]; ok && r.offset < latest {
+	if latest, ok := c.latest.get(c.latest.hash(r.key)); ok && r.offset < latest {
 		return false
 	}
 	if r.valueNull && cleanedAt != noTimestamp && c.o.Now.UnixMilli() >= cleanedAt+c.o.Policy.DeleteRetention.Milliseconds() {
@@ -136,7 +130,7 @@ func (c *cleaner) cleanBatch(h BatchHeader, b []byte, cleanedAt int64, producerL
 	c.recs = c.recs[:0]
 	kept, total := 0, 0
 	maxDelta := int64(-1 << 63)
-	err := eachRecord(b, h, func(r record) bool {
+	err := c.eachRecord(b, h, func(r record) bool {
 		total++
 		if c.retain(r, cleanedAt) {
 			kept++
@@ -203,6 +197,20 @@ func eachRecord(b []byte, h BatchHeader, fn func(record) bool) error {
 	if err != nil {
 		return err
 	}
+	return eachRecordIn(recs, h, fn)
+}
+
+// eachRecord is eachRecord with the cleaner's reused decompressors.
+func (c *cleaner) eachRecord(b []byte, h BatchHeader, fn func(record) bool) error {
+	recs, err := c.dec.records(b, h)
+	if err != nil {
+		return err
+	}
+	return eachRecordIn(recs, h, fn)
+}
+
+// eachRecordIn is eachRecord over recs, batch h's records section.
+func eachRecordIn(recs []byte, h BatchHeader, fn func(record) bool) error {
 	bad := func(i int32, what string) error {
 		return fmt.Errorf("%w: record %d of batch %d: %s", ErrCorruptBatch, i, h.BaseOffset, what)
 	}
