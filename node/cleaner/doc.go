@@ -29,6 +29,10 @@
 //   - With nothing to clean a thread waits log.cleaner.backoff.ms, or less
 //     when a high watermark moves (at most every backoff/10, so a stream
 //     of produces does not keep it measuring).
+//   - After a Clean that moved the log's cleaner checkpoint the log is
+//     measured again at once (another pass may be due); after one that
+//     found nothing to do, only after log.cleaner.backoff.ms or a moved
+//     high watermark, so that no log can keep a thread spinning.
 //   - Reads and writes of all threads share one throttle,
 //     log.cleaner.io.max.bytes.per.second (Config.IOBytesPerSecond).
 //   - Each thread gets log.cleaner.dedupe.buffer.size / threads bytes of
@@ -44,7 +48,8 @@
 //
 // # Goroutines and locks
 //
-// Threads goroutines. Pool.mu guards the registered handles and the
+// Threads goroutines. Each Clean is timed by the pool (Stats.MaxCleanTime).
+// Pool.mu guards the registered handles and the
 // statistics; it is a leaf except that a thread never holds it while it
 // measures or cleans a log (segment.Log's locks are taken without it).
 // Moved may be called under any lock: it takes Pool.mu only the first time
