@@ -118,6 +118,10 @@ func (b *broker) CreateTopics(ctx context.Context, topics []kafka.NewTopic, vali
 			out[i].Err, out[i].ErrMessage = kerr.InvalidConfig, err.Error()
 			continue
 		}
+		if err := validateTopicCombination(n.cfg, t.Configs); err != nil {
+			out[i].Err, out[i].ErrMessage = kerr.InvalidConfig, err.Error()
+			continue
+		}
 		idx = append(idx, i)
 		spec := quorum.TopicSpec{Name: t.Name, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor, Assignments: t.Assignment, Configs: t.Configs}
 		if t.Assignment == nil {

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -24,6 +25,7 @@ const (
 	typeString  int8 = 2
 	typeInt     int8 = 3
 	typeLong    int8 = 5
+	typeDouble  int8 = 6
 	typeList    int8 = 7
 )
 
@@ -54,16 +56,35 @@ func isBool(v string) error {
 	return nil
 }
 
-// topicConfigs are the topic configs Sluice understands (Kafka's names).
-// Overrides of the log settings apply when the partition's log is opened.
+func isRatio(v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f >= 0 && f <= 1) {
+		return fmt.Errorf("%q is not a number in [0, 1]", v)
+	}
+	return nil
+}
+
+func isPolicy(v string) error {
+	_, err := config.ParseCleanupPolicy(v)
+	return err
+}
+
+// topicConfigs are the topic configs Sluice understands (Kafka's names),
+// sorted by name. Overrides of the log settings apply when the
+// partition's log is opened; the compaction ones (cleanup.policy, the
+// lags, the dirty ratio, delete.retention.ms) at once, on every replica.
 var topicConfigs = []topicConfig{
-	{"cleanup.policy", "", typeList, "only delete is supported", nil},
+	{"cleanup.policy", "log.cleanup.policy", typeList, "delete: drop old segments (retention.ms, retention.bytes); compact: keep the latest record of each key; or compact,delete", isPolicy},
+	{"delete.retention.ms", "log.cleaner.delete.retention.ms", typeLong, "how long a tombstone (null value) survives after its segment was cleaned", intIn(0, math.MaxInt64)},
 	{"flush.messages", "log.flush.interval.messages", typeLong, "fsync after this many records", intIn(1, math.MaxInt64)},
 	{"flush.ms", "log.flush.interval.ms", typeLong, "fsync when the oldest unflushed record is this old", intIn(0, math.MaxInt64)},
+	{"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", typeLong, "a record is compacted at the latest this long after it was written", intIn(1, math.MaxInt64)},
 	{"max.message.bytes", "message.max.bytes", typeInt, "largest record batch", intIn(61, math.MaxInt32)},
 	{"message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", typeLong, "refuse a record timestamped further than this in the future", intIn(1, math.MaxInt64)},
 	{"message.timestamp.before.max.ms", "log.message.timestamp.before.max.ms", typeLong, "refuse a record timestamped further than this in the past", intIn(1, math.MaxInt64)},
 	{"message.timestamp.type", "", typeString, "only CreateTime is supported", nil},
+	{"min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio", typeDouble, "clean a compacted log once this share of its cleanable bytes is dirty", isRatio},
+	{"min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", typeLong, "a record stays uncompacted at least this long", intIn(0, math.MaxInt64)},
 	{quorum.ConfigMinInsyncReplicas, "min.insync.replicas", typeInt, "acks=all needs this many in-sync replicas", intIn(1, math.MaxInt32)},
 	{"retention.bytes", "log.retention.bytes", typeLong, "delete the oldest segments past this size; -1 unlimited", intIn(-1, math.MaxInt64)},
 	{"retention.ms", "log.retention.ms", typeLong, "delete segments older than this; -1 forever", intIn(-1, math.MaxInt64)},
@@ -79,8 +100,6 @@ var topicConfigs = []topicConfig{
 // topicDefault is the value a topic without an override has for tc.
 func topicDefault(cfg *config.Config, tc topicConfig) string {
 	switch tc.name {
-	case "cleanup.policy":
-		return "delete"
 	case "message.timestamp.type":
 		return "CreateTime"
 	case partition.ConfigDurability:
@@ -115,6 +134,27 @@ func validateTopicConfigs(cfg *config.Config, m map[string]string) error {
 		if err := tc.check(m[k]); err != nil {
 			return fmt.Errorf("%w: %s: %v", kerr.InvalidConfig, k, err)
 		}
+	}
+	return nil
+}
+
+// validateTopicCombination checks what no single topic config can, over a
+// topic's whole set of overrides m (INVALID_CONFIG, as Kafka's
+// LogConfig.validate).
+func validateTopicCombination(cfg *config.Config, m map[string]string) error {
+	lag := func(k string) int64 {
+		v, ok := m[k]
+		if !ok {
+			v = topicDefaultByName(cfg, k)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	if lo, hi := lag("min.compaction.lag.ms"), lag("max.compaction.lag.ms"); hi > 0 && hi < lo {
+		return fmt.Errorf("%w: max.compaction.lag.ms %d is below min.compaction.lag.ms %d: raise the max or lower the min", kerr.InvalidConfig, hi, lo)
 	}
 	return nil
 }
@@ -278,6 +318,20 @@ func (b *broker) AlterConfigs(ctx context.Context, rs []kafka.ConfigAlteration, 
 		}
 		if out[i].Err != nil {
 			continue
+		}
+		if t := b.ctrl.Image().Topics[r.Name]; t != nil {
+			merged := maps.Clone(t.Configs)
+			if merged == nil {
+				merged = map[string]string{}
+			}
+			maps.Copy(merged, r.Set)
+			for _, k := range r.Delete {
+				delete(merged, k)
+			}
+			if err := validateTopicCombination(b.cfg, merged); err != nil {
+				out[i].Err, out[i].ErrMessage = kerr.InvalidConfig, err.Error()
+				continue
+			}
 		}
 		cmd := &quorum.AlterConfigs{Topic: r.Name, Set: r.Set, Delete: r.Delete}
 		var err error

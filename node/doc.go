@@ -44,7 +44,7 @@
 //     listener, /healthz, /readyz and /metrics.
 //
 // Close undoes them. It stops the Kafka server (answering what was already
-// read), stops HTTP and gossip, closes every log (checkpoint and per-log
+// read), stops HTTP and gossip, the loops and the log cleaner, closes every log (checkpoint and per-log
 // clean marker), closes the Index and the quorum, and last writes the
 // node's clean-shutdown marker.
 //
@@ -86,6 +86,18 @@
 // broker's gossip state. A node that is not an initial voter
 // (process.roles=broker) joins the running quorum as a Raft non-voter
 // before registering (join.go); DescribeQuorum lists it as an observer.
+//
+// Compaction (compaction.go): at every reconciliation each replica's log
+// takes its topic's cleanup.policy and compaction configs: a compacted
+// topic's leader refuses records without a key (INVALID_RECORD), the log
+// is registered with the node's cleaner pool (node/cleaner, started from
+// the log.cleaner.* keys; none with log.cleaner.enable=false) and given
+// the policy, and retention applies only with delete in the policy.
+// process tells the pool when the high watermark moves (Handle.Moved, an
+// atomic after the first), which is what makes the log a candidate again;
+// the pool cleans up to the high watermark. The replica is removed from
+// the pool (a running Clean cancelled and waited for) before its log is
+// closed or deleted.
 //
 // # Admin writes
 //
@@ -156,10 +168,12 @@
 // Besides the quorum's, gossip's, the Kafka server's and the replica
 // manager's (node/replica): the reconciler (one), the maintenance ticker
 // (flush.ms, retention, checkpoints), the log-dir watcher (logDirLoop:
-// waits for a failed dir, then reports it), the Serve loop and the HTTP
+// waits for a failed dir, then reports it), the log cleaner's threads
+// (node/cleaner; they take no node lock), the Serve loop and the HTTP
 // server. Lock order: Node.reconcileMu → Node.mu → replica.Manager.mu →
-// replica.Replica.mu → (node/replica's own order); Node.sig, Node.pids
-// and Node.offline are leaves, taken under Replica.mu through the
-// replica.Host. A mutex's fields are grouped with it (n.mu.openErrs,
+// replica.Replica.mu → (node/replica's own order); Replica.mu →
+// cleaner.Pool.mu (a high-watermark move tells the pool); Node.sig,
+// Node.pids and Node.offline are leaves, taken under Replica.mu through
+// the replica.Host. A mutex's fields are grouped with it (n.mu.openErrs,
 // r.mu.part).
 package node

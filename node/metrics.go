@@ -76,6 +76,9 @@ func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.Partit
 			Flushed: u.Offset, Size: l.Size(), UnflushedBytes: u.Bytes, UnflushedSince: u.Since,
 		}
 		ps.UnwrittenBytes, ps.UnwrittenKnown = s.unwritten(r)
+		if ls, ok := r.Cleanup().Stat(); ok {
+			ps.DirtyRatio, ps.Compacted = ls.DirtyRatio, true
+		}
 		for _, f := range st.Followers {
 			if f.Acked >= 0 {
 				ps.FollowerLag = max(ps.FollowerLag, st.LEO-f.Acked)
@@ -109,6 +112,13 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 	st := metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands, LostOnRecovery: s.rm.LostOnRecovery()}
 	if (*Node)(s).logDirOffline() != nil {
 		st.OfflineLogDirs = 1
+	}
+	if p := s.cleaner; p != nil {
+		cs := p.Stats(nil)
+		st.Cleaner = &metrics.CleanerStat{
+			MaxDirtyRatio: cs.MaxDirtyRatio, RecopyRatio: cs.RecopyRatio, MaxCleanTime: cs.MaxCleanTime,
+			Uncleanable: cs.Uncleanable, SinceLastRun: cs.SinceLastRun,
+		}
 	}
 	if srv := s.srv; srv != nil {
 		cs := srv.ConnStats()

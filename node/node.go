@@ -17,6 +17,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/sluice-log/sluice/node/cleaner"
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/node/meta"
@@ -135,6 +136,9 @@ type Node struct {
 	// wb runs the logs' batched writeback requests; nil when
 	// sluice.log.writeback.interval.bytes is 0.
 	wb *segment.Writeback
+	// cleaner compacts the logs of compacted topics (compaction.go); nil
+	// when log.cleaner.enable is false.
+	cleaner *cleaner.Pool
 }
 
 // Open starts a node from cfg; see the package doc for the steps. It
@@ -250,6 +254,8 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 		n.wb = segment.NewWriteback()
 		*undo = append(*undo, n.wb.Close)
 	}
+	n.cleaner = newCleaner(n)
+	*undo = append(*undo, n.cleaner.Close)
 	// OpenIndex creates the data directory (with durable parents).
 	if n.idx, err = segment.OpenIndex(n.fs, filepath.Join(n.dir, "index"), indexCacheBytes); err != nil {
 		return false, fmt.Errorf("node: %w", err)
@@ -513,6 +519,7 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 	}
 	n.stopLoops()
+	n.cleaner.Close()
 	n.reconcileMu.Lock()
 	if err := n.rm.WriteHWCheckpoint(); err != nil {
 		errs = append(errs, fmt.Errorf("high-watermark checkpoint: %w", err))
@@ -706,7 +713,7 @@ func (n *Node) maintain() {
 						n.log.Warn("node: recovery-point checkpoint failed", "topic", r.Topic(), "partition", r.Partition(), "err", err)
 					}
 				}
-				if retention {
+				if retention && r.Cleanup().Retains() {
 					if _, err := l.EnforceRetention(now, r.HighWatermark()); err != nil && !n.checkDiskError(err) {
 						n.log.Warn("node: retention failed", "topic", r.Topic(), "partition", r.Partition(), "err", err)
 					}
@@ -784,6 +791,7 @@ func (n *Node) reconcile() {
 					continue
 				}
 			}
+			n.applyCleanup(r, t)
 			r.Become(p, pc, brokers)
 		}
 	}

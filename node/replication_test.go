@@ -309,6 +309,7 @@ func (n *Node) abort() {
 		_ = n.gossip.Close()
 	}
 	n.stopLoops()
+	n.cleaner.Close()
 	_ = n.ctrl.Close()
 	n.reconcileMu.Lock()
 	_ = n.rm.CloseLogs()

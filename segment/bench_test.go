@@ -434,3 +434,94 @@ func BenchmarkScrub(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkClean: one op cleans a freshly built log of 32 MiB of keyed
+// 100-byte records in 8 MiB segments, each key written four times on
+// average (so a quarter stays), in batches of 100 records uncompressed
+// and zstd-compressed (the cleaner decompresses and re-compresses); the
+// baseline reads the same segment files sequentially in 1 MiB chunks and
+// writes them to new files, fsyncing each, as the cleaner does. Building
+// the log is not timed. Target (issue 16): engine >= 50% of baseline MB/s.
+func BenchmarkClean(b *testing.B) {
+	const logBytes = 32 << 20
+	for _, codec := range []int16{codecNone, codecZstd} {
+		name := map[int16]string{codecNone: "none", codecZstd: "zstd"}[codec]
+		build := func(b *testing.B) (*Log, []*segment, int64) {
+			l := benchLog(b, Options{RetentionBytes: -1, SegmentBytes: 8 << 20})
+			recs := make([]kv, 100)
+			// Values half random, half text: zstd halves them, about what
+			// it does to JSON-ish payloads.
+			value := make([]byte, 100)
+			nkeys := logBytes / 130 / 4 // ~130 bytes a record on disk
+			k := 0
+			for l.Size() < logBytes {
+				for j := range recs {
+					for v := 0; v < len(value); v += 2 {
+						value[v], value[v+1] = byte(k*31+v*7), 'a'+byte(v%26)
+					}
+					recs[j] = kv{key: fmt.Sprintf("key-%09d", (k*7919)%nkeys), value: string(value)}
+					k++
+				}
+				if _, err := l.Append(buildKVBatch(time.Now().UnixMilli(), codec, recs), 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := l.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			l.mu.Lock()
+			sealed := append([]*segment(nil), l.segs[:len(l.segs)-1]...)
+			l.mu.Unlock()
+			var size int64
+			for _, s := range sealed {
+				size += s.size
+			}
+			return l, sealed, size
+		}
+		b.Run("codec="+name+"/baseline", func(b *testing.B) {
+			_, sealed, size := build(b)
+			buf := make([]byte, cleanReadSize)
+			dir := b.TempDir()
+			b.SetBytes(size)
+			quiesce(b)
+			for i := 0; i < b.N; i++ {
+				for j, s := range sealed {
+					f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%d-%d", i, j)))
+					if err != nil {
+						b.Fatal(err)
+					}
+					for p := int64(0); p < s.size; p += cleanReadSize {
+						n, err := readFull(s.file, buf[:min(cleanReadSize, s.size-p)], p)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if _, err := f.Write(buf[:n]); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if err := f.Sync(); err != nil {
+						b.Fatal(err)
+					}
+					_ = f.Close()
+				}
+			}
+		})
+		b.Run("codec="+name+"/engine", func(b *testing.B) {
+			var kept, read int64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				l, _, size := build(b)
+				b.SetBytes(size)
+				syscall.Sync()
+				b.StartTimer()
+				st, err := l.Clean(context.Background(), CleanOptions{
+					Policy: CleanPolicy{Compact: true, DeleteRetention: time.Hour}, UpTo: l.LogEndOffset(), Now: time.Now()})
+				if err != nil || st.BytesRead < size {
+					b.Fatalf("clean: %+v %v", st, err)
+				}
+				kept, read = kept+st.RecordsKept, read+st.RecordsRead
+			}
+			b.ReportMetric(float64(kept)/float64(read), "kept/read")
+		})
+	}
+}

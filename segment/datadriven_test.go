@@ -33,7 +33,8 @@ import (
 //	producer-recovery                                how the last open rebuilt it
 //
 // append's pid=P [pepoch=E] [seq=S] [attrs=A] make it an idempotent
-// producer's batch (attrs: 16 transactional, 32 control).
+// producer's batch (attrs: 16 transactional, 32 control). The cleaner's
+// commands (append-kv, candidate, clean, dump, kv) are in clean_test.go.
 func TestScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/scripts", func(t *testing.T, path string) {
 		s := &script{t: t, mem: vfs.NewCrashableMem()}
@@ -314,7 +315,7 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 		}
 		return fmt.Sprintf("offset %d (record ts %d)\n", off, ts), nil
 	}
-	return "", fmt.Errorf("unknown command %q", d.Cmd)
+	return s.runClean(d) // clean_test.go
 }
 
 // flip inverts byte at of the batch holding offset in its segment file,
@@ -399,23 +400,21 @@ func report(r RecoveryReport) string {
 	return s + "\n"
 }
 
-// firstValue returns the first record's value of an uncompressed batch built
-// by BuildBatch (test batches only).
+// firstValue returns the first record of a batch: its value when its
+// key is null (BuildBatch's records), else key=value; "(empty)" when the
+// cleaner left the batch empty.
 func firstValue(b []byte) string {
-	rec := b[BatchHeaderSize:]
-	// length, attributes, timestampDelta, offsetDelta, key length (-1), value length
-	p := 0
-	for i := 0; i < 5; i++ {
-		if i == 1 {
-			p++ // attributes is one byte
-			continue
+	h := parseHeader(b)
+	out := "(empty)"
+	if err := eachRecord(b, h, func(r record) bool {
+		if out = r.String(); r.keyNull {
+			out = string(recordValue(r.raw))
 		}
-		_, n := varint(rec[p:])
-		p += n
+		return false
+	}); err != nil {
+		return err.Error()
 	}
-	vlen, n := varint(rec[p:])
-	p += n
-	return string(rec[p : p+int(vlen)])
+	return out
 }
 
 func varint(b []byte) (int64, int) {

@@ -1,7 +1,8 @@
 // Package segment is one partition replica's log on disk: Kafka RecordBatch
 // v2 bytes in segment files, an offset index, a time index and a
 // leader-epoch cache in Pebble, recovery after a crash, truncation,
-// retention, and the flush policy with group commit.
+// retention, compaction (the log cleaner), and the flush policy with
+// group commit.
 //
 // # Files
 //
@@ -11,6 +12,7 @@
 //	00000000000000001712.log   batches from offset 1712 on (the active segment)
 //	00000000000000000873.log.deleted   a removed segment some reader still holds
 //	00000000000000001712.snapshot      producer state of the batches below 1712
+//	00000000000000000000.log.cleaned   a segment the cleaner rewrote, before its swap
 //
 // A segment file is named by its base offset (20 digits) and holds whole
 // RecordBatch v2 batches back to back, exactly as produced: the leader
@@ -31,7 +33,11 @@
 //	                       interval; nothing before that batch reaches it)
 //	'e' epoch(4, BE^)      leader-epoch cache: epoch -> start offset
 //	's' base(8, BE)        a closed segment: logical end, next offset, first and
-//	                       max timestamps
+//	                       max timestamps; version 2 adds when the cleaner
+//	                       first rewrote it
+//	'c'                    cleaner checkpoint: the first dirty offset
+//	'w'                    a committed swap of cleaned segments: their bases
+//	                       (8, BE each), removed once their files are renamed
 //
 // Index entries past the recovery point are rebuilt by recovery, so they are
 // written without an fsync. The checkpoint and the segment records that cut a
@@ -83,7 +89,8 @@
 // Close writes a checkpoint with the clean-shutdown flag; Open clears it.
 // After an unclean shutdown Open scans from the recovery point (the flushed
 // offset at the last checkpoint), validates each batch (framing, magic,
-// CRC-32C, contiguous offsets, non-decreasing epochs) and cuts the log at the
+// CRC-32C, rising offsets (gaps are compaction's holes; no overlap),
+// non-decreasing epochs) and cuts the log at the
 // first bad byte. Pebble's vfs.File cannot truncate, and a crash image may
 // hold CRC-valid batches past a torn one, so a cut never relies on the bytes
 // after it: the segment is sealed at the cut position by a durable segment
@@ -135,7 +142,7 @@
 // each byte once). A read never hands out a bad batch: it returns the good
 // batches before it, or a *CorruptionError (ErrCorruptBatch) when the bad
 // one comes first. ScrubNext verifies one sealed segment whole (framing,
-// magic, CRC-32C, offsets contiguous up to the seal), through the vfs,
+// magic, CRC-32C, offsets rising up to the seal: compaction leaves holes), through the vfs,
 // without the log's lock, paced by the caller; it remembers the first bad
 // batch (Corruption) until a truncation or retention removes it, and
 // TruncateTo at or past it cuts at its recorded position with the usual
@@ -168,6 +175,42 @@
 // ScanBatches hands out the headers of the batches in an offset range
 // (producer id, epoch, sequences, attributes) without reading record
 // bodies.
+//
+// # Compaction (the log cleaner)
+//
+// Clean is Kafka's LogCleaner for one log (cleanup.policy=compact); the
+// node picks the log (CleanCandidate) and paces it. It maps every key of
+// the dirty section, from the cleaner checkpoint to the cleanable end, to
+// its latest offset, then rewrites each segment below the end of what the
+// map covers, oldest first, into <name>.log.cleaned:
+//
+//   - a record goes when the map holds a later offset for its key, when
+//     its key is null, or when it is a tombstone (null value) and
+//     delete.retention.ms has passed since its segment was first cleaned;
+//   - a batch keeps its base offset, lastOffsetDelta, producer fields and
+//     base timestamp (records keep their deltas: offsets leave holes); a
+//     rebuilt one gets a new record count, maxTimestamp (CreateTime: its
+//     records' largest), length and CRC, re-compressed with its codec;
+//   - a batch left with no record goes, unless it is its producer's last:
+//     that one stays, empty and uncompressed, for idempotence (Kafka);
+//   - control batches, and batches whose records do not decode, stay whole.
+//
+// The swap: the .cleaned files are fsynced and the directory too; one
+// synced Pebble batch writes the new seals ('s', marked cleaned), the new
+// offset index entries, the cleaner checkpoint, a recovery point past the
+// rewritten segments (they are fsynced whole) and the swap record ('w');
+// then each .cleaned file is renamed over its .log file, the directory
+// fsynced, and the swap record removed (synced). Open finishes a swap
+// whose record it finds (renames the .cleaned files still there) before
+// it lists the segments, and removes other .cleaned files (a Clean that
+// never committed). So after a crash the log is either wholly the old
+// segments or wholly the new ones.
+//
+// A log with holes: Read in a hole returns the batches after it (from the
+// next segment when the hole ends its own); recovery and the scrub take
+// offsets that rise with gaps; AppendReplicated takes a gap (a follower
+// copies its leader's holes); TruncateTo in a hole ends the log at the
+// offset asked for.
 //
 // # Idempotent producers
 //
@@ -245,10 +288,14 @@
 //
 // # Concurrency
 //
-// A Log is safe for concurrent use. Lock order: Log.flushMu (flushes,
-// checkpoints, truncation, retention, close) before Log.mu (segments, offsets,
+// A Log is safe for concurrent use. Lock order: Log.cleanMu (one Clean at a
+// time) before Log.flushMu (flushes,
+// checkpoints, truncation, retention, close, a Clean's swap) before Log.mu (segments, offsets,
 // index buffers, producer state and snapshot files) before Log.syncMu (the
 // group-commit rendezvous). Reads hold Log.mu only to pick a segment and
 // take a reference on it, and to record the range they verified; a scrub
-// the same, to pick and to record.
+// the same, to pick and to record; a Clean the same, and reads and writes
+// files without a lock until its swap. A reader of a segment a Clean
+// swapped out keeps reading its file; one whose index lookup may have
+// seen the new file's positions starts again.
 package segment

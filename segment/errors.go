@@ -31,9 +31,10 @@ var (
 	ErrTransactionalBatch = errors.New("segment: transactional batches are not supported")
 	// ErrBatchTooLarge: a batch over message.max.bytes. Kafka: MESSAGE_TOO_LARGE.
 	ErrBatchTooLarge = errors.New("segment: record batch too large")
-	// ErrNonContiguous: AppendReplicated got a batch that leaves a gap after,
-	// or overlaps, the log end offset. The follower must truncate or refetch.
-	ErrNonContiguous = errors.New("segment: batch offsets not contiguous with the log end")
+	// ErrNonContiguous: AppendReplicated got a batch that overlaps the log
+	// end offset or the batch before it (a gap is an offset hole left by
+	// compaction, and is taken). The follower must truncate or refetch.
+	ErrNonContiguous = errors.New("segment: batch offsets overlap the log end")
 	// ErrStaleEpoch: an append with a leader epoch below the latest epoch in
 	// the leader-epoch cache. Kafka: FENCED_LEADER_EPOCH.
 	ErrStaleEpoch = errors.New("segment: leader epoch older than the log's latest")

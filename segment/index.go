@@ -65,6 +65,8 @@ const (
 	kindTime    = 't' // time index: running max timestamp -> offset
 	kindEpoch   = 'e' // leader-epoch cache: epoch -> start offset
 	kindSegment = 's' // closed segment record: base offset -> end, next, maxTs
+	kindCleaner = 'c' // cleaner checkpoint: the first dirty offset
+	kindSwap    = 'w' // a committed swap of cleaned segments not yet renamed
 )
 
 // keys builds the keys of one log. A log's prefix is "l" + name + 0x00; topic
@@ -111,6 +113,8 @@ func (k keys) epoch(e int32) []byte {
 
 func (k keys) segment(base int64) []byte { return k.u64(kindSegment, uint64(base)) }
 func (k keys) meta() []byte              { return k.kind(kindMeta) }
+func (k keys) cleaner() []byte           { return k.kind(kindCleaner) }
+func (k keys) swap() []byte              { return k.kind(kindSwap) }
 
 // upper returns the first key after every key of kind.
 func (k keys) upper(kind byte) []byte { return k.kind(kind + 1) }

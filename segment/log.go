@@ -27,8 +27,11 @@ type Log struct {
 	k    keys
 	opts Options
 
-	// flushMu serialises Flush, Checkpoint, truncation, retention and Close.
+	// flushMu serialises Flush, Checkpoint, truncation, retention, Close
+	// and a Clean's swap.
 	flushMu sync.Mutex
+	// cleanMu serialises Clean (clean.go); taken before flushMu.
+	cleanMu sync.Mutex
 
 	mu        sync.Mutex
 	segs      []*segment // by base offset; the last is the active segment
@@ -51,6 +54,7 @@ type Log struct {
 	pstate    producerState    // idempotent producers, at leo (producers.go)
 	snaps     []int64          // offsets of the producer-state snapshot files, oldest first
 	corrupt   *CorruptionError // the lowest bad batch a scrub found (scrub.go)
+	cleanedTo int64            // the cleaner checkpoint: first dirty offset (clean.go)
 
 	flushed atomic.Int64 // every offset below is fsynced
 
@@ -64,6 +68,8 @@ type Log struct {
 
 	wbAppended int64       // bytes appended since the last writeback was due, under mu
 	wbQueued   atomic.Bool // the log waits in its Writeback runner's queue
+
+	keysRequired atomic.Bool // Append refuses null keys (SetKeysRequired)
 }
 
 // position names a batch boundary: offset and where it sits on disk.
@@ -192,8 +198,9 @@ func (l *Log) AppendChecked(c Checked, epoch int32) (AppendInfo, error) {
 }
 
 // AppendReplicated writes records fetched from the leader: batches that
-// already carry their offsets and epochs. The first must start at the log end
-// offset and each must follow the previous one exactly; a gap or overlap is
+// already carry their offsets and epochs. The first must start at or after
+// the log end offset and each after the previous one: a compacted leader's
+// log has offset holes, which its followers copy. An overlap is
 // ErrNonContiguous and writes nothing. Epochs must not go backwards.
 func (l *Log) AppendReplicated(records []byte) (AppendInfo, error) {
 	info, err := l.validate(records, false)
@@ -211,7 +218,7 @@ func (l *Log) AppendReplicated(records []byte) (AppendInfo, error) {
 		epoch = last.Epoch
 	}
 	for _, h := range info.Headers {
-		if h.BaseOffset != want {
+		if h.BaseOffset < want {
 			l.mu.Unlock()
 			return info, fmt.Errorf("%w: batch at offset %d, log end is %d", ErrNonContiguous, h.BaseOffset, want)
 		}
@@ -250,6 +257,7 @@ func (l *Log) validate(records []byte, leader bool) (AppendInfo, error) {
 	var rc recordCheck
 	if leader {
 		rc = newRecordCheck(l.opts.Now().UnixMilli(), l.opts.TimestampBeforeMaxMs, l.opts.TimestampAfterMaxMs)
+		rc.requireKey = l.keysRequired.Load()
 	}
 	for p := 0; p < len(records); {
 		h, n, err := checkBatch(records[p:], l.opts.MaxBatchBytes)
@@ -302,6 +310,9 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 		return info, l.failed
 	}
 	info.FirstOffset = l.leo
+	if len(info.Headers) > 0 {
+		info.FirstOffset = info.Headers[0].BaseOffset // past a hole, replicated
+	}
 	p := int64(0)
 	for _, h := range info.Headers {
 		l.indexBatchLocked(l.pendBatch, act, h, act.size+p)
@@ -462,20 +473,53 @@ type Chunk struct {
 // decoded: only batch headers are read. buf is reused when large enough.
 // Reading at the log end (or at upTo) returns an empty chunk; before the log
 // start or past the log end, ErrOffsetOutOfRange.
+//
+// Offsets a compaction removed (holes) are skipped: a read in one returns
+// the batches after it, from the next segment when the hole ends its own.
 func (l *Log) Read(offset int64, maxBytes int, upTo int64, buf []byte) (Chunk, error) {
-	at, c, err := l.locate(offset, upTo)
-	if err != nil || at.seg == nil {
-		return c, err
+	from := offset
+	for {
+		at, c, err := l.locate(from, upTo)
+		if err != nil || at.seg == nil {
+			c.First, c.Next = offset, offset
+			return c, err
+		}
+		out, err := at.find(c, func(pos int64, c Chunk) (Chunk, error) {
+			return l.readFrom(at.seg, pos, at.end, from, maxBytes, at.upTo, buf, c)
+		})
+		if err == nil && out.Size > 0 {
+			out, err = l.verifyChunk(at.seg, at.vs, from, out)
+		}
+		l.releaseRead(at.seg, out, err)
+		if next, again := at.retry(err); again {
+			from = max(from, next)
+			continue
+		}
+		return out, err
 	}
-	out, err := at.find(c, func(pos int64, c Chunk) (Chunk, error) {
-		return l.readFrom(at.seg, pos, at.end, offset, maxBytes, at.upTo, buf, c)
-	})
-	if err == nil && out.Size > 0 {
-		out, err = l.verifyChunk(at.seg, at.vs, offset, out)
-	}
-	l.releaseRead(at.seg, out, err)
-	return out, err
 }
+
+// retry says whether a read of at must be done again after err, and from
+// which offset: the next segment's base after a hole at the end of at's
+// segment, the same offset after a Clean swapped the segment out.
+func (at readStart) retry(err error) (int64, bool) {
+	switch {
+	case errors.Is(err, errHoleToEnd):
+		return at.nextBase, true
+	case errors.Is(err, errSegmentReplaced):
+		return at.offset, true
+	}
+	return 0, false
+}
+
+// errHoleToEnd: no batch of the segment holds the offset or follows it
+// (a compaction removed them); the read goes on at the next segment.
+// errSegmentReplaced: a Clean swapped the segment out between the read's
+// start and its index lookup; the read starts again.
+var (
+	errHoleToEnd       = errors.New("segment: offset in a hole at the end of its segment")
+	errSegmentReplaced = errors.New("segment: segment replaced by a clean while read")
+)
 
 // readStart is where a read begins: the segment holding its offset (with a
 // reference taken), that segment's end and the read's upper bound when
@@ -490,6 +534,9 @@ type readStart struct {
 	pos    int64
 	hinted bool
 	vs     verifyState
+	// nextBase is where the next segment starts (the log end when seg is
+	// the active one).
+	nextBase int64
 }
 
 // locate finds where a read at offset up to upTo starts, under mu. With no
@@ -512,7 +559,10 @@ func (l *Log) locate(offset, upTo int64) (readStart, Chunk, error) {
 	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
 	seg := l.segs[i]
 	at := readStart{l: l, seg: seg, end: seg.size, upTo: upTo, offset: offset, pos: l.hintPos(seg, offset),
-		vs: verifyState{fromDisk: seg.fromDisk, vLo: seg.vLo, vHi: seg.vHi}}
+		vs: verifyState{fromDisk: seg.fromDisk, vLo: seg.vLo, vHi: seg.vHi}, nextBase: l.leo}
+	if i+1 < len(l.segs) {
+		at.nextBase = l.segs[i+1].base
+	}
 	at.hinted = at.pos >= 0
 	if !at.hinted {
 		at.pos = l.pendingPos(seg, offset)
@@ -595,6 +645,9 @@ func (l *Log) pendingPos(seg *segment, offset int64) int64 {
 // offset in seg (0 when none is indexed).
 func (l *Log) lookupPos(seg *segment, offset int64) (int64, error) {
 	_, v, ok, err := l.idx.seekLE(l.k.offset(seg.base), l.k.offset(offset))
+	if seg.replaced.Load() {
+		return 0, errSegmentReplaced // v may describe the new file
+	}
 	if err != nil || !ok {
 		return 0, err
 	}
@@ -606,6 +659,9 @@ func (l *Log) lookupPos(seg *segment, offset int64) (int64, error) {
 // offset starts less than IndexIntervalBytes after pos, so one read of
 // IndexIntervalBytes+maxBytes finds it and the data in the common case.
 func (l *Log) readFrom(seg *segment, pos, end, offset int64, maxBytes int, upTo int64, buf []byte, c Chunk) (Chunk, error) {
+	if pos >= end {
+		return c, errHoleToEnd
+	}
 	want := min(end-pos, l.opts.IndexIntervalBytes+int64(maxBytes)+BatchHeaderSize)
 	buf = grow(buf, int(want))
 	n, err := readFull(seg.file, buf[:want], pos)
@@ -627,12 +683,18 @@ func (l *Log) readFrom(seg *segment, pos, end, offset int64, maxBytes int, upTo 
 		p += size
 	}
 	if start < 0 {
+		if pos+int64(p) >= end {
+			return c, errHoleToEnd
+		}
 		if p == 0 {
 			return c, fmt.Errorf("%w: no batch holds offset %d at %s position %d", ErrCorruptBatch, offset, seg.path, pos)
 		}
 		// offset's batch starts beyond what was read: only when the index is
 		// sparser than IndexIntervalBytes (e.g. a changed setting). Walk on.
 		return l.readFrom(seg, pos+int64(p), end, offset, maxBytes, upTo, buf, c)
+	}
+	if baseOffsetAt(b[start:]) >= upTo {
+		return c, nil // offset is in a hole that reaches upTo: nothing to read yet
 	}
 	q := start
 	for q+BatchHeaderSize <= len(b) {

@@ -156,9 +156,9 @@ func TestAppendRejectsBadBatches(t *testing.T) {
 		t.Fatalf("older epoch: %v", err)
 	}
 	rep := batchOf(1, "r", 1)
-	setBaseOffset(rep, 5)
+	setBaseOffset(rep, 1)
 	if _, err := l.AppendReplicated(rep); !errors.Is(err, ErrNonContiguous) {
-		t.Fatalf("gap: %v", err)
+		t.Fatalf("overlap: %v", err)
 	}
 	setBaseOffset(rep, 2)
 	setLeaderEpoch(rep, 4)

@@ -70,6 +70,12 @@ func (l *Log) open(rep *RecoveryReport) error {
 	if err := mkdirAllSynced(l.fs, l.dir); err != nil {
 		return err
 	}
+	if err := l.finishSwap(); err != nil {
+		return fmt.Errorf("finish a clean's swap: %w", err)
+	}
+	if err := l.loadCleanedTo(); err != nil {
+		return err
+	}
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return err
@@ -77,7 +83,7 @@ func (l *Log) open(rep *RecoveryReport) error {
 	sort.Strings(names)
 	var bases []int64
 	for _, n := range names {
-		if strings.HasSuffix(n, deletedSuffix) {
+		if strings.HasSuffix(n, deletedSuffix) || strings.HasSuffix(n, cleanedSuffix) {
 			if err := l.fs.Remove(l.fs.PathJoin(l.dir, n)); err != nil {
 				return err
 			}
@@ -155,6 +161,7 @@ func (l *Log) open(rep *RecoveryReport) error {
 			s.sealed = true
 			s.size = min(s.size, r.end)
 			s.next, s.firstTs, s.maxTs = r.next, r.firstTs, r.maxTs
+			s.cleaned, s.cleanedAt = r.cleaned, r.cleanedAt
 		}
 		l.segs = append(l.segs, s)
 	}
@@ -346,8 +353,10 @@ func (l *Log) scan(meta metaRecord, wb *pebble.Batch, rep *RecoveryReport) error
 		s.lastIndexPos = 0
 		for pos < limit {
 			h, n, err := readBatchAt(s.file, pos, limit, l.opts.MaxBatchBytes, &buf)
-			if err == nil && h.BaseOffset != expect {
-				err = fmt.Errorf("%w: batch at offset %d, expected %d", ErrCorruptBatch, h.BaseOffset, expect)
+			// Offsets rise; they may leave holes (a cleaned segment, or a
+			// follower's copy of one), never overlap.
+			if err == nil && h.BaseOffset < expect {
+				err = fmt.Errorf("%w: batch at offset %d, expected %d or later", ErrCorruptBatch, h.BaseOffset, expect)
 			}
 			if err == nil && h.LeaderEpoch >= 0 {
 				if last, ok := l.epochs.latest(); ok && h.LeaderEpoch < last.Epoch {
@@ -365,11 +374,19 @@ func (l *Log) scan(meta metaRecord, wb *pebble.Batch, rep *RecoveryReport) error
 			rep.BytesScanned += int64(n)
 		}
 		s.size = limit
+		if r, ok := recs[s.base]; ok && r.cleaned && r.next > s.next {
+			// The cleaner removed its last batches: it still ends where
+			// it ended before (the next segment's base).
+			s.next, expect = r.next, r.next
+			l.leo = s.next
+		}
 		// Every segment but the last is closed; the last is closed when it
 		// was sealed before. Closed segments get their record (re)written.
-		if _, ok := recs[s.base]; ok || i < len(l.segs)-1 {
+		if r, ok := recs[s.base]; ok || i < len(l.segs)-1 {
 			s.sealed = true
-			wb.Set(l.k.segment(s.base), segRecord{end: s.size, next: s.next, firstTs: s.firstTs, maxTs: s.maxTs}.encode(), nil)
+			s.cleaned, s.cleanedAt = r.cleaned, r.cleanedAt
+			wb.Set(l.k.segment(s.base), segRecord{end: s.size, next: s.next, firstTs: s.firstTs, maxTs: s.maxTs,
+				cleaned: r.cleaned, cleanedAt: r.cleanedAt}.encode(), nil)
 		}
 	}
 	l.pending = l.pending[:0] // scanned entries are in wb, committed by open
@@ -393,7 +410,8 @@ func (l *Log) cut(i int, pos, next int64, reason string, wb *pebble.Batch, rep *
 	rep.BytesCut = st.Size() - pos + tail
 	rep.BatchesCut = countFramed(s.file, pos, st.Size(), l.opts.MaxBatchBytes)
 	s.size, s.next, s.sealed = pos, next, true
-	wb.Set(l.k.segment(s.base), segRecord{end: pos, next: next, firstTs: s.firstTs, maxTs: s.maxTs}.encode(), nil)
+	wb.Set(l.k.segment(s.base), segRecord{end: pos, next: next, firstTs: s.firstTs, maxTs: s.maxTs,
+		cleaned: s.cleaned, cleanedAt: s.cleanedAt}.encode(), nil)
 	for _, t := range l.segs[i+1:] {
 		wb.Delete(l.k.segment(t.base), nil)
 	}

@@ -100,8 +100,8 @@ func (l *Log) ScanBatches(from, to int64, fn func(BatchHeader) error) error {
 // the segment's beginning.
 func (l *Log) indexedPos(seg *segment, offset int64) (int64, error) {
 	k, v, ok, err := l.idx.seekLE(l.k.offset(seg.base), l.k.offset(offset))
-	if err != nil || !ok {
-		return 0, err
+	if err != nil || !ok || seg.replaced.Load() {
+		return 0, err // a replaced segment's entries may describe its new file: walk from 0
 	}
 	pos := decodeUvarint(v)
 	var hdr [8]byte

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -42,6 +43,15 @@ type segment struct {
 	fromDisk, vLo, vHi int64
 	scrubbed           time.Time // when a scrub last verified it whole
 	closeLate          bool      // the log closed while refs > 0: close at refs == 0
+	// cleaned: the cleaner rewrote it (its batches may leave offset
+	// holes), first at cleanedAt (ms): delete.retention.ms counts from
+	// then for its tombstones.
+	cleaned   bool
+	cleanedAt int64
+	// replaced: a Clean swapped a rewritten file in for this one. Set
+	// before the index changes, so that a reader whose index lookup may
+	// have seen the new positions knows to retry (errSegmentReplaced).
+	replaced atomic.Bool
 }
 
 const noTimestamp = int64(-1 << 63)
@@ -65,26 +75,40 @@ func parseSegmentName(name string) (int64, bool) {
 // segRecord is the index record of a sealed segment: its logical end (bytes
 // past it are never read, even when CRC-valid), its next offset and newest
 // timestamp, so that opening a log does not rescan closed segments.
+//
+// Version 2 adds when the cleaner first rewrote the segment: its batches
+// may leave offset holes, and its tombstones expire from then on.
 type segRecord struct {
 	end, next, firstTs, maxTs int64
+	cleaned                   bool
+	cleanedAt                 int64
 }
 
 func (r segRecord) encode() []byte {
-	b := make([]byte, 0, 33)
+	b := make([]byte, 0, 41)
 	b = append(b, 1) // version
-	for _, v := range []int64{r.end, r.next, r.firstTs, r.maxTs} {
+	vs := []int64{r.end, r.next, r.firstTs, r.maxTs}
+	if r.cleaned {
+		b[0] = 2
+		vs = append(vs, r.cleanedAt)
+	}
+	for _, v := range vs {
 		b = binary.BigEndian.AppendUint64(b, uint64(v))
 	}
 	return b
 }
 
 func decodeSegRecord(b []byte) (segRecord, error) {
-	if len(b) != 33 || b[0] != 1 {
+	if !(len(b) == 33 && b[0] == 1 || len(b) == 41 && b[0] == 2) {
 		return segRecord{}, fmt.Errorf("%w: segment record of %d bytes, version %d", ErrCorruptIndex, len(b), first(b))
 	}
-	return segRecord{
+	r := segRecord{
 		end: decodeU64(b[1:]), next: decodeU64(b[9:]), firstTs: decodeU64(b[17:]), maxTs: decodeU64(b[25:]),
-	}, nil
+	}
+	if b[0] == 2 {
+		r.cleaned, r.cleanedAt = true, decodeU64(b[33:])
+	}
+	return r, nil
 }
 
 // metaRecord is a log's checkpoint: the log start offset, the recovery point

@@ -23,22 +23,30 @@ type Span struct {
 // with Size 0 holds no segment (nothing to read). The caller must Release a
 // Span it got with Size > 0.
 func (l *Log) ReadSpan(offset int64, maxBytes int, upTo int64) (*Span, error) {
-	at, c, err := l.locate(offset, upTo)
-	if err != nil || at.seg == nil {
-		return &Span{Chunk: c}, err
+	from := offset
+	for {
+		at, c, err := l.locate(from, upTo)
+		if err != nil || at.seg == nil {
+			c.First, c.Next = offset, offset
+			return &Span{Chunk: c}, err
+		}
+		out, err := at.find(c, func(pos int64, c Chunk) (Chunk, error) {
+			return l.spanFrom(at.seg, pos, at.end, from, maxBytes, at.upTo, c)
+		})
+		if err == nil && out.Size > 0 {
+			out, err = l.verifySpan(at.seg, at.vs, from, out)
+		}
+		l.hint(at.seg, out, err)
+		if err != nil || out.Size == 0 {
+			l.release(at.seg)
+			if next, again := at.retry(err); again {
+				from = max(from, next)
+				continue
+			}
+			return &Span{Chunk: out}, err
+		}
+		return &Span{Chunk: out, l: l, seg: at.seg}, nil
 	}
-	out, err := at.find(c, func(pos int64, c Chunk) (Chunk, error) {
-		return l.spanFrom(at.seg, pos, at.end, offset, maxBytes, at.upTo, c)
-	})
-	if err == nil && out.Size > 0 {
-		out, err = l.verifySpan(at.seg, at.vs, offset, out)
-	}
-	l.hint(at.seg, out, err)
-	if err != nil || out.Size == 0 {
-		l.release(at.seg)
-		return &Span{Chunk: out}, err
-	}
-	return &Span{Chunk: out, l: l, seg: at.seg}, nil
 }
 
 // spanFrom walks the batch headers from pos (a batch boundary at or before
@@ -66,6 +74,9 @@ func (l *Log) spanFrom(seg *segment, pos, end, offset int64, maxBytes int, upTo 
 				p += size
 				continue
 			}
+			if baseOffsetAt(h[:]) >= upTo {
+				return c, nil // offset is in a hole that reaches upTo
+			}
 			start = p
 			c.First = baseOffsetAt(h[:])
 		} else if p-start+size > int64(maxBytes) || baseOffsetAt(h[:]) >= upTo {
@@ -73,6 +84,9 @@ func (l *Log) spanFrom(seg *segment, pos, end, offset int64, maxBytes int, upTo 
 		}
 		c.Next = nextOffsetAt(h[:])
 		p += size
+	}
+	if start < 0 && p >= end {
+		return c, errHoleToEnd
 	}
 	if start < 0 {
 		return c, fmt.Errorf("%w: no batch holds offset %d at %s after position %d", ErrCorruptBatch, offset, seg.path, pos)

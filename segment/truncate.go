@@ -49,6 +49,10 @@ func (l *Log) TruncateTo(offset int64) error {
 			return err
 		}
 	}
+	// In an offset hole (a cleaned log) the batch found starts past offset:
+	// the log ends at offset all the same, so that a follower refetches
+	// what its leader has there.
+	base = min(base, offset)
 	if base < l.logStart {
 		// The batch to cut holds the log start: nothing readable is left.
 		return l.truncateFullyLocked(l.logStart)
@@ -60,7 +64,8 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	wb := l.idx.db.NewBatch()
 	defer wb.Close()
-	wb.Set(l.k.segment(seg.base), segRecord{end: pos, next: base, firstTs: firstTs, maxTs: maxTs}.encode(), nil)
+	wb.Set(l.k.segment(seg.base), segRecord{end: pos, next: base, firstTs: firstTs, maxTs: maxTs,
+		cleaned: seg.cleaned, cleanedAt: seg.cleanedAt}.encode(), nil)
 	for _, t := range l.segs[i+1:] {
 		wb.Delete(l.k.segment(t.base), nil)
 	}
@@ -70,6 +75,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	for _, e := range l.epochs.truncateFromEnd(base) {
 		wb.Delete(l.k.epoch(e), nil)
+	}
+	if l.cleanedTo > base {
+		wb.Set(l.k.cleaner(), u64bytes(base), nil)
 	}
 	if l.ckpt.recoveryPoint > base || l.ckpt.rpBase > seg.base {
 		l.ckpt.recoveryPoint, l.ckpt.rpBase, l.ckpt.rpPos, l.ckpt.rpFirst, l.ckpt.rpMaxTs = base, seg.base, pos, firstTs, maxTs
@@ -88,6 +96,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.corrupt != nil && l.corrupt.Offset >= base {
 		l.corrupt = nil
 	}
+	l.cleanedTo = min(l.cleanedTo, base)
 	seg.size, seg.next, seg.firstTs, seg.maxTs, seg.maxTsOff, seg.sealed = pos, base, firstTs, maxTs, maxTsOff, true
 	if pos == 0 {
 		l.removeSegment(seg, wb)
@@ -167,6 +176,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	defer wb.Close()
 	lo, hi := l.k.all()
 	wb.DeleteRange(lo, hi, nil)
+	l.cleanedTo = 0
 	// Every old segment is sealed empty until its file is gone.
 	for _, s := range l.segs {
 		wb.Set(l.k.segment(s.base), segRecord{end: 0, next: s.base, firstTs: noTimestamp, maxTs: noTimestamp}.encode(), nil)
@@ -279,7 +289,8 @@ type RetentionResult struct {
 }
 
 // EnforceRetention deletes the oldest segments that retention.ms (newest
-// timestamp older than now minus RetentionMs) or retention.bytes (log larger
+// timestamp older than now minus RetentionMs, or emptied by the cleaner)
+// or retention.bytes (log larger
 // than RetentionBytes without them) condemn, whole segments only, never one
 // holding offsets at or past highWatermark. An expired active segment is
 // rolled first so that it can go too, as Kafka does. The log start offset
@@ -293,8 +304,11 @@ func (l *Log) EnforceRetention(now time.Time, highWatermark int64) (RetentionRes
 	if err := l.writable(); err != nil {
 		return res, err
 	}
+	// A segment the cleaner emptied has no timestamp and holds nothing:
+	// under retention.ms it goes (else it would hold back those after it).
 	expired := func(s *segment) bool {
-		return l.opts.RetentionMs >= 0 && s.maxTs != noTimestamp && now.UnixMilli()-s.maxTs > l.opts.RetentionMs.Milliseconds()
+		return l.opts.RetentionMs >= 0 && (s.maxTs != noTimestamp && now.UnixMilli()-s.maxTs > l.opts.RetentionMs.Milliseconds() ||
+			s.size == 0 && s.cleaned)
 	}
 	if act := l.active(); act.size > 0 && act.next <= highWatermark && expired(act) {
 		if err := l.rollLocked(); err != nil {

@@ -31,7 +31,10 @@ import (
 // are not 0..n-1; Sluice stores batches verbatim, so it refuses it); its
 // timestamp (base + delta, unless -1) lies within
 // [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]
-// (KIP-937); key, value and header lengths fit; no byte is left after the
+// (KIP-937); key, value and header lengths fit; a key is present (not
+// null; empty is a key) when the log requires keys (SetKeysRequired: a
+// compacted topic, Kafka's "Compacted topic cannot accept message without
+// key"); no byte is left after the
 // last record. A compressed batch is decompressed as a stream (gzip, lz4,
 // xerial snappy, zstd past zstdFlatMax) or whole into a pooled buffer (a
 // raw snappy block; zstd up to zstdFlatMax), never past maxDecompressed
@@ -41,7 +44,17 @@ import (
 // recordCheck holds the bounds one Append checks its records against.
 type recordCheck struct {
 	minTs, maxTs int64 // allowed CreateTime timestamps, inclusive
+	requireKey   bool  // refuse a record with a null key
 }
+
+// SetKeysRequired makes Append (the leader) refuse a batch holding a record
+// without a key (ErrInvalidRecord), as Kafka refuses one produced to a
+// compacted topic: the cleaner keeps the latest record per key, and a
+// record without one has no latest. The node sets it from the topic's
+// cleanup.policy when the log opens and whenever the policy changes;
+// appends already in flight see the old setting. AppendReplicated is not
+// affected (the leader decided).
+func (l *Log) SetKeysRequired(on bool) { l.keysRequired.Store(on) }
 
 // newRecordCheck bounds timestamps to [now-before, now+after], saturating.
 func newRecordCheck(now, before, after int64) recordCheck {
@@ -178,7 +191,8 @@ func (rc *recordCheck) record(b []byte, i int32, h BatchHeader) error {
 	c := cursor{b: b, p: 1} // past the attributes byte (length >= 1)
 	tsDelta := c.varint()
 	offDelta := c.varint()
-	c.skip(c.varint(), -1) // key
+	key := c.varint()
+	c.skip(key, -1)
 	c.skip(c.varint(), -1) // value
 	hdrs := c.varint()
 	if hdrs < 0 {
@@ -188,16 +202,18 @@ func (rc *recordCheck) record(b []byte, i int32, h BatchHeader) error {
 		c.skip(c.varint(), 0)  // header key
 		c.skip(c.varint(), -1) // header value
 	}
-	return rc.fields(c.bad || c.p != len(b), tsDelta, offDelta, i, h)
+	return rc.fields(c.bad || c.p != len(b), key < 0, tsDelta, offDelta, i, h)
 }
 
 // fields judges what a record walk found.
-func (rc *recordCheck) fields(bad bool, tsDelta, offDelta int64, i int32, h BatchHeader) error {
+func (rc *recordCheck) fields(bad, nullKey bool, tsDelta, offDelta int64, i int32, h BatchHeader) error {
 	switch {
 	case bad:
 		return fmt.Errorf("%w: record %d: fields do not match its length", ErrInvalidRecord, i)
 	case offDelta != int64(i):
 		return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, offDelta)
+	case nullKey && rc.requireKey:
+		return fmt.Errorf("%w: record %d has no key: a compacted topic (cleanup.policy=compact) keeps the latest record of each key, so every record needs one", ErrInvalidRecord, i)
 	}
 	if err := rc.timestamp(h.BaseTimestamp + tsDelta); err != nil {
 		return fmt.Errorf("record %d: %w", i, err)
@@ -334,7 +350,8 @@ func (s *streamCursor) record(rc *recordCheck, i int32, h BatchHeader) error {
 	s.skip(1, 1) // attributes
 	tsDelta := s.varint()
 	offDelta := s.varint()
-	s.skip(s.varint(), -1)
+	key := s.varint()
+	s.skip(key, -1)
 	s.skip(s.varint(), -1)
 	hdrs := s.varint()
 	if hdrs < 0 {
@@ -347,7 +364,7 @@ func (s *streamCursor) record(rc *recordCheck, i int32, h BatchHeader) error {
 	if s.err != nil {
 		return nil // the caller reports the read error
 	}
-	return rc.fields(s.bad || s.left != 0, tsDelta, offDelta, i, h)
+	return rc.fields(s.bad || s.left != 0, key < 0, tsDelta, offDelta, i, h)
 }
 
 // decoders are one validation's reusable decompressors, pooled: a gzip,

@@ -186,6 +186,31 @@ type Config struct {
 	// /debug/pprof/ on the HTTP listener.
 	DebugPprof bool
 
+	// The log cleaner (log compaction; node/cleaner). LogCleanupPolicy
+	// (log.cleanup.policy) is the default cleanup.policy of a topic;
+	// LogCleanerEnable (log.cleaner.enable) runs LogCleanerThreads
+	// (log.cleaner.threads) cleaner goroutines sharing
+	// LogCleanerDedupeBufferSize (log.cleaner.dedupe.buffer.size) bytes of
+	// offset map and LogCleanerIoMaxBytesPerSecond
+	// (log.cleaner.io.max.bytes.per.second, read plus written; +Inf:
+	// unlimited); with nothing to clean they wait LogCleanerBackoff
+	// (log.cleaner.backoff.ms) or a produce.
+	LogCleanupPolicy              CleanupPolicy
+	LogCleanerEnable              bool
+	LogCleanerThreads             int32
+	LogCleanerDedupeBufferSize    int64
+	LogCleanerIoMaxBytesPerSecond float64
+	LogCleanerBackoff             time.Duration
+	// The broker defaults of the compaction topic configs:
+	// log.cleaner.min.cleanable.ratio (min.cleanable.dirty.ratio),
+	// log.cleaner.min.compaction.lag.ms, log.cleaner.max.compaction.lag.ms
+	// (0: never forced, Kafka's Long.MAX_VALUE) and
+	// log.cleaner.delete.retention.ms (delete.retention.ms).
+	LogCleanerMinCleanableRatio float64
+	LogCleanerMinCompactionLag  time.Duration
+	LogCleanerMaxCompactionLag  time.Duration
+	LogCleanerDeleteRetention   time.Duration
+
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
 	Values    map[string]string
@@ -361,6 +386,43 @@ var keys = []key{
 	{"sluice.max.partitions.per.request", "10000", "refuse a CreateTopics or CreatePartitions request that adds more partitions in all (POLICY_VIOLATION); at most 10000", func(c *Config, v string) error {
 		return parseInt32(&c.MaxPartitionsPerRequest, v, 1, quorum.MaxNewPartitionsPerRequest)
 	}},
+	{"log.cleanup.policy", "delete", "default cleanup.policy of a topic: delete, compact or compact,delete", func(c *Config, v string) (err error) {
+		c.LogCleanupPolicy, err = ParseCleanupPolicy(v)
+		return err
+	}},
+	{"log.cleaner.enable", "true", "run the log cleaner (compaction of cleanup.policy=compact topics)", func(c *Config, v string) error { return parseBool(&c.LogCleanerEnable, v) }},
+	{"log.cleaner.threads", "1", "cleaner goroutines (to turn the cleaner off: log.cleaner.enable=false)", func(c *Config, v string) error {
+		if err := parseInt32(&c.LogCleanerThreads, v, 1, 256); err != nil {
+			return fmt.Errorf("%v (to turn the cleaner off: log.cleaner.enable=false)", err)
+		}
+		return nil
+	}},
+	{"log.cleaner.dedupe.buffer.size", "134217728", "bytes of offset map (key hash to latest offset) shared by the cleaner threads; at least 1 MiB per thread", func(c *Config, v string) error {
+		return parseInt64(&c.LogCleanerDedupeBufferSize, v, 1<<20, math.MaxInt64)
+	}},
+	{"log.cleaner.io.max.bytes.per.second", "1.7976931348623157E308", "the cleaners read plus write at most this many bytes per second, over all threads (default: unlimited)", func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0) {
+			return errors.New("want a number above 0 (1.7976931348623157E308: unlimited)")
+		}
+		c.LogCleanerIoMaxBytesPerSecond = f
+		return nil
+	}},
+	{"log.cleaner.backoff.ms", "15000", "how long a cleaner waits when no log is dirty enough (a produce to a compacted topic wakes it sooner)", func(c *Config, v string) error {
+		return parseMs(&c.LogCleanerBackoff, v, 1)
+	}},
+	{"log.cleaner.min.cleanable.ratio", "0.5", "default min.cleanable.dirty.ratio: clean a log once this share of it is dirty", func(c *Config, v string) error {
+		return parseRatio(&c.LogCleanerMinCleanableRatio, v)
+	}},
+	{"log.cleaner.min.compaction.lag.ms", "0", "default min.compaction.lag.ms: a record stays uncompacted at least this long", func(c *Config, v string) error {
+		return parseMs(&c.LogCleanerMinCompactionLag, v, 0)
+	}},
+	{"log.cleaner.max.compaction.lag.ms", "9223372036854775807", "default max.compaction.lag.ms: a record is compacted at the latest this long after it was written", func(c *Config, v string) error {
+		return parseLag(&c.LogCleanerMaxCompactionLag, v)
+	}},
+	{"log.cleaner.delete.retention.ms", "86400000", "default delete.retention.ms: how long a tombstone survives after its segment was cleaned", func(c *Config, v string) error {
+		return parseMs(&c.LogCleanerDeleteRetention, v, 0)
+	}},
 	{"sluice.debug.pprof", "false", "serve Go's /debug/pprof/ (CPU, heap, allocation profiles) on the HTTP listener", func(c *Config, v string) error { return parseBool(&c.DebugPprof, v) }},
 }
 
@@ -461,6 +523,13 @@ func (c *Config) validate(v *viper.Viper) error {
 	}
 	if err := c.validateListeners(); err != nil {
 		return err
+	}
+	if per := c.LogCleanerDedupeBufferSize / int64(c.LogCleanerThreads); per < 1<<20 {
+		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size=%d over log.cleaner.threads=%d leaves %d bytes per thread: give each at least 1 MiB (1048576)",
+			ErrInvalid, c.LogCleanerDedupeBufferSize, c.LogCleanerThreads, per)
+	}
+	if c.LogCleanerMaxCompactionLag > 0 && c.LogCleanerMaxCompactionLag < c.LogCleanerMinCompactionLag {
+		return fmt.Errorf("%w: log.cleaner.max.compaction.lag.ms is below log.cleaner.min.compaction.lag.ms: raise the max or lower the min", ErrInvalid)
 	}
 	if c.Controller && len(c.ControllerQuorumVoters) > 0 &&
 		!slices.ContainsFunc(c.ControllerQuorumVoters, func(q quorum.Voter) bool { return q.ID == c.NodeID }) {
@@ -669,6 +738,70 @@ func parseMs(dst *time.Duration, v string, lo int64) error {
 	*dst = time.Duration(n) * time.Millisecond
 	if n < 0 {
 		*dst = -1
+	}
+	return nil
+}
+
+// CleanupPolicy is a parsed cleanup.policy: Kafka's list of delete and
+// compact.
+type CleanupPolicy struct{ Compact, Delete bool }
+
+// String is the policy as Kafka writes it: delete, compact or
+// compact,delete.
+func (p CleanupPolicy) String() string {
+	switch {
+	case p.Compact && p.Delete:
+		return "compact,delete"
+	case p.Compact:
+		return "compact"
+	case p.Delete:
+		return "delete"
+	}
+	return ""
+}
+
+// ParseCleanupPolicy parses cleanup.policy (and log.cleanup.policy) as
+// Kafka does: a comma-separated list of delete and compact, in any order,
+// each at most once.
+func ParseCleanupPolicy(v string) (CleanupPolicy, error) {
+	var p CleanupPolicy
+	for _, part := range strings.Split(v, ",") {
+		var seen bool
+		switch strings.TrimSpace(part) {
+		case "delete":
+			seen, p.Delete = p.Delete, true
+		case "compact":
+			seen, p.Compact = p.Compact, true
+		default:
+			return p, fmt.Errorf("%q is not a cleanup policy: want delete, compact or compact,delete", v)
+		}
+		if seen {
+			return p, fmt.Errorf("%q names %s twice: want delete, compact or compact,delete", v, strings.TrimSpace(part))
+		}
+	}
+	return p, nil
+}
+
+// parseRatio parses a ratio in [0, 1].
+func parseRatio(dst *float64, v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f >= 0 && f <= 1) {
+		return errors.New("want a number in [0, 1]")
+	}
+	*dst = f
+	return nil
+}
+
+// parseLag parses max.compaction.lag.ms: at least 1; values past what a
+// time.Duration holds (Kafka's default Long.MAX_VALUE) mean never, 0.
+func parseLag(dst *time.Duration, v string) error {
+	var n int64
+	if err := parseInt64(&n, v, 1, math.MaxInt64); err != nil {
+		return err
+	}
+	*dst = 0
+	if n <= math.MaxInt64/int64(time.Millisecond) {
+		*dst = time.Duration(n) * time.Millisecond
 	}
 	return nil
 }

@@ -119,6 +119,29 @@ func TestSourcesAndErrors(t *testing.T) {
 		{name: "override by host name", file: minimal + "max.connections.per.ip.overrides=broker1:5\n", err: "max.connections.per.ip.overrides"},
 		{name: "partitions per request over the controller's", file: minimal + "sluice.max.partitions.per.request=10001\n", err: "sluice.max.partitions.per.request"},
 
+		{name: "cleaner defaults", file: minimal,
+			check: func(c *Config) bool {
+				return c.LogCleanupPolicy == CleanupPolicy{Delete: true} && c.LogCleanerEnable && c.LogCleanerThreads == 1 &&
+					c.LogCleanerDedupeBufferSize == 128<<20 && c.LogCleanerIoMaxBytesPerSecond == math.MaxFloat64 &&
+					c.LogCleanerBackoff == 15*time.Second && c.LogCleanerMinCleanableRatio == 0.5 && c.LogCleanerMinCompactionLag == 0 &&
+					c.LogCleanerMaxCompactionLag == 0 && c.LogCleanerDeleteRetention == 24*time.Hour
+			}},
+		{name: "cleaner", file: minimal + "log.cleanup.policy=delete,compact\nlog.cleaner.enable=false\nlog.cleaner.threads=2\nlog.cleaner.dedupe.buffer.size=2097152\nlog.cleaner.io.max.bytes.per.second=1e6\nlog.cleaner.backoff.ms=100\nlog.cleaner.min.cleanable.ratio=0.01\nlog.cleaner.max.compaction.lag.ms=60000\n",
+			check: func(c *Config) bool {
+				return c.LogCleanupPolicy == CleanupPolicy{Compact: true, Delete: true} && c.LogCleanupPolicy.String() == "compact,delete" &&
+					!c.LogCleanerEnable && c.LogCleanerThreads == 2 && c.LogCleanerDedupeBufferSize == 2<<20 &&
+					c.LogCleanerIoMaxBytesPerSecond == 1e6 && c.LogCleanerBackoff == 100*time.Millisecond &&
+					c.LogCleanerMinCleanableRatio == 0.01 && c.LogCleanerMaxCompactionLag == time.Minute
+			}},
+		{name: "bad cleanup policy", file: minimal + "log.cleanup.policy=compress\n", err: "log.cleanup.policy"},
+		{name: "cleanup policy twice", file: minimal + "log.cleanup.policy=compact,compact\n", err: "log.cleanup.policy"},
+		{name: "no cleaner threads", file: minimal + "log.cleaner.threads=0\n", err: "log.cleaner.enable=false"},
+		{name: "dedupe buffer per thread", file: minimal + "log.cleaner.threads=4\nlog.cleaner.dedupe.buffer.size=2097152\n", err: "log.cleaner.dedupe.buffer.size"},
+		{name: "cleaner io rate zero", file: minimal + "log.cleaner.io.max.bytes.per.second=0\n", err: "log.cleaner.io.max.bytes.per.second"},
+		{name: "dirty ratio above 1", file: minimal + "log.cleaner.min.cleanable.ratio=1.5\n", err: "log.cleaner.min.cleanable.ratio"},
+		{name: "max lag zero", file: minimal + "log.cleaner.max.compaction.lag.ms=0\n", err: "log.cleaner.max.compaction.lag.ms"},
+		{name: "max lag below min", file: minimal + "log.cleaner.min.compaction.lag.ms=2000\nlog.cleaner.max.compaction.lag.ms=1000\n", err: "log.cleaner.max.compaction.lag.ms"},
+
 		{name: "unknown file key", file: minimal + "log.dir=/x\n", err: `"log.dir"`},
 		{name: "unknown env", file: minimal, env: []string{"SLUICE_LOG_DIR=/x"}, err: "SLUICE_LOG_DIR"},
 		{name: "missing node.id", file: "log.dirs=/d\n", err: "node.id"},

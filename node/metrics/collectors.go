@@ -40,6 +40,13 @@ var (
 	unflushedBytes      = desc("sluice_log_unflushed_bytes", "Bytes of the local log past the flushed offset: what a power cut of this node would take from this replica.", "topic", "partition")
 	unwrittenBytes      = desc("sluice_log_unwritten_bytes", "Page-cache bytes of the local log not yet written to disk by the kernel (dirty or under writeback): what a power cut of this node would take now, as opposed to sluice_log_unflushed_bytes, which counts since the last fsync. Absent where the kernel cannot tell (cachestat(2), Linux 6.5).", "topic", "partition")
 	unflushedAge        = desc("sluice_log_unflushed_age_seconds", "Age of the oldest record of the local log not yet fsynced (0: none).", "topic", "partition")
+	dirtyRatio          = desc("sluice_log_cleaner_dirty_ratio", "Share of the cleanable bytes of a compacted local log not yet compacted, as the cleaner last measured it (compare min.cleanable.dirty.ratio).", "topic", "partition")
+
+	cleanerMaxDirty    = desc("kafka_log_logcleaner_max_dirty_percent", "Kafka LogCleaner max-dirty-percent: the largest dirty percentage of the compacted logs, as last measured.")
+	cleanerRecopy      = desc("kafka_log_logcleaner_cleaner_recopy_percent", "Kafka LogCleaner cleaner-recopy-percent: bytes written as a percentage of bytes read by each cleaner thread's latest clean.")
+	cleanerMaxTime     = desc("kafka_log_logcleaner_max_clean_time_secs", "Kafka LogCleaner max-clean-time-secs: the longest of each cleaner thread's latest clean, in seconds.")
+	cleanerUncleanable = desc("kafka_log_logcleanermanager_uncleanable_partitions_count", "Kafka LogCleanerManager uncleanable-partitions-count: compacted logs the cleaner gave up on after repeated errors (see the node's log); cleaned again after a restart.")
+	cleanerSinceRun    = desc("kafka_log_logcleanermanager_time_since_last_run_ms", "Kafka LogCleanerManager time-since-last-run-ms: milliseconds since a cleaner thread last looked for a log to clean.")
 
 	activeController  = desc("kafka_controller_kafkacontroller_activecontrollercount", "Kafka KafkaController ActiveControllerCount: 1 on the active controller.")
 	offlinePartitions = desc("kafka_controller_kafkacontroller_offlinepartitionscount", "Kafka KafkaController OfflinePartitionsCount: partitions without a leader (active controller only).")
@@ -71,7 +78,8 @@ type sourceCollector struct {
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{underReplicated, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery, offlineLogDirs,
-		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unwrittenBytes, unflushedAge,
+		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unwrittenBytes, unflushedAge, dirtyRatio,
+		cleanerMaxDirty, cleanerRecopy, cleanerMaxTime, cleanerUncleanable, cleanerSinceRun,
 		activeController, offlinePartitions, activeBrokers, fencedBrokers, uncleanElections,
 		raftState, raftLeader, raftEpoch, raftHW, raftLEO, raftApplied, raftCommitAvg, raftCommitsTotal, raftCommitSecs, raftRefused} {
 		ch <- d
@@ -122,6 +130,9 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 			age = max(now.Sub(p.UnflushedSince).Seconds(), 0)
 		}
 		gauge(unflushedAge, age, t, n)
+		if p.Compacted {
+			gauge(dirtyRatio, p.DirtyRatio, t, n)
+		}
 		p.Topic = "" // do not keep topic names alive between scrapes
 	}
 	gauge(underReplicated, float64(under))
@@ -139,6 +150,13 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(b.ConnectionsRefusedMax), "PLAINTEXT", "max.connections")
 	ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(b.ConnectionsRefusedPerIP), "PLAINTEXT", "max.connections.per.ip")
 	ch <- prometheus.MustNewConstMetric(connIdleClosed, prometheus.CounterValue, float64(b.ConnectionsIdleClosed), "PLAINTEXT")
+	if cs := b.Cleaner; cs != nil {
+		gauge(cleanerMaxDirty, 100*cs.MaxDirtyRatio)
+		gauge(cleanerRecopy, 100*cs.RecopyRatio)
+		gauge(cleanerMaxTime, cs.MaxCleanTime.Seconds())
+		gauge(cleanerUncleanable, float64(cs.Uncleanable))
+		gauge(cleanerSinceRun, float64(cs.SinceLastRun.Milliseconds()))
+	}
 
 	ctl := c.src.Controller()
 	active := 0.0

@@ -28,6 +28,11 @@
 //	kafka.cluster:type=Partition,name=UnderReplicated,topic,partition     kafka_cluster_partition_underreplicated{topic,partition}
 //	  also InSyncReplicasCount, ReplicasCount (on the leader)
 //	kafka.log:type=Log,name=LogEndOffset,topic,partition           kafka_log_log_logendoffset{topic,partition} (and logstartoffset, size)
+//	kafka.log:type=LogCleaner,name=max-dirty-percent               kafka_log_logcleaner_max_dirty_percent (0-100)
+//	  also cleaner-recopy-percent, max-clean-time-secs           _cleaner_recopy_percent, _max_clean_time_secs
+//	kafka.log:type=LogCleanerManager,name=uncleanable-partitions-count kafka_log_logcleanermanager_uncleanable_partitions_count
+//	  also time-since-last-run-ms (without Kafka's logDirectory tag: a node has one)  _time_since_last_run_ms
+//	  (the cleaner's metrics are absent when log.cleaner.enable=false)
 //	kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs        kafka_log_logflushstats_logflushrateandtimems{quantile} (+ _count, _sum; ms)
 //	kafka.controller:type=KafkaController,name=ActiveControllerCount kafka_controller_kafkacontroller_activecontrollercount
 //	  also OfflinePartitionsCount, ActiveBrokerCount, FencedBrokerCount (active controller only)
@@ -49,6 +54,7 @@
 //	sluice_kafka_connections_idle_closed_total{listener}   connections closed by connections.max.idle.ms
 //	sluice_log_writeback_requested_bytes_total         bytes the logs asked the kernel to write back (batched writeback)
 //	sluice_log_writeback_errors_total                  such requests that failed
+//	sluice_log_cleaner_dirty_ratio{topic,partition}    a compacted log's dirty share (0-1) as the cleaner last measured it
 //	sluice_log_corrupt_batches_total{topic,partition}  bad batches the scrub or a read found in a local log
 //	sluice_raft_commits_total, sluice_raft_commit_seconds_total  metadata commit latency, as counters
 //	sluice_memory_dirty_bytes, sluice_memory_writeback_bytes     /proc/meminfo Dirty, Writeback

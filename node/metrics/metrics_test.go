@@ -330,3 +330,30 @@ func BenchmarkProduced(b *testing.B) {
 		m.Requests.Produced("orders", 10, 1000, nil)
 	}
 }
+
+// TestCleanerGauges: the log cleaner's gauges carry Kafka's names and
+// units (percent, seconds, ms), the dirty ratio is exported for compacted
+// logs only, and nothing of the cleaner is exported when it is off.
+func TestCleanerGauges(t *testing.T) {
+	src := &staticSource{
+		parts: []PartitionStat{
+			{Topic: "c", Partition: 0, Compacted: true, DirtyRatio: 0.25},
+			{Topic: "d", Partition: 0},
+		},
+		b: BrokerStat{Cleaner: &CleanerStat{MaxDirtyRatio: 0.25, RecopyRatio: 0.4, MaxCleanTime: 1500 * time.Millisecond, Uncleanable: 1, SinceLastRun: 2 * time.Second}},
+	}
+	mfs := gather(t, newTestMetrics(t, src))
+	expect(t, mfs, 25, "kafka_log_logcleaner_max_dirty_percent")
+	expect(t, mfs, 40, "kafka_log_logcleaner_cleaner_recopy_percent")
+	expect(t, mfs, 1.5, "kafka_log_logcleaner_max_clean_time_secs")
+	expect(t, mfs, 1, "kafka_log_logcleanermanager_uncleanable_partitions_count")
+	expect(t, mfs, 2000, "kafka_log_logcleanermanager_time_since_last_run_ms")
+	expect(t, mfs, 0.25, "sluice_log_cleaner_dirty_ratio", "partition=0", "topic=c")
+	if _, ok := get(mfs, "sluice_log_cleaner_dirty_ratio", "partition=0", "topic=d"); ok {
+		t.Error("dirty ratio exported for a log that is not compacted")
+	}
+	src.b.Cleaner = nil
+	if _, ok := get(gather(t, newTestMetrics(t, src)), "kafka_log_logcleaner_max_dirty_percent"); ok {
+		t.Error("cleaner gauges exported with the cleaner off")
+	}
+}

@@ -53,6 +53,12 @@ type PartitionStat struct {
 	// log end; 0 on a follower. Kafka measures MaxLag on the followers;
 	// the leader's view gives the same cluster-wide maximum.
 	FollowerLag int64
+	// DirtyRatio is the share of the log's cleanable bytes not yet
+	// compacted, as the cleaner last measured it; set only when
+	// Compacted (cleanup.policy has compact, the cleaner runs and has
+	// measured the log).
+	DirtyRatio float64
+	Compacted  bool
 }
 
 // BrokerStat is this broker's own state.
@@ -75,6 +81,26 @@ type BrokerStat struct {
 	Connections                                    int
 	ConnectionsRefusedMax, ConnectionsRefusedPerIP int64
 	ConnectionsIdleClosed                          int64
+	// Cleaner is the log cleaner; nil when log.cleaner.enable is false.
+	Cleaner *CleanerStat
+}
+
+// CleanerStat is the log cleaner pool (Kafka's LogCleaner and
+// LogCleanerManager gauges).
+type CleanerStat struct {
+	// MaxDirtyRatio is the largest dirty ratio of the compacted logs as
+	// last measured, uncleanable ones left out (max-dirty-percent / 100).
+	MaxDirtyRatio float64
+	// RecopyRatio is bytes written over bytes read by each thread's
+	// latest clean (cleaner-recopy-percent / 100).
+	RecopyRatio float64
+	// MaxCleanTime is the longest of each thread's latest clean.
+	MaxCleanTime time.Duration
+	// Uncleanable counts the logs the cleaner gave up on after errors.
+	Uncleanable int
+	// SinceLastRun is the time since a cleaner thread last looked for a
+	// log to clean.
+	SinceLastRun time.Duration
 }
 
 // ControllerStat is the metadata quorum as this node sees it. The cluster

@@ -248,6 +248,7 @@ func (m *Manager) Drop(key TP) {
 		return
 	}
 	r.Kill()
+	r.cleanup.remove()
 	if err := r.log.Delete(); err != nil {
 		m.log.Error("node: delete log", "partition", key.String(), "err", err)
 	}
@@ -261,6 +262,7 @@ func (m *Manager) CloseLogs() error {
 	var errs []error
 	for k, r := range m.mu.replicas {
 		r.Kill()
+		r.cleanup.remove()
 		if err := r.log.Close(); err != nil && !errors.Is(err, segment.ErrClosed) {
 			errs = append(errs, fmt.Errorf("log %s: %w", k, err))
 		}

@@ -32,6 +32,8 @@ type Replica struct {
 	// hw is the published high watermark: consumers read below it
 	// without taking mu.
 	hw atomic.Int64
+	// cleanup is the log's compaction state (cleanup.go).
+	cleanup Cleanup
 
 	// mu guards the state machine and what the node keeps beside it.
 	mu struct {
@@ -156,6 +158,7 @@ func (r *Replica) process() {
 		}
 		if rd.HWChanged {
 			r.hw.Store(rd.HW)
+			r.cleanup.moved()
 			signal = true
 		}
 		r.mu.part.Advance(rd)

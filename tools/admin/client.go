@@ -117,20 +117,51 @@ func joinIDs(ids []int32) string {
 	return strings.Join(s, ",")
 }
 
-// parseKVs parses k=v,k2=v2 (repeatable flags, commas allowed inside).
+// parseKVs parses k=v,k2=v2 (repeatable flags). A list value is written
+// as kafka-configs.sh takes it, in brackets (cleanup.policy=[compact,delete]),
+// or bare as kafka-topics.sh's --config takes it (cleanup.policy=compact,delete):
+// a piece without "=" continues the value before it.
 func parseKVs(vals []string) (map[string]string, error) {
 	m := map[string]string{}
 	for _, v := range vals {
-		for _, kv := range strings.Split(v, ",") {
+		last := ""
+		for _, kv := range splitOutsideBrackets(v) {
 			if kv = strings.TrimSpace(kv); kv == "" {
 				continue
 			}
 			k, val, ok := strings.Cut(kv, "=")
+			if !ok && last != "" {
+				m[last] += "," + kv
+				continue
+			}
 			if !ok || k == "" {
 				return nil, fmt.Errorf("config %q: want KEY=VALUE, e.g. retention.ms=86400000", kv)
 			}
-			m[k] = val
+			if strings.HasPrefix(val, "[") && strings.HasSuffix(val, "]") {
+				val = val[1 : len(val)-1]
+			}
+			m[k], last = val, k
 		}
 	}
 	return m, nil
+}
+
+// splitOutsideBrackets splits s at the commas that are not inside [ ].
+func splitOutsideBrackets(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '[':
+			depth++
+		case ']':
+			depth = max(depth-1, 0)
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
 }

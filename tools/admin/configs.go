@@ -44,7 +44,7 @@ func NewConfigsCommand() *cobra.Command {
 	alter := &cobra.Command{
 		Use:     "alter",
 		Short:   "Set or delete configs of a topic or broker (incremental)",
-		Example: "  sluice configs alter --entity-type topics --entity-name orders --add-config retention.ms=86400000,min.insync.replicas=2",
+		Example: "  sluice configs alter --entity-type topics --entity-name orders --add-config retention.ms=86400000,min.insync.replicas=2\n  sluice configs alter --entity-name table --add-config cleanup.policy=[compact,delete]",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.alter(cmd.Context(), cmd.OutOrStdout())

@@ -41,7 +41,7 @@ func NewTopicsCommand() *cobra.Command {
 	create := &cobra.Command{
 		Use:     "create TOPIC...",
 		Short:   "Create topics",
-		Example: "  sluice topics create orders --partitions 6 --replication-factor 3 --config min.insync.replicas=2",
+		Example: "  sluice topics create orders --partitions 6 --replication-factor 3 --config min.insync.replicas=2\n  sluice topics create table --config cleanup.policy=compact",
 		Args:    cobra.MinimumNArgs(1),
 		RunE:    bind((*topicsCmd).create),
 	}
@@ -213,13 +213,19 @@ func (c *topicsCmd) describe(ctx context.Context, w io.Writer) error {
 		for _, b := range brokers.Brokers {
 			live[b.NodeID] = true
 		}
-		cfgs := map[string]string{}
+		cfgs, policies := map[string]string{}, map[string]string{}
 		if rc, err := s.adm.DescribeTopicConfigs(s.ctx, details.Names()...); err == nil {
 			for _, r := range rc {
 				var kv []string
 				for _, e := range r.Configs {
-					if e.Source == kmsg.ConfigSourceDynamicTopicConfig && e.Value != nil {
+					// The overrides, as kafka-topics.sh, and the cleanup
+					// policy wherever it comes from: whether a topic is
+					// compacted matters to whoever reads it.
+					if e.Value != nil && (e.Source == kmsg.ConfigSourceDynamicTopicConfig || e.Key == "cleanup.policy") {
 						kv = append(kv, e.Key+"="+*e.Value)
+					}
+					if e.Value != nil && e.Key == "cleanup.policy" {
+						policies[r.Name] = *e.Value
 					}
 				}
 				slices.Sort(kv)
@@ -228,6 +234,9 @@ func (c *topicsCmd) describe(ctx context.Context, w io.Writer) error {
 		}
 		f := &c.filters
 		rows := f.apply(details, live, cfgs)
+		for i := range rows {
+			rows[i].CleanupPolicy = policies[rows[i].Topic]
+		}
 		err = c.emit(w, rows, func() { printTopics(w, rows, f.any()) })
 		if err == nil && f.any() && len(rows) > 0 {
 			return cli.ErrProblem
@@ -273,12 +282,16 @@ func (f *filters) any() bool {
 
 // TopicRow is one topic of `topics describe`, as text or JSON.
 type TopicRow struct {
-	Topic             string         `json:"topic"`
-	TopicID           string         `json:"topic_id"`
-	PartitionCount    int            `json:"partition_count"`
-	ReplicationFactor int            `json:"replication_factor"`
-	Configs           string         `json:"configs"`
-	Partitions        []PartitionRow `json:"partitions"`
+	Topic             string `json:"topic"`
+	TopicID           string `json:"topic_id"`
+	PartitionCount    int    `json:"partition_count"`
+	ReplicationFactor int    `json:"replication_factor"`
+	// Configs are the topic's overrides and its cleanup.policy, as
+	// KEY=VALUE,...
+	Configs string `json:"configs"`
+	// CleanupPolicy is the topic's effective cleanup.policy.
+	CleanupPolicy string         `json:"cleanup_policy"`
+	Partitions    []PartitionRow `json:"partitions"`
 }
 
 // PartitionRow is one partition of a TopicRow.
