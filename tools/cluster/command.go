@@ -206,6 +206,9 @@ func Start(ctx context.Context, w io.Writer, o Options) (Layout, error) {
 	}
 	_ = os.Remove(layoutPath(dir))
 	l := newLayout(dir, quorum.NewUUID().String(), o.Nodes, o.BasePort)
+	if warn := ephemeralWarning(l, "/proc/sys/net/ipv4/ip_local_port_range"); warn != "" {
+		fmt.Fprintln(w, warn)
+	}
 	voters, err := meta.ParseControllers(l.voters())
 	if err != nil {
 		return l, err

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -32,5 +34,30 @@ func TestLayout(t *testing.T) {
 	}
 	if _, err := parseProps([]string{"novalue"}); err == nil {
 		t.Fatal("--set without = accepted")
+	}
+}
+
+// TestEphemeralWarning: a layout whose ports reach into the kernel's
+// ephemeral range is warned about, with a base port that would not be.
+func TestEphemeralWarning(t *testing.T) {
+	rng := filepath.Join(t.TempDir(), "range")
+	if err := os.WriteFile(rng, []byte("32768\t60999\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w := ephemeralWarning(newLayout(t.TempDir(), "id", 3, 29092), rng); w != "" {
+		t.Errorf("base 29092: %q, want no warning", w)
+	}
+	w := ephemeralWarning(newLayout(t.TempDir(), "id", 3, 36092), rng)
+	if !strings.Contains(w, "36192") || !strings.Contains(w, "below 31916") {
+		t.Errorf("base 36092: %q, want port 36192 named and base port 31916 suggested", w)
+	}
+	if w := ephemeralWarning(newLayout(t.TempDir(), "id", 3, 31915), rng); w != "" {
+		t.Errorf("base 31915: %q, want no warning", w)
+	}
+	if w := ephemeralWarning(newLayout(t.TempDir(), "id", 3, 31916), rng); w == "" {
+		t.Error("base 31916: want a warning (its last HTTP port is 32768)")
+	}
+	if w := ephemeralWarning(newLayout(t.TempDir(), "id", 3, 36092), filepath.Join(t.TempDir(), "none")); w != "" {
+		t.Errorf("no range file: %q, want no warning", w)
 	}
 }
