@@ -195,3 +195,29 @@ func isrGap(ctx context.Context, cl *kgo.Client, id int32) string {
 	}
 	return fmt.Sprintf("in %d of %d ISRs; not yet in %s", total-len(missing), total, strings.Join(missing, ", "))
 }
+
+// WaitInSync waits until node id of l is a registered broker and in the
+// ISR of every partition that has it as a replica, printing progress to w
+// every 2 s; an error names the partitions still waiting.
+func WaitInSync(ctx context.Context, w io.Writer, l Layout, id int32) error {
+	n, ok := l.node(id)
+	if !ok {
+		return fmt.Errorf("no node %d in %s", id, layoutPath(l.Dir))
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(l.BootstrapServers, ",")...), kgo.RequestRetries(0))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return waitInISRs(ctx, w, cl, n)
+}
+
+// Terminate stops node id of l cleanly: SIGTERM, and waits for its exit
+// (SIGKILL after 30 s).
+func Terminate(ctx context.Context, l Layout, id int32) error {
+	n, ok := l.node(id)
+	if !ok {
+		return fmt.Errorf("no node %d in %s", id, layoutPath(l.Dir))
+	}
+	return stopClean(ctx, n)
+}
