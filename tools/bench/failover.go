@@ -367,10 +367,10 @@ func partitionLeaders(ctx context.Context, cl *kgo.Client) (map[int32]int32, int
 
 // WriteFailoverTable prints the results, one line per mode and fault kind.
 func WriteFailoverTable(w io.Writer, rs []FailoverResult) {
-	fmt.Fprintf(w, "\n%-18s %-8s %4s %9s %9s %9s %7s\n", "MODE", "FAULT", "N", "P50(s)", "P99(s)", "MAX(s)", "FAILED")
+	fmt.Fprintf(w, "\n%-18s %-14s %4s %9s %9s %9s %7s\n", "MODE", "FAULT", "N", "P50(s)", "P99(s)", "MAX(s)", "FAILED")
 	for _, r := range rs {
 		p50, p99, mx := durationQuantile(r.Writable, 0.50), durationQuantile(r.Writable, 0.99), durationQuantile(r.Writable, 1)
-		fmt.Fprintf(w, "%-18s %-8s %4d %9.3f %9.3f %9.3f %7d\n", r.Mode, r.Fault, len(r.Writable), p50.Seconds(), p99.Seconds(), mx.Seconds(), r.Failed)
+		fmt.Fprintf(w, "%-18s %-14s %4d %9.3f %9.3f %9.3f %7d\n", r.Mode, r.Fault, len(r.Writable), p50.Seconds(), p99.Seconds(), mx.Seconds(), r.Failed)
 	}
 }
 

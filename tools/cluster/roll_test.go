@@ -145,6 +145,12 @@ func TestRollUnderLoad(t *testing.T) {
 		t.Errorf("%d sends failed during the rolling restart", failed)
 	}
 	t.Logf("%d sends acknowledged, slowest send during the roll: %v", nAcked, slowest)
+	// 0.5 s here (a follower's first fetch from a new leader waits for
+	// its long poll there, replica.fetch.wait.max.ms); a fence would be
+	// seconds. Generous for a loaded machine.
+	if slowest > 2*time.Second {
+		t.Errorf("a send took %v during the roll: a node's stop should not wait for its fence", slowest)
+	}
 	for p := range int32(parts) {
 		got := readPartition(ctx, t, seeds, topic, p, len(acked[p]))
 		checkOnceInOrder(t, p, got, acked[p])
