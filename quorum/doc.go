@@ -164,6 +164,13 @@
 //     broker not seen alive by gossip for that long is fenced, counted from
 //     when this controller became active.
 //
+// The active controller's own death comes first: the other voters elect
+// a new one (hashicorp/raft's defaults: a heartbeat timeout of 1-2 s,
+// then the election), whose Liveness starts over (Reset) and whose probes
+// then fence the dead broker. In `sluice bench --failover` a killed
+// leader that was also the active controller made its partitions
+// writable after 2.1-3.6 s, against 0.4-0.9 s for another leader.
+//
 // # Preferred leaders
 //
 // The first replica of a partition is its preferred leader; creation and
