@@ -209,3 +209,20 @@ func checkOnceInOrder(t *testing.T, p int32, got, acked []string) {
 		t.Errorf("partition %d: only the first %d of %d acknowledged records read back in order (read %d)", p, j, len(acked), len(got))
 	}
 }
+
+// TestRollRefusesADownNode: a roll keeps all but one node up, so it does
+// not start while a node is down, and says how to bring it back.
+func TestRollRefusesADownNode(t *testing.T) {
+	l := newLayout(t.TempDir(), "c1", 3, KafkaPort)
+	for i := range l.Nodes {
+		l.Nodes[i].PID = os.Getpid() // running
+	}
+	l.Nodes[1].PID = 0 // down
+	if err := writeLayout(l); err != nil {
+		t.Fatal(err)
+	}
+	err := Roll(context.Background(), io.Discard, l, RollOptions{})
+	if err == nil || !strings.Contains(err.Error(), "node 2") || !strings.Contains(err.Error(), "sluice cluster restart --dir "+l.Dir+" 2") {
+		t.Fatalf("roll with node 2 down: %v, want an error naming it and the restart command", err)
+	}
+}
