@@ -8,7 +8,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -tags invariants -count=1 -timeout 12m
 FUZZTIME  ?= 15s
 
-.PHONY: all build test test-short bench bench-cluster bench-writeback fuzz lint demo crash e2e soak clean image cluster-up cluster-down test-docker
+.PHONY: all build test test-short bench bench-cluster bench-failover bench-writeback fuzz lint demo crash e2e soak clean image cluster-up cluster-down test-docker
 
 all: build
 
@@ -84,6 +84,16 @@ BENCH_ARGS ?= --quick
 BENCH_PEER ?= nats
 bench-cluster: build
 	bin/sluice bench $(BENCH_ARGS) --peer "$(BENCH_PEER)" --out bin/bench-cluster
+
+# bench-failover is `sluice bench --failover N`: on a fresh 3-node local
+# cluster per mode, N SIGKILLs and N SIGTERMs of a partition leader under a
+# steady acks=all load (FAILOVER_RATE MB/s), with probes and controlled
+# shutdown on, then off (the baseline); prints p50/p99/max time to writable
+# and failed sends per mode and fault, kept in bin/bench-failover.txt.
+FAILOVER_N ?= 30
+FAILOVER_RATE ?= 20
+bench-failover: build
+	bin/sluice bench --failover $(FAILOVER_N) --rate $(FAILOVER_RATE) | tee bin/bench-failover.txt
 
 # bench-writeback measures batched writeback (sluice.log.writeback.interval.bytes):
 # one in-process node on the real disk, a paced producer, rounds with it off

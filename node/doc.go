@@ -36,7 +36,9 @@
 //  3. startQuorum: start the quorum Controller (<log.dirs>/quorum; an
 //     initial controller bootstraps as a Raft voter, any other node joins
 //     as a non-voter: join.go), the reconciler and the replicas'
-//     goroutines, liveness gossip when a GOSSIP listener is configured;
+//     goroutines, liveness gossip when a GOSSIP listener is configured,
+//     the leader-rebalance check (auto.leader.rebalance.enable:
+//     rebalance.go, active only on the active controller);
 //     then register the broker (retried while the outcome is unknown) and
 //     wait to be unfenced: the active controller sees the new epoch in
 //     gossip, or, without gossip, the node proposes UnfenceBroker itself.

@@ -313,6 +313,10 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 	n.wg.Add(2)
 	go n.reconcileLoop()
 	go n.logDirLoop()
+	if cfg.AutoLeaderRebalanceEnable {
+		n.wg.Add(1)
+		go n.leaderRebalanceLoop()
+	}
 	n.rm.Start()
 	*undo = append(*undo, func() { n.stopLoops(); n.rm.CloseLogs() })
 

@@ -188,8 +188,25 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			fmt.Fprintf(&b, "%s/%d leader=%d leader-epoch=%d lost-isr=%v\n", u.Topic, u.Partition, u.Leader, u.LeaderEpoch, u.LostISR)
 		}
 		return b.String()
+	case "rebalance":
+		// The active controller's leader.imbalance check: each broker's
+		// imbalance, then the preferred election it plans (if any).
+		var b strings.Builder
+		for _, li := range LeaderImbalances(h.im) {
+			fmt.Fprintf(&b, "%s\n", li)
+		}
+		c := PlanLeaderRebalance(h.im, int(argInt(t, d, "percent", 10)))
+		if c == nil {
+			return b.String() + "no election\n"
+		}
+		return b.String() + h.apply(t, d, c)
 	}
-	recs, reply, err := Plan(h.im, h.pol, h.command(t, d))
+	return h.apply(t, d, h.command(t, d))
+}
+
+// apply plans cmd, replays its records into the image, and prints them.
+func (h *harness) apply(t *testing.T, d *datadriven.TestData, cmd Command) string {
+	recs, reply, err := Plan(h.im, h.pol, cmd)
 	var b strings.Builder
 	if err != nil {
 		fmt.Fprintf(&b, "error: %v\n", err)

@@ -155,9 +155,19 @@ type Config struct {
 	// ControlledShutdownTimeout (sluice.controlled.shutdown.timeout.ms).
 	ControlledShutdownEnable  bool
 	ControlledShutdownTimeout time.Duration
-	MessageMaxBytes           int32
-	SocketRequestMaxBytes     int32
-	AutoCreateTopicsEnable    bool
+	// AutoLeaderRebalanceEnable (auto.leader.rebalance.enable): the
+	// active controller checks every LeaderImbalanceCheckInterval
+	// (leader.imbalance.check.interval.seconds) and moves leaderships back
+	// to their preferred replicas (the first) for each broker whose share
+	// of preferred partitions led elsewhere exceeds
+	// LeaderImbalancePerBrokerPercentage
+	// (leader.imbalance.per.broker.percentage).
+	AutoLeaderRebalanceEnable          bool
+	LeaderImbalanceCheckInterval       time.Duration
+	LeaderImbalancePerBrokerPercentage int32
+	MessageMaxBytes                    int32
+	SocketRequestMaxBytes              int32
+	AutoCreateTopicsEnable             bool
 	// MaxConnections (max.connections) bounds the Kafka listener's open
 	// connections; the default is derived from RLIMIT_NOFILE
 	// (DefaultMaxConnections). MaxConnectionsPerIP
@@ -352,6 +362,20 @@ var keys = []key{
 	{"controlled.shutdown.enable", "true", "on a clean stop (SIGTERM), move this node's leaderships and ISR memberships to the other replicas before closing, so that clients see no unavailable partition", func(c *Config, v string) error { return parseBool(&c.ControlledShutdownEnable, v) }},
 	{"sluice.controlled.shutdown.timeout.ms", "10000", "how long a clean stop waits for the controller to move this node's leaderships before it closes anyway", func(c *Config, v string) error {
 		return parseMs(&c.ControlledShutdownTimeout, v, 1)
+	}},
+	{"auto.leader.rebalance.enable", "true", "the active controller moves leaderships back to their preferred replicas (the first in each replica list) once those are alive and in sync, checking every leader.imbalance.check.interval.seconds", func(c *Config, v string) error {
+		return parseBool(&c.AutoLeaderRebalanceEnable, v)
+	}},
+	{"leader.imbalance.check.interval.seconds", "300", "how often the active controller checks leader imbalance (auto.leader.rebalance.enable)", func(c *Config, v string) error {
+		var n int64
+		if err := parseInt64(&n, v, 1, math.MaxInt64/int64(time.Second)); err != nil {
+			return err
+		}
+		c.LeaderImbalanceCheckInterval = time.Duration(n) * time.Second
+		return nil
+	}},
+	{"leader.imbalance.per.broker.percentage", "10", "a broker's leaderships go back to it when more than this percentage of the partitions it prefers are led by others", func(c *Config, v string) error {
+		return parseInt32(&c.LeaderImbalancePerBrokerPercentage, v, 0, 100)
 	}},
 	{"replica.lag.time.max.ms", "30000", "a follower this far behind leaves the ISR", func(c *Config, v string) error { return parseMs(&c.ReplicaLagTimeMax, v, 1) }},
 	{"producer.id.expiration.ms", "86400000", "a partition forgets an idempotent producer whose latest batch is this old", func(c *Config, v string) error {

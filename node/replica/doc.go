@@ -52,7 +52,9 @@
 //     by the leader (replica.fetch.wait.max.ms 500); each answer is
 //     appended with AppendReplicated when the state machine still waits
 //     for it, then stepped. An unreachable leader is retried after
-//     replica.fetch.backoff.ms.
+//     replica.fetch.backoff.ms; a kept connection that fails (the leader's
+//     process restarted while it sat idle) is first redialled once, at
+//     once.
 //   - ISR changes: alter.go batches the leaders' proposals into one
 //     AlterPartitions command at a time (Host.AlterPartitions); the answers
 //     are stepped back.

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -210,12 +211,27 @@ func (f *fetcher) fetch(items []fetchItem) (*kmsg.FetchResponse, error) {
 		p.PartitionMaxBytes = replicaFetchMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 	}
-	conn, err := f.dial()
+	conn, reused, err := f.dial()
 	if err != nil {
 		return nil, err
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if err = conn.RoundTrip(req, resp, replicaFetchWaitMax+replicaSocketTimeout); err != nil {
+	err = conn.RoundTrip(req, resp, replicaFetchWaitMax+replicaSocketTimeout)
+	if err != nil && reused && !isTimeout(err) {
+		// A connection kept from an earlier fetch may have been closed
+		// by the leader's previous process while no fetch was in flight
+		// (a leader that restarted, then got leaderships back: a
+		// rolling restart). One fresh connection, at once, before the
+		// replica.fetch.backoff.ms that a failed fetch costs: it cost
+		// acks=all produce a second during a roll.
+		f.closeConn()
+		if conn, _, err = f.dial(); err != nil {
+			return nil, err
+		}
+		resp = req.ResponseKind().(*kmsg.FetchResponse)
+		err = conn.RoundTrip(req, resp, replicaFetchWaitMax+replicaSocketTimeout)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if resp.ErrorCode != 0 {
@@ -225,33 +241,41 @@ func (f *fetcher) fetch(items []fetchItem) (*kmsg.FetchResponse, error) {
 }
 
 // dial returns the connection to the leader, opening it if needed at the
-// address the metadata image gives for the leader's Kafka listener.
-func (f *fetcher) dial() (*kafka.ClientConn, error) {
+// address the metadata image gives for the leader's Kafka listener;
+// reused says it was open already.
+func (f *fetcher) dial() (_ *kafka.ClientConn, reused bool, _ error) {
 	f.mu.Lock()
 	c := f.mu.conn
 	f.mu.Unlock()
 	if c != nil {
-		return c, nil
+		return c, true, nil
 	}
 	addr := f.m.host.KafkaEndpoint(f.leader)
 	if addr == "" {
-		return nil, fmt.Errorf("broker %d has no registered endpoint for this node's inter.broker.listener.name (give every broker the same inter-broker listener name)", f.leader)
+		return nil, false, fmt.Errorf("broker %d has no registered endpoint for this node's inter.broker.listener.name (give every broker the same inter-broker listener name)", f.leader)
 	}
 	nc, err := kafka.Dial(addr, replicaSocketTimeout)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	select {
 	case <-f.m.stop:
 		nc.Close()
-		return nil, errLeaderUnreachable
+		return nil, false, errLeaderUnreachable
 	default:
 	}
 	nc.ClientID, nc.MaxResponseBytes = "sluice-replica-fetcher", maxResponseFrame
 	f.mu.conn = nc
-	return f.mu.conn, nil
+	return f.mu.conn, false, nil
+}
+
+// isTimeout says err is a deadline: a leader that does not answer, which
+// a second try would wait for again.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func (f *fetcher) closeConn() {

@@ -34,6 +34,7 @@ type Options struct {
 	NATSServer   string
 	PeerBasePort int
 	Out          string // directory for bench.csv, bench.json, bench.png
+	Failover     int    // > 0: the failover bench instead (RunFailover)
 }
 
 // NewCommand returns `sluice bench`.
@@ -51,7 +52,8 @@ At the end: one table, and bench.csv, bench.json and bench.png in --out.`,
 		Example: `  sluice bench --quick                      # 8 key cells + the fixed-load cell, 10s each
   sluice bench --quick --rf 1 --peer nats   # RF=1 cells, side by side with NATS JetStream
   sluice bench --acks all --sizes 1KiB      # the full matrix, narrowed
-  sluice bench --bootstrap-servers 127.0.0.1:9192 --quick`,
+  sluice bench --bootstrap-servers 127.0.0.1:9192 --quick
+  sluice bench --failover 30 --rate 20      # leader kills and clean stops, against the baseline`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -78,6 +80,10 @@ At the end: one table, and bench.csv, bench.json and bench.png in --out.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if o.Failover > 0 {
+				_, err = RunFailover(ctx, cmd.OutOrStdout(), FailoverOptions{Faults: o.Failover, RateMBps: o.Rate, BasePort: o.BasePort})
+				return err
+			}
 			_, err = Run(ctx, cmd.OutOrStdout(), o)
 			return err
 		},
@@ -102,6 +108,7 @@ At the end: one table, and bench.csv, bench.json and bench.png in --out.`,
 	f.StringVar(&o.NATSServer, "nats-server", "", "nats-server binary (default: PATH, then bin/, else go install "+NATSServerVersion+")")
 	f.IntVar(&o.PeerBasePort, "peer-base-port", 14222, "client port of the peer's first node")
 	f.StringVar(&o.Out, "out", "bench-out", "directory for bench.csv, bench.json and bench.png")
+	f.IntVar(&o.Failover, "failover", 0, "instead of the matrix: N SIGKILLs and N SIGTERMs of a partition leader under a steady acks=all load (--rate MB/s), with today's failure detection and controlled shutdown and without them (the baseline), reporting time to writable and failed sends")
 	return cmd
 }
 

@@ -44,4 +44,20 @@
 //     NATS client sends each message on its own (pipelined), so the
 //     batching axis has no peer counterpart;
 //   - acks=0 and acks=1 have no peer cell.
+//
+// The failover bench (`sluice bench --failover N`, RunFailover, `make
+// bench-failover`) measures something else: how long the partitions of a
+// leader are unwritable when it is SIGKILLed or SIGTERMed. Per mode (today's
+// settings; the baseline with sluice.broker.probe.interval.ms=0 and
+// controlled.shutdown.enable=false) it starts a fresh 3-node cluster, an
+// RF=3 topic of 3 partitions (min.insync.replicas=2) and a paced acks=all
+// load (idempotent franz-go, metadata refreshed at most every 100 ms,
+// delivery timeout 30 s), then N times each fault kind signals the leader
+// of one partition (in turn), waits until each partition it led took a
+// write sent after it exited, restarts it and waits until it is back in
+// every ISR. A fault's time to writable is the longest an acks=all write to
+// one of its partitions waited: from the fault (or the write's send, if
+// later) to its ack. Faults of the active controller, which add a Raft
+// election, are reported on lines of their own ("SIGKILL(ctrl)"). Failed
+// sends are those kgo gave up on.
 package bench

@@ -28,6 +28,7 @@ type command struct {
 	timeout  time.Duration // start --timeout
 	props    []string      // start --set
 	node     string        // kill's and restart's NODE argument
+	nodeWait time.Duration // roll --node-timeout
 }
 
 // NewCommand returns `sluice cluster` and its subcommands.
@@ -84,7 +85,20 @@ func NewCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE:  bind((*command).restart),
 	}
-	root.AddCommand(start, status, stop, kill, restart)
+	roll := &cobra.Command{
+		Use:   "roll",
+		Short: "Restart every node, one at a time, each back in every ISR before the next",
+		Long: `Restart every node of the cluster, one at a time and the active controller
+last: SIGTERM (a controlled shutdown moves the node's leaderships away
+first), wait for it to exit, start it again, and wait until it is back in
+the ISR of every partition it replicates before the next node. For
+operators and upgrades: clients see no failed request.`,
+		Example: `  sluice cluster roll --dir ./demo`,
+		Args:    cobra.NoArgs,
+		RunE:    bind((*command).roll),
+	}
+	roll.Flags().DurationVar(&c.nodeWait, "node-timeout", 5*time.Minute, "how long one node may take to stop, start and be back in every ISR")
+	root.AddCommand(start, status, stop, kill, restart, roll)
 	return root
 }
 
@@ -120,6 +134,14 @@ func (c *command) stop(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	return Stop(ctx, out, l)
+}
+
+func (c *command) roll(ctx context.Context, out io.Writer) error {
+	l, err := readLayout(c.dir)
+	if err != nil {
+		return err
+	}
+	return Roll(ctx, out, l, RollOptions{NodeTimeout: c.nodeWait})
 }
 
 // target reads the layout and the node the NODE argument names.

@@ -7,6 +7,7 @@
 //	sluice cluster stop    --dir DIR             SIGTERM every node (clean shutdown)
 //	sluice cluster kill    --dir DIR NODE        SIGKILL one node
 //	sluice cluster restart --dir DIR NODE        start one stopped or killed node again
+//	sluice cluster roll    --dir DIR             restart every node, one at a time
 //
 // Every node is controller and broker. Node i listens on the default ports
 // plus PortStep*i (Kafka 9092, controller 9093, gossip 7946, HTTP 9644), keeps
@@ -23,4 +24,12 @@
 // node's process has bound its controller port, its last listener, and
 // still runs; a node that exits at once (a bad setting, a port in use) is
 // an error quoting its last log lines, and cluster.json keeps the old pid.
+//
+// A roll (Roll) restarts the nodes one at a time, the active controller
+// last: SIGTERM, so the node's controlled shutdown (controlled.shutdown.enable)
+// moves its leaderships away before it closes; wait for the exit; start it
+// again; and wait until Metadata lists it as a broker and in the ISR of every
+// partition it replicates before the next node goes. It refuses to start
+// while a node is down, and stops at a node that does not come back, saying
+// which partitions wait and how to resume.
 package cluster

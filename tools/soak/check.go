@@ -173,7 +173,12 @@ type Report struct {
 	PageCache bool           `json:"page_cache,omitempty"`
 	Quota     map[string]int `json:"fault_quota,omitempty"`
 	Recovery  []Recovery     `json:"recovery"`
-	LastHeal  time.Time      `json:"last_heal"`
+	// FaultWritable: per injected fault, the time until every partition
+	// took a write sent after its start; Writable its percentiles per
+	// fault kind (writable.go).
+	FaultWritable []FaultWritable `json:"fault_writable,omitempty"`
+	Writable      []WritableStats `json:"writable_after_fault,omitempty"`
+	LastHeal      time.Time       `json:"last_heal"`
 	// Start is the start of the run; GapThreshold the shortest window.
 	Start        time.Time           `json:"start"`
 	GapThreshold time.Duration       `json:"gap_threshold_ns"`
@@ -342,6 +347,12 @@ func Check(h *History, o CheckOptions) *Report {
 	c.losses(h, lost)
 	c.powerLosses()
 	c.recovery(h)
+	tps := h.Partitions
+	if len(tps) == 0 {
+		tps = sortedTPs(c.per)
+	}
+	r.FaultWritable = writableAfterFaults(h, tps)
+	r.Writable = writableStats(r.FaultWritable)
 
 	for _, tp := range sortedTPs(c.per) {
 		r.PerTP[tp.String()] = *c.per[tp]

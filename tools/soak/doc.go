@@ -37,7 +37,11 @@
 // report also lists unavailability windows: stretches longer than the gap
 // threshold in which a partition acknowledged nothing, each with the faults
 // it overlaps and how long it lasted after they healed (the five longest
-// are printed). Lost records are grouped by the fault that lost them (the
+// are printed), and, per fault kind, the percentiles (p50, p99, max) of
+// the time from a fault's start until every partition acknowledged a
+// write sent after it (Report.Writable, writable.go; a pause or a network
+// partition counts its own length; a fault after which some partition
+// took no write again is counted as "never"). Lost records are grouped by the fault that lost them (the
 // power loss that explains them, below; else the first fault that healed
 // after their acknowledgement), with their partition, offsets and
 // acknowledgement times.

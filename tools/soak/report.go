@@ -64,6 +64,7 @@ func PrintSummary(w io.Writer, r *Report) {
 	tw.Flush()
 
 	printWindows(w, r)
+	printWritable(w, r)
 	printPowerLosses(w, r)
 	printLosses(w, r)
 	var slow time.Duration
