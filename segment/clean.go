@@ -143,6 +143,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanStats, error) {
 		return st, err
 	}
 	cand := l.candidateLocked(o.Policy, o.UpTo, o.Now)
+	gen := l.cutGen
 	l.mu.Unlock()
 	st.FirstDirty, st.CleanedTo = cand.FirstDirty, cand.FirstDirty
 	if !o.Policy.Compact || cand.CleanableEnd <= cand.FirstDirty {
@@ -151,7 +152,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanStats, error) {
 	if err := l.removeCleanedFiles(); err != nil {
 		return st, err
 	}
-	c := &cleaner{l: l, o: o, ctx: ctx, st: &st}
+	c := &cleaner{l: l, o: o, ctx: ctx, st: &st, gen: gen}
 	defer c.close()
 	dirty := cand.FirstDirty
 	for dirty < cand.CleanableEnd {

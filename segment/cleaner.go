@@ -15,6 +15,7 @@ type cleaner struct {
 	o   CleanOptions
 	ctx context.Context
 	st  *CleanStats
+	gen int64 // Log.cutGen when the Clean started
 
 	latest *offsetMap // key -> latest offset in the mapped range
 	mapEnd int64      // the map covers offsets below it

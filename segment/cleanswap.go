@@ -14,6 +14,7 @@ import (
 // waiting for the swap.
 type cleanedSeg struct {
 	old            *segment
+	srcSize        int64 // old's size when it was read: a truncation changes it
 	file           vfs.File
 	path           string
 	size           int64
@@ -71,7 +72,7 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 			return err
 		}
 	}
-	if err := l.swapCleaned(outs, mapEnd); err != nil {
+	if err := l.swapCleaned(outs, mapEnd, c.gen); err != nil {
 		return err
 	}
 	ok = true
@@ -91,6 +92,7 @@ func (c *cleaner) rewrite(s *segment, cleanedAt int64, last map[int64]int64) (cl
 	c.out = c.out[:0]
 	var written int64 // bytes of o flushed to f
 	c.rd.reset(l, s)
+	o.srcSize = c.rd.end
 	for {
 		h, b, _, more, err := c.rd.next(c)
 		if err != nil {
@@ -137,14 +139,15 @@ func (c *cleaner) rewrite(s *segment, cleanedAt int64, last map[int64]int64) (cl
 }
 
 // swapCleaned swaps the rewritten segments in for the old ones, which must
-// still be the log's first segments. The commit point is one synced Pebble
+// still be the log's first segments, with no truncation or deletion since
+// the Clean began (gen). The commit point is one synced Pebble
 // batch: the new segment records and offset index entries, the cleaner
 // checkpoint, and a swap record naming the segments whose .cleaned files
 // are to be renamed over their .log files; recovery finishes a swap whose
 // record it finds (finishSwap). Readers of an old segment keep reading its
 // file; one whose index lookup raced with the swap is told to retry
 // (errSegmentReplaced).
-func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo int64) error {
+func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo, gen int64) error {
 	if len(outs) == 0 {
 		return nil
 	}
@@ -155,8 +158,11 @@ func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo int64) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
+	if l.cutGen != gen {
+		return errCleanRaced // the map may name offsets a truncation removed
+	}
 	for i, o := range outs {
-		if i >= len(l.segs)-1 || l.segs[i] != o.old || o.old.removed {
+		if i >= len(l.segs)-1 || l.segs[i] != o.old || o.old.removed || o.old.size != o.srcSize {
 			return errCleanRaced
 		}
 	}
