@@ -295,7 +295,7 @@ func TestCleanWhileReadingAndAppending(t *testing.T) {
 		ws, hw := snapshot()
 		before := latestWritten(ws, hw)
 		st, err := l.Clean(context.Background(), CleanOptions{Policy: compactPolicy(), UpTo: hw, Now: time.UnixMilli(100_000), OffsetMapBytes: 2000})
-		if err != nil && !errors.Is(err, errCleanRaced) {
+		if err != nil && !errors.Is(err, ErrCleanRaced) {
 			t.Fatal(err)
 		}
 		cleans += st.Passes
@@ -406,7 +406,7 @@ func TestCleanRacesTruncation(t *testing.T) {
 					return nil
 				}}
 			_, err := l.Clean(context.Background(), o)
-			if !errors.Is(err, errCleanRaced) {
+			if !errors.Is(err, ErrCleanRaced) {
 				t.Fatalf("clean raced by %s: %v", race, err)
 			}
 			leo := l.LogEndOffset()

@@ -159,11 +159,11 @@ func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo, gen int64) error {
 		return err
 	}
 	if l.cutGen != gen {
-		return errCleanRaced // the map may name offsets a truncation removed
+		return ErrCleanRaced // the map may name offsets a truncation removed
 	}
 	for i, o := range outs {
 		if i >= len(l.segs)-1 || l.segs[i] != o.old || o.old.removed || o.old.size != o.srcSize {
-			return errCleanRaced
+			return ErrCleanRaced
 		}
 	}
 	// The .cleaned files' directory entries must be durable before the

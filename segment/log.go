@@ -56,7 +56,7 @@ type Log struct {
 	corrupt   *CorruptionError // the lowest bad batch a scrub found (scrub.go)
 	cleanedTo int64            // the cleaner checkpoint: first dirty offset (clean.go)
 	// cutGen counts truncations and deletions of segments: a Clean whose
-	// offset map was built before one may not swap (errCleanRaced).
+	// offset map was built before one may not swap (ErrCleanRaced).
 	cutGen int64
 
 	flushed atomic.Int64 // every offset below is fsynced
