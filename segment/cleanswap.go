@@ -40,6 +40,13 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 			last[pid] = e.batches[n-1].lastOffset
 		}
 	}
+	// With an empty active segment the log's last batch stays (empty if
+	// need be), so that the log end stays a batch's end: else a follower
+	// fetching below it would find nothing to copy and never catch up.
+	logLast := int64(-1)
+	if l.active().size == 0 {
+		logLast = l.leo
+	}
 	cleanedAt := make([]int64, len(segs))
 	for i, s := range segs {
 		cleanedAt[i] = s.cleanedAt
@@ -63,7 +70,7 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 		if !s.cleaned {
 			wasCleaned = noTimestamp // its tombstones were never through a clean
 		}
-		o, err := c.rewrite(s, wasCleaned, last)
+		o, err := c.rewrite(s, wasCleaned, last, logLast)
 		if o.file != nil {
 			o.cleanedAt = cleanedAt[i]
 			outs = append(outs, o)
@@ -81,8 +88,10 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 }
 
 // rewrite writes what stays of s to its .cleaned file and fsyncs it.
-// cleanedAt is when s was first cleaned (noTimestamp: never).
-func (c *cleaner) rewrite(s *segment, cleanedAt int64, last map[int64]int64) (cleanedSeg, error) {
+// cleanedAt is when s was first cleaned (noTimestamp: never); the batches
+// that stay even when emptied are each producer's last (last: producer id
+// -> its last batch's last offset) and the one ending at logLast.
+func (c *cleaner) rewrite(s *segment, cleanedAt int64, last map[int64]int64, logLast int64) (cleanedSeg, error) {
 	l := c.l
 	f, path, err := l.createCleaned(s.base)
 	if err != nil {
@@ -103,8 +112,8 @@ func (c *cleaner) rewrite(s *segment, cleanedAt int64, last map[int64]int64) (cl
 		}
 		start := len(c.out)
 		lastOff, known := last[h.ProducerID]
-		producerLast := h.ProducerID >= 0 && known && lastOff == h.LastOffset()
-		if err := c.cleanBatch(h, b, cleanedAt, producerLast); err != nil {
+		keepBatch := h.ProducerID >= 0 && known && lastOff == h.LastOffset() || h.NextOffset() == logLast
+		if err := c.cleanBatch(h, b, cleanedAt, keepBatch); err != nil {
 			return o, err
 		}
 		if len(c.out) == start {
