@@ -2,7 +2,6 @@ package segment
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -114,10 +113,6 @@ func (l *Log) candidateLocked(p CleanPolicy, upTo int64, now time.Time) CleanCan
 	return c
 }
 
-// errCleanRaced: a truncation, retention or close changed the segments a
-// Clean rewrote before it could swap them in; nothing changed, try again.
-var errCleanRaced = errors.New("segment: the log changed while it was being cleaned; nothing was swapped, clean again")
-
 // Clean compacts the log as Kafka's LogCleaner does: it maps each key of
 // the dirty section [FirstDirty, CleanableEnd) to its latest offset, then
 // rewrites every segment below the end of what the map covers keeping only
@@ -125,6 +120,13 @@ var errCleanRaced = errors.New("segment: the log changed while it was being clea
 // clean's section in doc.go for what is kept. It holds no log lock while
 // it reads and writes; only the swap takes them, briefly. One Clean runs
 // at a time per log (others wait). With nothing cleanable it does nothing.
+//
+// Errors: ErrCleanRaced (a truncation or retention came first; clean again
+// later), ctx's or Throttle's error, ErrClosed, ErrLogFailed, and I/O or
+// ErrCorruptBatch errors that make the log uncleanable until someone looks
+// (the node marks it so, as Kafka does). Nothing is swapped on an error
+// except when a later pass of the same Clean fails: the earlier passes
+// stay, each a complete swap.
 func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanStats, error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
@@ -143,6 +145,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanStats, error) {
 		return st, err
 	}
 	cand := l.candidateLocked(o.Policy, o.UpTo, o.Now)
+	gen := l.cutGen
 	l.mu.Unlock()
 	st.FirstDirty, st.CleanedTo = cand.FirstDirty, cand.FirstDirty
 	if !o.Policy.Compact || cand.CleanableEnd <= cand.FirstDirty {
@@ -151,7 +154,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanStats, error) {
 	if err := l.removeCleanedFiles(); err != nil {
 		return st, err
 	}
-	c := &cleaner{l: l, o: o, ctx: ctx, st: &st}
+	c := &cleaner{l: l, o: o, ctx: ctx, st: &st, gen: gen}
 	defer c.close()
 	dirty := cand.FirstDirty
 	for dirty < cand.CleanableEnd {

@@ -295,7 +295,7 @@ func TestCleanWhileReadingAndAppending(t *testing.T) {
 		ws, hw := snapshot()
 		before := latestWritten(ws, hw)
 		st, err := l.Clean(context.Background(), CleanOptions{Policy: compactPolicy(), UpTo: hw, Now: time.UnixMilli(100_000), OffsetMapBytes: 2000})
-		if err != nil && !errors.Is(err, errCleanRaced) {
+		if err != nil && !errors.Is(err, ErrCleanRaced) {
 			t.Fatal(err)
 		}
 		cleans += st.Passes
@@ -370,5 +370,68 @@ func TestReadRacesSwap(t *testing.T) {
 	l.release(at.seg)
 	if got, want := readCheck(t, l, w, hw), latestWritten(w, hw); !maps.Equal(got, want) {
 		t.Fatalf("after the swap:\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestCleanRacesTruncation: a truncation or retention that lands while a
+// Clean reads and writes (here from its throttle, where it holds no lock)
+// makes the swap give up: nothing truncated comes back, the log is as the
+// truncation left it, and the next Clean cleans it.
+func TestCleanRacesTruncation(t *testing.T) {
+	for _, race := range []string{"truncate", "retention"} {
+		t.Run(race, func(t *testing.T) {
+			e := newEnv(t, vfs.NewMem())
+			l, _ := e.open(Options{SegmentBytes: 2048, IndexIntervalBytes: 256, Now: testNow, RetentionBytes: 6000})
+			defer l.Close()
+			rng := rand.New(rand.NewPCG(7, 8))
+			w := written{}
+			appendKVs(t, l, rng, w, 80, 15, 1000, 1)
+			segs := l.Segments()
+			cut := segs[1] + 1 // inside the second segment
+			done := false
+			o := CleanOptions{Policy: compactPolicy(), UpTo: l.LogEndOffset(), Now: time.UnixMilli(50_000),
+				Throttle: func(context.Context, int) error {
+					if !done {
+						done = true
+						var err error
+						if race == "truncate" {
+							err = l.TruncateTo(cut)
+						} else {
+							_, err = l.EnforceRetention(time.UnixMilli(60_000), l.LogEndOffset())
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+					}
+					return nil
+				}}
+			_, err := l.Clean(context.Background(), o)
+			if !errors.Is(err, ErrCleanRaced) {
+				t.Fatalf("clean raced by %s: %v", race, err)
+			}
+			leo := l.LogEndOffset()
+			if race == "truncate" && leo > cut {
+				t.Fatalf("log ends at %d after a truncation to %d", leo, cut)
+			}
+			for off := range w {
+				if off >= leo || off < l.LogStartOffset() {
+					delete(w, off)
+				}
+			}
+			want := latestWritten(w, leo)
+			if got := readCheck(t, l, w, leo); !maps.Equal(got, want) {
+				t.Fatalf("after the raced clean:\n got %v\nwant %v", got, want)
+			}
+			o.Throttle = nil
+			appendKVs(t, l, rng, w, 20, 15, 5000, 1)
+			o.UpTo = l.LogEndOffset()
+			st, err := l.Clean(context.Background(), o)
+			if err != nil || st.SegmentsCleaned == 0 {
+				t.Fatalf("clean after: %+v %v", st, err)
+			}
+			if got, want := readCheck(t, l, w, o.UpTo), latestWritten(w, o.UpTo); !maps.Equal(got, want) {
+				t.Fatalf("after the next clean:\n got %v\nwant %v", got, want)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ type cleaner struct {
 	o   CleanOptions
 	ctx context.Context
 	st  *CleanStats
+	gen int64 // Log.cutGen when the Clean started
 
 	latest *offsetMap // key -> latest offset in the mapped range
 	mapEnd int64      // the map covers offsets below it
@@ -118,9 +119,10 @@ func (c *cleaner) retain(r record, cleanedAt int64) bool {
 // rebuilt batch (same base offset, lastOffsetDelta, producer fields and
 // base timestamp; new count, maxTimestamp, length and CRC; re-compressed
 // with its codec) when some do, an empty batch when none does but it is
-// its producer's last (kept for idempotence, as Kafka), nothing otherwise.
+// its producer's last (kept for idempotence, as Kafka) or the log's last
+// (keep), nothing otherwise.
 // Control batches and batches whose records do not decode stay whole.
-func (c *cleaner) cleanBatch(h BatchHeader, b []byte, cleanedAt int64, producerLast bool) error {
+func (c *cleaner) cleanBatch(h BatchHeader, b []byte, cleanedAt int64, keep bool) error {
 	c.st.RecordsRead += int64(h.RecordCount)
 	if h.IsControl() {
 		c.out = append(c.out, b...)
@@ -145,7 +147,7 @@ func (c *cleaner) cleanBatch(h BatchHeader, b []byte, cleanedAt int64, producerL
 		return nil
 	}
 	c.st.RecordsKept += int64(kept)
-	if kept == 0 && !producerLast {
+	if kept == 0 && !keep {
 		c.st.BatchesDropped++
 		return nil
 	}

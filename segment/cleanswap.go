@@ -14,6 +14,7 @@ import (
 // waiting for the swap.
 type cleanedSeg struct {
 	old            *segment
+	srcSize        int64 // old's size when it was read: a truncation changes it
 	file           vfs.File
 	path           string
 	size           int64
@@ -39,6 +40,13 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 			last[pid] = e.batches[n-1].lastOffset
 		}
 	}
+	// With an empty active segment the log's last batch stays (empty if
+	// need be), so that the log end stays a batch's end: else a follower
+	// fetching below it would find nothing to copy and never catch up.
+	logLast := int64(-1)
+	if l.active().size == 0 {
+		logLast = l.leo
+	}
 	cleanedAt := make([]int64, len(segs))
 	for i, s := range segs {
 		cleanedAt[i] = s.cleanedAt
@@ -62,7 +70,7 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 		if !s.cleaned {
 			wasCleaned = noTimestamp // its tombstones were never through a clean
 		}
-		o, err := c.rewrite(s, wasCleaned, last)
+		o, err := c.rewrite(s, wasCleaned, last, logLast)
 		if o.file != nil {
 			o.cleanedAt = cleanedAt[i]
 			outs = append(outs, o)
@@ -71,7 +79,7 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 			return err
 		}
 	}
-	if err := l.swapCleaned(outs, mapEnd); err != nil {
+	if err := l.swapCleaned(outs, mapEnd, c.gen); err != nil {
 		return err
 	}
 	ok = true
@@ -80,8 +88,10 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 }
 
 // rewrite writes what stays of s to its .cleaned file and fsyncs it.
-// cleanedAt is when s was first cleaned (noTimestamp: never).
-func (c *cleaner) rewrite(s *segment, cleanedAt int64, last map[int64]int64) (cleanedSeg, error) {
+// cleanedAt is when s was first cleaned (noTimestamp: never); the batches
+// that stay even when emptied are each producer's last (last: producer id
+// -> its last batch's last offset) and the one ending at logLast.
+func (c *cleaner) rewrite(s *segment, cleanedAt int64, last map[int64]int64, logLast int64) (cleanedSeg, error) {
 	l := c.l
 	f, path, err := l.createCleaned(s.base)
 	if err != nil {
@@ -91,6 +101,7 @@ func (c *cleaner) rewrite(s *segment, cleanedAt int64, last map[int64]int64) (cl
 	c.out = c.out[:0]
 	var written int64 // bytes of o flushed to f
 	c.rd.reset(l, s)
+	o.srcSize = c.rd.end
 	for {
 		h, b, _, more, err := c.rd.next(c)
 		if err != nil {
@@ -101,8 +112,8 @@ func (c *cleaner) rewrite(s *segment, cleanedAt int64, last map[int64]int64) (cl
 		}
 		start := len(c.out)
 		lastOff, known := last[h.ProducerID]
-		producerLast := h.ProducerID >= 0 && known && lastOff == h.LastOffset()
-		if err := c.cleanBatch(h, b, cleanedAt, producerLast); err != nil {
+		keepBatch := h.ProducerID >= 0 && known && lastOff == h.LastOffset() || h.NextOffset() == logLast
+		if err := c.cleanBatch(h, b, cleanedAt, keepBatch); err != nil {
 			return o, err
 		}
 		if len(c.out) == start {
@@ -137,14 +148,15 @@ func (c *cleaner) rewrite(s *segment, cleanedAt int64, last map[int64]int64) (cl
 }
 
 // swapCleaned swaps the rewritten segments in for the old ones, which must
-// still be the log's first segments. The commit point is one synced Pebble
+// still be the log's first segments, with no truncation or deletion since
+// the Clean began (gen). The commit point is one synced Pebble
 // batch: the new segment records and offset index entries, the cleaner
 // checkpoint, and a swap record naming the segments whose .cleaned files
 // are to be renamed over their .log files; recovery finishes a swap whose
 // record it finds (finishSwap). Readers of an old segment keep reading its
 // file; one whose index lookup raced with the swap is told to retry
 // (errSegmentReplaced).
-func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo int64) error {
+func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo, gen int64) error {
 	if len(outs) == 0 {
 		return nil
 	}
@@ -155,9 +167,12 @@ func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo int64) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
+	if l.cutGen != gen {
+		return ErrCleanRaced // the map may name offsets a truncation removed
+	}
 	for i, o := range outs {
-		if i >= len(l.segs)-1 || l.segs[i] != o.old || o.old.removed {
-			return errCleanRaced
+		if i >= len(l.segs)-1 || l.segs[i] != o.old || o.old.removed || o.old.size != o.srcSize {
+			return ErrCleanRaced
 		}
 	}
 	// The .cleaned files' directory entries must be durable before the

@@ -192,7 +192,9 @@
 //     rebuilt one gets a new record count, maxTimestamp (CreateTime: its
 //     records' largest), length and CRC, re-compressed with its codec;
 //   - a batch left with no record goes, unless it is its producer's last:
-//     that one stays, empty and uncompressed, for idempotence (Kafka);
+//     that one stays, empty and uncompressed, for idempotence (Kafka); so
+//     does the log's last batch when the active segment is empty, so that
+//     the log end stays a batch's end (a follower below it finds one);
 //   - control batches, and batches whose records do not decode, stay whole.
 //
 // The swap: the .cleaned files are fsynced and the directory too; one

@@ -56,6 +56,10 @@ var (
 	// older than the partition has seen from that producer id (a fenced
 	// producer). Kafka 2.7+: INVALID_PRODUCER_EPOCH.
 	ErrInvalidProducerEpoch = errors.New("segment: producer epoch older than the partition's")
+	// ErrCleanRaced: a truncation or retention changed the log while a
+	// Clean read and rewrote it; nothing was swapped. Not a fault of the
+	// log: clean it again later.
+	ErrCleanRaced = errors.New("segment: the log changed while it was being cleaned; nothing was swapped, clean again")
 )
 
 // ErrCorruptSnapshot marks a producer-state snapshot that does not decode

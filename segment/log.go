@@ -55,6 +55,9 @@ type Log struct {
 	snaps     []int64          // offsets of the producer-state snapshot files, oldest first
 	corrupt   *CorruptionError // the lowest bad batch a scrub found (scrub.go)
 	cleanedTo int64            // the cleaner checkpoint: first dirty offset (clean.go)
+	// cutGen counts truncations and deletions of segments: a Clean whose
+	// offset map was built before one may not swap (ErrCleanRaced).
+	cutGen int64
 
 	flushed atomic.Int64 // every offset below is fsynced
 

@@ -31,6 +31,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < l.logStart {
 		return l.truncateFullyLocked(offset)
 	}
+	l.cutGen++
 	if err := l.commitPendingLocked(); err != nil {
 		return err
 	}
@@ -177,6 +178,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	lo, hi := l.k.all()
 	wb.DeleteRange(lo, hi, nil)
 	l.cleanedTo = 0
+	l.cutGen++
 	// Every old segment is sealed empty until its file is gone.
 	for _, s := range l.segs {
 		wb.Set(l.k.segment(s.base), segRecord{end: 0, next: s.base, firstTs: noTimestamp, maxTs: noTimestamp}.encode(), nil)
@@ -235,6 +237,7 @@ func (l *Log) AdvanceLogStart(offset int64) error {
 // deleteBelowLocked sets the log start to start and deletes segs[:n]. The
 // new start is recorded durably before any file goes.
 func (l *Log) deleteBelowLocked(start int64, n int) error {
+	l.cutGen++
 	if err := l.commitPendingLocked(); err != nil {
 		return err
 	}
