@@ -391,6 +391,13 @@ func (p *Pool) clean(thread int, h *Handle) {
 	case stopped || errors.Is(err, segment.ErrClosed):
 		// Removed or closing: nothing changed, nothing to report.
 		return
+	case errors.Is(err, segment.ErrCleanRaced):
+		// A truncation or retention changed the log under the Clean,
+		// which swapped nothing: not a failure (Kafka aborts and
+		// retries the same way). Clean again after the backoff.
+		h.recheck = p.cfg.Now().Add(p.cfg.Backoff)
+		p.mu.timed[h] = struct{}{}
+		return
 	default:
 		p.mu.failures++
 		h.failures++
