@@ -127,7 +127,7 @@ func (l *Log) candidateLocked(p CleanPolicy, upTo int64, now time.Time) CleanCan
 // (the node marks it so, as Kafka does). Nothing is swapped on an error
 // except when a later pass of the same Clean fails: the earlier passes
 // stay, each a complete swap.
-func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanStats, error) {
+func (l *Log) Clean(ctx context.Context, o CleanOptions) (st CleanStats, err error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	start := time.Now()
@@ -137,8 +137,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (CleanStats, error) {
 	if o.OffsetMapBytes <= 0 {
 		o.OffsetMapBytes = 16 << 20
 	}
-	var st CleanStats
-	defer func() { st.Duration = time.Since(start) }()
+	defer func() { st.Duration = time.Since(start) }() // st is the result
 	l.mu.Lock()
 	if err := l.writable(); err != nil {
 		l.mu.Unlock()

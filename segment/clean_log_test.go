@@ -132,6 +132,9 @@ func TestCleanFollowerAcrossHoles(t *testing.T) {
 	if st.RecordsKept >= st.RecordsRead || st.SegmentsCleaned == 0 {
 		t.Fatalf("nothing compacted: %+v", st)
 	}
+	if st.Duration <= 0 {
+		t.Errorf("CleanStats.Duration %v: the stats must say how long the Clean took", st.Duration)
+	}
 	want := latestWritten(w, leo)
 	if got := readCheck(t, leader, w, leo); !maps.Equal(got, want) {
 		t.Fatalf("leader after clean:\n got %v\nwant %v", got, want)
