@@ -116,6 +116,8 @@ type Manager struct {
 	// lostOnRecovery counts committed records the logs no longer held at
 	// start (checkpointed high watermark above the recovered log end).
 	lostOnRecovery atomic.Int64
+	// wakeups counts the times a replica was woken by the clock (Tick).
+	wakeups atomic.Int64
 
 	// ctx is cancelled and stop closed when the Manager stops.
 	ctx      context.Context
@@ -281,6 +283,10 @@ func (m *Manager) TakeOffline() {
 // when they opened (their checkpointed high watermark was above the
 // recovered log end: a power cut in page-cache mode).
 func (m *Manager) LostOnRecovery() int64 { return m.lostOnRecovery.Load() }
+
+// Wakeups counts the times the Manager's clock woke a replica (Tick):
+// with nothing due, none.
+func (m *Manager) Wakeups() int64 { return m.wakeups.Load() }
 
 // CorruptBatchesFound counts the bad batches the scrub reported.
 func (m *Manager) CorruptBatchesFound() int64 { return m.scrub.found.Load() }

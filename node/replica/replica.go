@@ -114,6 +114,7 @@ func (r *Replica) Become(p *quorum.Partition, cfg partition.Config, brokers map[
 // Tick advances the replica's clock (produce deadlines, ISR lag, fetch
 // retries).
 func (r *Replica) Tick() {
+	r.m.wakeups.Add(1)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.mu.dead {
