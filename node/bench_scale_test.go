@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,7 +34,8 @@ import (
 // the per-1,000-replica figures subtract it (the median of each).
 //
 // Environment: SCALE_PARTITIONS ("0 1000 3000"), SCALE_SECONDS (5),
-// SCALE_ROUNDS (3), SCALE_SETTLE_SECONDS (3). The machine's load moves
+// SCALE_ROUNDS (3), SCALE_SETTLE_SECONDS (3), SCALE_CPUPROFILE=PATH
+// (a CPU profile of the measured windows in PATH.N for each N). The machine's load moves
 // these figures: compare builds by running them back to back.
 func TestBenchScale(t *testing.T) {
 	if os.Getenv("SLUICE_BENCH_SCALE") == "" {
@@ -134,6 +136,17 @@ func benchIdle(t *testing.T, n int, cfg scaleConfig) scaleResult {
 	res := scaleResult{partitions: n,
 		heap: float64(after.heap) - float64(before.heap), rss: float64(after.rss) - float64(before.rss),
 		goroutines: float64(after.goroutines - before.goroutines), fds: float64(after.fds - before.fds)}
+	if path := os.Getenv("SCALE_CPUPROFILE"); path != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", path, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var wakeups int64
 	var elapsed time.Duration
 	for range cfg.rounds {

@@ -146,6 +146,15 @@ func (r *Replica) schedule() {
 	if due == r.mu.due {
 		return
 	}
+	if held := r.mu.due; held != 0 && due > held && due-held <= held-r.mu.part.Now() {
+		// Later, but by less than the time left: keep the earlier entry.
+		// An idle leader's followers move its lag deadline on by a fetch
+		// interval with every fetch; updating the heap for each took the
+		// scheduler's lock for every partition of every replica fetch.
+		// This way the entry moves about twice per lag period, before it
+		// fires; if it does fire early, wake finds nothing and moves it.
+		return
+	}
 	r.mu.due = due
 	r.m.sched.set(r, due)
 }
