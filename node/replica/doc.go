@@ -93,7 +93,8 @@
 // WriteHWCheckpoint writes every open replica's high watermark to
 // <dir>/replication-offset-checkpoint (Kafka's format: "0", a count, then
 // "topic partition offset" lines) durably; the node calls it every 5 s and
-// at Close. NewManager reads it; a log that opens below its checkpointed
+// at Close. When no high watermark moved since it last wrote, it writes
+// nothing (idle replicas cost no fsyncs). NewManager reads it; a log that opens below its checkpointed
 // HW lost committed records (a power cut in page-cache mode): Add logs a
 // warning and LostOnRecovery counts them.
 //

@@ -120,6 +120,12 @@ type Manager struct {
 
 	// hwCkpt is the high-watermark checkpoint read at start.
 	hwCkpt map[TP]int64
+	// hwWritten is the checkpoint last written (WriteHWCheckpoint), nil
+	// when none or when writing it failed; its mutex is a leaf.
+	hwWritten struct {
+		sync.Mutex
+		b []byte
+	}
 	// lostOnRecovery counts committed records the logs no longer held at
 	// start (checkpointed high watermark above the recovered log end).
 	lostOnRecovery atomic.Int64
