@@ -86,8 +86,9 @@ bench-cluster: build
 # every node hosts all of them, RF=3), no traffic; prints the CPU the nodes
 # use (cores, median of SCALE_ROUNDS windows of SCALE_SECONDS), the replica
 # clock's wakeups per second, and heap, RSS, goroutines and descriptors per
-# replica; the per-1,000-replica CPU subtracts the N=0 cluster. Kept in
-# bin/bench-scale.txt; not part of make test (node/bench_scale_test.go).
+# replica; the per-1,000-replica CPU subtracts the N=0 cluster.
+# SCALE_CPUPROFILE=PATH writes a CPU profile of the windows to PATH.N. Kept
+# in bin/bench-scale.txt; not part of make test (node/bench_scale_test.go).
 bench-scale:
 	@mkdir -p bin
 	SLUICE_BENCH_SCALE=1 $(GO) test -count=1 -timeout 30m -run '^TestBenchScale$$' ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-scale.txt
