@@ -8,7 +8,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -tags invariants -count=1 -timeout 12m
 FUZZTIME  ?= 15s
 
-.PHONY: all build test test-short bench bench-cluster bench-failover bench-writeback fuzz lint demo crash e2e soak clean image cluster-up cluster-down test-docker
+.PHONY: all build test test-short bench bench-cluster bench-failover bench-scale bench-writeback fuzz lint demo crash e2e soak clean image cluster-up cluster-down test-docker
 
 all: build
 
@@ -94,6 +94,18 @@ FAILOVER_N ?= 30
 FAILOVER_RATE ?= 20
 bench-failover: build
 	bin/sluice bench --failover $(FAILOVER_N) --rate $(FAILOVER_RATE) | tee bin/bench-failover.txt
+
+# bench-scale measures what idle partitions cost (issue 21, target 3): a
+# 3-node in-process cluster per count in SCALE_PARTITIONS ("0 1000 3000";
+# every node hosts all of them, RF=3), no traffic; prints the CPU the nodes
+# use (cores, median of SCALE_ROUNDS windows of SCALE_SECONDS), the replica
+# clock's wakeups per second, and heap, RSS, goroutines and descriptors per
+# replica; the per-1,000-replica CPU subtracts the N=0 cluster.
+# SCALE_CPUPROFILE=PATH writes a CPU profile of the windows to PATH.N. Kept
+# in bin/bench-scale.txt; not part of make test (node/bench_scale_test.go).
+bench-scale:
+	@mkdir -p bin
+	SLUICE_BENCH_SCALE=1 $(GO) test -count=1 -timeout 30m -run '^TestBenchScale$$' ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-scale.txt
 
 # bench-writeback measures batched writeback (sluice.log.writeback.interval.bytes):
 # one in-process node on the real disk, a paced producer, rounds with it off

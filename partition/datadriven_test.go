@@ -227,8 +227,22 @@ func (h *harness) run() {
 				if id, ok := h.arg("id"); ok && id != strconv.Itoa(int(n.id)) {
 					continue
 				}
-				n.r.Tick()
-				h.drain(n)
+				h.tick(n, n.r.Now()+1)
+			}
+		}
+	case "tick-to":
+		// tick-to id=N now=T: N's clock jumps to tick T, as a driver that
+		// wakes a replica only when something is due moves it.
+		h.tick(h.node("id"), h.int("now", 0))
+	case "due":
+		for _, n := range h.sorted() {
+			if id, ok := h.arg("id"); ok && id != strconv.Itoa(int(n.id)) {
+				continue
+			}
+			if due, ok := n.r.NextDue(); ok {
+				h.printf("n%d: now=%d next due at %d", n.id, n.r.Now(), due)
+			} else {
+				h.printf("n%d: now=%d nothing due", n.id, n.r.Now())
 			}
 		}
 	case "brokers":
@@ -267,6 +281,32 @@ func (h *harness) run() {
 	default:
 		h.t.Fatalf("%s: unknown command %q", h.d.Pos, h.d.Cmd)
 	}
+}
+
+// tick brings n's clock to tick to and does what Ready then says. Every
+// tick of every script also checks NextDue: a tick before it must change
+// nothing but the clock.
+func (h *harness) tick(n *tnode, to int64) {
+	due, ok := n.r.NextDue()
+	quiet := !ok || due > to
+	before := quietState(n.r)
+	n.r.TickTo(to)
+	if after := quietState(n.r); quiet && after != before {
+		h.t.Fatalf("%s: n%d: the tick to %d changed the replica, but NextDue said %d (ok %v):\nbefore %s\nafter  %s",
+			h.d.Pos, n.id, to, due, ok, before, after)
+	}
+	h.drain(n)
+}
+
+// quietState is what a tick with nothing due must leave alone: the
+// status but for how long followers have been behind, and whether Ready
+// has work.
+func quietState(r *Replica) string {
+	s := r.Status()
+	for i := range s.Followers {
+		s.Followers[i].BehindTicks = 0
+	}
+	return fmt.Sprintf("%+v ready=%v", s, r.HasReady())
 }
 
 func (h *harness) sorted() []*tnode {

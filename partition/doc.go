@@ -32,17 +32,23 @@
 // follower's fetch came back; records, if any, already appended with
 // AppendReplicated — only when ExpectsFetch(seq)), AlterPartitionResult (the
 // controller's answer, naming its Proposal), BrokerEpochs (the eligible
-// brokers and their epochs from the metadata). Tick() is the only clock:
-// produce deadlines and replica.lag.time.max.ms are counted in ticks. Step
-// returns an error only for events it ignored (Err* values); Kafka error
-// codes for clients are *kerr.Error values in Ready.
+// brokers and their epochs from the metadata). The clock is the driver's:
+// Tick (one tick) or TickTo (jump to a tick) are the only time the replica
+// knows; produce deadlines and replica.lag.time.max.ms are counted in
+// ticks. NextDue says at which tick the clock alone would next change
+// anything (a deadline, a lag, a retry), so a driver with many replicas
+// wakes each only then, and brings its clock up to date with TickTo before
+// stepping an event (testdata/due.txt; every script's ticks check that a
+// tick before NextDue is a no-op). Step returns an error only for events
+// it ignored (Err* values); Kafka error codes for clients are *kerr.Error
+// values in Ready.
 //
 // Contract: Ready does not change the replica; Advance(rd) must follow each
 // Ready before the next Step, Tick or Ready, after the node did everything
 // in rd (a truncation must be applied to the log before Advance: the next
 // fetch's lastFetchedEpoch is read from the truncated log). Queries
 // (CheckProduce, CheckLeaderEpoch, EndOffsetForEpoch, ExpectsFetch, Fenced,
-// HW, LeaderEpoch, Now, Status) never change it. The Log interface (implemented
+// HW, LeaderEpoch, NextDue, Now, Status) never change it. The Log interface (implemented
 // by *segment.Log) is only read: its leader-epoch cache, and its log end
 // after a truncation (segment cuts at a batch start, possibly below the
 // offset asked for).

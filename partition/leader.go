@@ -275,16 +275,20 @@ func (r *Replica) maybeShrinkISR() {
 	if !r.canPropose() {
 		return
 	}
+	lagging := func(id int32) bool {
+		f := r.followers[id]
+		return f != nil && r.now-f.caughtUp > r.cfg.LagTicks
+	}
+	if !slices.ContainsFunc(r.isr, lagging) {
+		return // the common case, on every event: allocate nothing
+	}
 	var keep []int32
 	for _, id := range r.isr {
-		if f := r.followers[id]; f != nil && r.now-f.caughtUp > r.cfg.LagTicks {
-			continue
+		if !lagging(id) {
+			keep = append(keep, id)
 		}
-		keep = append(keep, id)
 	}
-	if len(keep) < len(r.isr) {
-		r.proposeISR(keep)
-	}
+	r.proposeISR(keep)
 }
 
 func (r *Replica) proposeISR(isr []int32) {

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -119,10 +120,24 @@ func (r *Replica) Step(m Msg) error {
 }
 
 // Tick advances the replica's clock by one tick: produce deadlines, the
-// replica lag check, fetch retries.
-func (r *Replica) Tick() {
+// replica lag check, fetch retries. It is TickTo(Now()+1).
+func (r *Replica) Tick() { r.TickTo(r.now + 1) }
+
+// TickTo advances the replica's clock to tick now (nothing when now is
+// not later) and does what fell due: produce requests past their deadline
+// time out, an ISR member that has not caught up for longer than LagTicks
+// is proposed for removal, a damaged leader resigns, a fetch held back
+// by a backoff may go. A jump over ticks at which nothing was due
+// (NextDue) ends as ticking one by one would: a driver need wake a
+// replica only at its NextDue, and must bring its clock up to date
+// (TickTo) before it steps an event, so that events are stamped with the
+// time they happen.
+func (r *Replica) TickTo(now int64) {
+	if now <= r.now {
+		return
+	}
 	prevHW := r.hw
-	r.now++
+	r.now = now
 	if r.role == Leader {
 		kept := r.waiting[:0]
 		for _, p := range r.waiting {
@@ -137,6 +152,46 @@ func (r *Replica) Tick() {
 		r.maybeResign()
 	}
 	r.check(prevHW)
+}
+
+// NextDue is the earliest tick after Now at which the clock alone may
+// change the replica — a produce deadline, a follower's lag passing
+// LagTicks, an ISR proposal's retry, a damaged leader's resignation, the
+// end of a fetch backoff — or ok false when nothing is due until the next
+// event. Until then TickTo changes nothing but the clock, so a driver
+// need not wake the replica before it. It is never later than the first
+// tick at which something happens (a test checks every script's ticks),
+// but may be earlier: an early wake finds nothing to do. Each Step, Ready
+// and Advance may change it.
+func (r *Replica) NextDue() (tick int64, ok bool) {
+	const never = math.MaxInt64
+	due := int64(never)
+	for _, p := range r.waiting {
+		if p.deadline > 0 {
+			due = min(due, p.deadline)
+		}
+	}
+	if r.role == Leader && r.inflight == nil && !r.holdISR && !r.fenced {
+		isr := int64(never)
+		for _, id := range r.isr {
+			if f := r.followers[id]; f != nil {
+				isr = min(isr, f.caughtUp+r.cfg.LagTicks+1) // maybeShrinkISR
+			}
+		}
+		if r.damage >= 0 && slices.ContainsFunc(r.isr, func(id int32) bool { return id != r.cfg.ID }) {
+			isr = r.now + 1 // maybeResign
+		}
+		if isr != never {
+			due = min(due, max(isr, r.retryAt))
+		}
+	}
+	if r.role == Follower && r.fetchAt > r.now {
+		due = min(due, r.fetchAt) // nextFetch
+	}
+	if due == never {
+		return 0, false
+	}
+	return max(due, r.now+1), true
 }
 
 // CheckProduce says whether the node may append a produce request with acks
@@ -176,7 +231,8 @@ func (r *Replica) Fenced() bool { return r.role == Leader && r.fenced }
 // HW is the high watermark: consumers read only below it.
 func (r *Replica) HW() int64 { return r.hw }
 
-// Now is the replica's clock: the number of Ticks so far.
+// Now is the replica's clock: the tick it was last brought to (Tick,
+// TickTo).
 func (r *Replica) Now() int64 { return r.now }
 
 // LeaderEpoch is the replica's current leader epoch.

@@ -87,6 +87,10 @@
 // # Recovery and the seal rule
 //
 // Close writes a checkpoint with the clean-shutdown flag; Open clears it.
+// Checkpoint writes nothing when nothing was appended, truncated or
+// retained since the last one and that one covered the whole log (its
+// recovery point and snapshot at the log end): the record on disk already
+// says it all, and an idle log costs no fsyncs.
 // After an unclean shutdown Open scans from the recovery point (the flushed
 // offset at the last checkpoint), validates each batch (framing, magic,
 // CRC-32C, rising offsets (gaps are compaction's holes; no overlap),

@@ -158,10 +158,21 @@ func (l *Log) WaitFlushed(ctx context.Context, next int64) error {
 // Checkpoint flushes, then durably records the recovery point (the flushed
 // offset) with the index entries before it, so that recovery after a crash
 // scans only what came after. The node calls it periodically
-// (log.flush.offset.checkpoint.interval.ms) and Close calls it.
+// (log.flush.offset.checkpoint.interval.ms) and Close calls it. A log
+// that did not change since its last Checkpoint, which covered its whole
+// log, writes nothing: an idle log costs no fsyncs (a node with thousands
+// of idle replicas checkpoints every one of them each minute).
 func (l *Log) Checkpoint() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	same := l.ckptOK && l.gen == l.ckptGen && !l.ckpt.clean && l.failed == nil &&
+		l.ckpt.logStart == l.logStart && l.ckpt.recoveryPoint == l.leo && l.flushPos.offset == l.leo &&
+		len(l.snaps) > 0 && l.snaps[len(l.snaps)-1] == l.leo
+	l.mu.Unlock()
+	if same {
+		return nil
+	}
 	return l.checkpointLocked(false)
 }
 
@@ -207,5 +218,6 @@ func (l *Log) checkpointMetaLocked(clean bool) error {
 		return l.failed
 	}
 	l.ckpt = m
+	l.ckptGen, l.ckptOK = l.gen, true
 	return nil
 }

@@ -49,7 +49,10 @@ type Log struct {
 	dirDirty  bool          // a segment file was created since the last dir sync
 	failed    error         // sticky I/O error: see ErrLogFailed
 	closed    bool
-	ckpt      metaRecord       // last checkpoint written
+	ckpt      metaRecord // last checkpoint written
+	gen       uint64     // bumped by every append, truncation and log start move
+	ckptGen   uint64     // gen at the last Checkpoint; ckptOK says there was one
+	ckptOK    bool
 	flushPos  position         // where flushed ends: recovery point candidate
 	pstate    producerState    // idempotent producers, at leo (producers.go)
 	snaps     []int64          // offsets of the producer-state snapshot files, oldest first
@@ -384,6 +387,7 @@ func (l *Log) indexBatchLocked(wb *pebble.Batch, seg *segment, h BatchHeader, po
 	}
 	seg.next = h.NextOffset()
 	l.leo = seg.next
+	l.gen++
 }
 
 // commitPendingLocked commits buffered index writes to Pebble without a sync:

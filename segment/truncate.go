@@ -137,6 +137,7 @@ func (l *Log) restartLocked(next int64, wb *pebble.Batch) error {
 	}
 	l.segs = append(l.segs, seg)
 	l.leo = next
+	l.gen++
 	l.maxTs = noTimestamp
 	for _, s := range l.segs {
 		l.maxTs = max(l.maxTs, s.maxTs)
@@ -195,6 +196,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.pstate = newProducerState(offset > 0)
 	l.logStart = offset
+	l.gen++
 	l.ckpt = metaRecord{logStart: offset, recoveryPoint: offset, rpBase: offset, rpFirst: noTimestamp, rpMaxTs: noTimestamp}
 	wb.Set(l.k.meta(), l.ckpt.encode(), nil)
 	if err := wb.Commit(pebble.Sync); err != nil {
@@ -244,6 +246,7 @@ func (l *Log) deleteBelowLocked(start int64, n int) error {
 	wb := l.idx.db.NewBatch()
 	defer wb.Close()
 	l.logStart = start
+	l.gen++
 	dropped, moved := l.epochs.truncateFromStart(start)
 	for _, e := range dropped {
 		wb.Delete(l.k.epoch(e), nil)

@@ -104,7 +104,7 @@ func (r *Replica) altered(m partition.AlterPartitionResult) {
 	if r.mu.dead {
 		return
 	}
-	if err := r.mu.part.Step(m); err == nil {
+	if err := r.step(m); err == nil {
 		r.process()
 	}
 }

@@ -3,11 +3,13 @@ package replica
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -73,20 +75,38 @@ func parseHWCheckpoint(b []byte) (map[TP]int64, error) {
 
 // WriteHWCheckpoint replaces the high-watermark checkpoint durably with
 // the open replicas' high watermarks: a temporary file, fsync, rename,
-// directory fsync.
+// directory fsync. When nothing changed since the last one it wrote, it
+// writes nothing: idle replicas cost no fsyncs.
 func (m *Manager) WriteHWCheckpoint() error {
 	reps := m.Replicas()
+	slices.SortFunc(reps, func(a, b *Replica) int {
+		return cmp.Or(strings.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
+	})
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "0\n%d\n", len(reps))
 	for _, r := range reps {
 		fmt.Fprintf(&b, "%s %d %d\n", r.topic, r.partition, r.HighWatermark())
 	}
+	m.hwWritten.Lock()
+	defer m.hwWritten.Unlock()
+	if bytes.Equal(b.Bytes(), m.hwWritten.b) {
+		return nil
+	}
+	if err := m.writeHWCheckpoint(b.Bytes()); err != nil {
+		m.hwWritten.b = nil
+		return err
+	}
+	m.hwWritten.b = b.Bytes()
+	return nil
+}
+
+func (m *Manager) writeHWCheckpoint(b []byte) error {
 	tmp := m.fs.PathJoin(m.dir, hwCheckpointFile+".tmp")
 	f, err := m.fs.Create(tmp, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b.Bytes()); err != nil {
+	if _, err := f.Write(b); err != nil {
 		f.Close()
 		return err
 	}

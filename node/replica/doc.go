@@ -12,7 +12,7 @@
 //	if err != nil {
 //		return err // a corrupt high-watermark checkpoint: says what to do
 //	}
-//	m.Start() // ticker, AlterPartition sender, scrubber
+//	m.Start() // clock, AlterPartition sender, scrubber
 //	// for every applied metadata change, for every partition hosted here:
 //	r := m.Replica(key)
 //	if r == nil {
@@ -58,8 +58,18 @@
 //   - ISR changes: alter.go batches the leaders' proposals into one
 //     AlterPartitions command at a time (Host.AlterPartitions); the answers
 //     are stepped back.
-//   - Clock: every replica is ticked every TickInterval (10 ms);
-//     replica.lag.time.max.ms and produce deadlines are counted in ticks.
+//   - Clock (clock.go): replica.lag.time.max.ms and produce deadlines
+//     are counted in ticks of TickInterval (10 ms) since the Manager
+//     started, but no replica is ticked every tick. Before each event a
+//     replica brings its state machine's clock up to date (TickTo), and
+//     after process it puts itself in the Manager's deadline heap at the
+//     tick its machine says something is next due (NextDue); one
+//     goroutine sleeps until the earliest and wakes only those. An idle
+//     follower waits in its fetcher's long poll with nothing due; an idle
+//     leader is due only when a follower would pass the lag, a deadline
+//     each follower fetch moves on. So idle replicas cost no work
+//     (Wakeups counts the wakes; node's TestIdleReplicasCostNothing, make
+//     bench-scale).
 //   - Idempotent producers: the log decides (segment.Log.Append). A
 //     duplicate answers the original offsets without writing (acks=all:
 //     once they are committed), a gap OUT_OF_ORDER_SEQUENCE_NUMBER and an
@@ -85,7 +95,8 @@
 // WriteHWCheckpoint writes every open replica's high watermark to
 // <dir>/replication-offset-checkpoint (Kafka's format: "0", a count, then
 // "topic partition offset" lines) durably; the node calls it every 5 s and
-// at Close. NewManager reads it; a log that opens below its checkpointed
+// at Close. When no high watermark moved since it last wrote, it writes
+// nothing (idle replicas cost no fsyncs). NewManager reads it; a log that opens below its checkpointed
 // HW lost committed records (a power cut in page-cache mode): Add logs a
 // warning and LostOnRecovery counts them.
 //
@@ -107,7 +118,7 @@
 //
 // # Goroutines and locks
 //
-// The ticker, one fetcher per leader broker, the AlterPartition sender,
+// The clock loop, one fetcher per leader broker, the AlterPartition sender,
 // the scrubber (takes Replica.mu only to report), and a flush goroutine
 // per sync-mode replica while it fsyncs. Lock order: Manager.mu →
 // Replica.mu → Manager.fetch (process finds the fetcher) → fetcher.mu
@@ -115,7 +126,9 @@
 // alterer's and each fetcher's queue.go: leaves, taken by process to
 // queue). Manager.mu is held over a Replica.mu only by
 // CloseLogs (it kills each replica); nothing under a Replica.mu takes
-// Manager.mu. The fetcher and alterer
+// Manager.mu. The scheduler's mutex (clock.go) is a leaf, taken under
+// Replica.mu by process; the clock loop wakes replicas with it released.
+// The fetcher and alterer
 // goroutines take Replica.mu only with their own locks released. Host
 // methods are called with Replica.mu held and must not call back.
 package replica

@@ -92,6 +92,12 @@ func (m *Manager) stopFetchers() {
 // enqueue queues a follower's fetch. It never blocks.
 func (f *fetcher) enqueue(r *Replica, req partition.FetchRequest) { f.queue.put(r, req) }
 
+// fetchKey names a partition in a Fetch: topic ID and index.
+type fetchKey struct {
+	topic     quorum.UUID
+	partition int32
+}
+
 type fetchItem struct {
 	r   *Replica
 	req partition.FetchRequest
@@ -144,25 +150,31 @@ func (f *fetcher) run() {
 			f.m.log.Info("node: replica fetch works again", "leader", f.leader)
 			failing = nil
 		}
-		answered := make(map[*Replica]bool, len(items))
+		// Each partition's answer goes to its item, found by topic ID
+		// and partition (a linear search per answer made a fetch of N
+		// idle partitions cost N² here).
+		byTP := make(map[fetchKey]int, len(items))
+		for i, it := range items {
+			byTP[fetchKey{it.r.topicID, it.r.partition}] = i
+		}
+		answered := make([]bool, len(items))
 		var flushes []<-chan struct{}
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				rp := &t.Partitions[j]
-				for _, it := range items {
-					if it.r.topicID == t.TopicID && it.r.partition == rp.Partition && !answered[it.r] {
-						answered[it.r] = true
-						if ch := it.r.fetched(it.req, rp, nil); ch != nil {
-							flushes = append(flushes, ch)
-						}
-						break
-					}
+				k, ok := byTP[fetchKey{t.TopicID, rp.Partition}]
+				if !ok || answered[k] {
+					continue
+				}
+				answered[k] = true
+				if ch := items[k].r.fetched(items[k].req, rp, nil); ch != nil {
+					flushes = append(flushes, ch)
 				}
 			}
 		}
-		for _, it := range items {
-			if !answered[it.r] {
+		for i, it := range items {
+			if !answered[i] {
 				it.r.fetched(it.req, nil, errLeaderUnreachable)
 			}
 		}

@@ -78,7 +78,8 @@ func (k TP) String() string {
 }
 
 // TickInterval is the replicas' clock: produce deadlines and
-// replica.lag.time.max.ms are counted in these.
+// replica.lag.time.max.ms are counted in these. A replica is woken only at
+// the tick its state machine has something due (clock.go), not every tick.
 const TickInterval = 10 * time.Millisecond
 
 // errStopped is what the scrub's throttle returns once the Manager stops.
@@ -111,11 +112,25 @@ type Manager struct {
 	alterer *alterer
 	scrub   *scrubber
 
+	// start is when the replicas' clock began; clock reads it in ticks
+	// (tests replace it); sched holds the replicas with something due.
+	start time.Time
+	clock func() int64
+	sched scheduler
+
 	// hwCkpt is the high-watermark checkpoint read at start.
 	hwCkpt map[TP]int64
+	// hwWritten is the checkpoint last written (WriteHWCheckpoint), nil
+	// when none or when writing it failed; its mutex is a leaf.
+	hwWritten struct {
+		sync.Mutex
+		b []byte
+	}
 	// lostOnRecovery counts committed records the logs no longer held at
 	// start (checkpointed high watermark above the recovered log end).
 	lostOnRecovery atomic.Int64
+	// wakeups counts the times the clock woke a replica (clock.go).
+	wakeups atomic.Int64
 
 	// ctx is cancelled and stop closed when the Manager stops.
 	ctx      context.Context
@@ -137,6 +152,9 @@ func NewManager(h Host, opts Options) (*Manager, error) {
 	m := &Manager{host: h, nodeID: opts.NodeID, log: opts.Logger, fs: opts.FS, dir: opts.Dir,
 		onCorrupt: opts.OnCorruptBatch, stop: make(chan struct{})}
 	m.mu.replicas = map[TP]*Replica{}
+	m.start = time.Now()
+	m.clock = func() int64 { return int64(time.Since(m.start) / TickInterval) }
+	m.sched.kick = make(chan struct{}, 1)
 	m.fetch.fetchers = map[int32]*fetcher{}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.alterer = newAlterer(m)
@@ -148,11 +166,11 @@ func NewManager(h Host, opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// Start runs the ticker, the AlterPartition sender and the scrubber;
+// Start runs the clock (clock.go), the AlterPartition sender and the scrubber;
 // fetchers start as followers need them.
 func (m *Manager) Start() {
 	m.wg.Add(3)
-	go m.tickLoop()
+	go m.clockLoop()
 	go m.alterer.run()
 	go m.scrub.run()
 }
@@ -166,23 +184,6 @@ func (m *Manager) Stop() {
 		m.stopFetchers()
 	})
 	m.wg.Wait()
-}
-
-// tickLoop ticks every replica.
-func (m *Manager) tickLoop() {
-	defer m.wg.Done()
-	t := time.NewTicker(TickInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-t.C:
-			for _, r := range m.Replicas() {
-				r.Tick()
-			}
-		}
-	}
 }
 
 // Add makes l, the opened log of partition of topic t, a replica run
@@ -283,6 +284,15 @@ func (m *Manager) TakeOffline() {
 // when they opened (their checkpointed high watermark was above the
 // recovered log end: a power cut in page-cache mode).
 func (m *Manager) LostOnRecovery() int64 { return m.lostOnRecovery.Load() }
+
+// Wakeups counts the times the Manager's clock woke a replica: only
+// when its state machine had something due (a produce deadline, a lag,
+// a retry), so idle replicas add none.
+func (m *Manager) Wakeups() int64 { return m.wakeups.Load() }
+
+// Scheduled is the number of replicas the clock will wake: those with
+// something due.
+func (m *Manager) Scheduled() int { return m.sched.scheduled() }
 
 // CorruptBatchesFound counts the bad batches the scrub reported.
 func (m *Manager) CorruptBatchesFound() int64 { return m.scrub.found.Load() }

@@ -54,6 +54,16 @@ type Replica struct {
 		dead      bool // the log is closed or deleted: no more work
 		// fenced is the state machine's Fenced as process last logged it.
 		fenced bool
+		// due is the tick the scheduler holds the replica for, 0: none
+		// (schedule, clock.go).
+		due int64
+	}
+
+	// sched is the replica's place in the Manager's scheduler, guarded
+	// by its mutex (clock.go).
+	sched struct {
+		idx int   // in the heap, -1: not in it
+		due int64 // the tick it is due at
 	}
 }
 
@@ -80,6 +90,8 @@ func newReplica(m *Manager, t *quorum.Topic, partitionID int32, log *segment.Log
 	r := &Replica{m: m, topic: t.Name, topicID: t.ID, partition: partitionID, log: log}
 	r.mu.part, r.mu.cfg = pr, cfg
 	r.mu.waiters, r.mu.answers = map[uint64]chan error{}, map[uint64]partition.FetchAnswer{}
+	r.sched.idx = -1
+	pr.TickTo(m.now()) // its clock is the Manager's from the start
 	r.hw.Store(st.HW)
 	return r, nil
 }
@@ -93,6 +105,7 @@ func (r *Replica) Become(p *quorum.Partition, cfg partition.Config, brokers map[
 	if r.mu.dead {
 		return
 	}
+	r.mu.part.TickTo(r.m.now())
 	if cfg != r.mu.cfg {
 		if err := r.mu.part.SetConfig(cfg); err != nil {
 			r.m.log.Error("node: replica config", "topic", r.topic, "partition", r.partition, "err", err)
@@ -103,30 +116,19 @@ func (r *Replica) Become(p *quorum.Partition, cfg partition.Config, brokers map[
 	if r.mu.brokers == nil || !maps.Equal(brokers, r.mu.brokers) {
 		// Even an empty map: the state machine trusts the broker epochs
 		// fetches carry until it has one.
-		_ = r.mu.part.Step(partition.BrokerEpochs{Epochs: brokers})
+		_ = r.step(partition.BrokerEpochs{Epochs: brokers})
 		r.mu.brokers = brokers
 	}
 	m := partition.Become(r.m.nodeID, p.Leader, p.LeaderEpoch, p.PartitionEpoch, p.ISR, p.Replicas)
-	if err := r.mu.part.Step(m); err != nil && !errors.Is(err, partition.ErrStaleEpoch) {
+	if err := r.step(m); err != nil && !errors.Is(err, partition.ErrStaleEpoch) {
 		r.m.log.Warn("node: metadata for replica", "topic", r.topic, "partition", r.partition, "err", err)
 	}
 	r.process()
 }
 
-// Tick advances the replica's clock (produce deadlines, ISR lag, fetch
-// retries).
-func (r *Replica) Tick() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.mu.dead {
-		return
-	}
-	r.mu.part.Tick()
-	r.process()
-}
-
-// process carries out the state machine's decisions until it has none.
-// r.mu must be held; called after every Step and Tick.
+// process carries out the state machine's decisions until it has none,
+// then schedules the replica's next wake-up. r.mu must be held; called
+// after every Step and TickTo.
 func (r *Replica) process() {
 	signal := false
 	for r.mu.part.HasReady() {
@@ -175,6 +177,7 @@ func (r *Replica) process() {
 			r.m.log.Info("node: partition no longer fenced", "topic", r.topic, "partition", r.partition, "leader_epoch", r.mu.part.LeaderEpoch())
 		}
 	}
+	r.schedule()
 	if signal {
 		r.m.host.Signal()
 	}
@@ -253,7 +256,7 @@ func (r *Replica) flushLoop() {
 			// left the replica never stepping LocalFlush again (a sync
 			// follower fetches only after its fsync: stuck for good).
 			r.mu.flushWant = min(r.mu.flushWant, r.log.LogEndOffset())
-			_ = r.mu.part.Step(partition.LocalFlush{Flushed: r.log.FlushedOffset()})
+			_ = r.step(partition.LocalFlush{Flushed: r.log.FlushedOffset()})
 			r.process()
 			continue
 		}
@@ -266,7 +269,7 @@ func (r *Replica) flushLoop() {
 		if r.mu.dead {
 			break
 		}
-		_ = r.mu.part.Step(partition.LocalFlush{Flushed: r.log.FlushedOffset()})
+		_ = r.step(partition.LocalFlush{Flushed: r.log.FlushedOffset()})
 		r.process()
 	}
 	r.mu.flushing = false
@@ -288,6 +291,7 @@ func (r *Replica) stop(why error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.dead = true
+	r.schedule() // out of the clock's heap
 	for id, ch := range r.mu.waiters {
 		ch <- why
 		delete(r.mu.waiters, id)
@@ -305,11 +309,19 @@ func (r *Replica) Epoch() int32 {
 	return r.mu.part.LeaderEpoch()
 }
 
-// Status is a snapshot of the replication state.
+// Status is a snapshot of the replication state. The state machine's
+// clock stands where its last event or wake-up left it; followers'
+// BehindTicks count to now.
 func (r *Replica) Status() partition.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.mu.part.Status()
+	s := r.mu.part.Status()
+	if d := r.m.now() - r.mu.part.Now(); d > 0 {
+		for i := range s.Followers {
+			s.Followers[i].BehindTicks += d
+		}
+	}
+	return s
 }
 
 // NotServing says whether the replica leads (per its state machine) but

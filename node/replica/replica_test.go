@@ -54,6 +54,7 @@ func openTestReplica(t *testing.T) *Replica {
 		t.Fatal(err)
 	}
 	m.fetch.stopped = true
+	m.clock = func() int64 { return 0 } // tests move it; nothing runs the clock loop
 	r, err := newReplica(m, &quorum.Topic{Name: "t", ID: quorum.NewUUID()}, 0, l, partition.Config{ID: 1, LagTicks: 100}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -195,15 +196,24 @@ func TestProducerStateRebuiltFromLog(t *testing.T) {
 // logs the recovery.
 func TestFencedLeaderIsReported(t *testing.T) {
 	r := openTestReplica(t)
+	var now int64
+	r.m.clock = func() int64 { return now }
 	var logs strings.Builder
 	r.m.log = slog.New(slog.NewTextHandler(&logs, nil))
 	r.Become(&quorum.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 3},
 		partition.Config{ID: 1, LagTicks: 1}, map[int32]int64{1: 1, 2: 1})
-	for range 3 { // the silent follower lags: an ISR shrink is proposed
-		r.Tick()
-	}
+	// The silent follower lags past LagTicks: woken at its due tick, the
+	// leader proposes an ISR shrink.
 	r.mu.Lock()
-	err := r.mu.part.Step(partition.AlterPartitionResult{Err: kerr.FencedLeaderEpoch})
+	due := r.mu.due
+	r.mu.Unlock()
+	if due != 2 {
+		t.Fatalf("a leader with a silent follower and LagTicks 1: due at tick %d, want 2", due)
+	}
+	now = due
+	r.wake()
+	r.mu.Lock()
+	err := r.step(partition.AlterPartitionResult{Err: kerr.FencedLeaderEpoch})
 	r.process()
 	r.mu.Unlock()
 	if err != nil || !r.NotServing() || !strings.Contains(logs.String(), "partition leader fenced") {

@@ -150,7 +150,7 @@ func (s *scrubber) report(r *Replica, c *segment.CorruptionError) {
 	s.m.log.Error("node: corrupt batch in a local log",
 		"topic", r.topic, "partition", r.partition, "offset", c.Offset, "file", c.Path, "position", c.Pos,
 		"reason", c.Reason, "role", st.Role.String(), "isr", st.ISR)
-	if err := r.mu.part.Step(partition.LogCorrupt{Offset: c.Offset}); err != nil {
+	if err := r.step(partition.LogCorrupt{Offset: c.Offset}); err != nil {
 		r.logErr("corruption report", err)
 	}
 	r.process()

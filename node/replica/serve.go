@@ -84,7 +84,7 @@ func (r *Replica) Produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 		ch = make(chan error, 1)
 		r.mu.waiters[id] = ch
 	}
-	if err := r.mu.part.Step(partition.LocalAppend{ReqID: id, LastOffset: info.LastOffset, Acks: p.Acks, Deadline: r.deadline(ctx)}); err != nil {
+	if err := r.step(partition.LocalAppend{ReqID: id, LastOffset: info.LastOffset, Acks: p.Acks, Deadline: r.deadline(ctx)}); err != nil {
 		delete(r.mu.waiters, id)
 		r.logErr("append", err)
 		res.Err, res.BaseOffset = kerr.KafkaStorageError, -1
@@ -104,7 +104,7 @@ func (r *Replica) deadline(ctx context.Context) int64 {
 	if dl, ok := ctx.Deadline(); ok {
 		d = time.Until(dl)
 	}
-	return r.mu.part.Now() + int64(d/TickInterval) + 1
+	return r.m.now() + int64(d/TickInterval) + 1
 }
 
 // Fetch reads for a consumer (committed batches) or a follower (the
@@ -172,7 +172,7 @@ func (r *Replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 	}
 	r.mu.nextID++
 	id := r.mu.nextID
-	_ = r.mu.part.Step(partition.FollowerFetch{
+	_ = r.step(partition.FollowerFetch{
 		ReqID: id, Replica: p.ReplicaID, BrokerEpoch: p.BrokerEpoch, FetchOffset: p.Offset,
 		LastFetchedEpoch: p.LastFetchedEpoch, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
 	})
@@ -234,7 +234,7 @@ func (r *Replica) fetched(req partition.FetchRequest, rp *kmsg.FetchResponseTopi
 		}
 	}
 	m.LEO = r.log.LogEndOffset()
-	if err := r.mu.part.Step(m); err != nil {
+	if err := r.step(m); err != nil {
 		r.logErr("fetch response", err)
 	}
 	r.process()

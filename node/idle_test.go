@@ -1,0 +1,70 @@
+package node
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// TestIdleReplicasCostNothing is issue 21's guard for idle partitions,
+// counted rather than timed: three nodes host 1,002 replicas of 334 RF=3
+// partitions with no traffic. Once every leader has its full ISR and
+// every follower fetches, the replicas' clock wakes none of them over a
+// window of seconds (nothing is due: the followers' fetches keep moving
+// each leader's lag deadline), and the partitions added no goroutines of
+// their own (the fetchers and their connections are per broker).
+// make bench-scale measures the CPU this saves.
+func TestIdleReplicasCostNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 1,002 logs")
+	}
+	const partitions = 334
+	nodes := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	goroutines := runtime.NumGoroutine()
+	cl := newClient(t, nodes[0])
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 3, nil, "idle"); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	for !scaleReady(nodes, partitions) {
+		// Each node's Appended changes with every reconciliation, and
+		// the metadata moves until every replica is open; the followers'
+		// first fetches come within a long poll.
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d partitions not ready: %v", partitions, ctx.Err())
+		case <-(*broker)(nodes[0].Node).Appended():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	// A first window lets every follower's fetch settle into its long
+	// poll; the second is measured.
+	wait(ctx, time.Second)
+	w0 := scaleWakeups(nodes)
+	wait(ctx, 3*time.Second)
+	if w := scaleWakeups(nodes) - w0; w != 0 {
+		t.Errorf("%d replicas with no traffic: %d wake-ups in 3 s, want none", 3*partitions, w)
+	}
+	for _, tn := range nodes {
+		if n := tn.rm.Len(); n != partitions {
+			t.Fatalf("node %d hosts %d replicas, want %d", tn.cfg.NodeID, n, partitions)
+		}
+	}
+	// Every wake-up that is due is one a leader's lag check needs if its
+	// followers stop: the scheduler holds the leaders, not the followers.
+	var scheduled int
+	for _, tn := range nodes {
+		scheduled += tn.rm.Scheduled()
+	}
+	if scheduled != partitions {
+		t.Errorf("replicas the clock will wake: %d, want the %d leaders", scheduled, partitions)
+	}
+	if d := runtime.NumGoroutine() - goroutines; d > 100 {
+		t.Errorf("%d partitions added %d goroutines: one per partition?", partitions, d)
+	}
+}
