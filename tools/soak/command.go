@@ -103,8 +103,11 @@ partition back from its start and checks the invariants (see
 tools/soak/doc.go): nothing acknowledged lost, no offset with two values,
 no duplicates, per-producer order, no definitely failed record visible,
 nothing read at or above the high watermark, every partition writable again
-within --recovery-bound of the last heal. It prints a summary table and
-writes a JSON report.
+within --recovery-bound of the last heal. Beside it, keyed records and
+tombstones go to a compacted topic (--compacted-partitions; 0: none) whose
+cleaners run during the run: every key's latest acknowledged value must
+survive compaction, and nothing else may appear. It prints a summary table
+and writes a JSON report.
 
 Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 --negative-control, the control lost nothing: the checker caught nothing);
