@@ -459,7 +459,14 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	defer stopLoad()
 	cctx, stopCons := context.WithCancel(ctx)
 	defer stopCons()
-	var wg, cwg sync.WaitGroup
+	var wg, cwg, clwg sync.WaitGroup
+	var cleans *cleanCounter
+	clctx, stopCleans := context.WithCancel(ctx)
+	defer stopCleans()
+	if len(ctps) > 0 {
+		cleans = newCleanCounter(l)
+		clwg.Go(func() { cleans.run(clctx, 2*time.Second) })
+	}
 	for _, p := range prods {
 		if p == poison {
 			wg.Go(func() { drivePoison(wctx, p, o.PoisonEvery) })
@@ -502,6 +509,11 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	}
 	fwg.Wait()
 	cancel()
+	stopCleans()
+	clwg.Wait()
+	if cleans != nil {
+		h.Compact.Cleans, h.Compact.CleanFailures = cleans.total[0], cleans.total[1]
+	}
 	stopCons()
 	cwg.Wait()
 	cons.cl.Close()

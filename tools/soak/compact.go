@@ -1,16 +1,21 @@
 package soak
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/tools/cluster"
 )
 
 // The compacted-topic workload (--compacted-partitions, on by default):
@@ -155,4 +160,86 @@ func compactFinalRead(ctx context.Context, seeds []string, hw map[TP]int64, idle
 	}
 	_ = err // an incomplete read is expected: holes at the end
 	return reads, nil
+}
+
+// cleanCounter sums the nodes' sluice_log_cleaner_cleans_total and
+// _failures_total over the run: a restarted node's counters start again
+// from 0, so it adds what each grew between samples (a node killed loses
+// what it counted since the last sample: the totals are lower bounds).
+type cleanCounter struct {
+	nodes []string // HTTP addresses
+	last  map[string][2]int64
+	total [2]int64 // cleans, failures
+}
+
+func newCleanCounter(l cluster.Layout) *cleanCounter {
+	c := &cleanCounter{last: map[string][2]int64{}}
+	for _, n := range l.Nodes {
+		c.nodes = append(c.nodes, n.HTTP)
+	}
+	return c
+}
+
+// run samples every period until ctx ends, then once more.
+func (c *cleanCounter) run(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		c.sample(context.WithoutCancel(ctx))
+		select {
+		case <-ctx.Done():
+			c.sample(context.WithoutCancel(ctx))
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (c *cleanCounter) sample(ctx context.Context) {
+	for _, addr := range c.nodes {
+		v, ok := scrapeCleans(ctx, addr)
+		if !ok {
+			continue // down: its next sample starts from its new counters
+		}
+		last := c.last[addr]
+		for i := range v {
+			if v[i] >= last[i] {
+				c.total[i] += v[i] - last[i]
+			} else {
+				c.total[i] += v[i]
+			}
+		}
+		c.last[addr] = v
+	}
+}
+
+// scrapeCleans reads a node's clean counters from its /metrics.
+func scrapeCleans(ctx context.Context, addr string) ([2]int64, bool) {
+	var v [2]int64
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return v, false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return v, false
+	}
+	defer resp.Body.Close()
+	found := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		for i, name := range []string{"sluice_log_cleaner_cleans_total ", "sluice_log_cleaner_failures_total "} {
+			if rest, ok := strings.CutPrefix(sc.Text(), name); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+				if err == nil {
+					v[i] = int64(f)
+					found++
+				}
+			}
+		}
+	}
+	return v, found == 2 && resp.StatusCode == http.StatusOK
 }

@@ -49,6 +49,10 @@ type CompactCounts struct {
 	TombstonesKept int `json:"tombstones_kept"`
 	// Explained: losses a power loss explains (page-cache durability).
 	Explained int `json:"explained"`
+	// Cleans and CleanFailures are the nodes' (CompactHistory): of every
+	// compacted log, the soak's and any other.
+	Cleans        int64 `json:"cleans"`
+	CleanFailures int64 `json:"clean_failures"`
 }
 
 // compactKey is one record key of one partition.
@@ -66,7 +70,7 @@ func (c *checker) compaction(h *History) []*Send {
 	if ch == nil {
 		return nil
 	}
-	cc := &CompactCounts{}
+	cc := &CompactCounts{Cleans: ch.Cleans, CleanFailures: ch.CleanFailures}
 	c.r.Compact = cc
 	sends := make(map[Key]*Send, len(ch.Sends))
 	latest := map[compactKey]*Send{}

@@ -124,7 +124,9 @@
 // lost record; with page-cache durability one a power loss explains is
 // counted (Report.Compact.Explained), not a violation. The report counts
 // the topic's sends, tombstones, the offsets compacted away (holes below
-// the high watermarks: the cleaners' work, seen by a client) and the
+// the high watermarks: the cleaners' work, seen by a client), the cleans
+// the nodes counted (sluice_log_cleaner_cleans_total and
+// _failures_total, sampled every 2 s and summed across restarts) and the
 // keys whose latest value or tombstone is present (Report.Compact). The
 // compacted partitions are not in the per-partition table, the
 // unavailability windows or the recovery bound, which are the soak

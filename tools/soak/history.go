@@ -181,4 +181,9 @@ type CompactHistory struct {
 	// DeleteRetention is the topic's delete.retention.ms: a tombstone
 	// sent less than this long before FinalAt must still be there.
 	DeleteRetention time.Duration `json:"delete_retention_ns"`
+	// Cleans and CleanFailures: the nodes' sluice_log_cleaner_cleans_total
+	// and _failures_total summed over the run (compact.go, cleanCounter;
+	// lower bounds: a killed node's last counts are lost).
+	Cleans        int64 `json:"cleans"`
+	CleanFailures int64 `json:"clean_failures"`
 }
