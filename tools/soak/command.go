@@ -328,6 +328,15 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	}
 	slices.Sort(cfgs)
 	fmt.Fprintf(w, "soak: topic configs %s\n", strings.Join(cfgs, " "))
+	if o.CompactPartitions > 0 {
+		var ccfgs []string
+		for k, v := range o.compactTopicConfigs() {
+			ccfgs = append(ccfgs, k+"="+*v)
+		}
+		slices.Sort(ccfgs)
+		fmt.Fprintf(w, "soak: compacted topic %s: %d partitions, %d records/s over %d keys, configs %s\n",
+			o.CompactTopic, o.CompactPartitions, o.CompactRate, o.CompactKeys, strings.Join(ccfgs, " "))
+	}
 	if o.NegativeControl != "" {
 		fmt.Fprintf(w, "soak: NEGATIVE CONTROL %s: this run must lose acknowledged records\n", o.NegativeControl)
 	}

@@ -211,3 +211,47 @@ func TestCompactionLossAttributed(t *testing.T) {
 		t.Errorf("losses %+v, want one of %s on %s at offset 5", r.Losses, ScenarioCompaction, tpC0)
 	}
 }
+
+// The compaction flags: the control needs the compacted topic with
+// followers, and the topic its own name, a rate and keys.
+func TestCompactionOptions(t *testing.T) {
+	base := func() Options {
+		return Options{Dir: t.TempDir(), Nodes: 3, Partitions: 2, RF: 3, Producers: 2, Rate: 10, Duration: time.Minute, RecoveryBound: 10 * time.Second,
+			Durability: "sync", Topic: "soak", CompactPartitions: 2, CompactTopic: "soak-compacted", CompactRate: 10, CompactKeys: 10}
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*Options)
+		err  string
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"off", func(o *Options) { o.CompactPartitions, o.CompactTopic = 0, "" }, ""},
+		{"control", func(o *Options) { o.NegativeControl = NegCompaction }, ""},
+		{"control without the topic", func(o *Options) { o.NegativeControl, o.CompactPartitions = NegCompaction, 0 }, "needs the compacted topic"},
+		{"control without followers", func(o *Options) { o.NegativeControl, o.RF = NegCompaction, 1 }, "with followers"},
+		{"same name", func(o *Options) { o.CompactTopic = "soak" }, "a name other than --topic"},
+		{"no keys", func(o *Options) { o.CompactKeys = 0 }, "--compacted-keys 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := base()
+			tc.mod(&o)
+			err := o.validate()
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("validate: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("validate: %v, want an error saying %q", err, tc.err)
+			}
+			if tc.name == "control" && (len(o.Faults) != 1 || o.Faults[0] != ScenarioCompaction) {
+				t.Errorf("control: faults %v, want only %s", o.Faults, ScenarioCompaction)
+			}
+		})
+	}
+	o := base()
+	cfg := o.compactTopicConfigs()
+	for k, want := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "16384", "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "10000"} {
+		if got := cfg[k]; got == nil || *got != want {
+			t.Errorf("compacted topic config %s: %v, want %s", k, got, want)
+		}
+	}
+}
