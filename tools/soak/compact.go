@@ -36,6 +36,8 @@ const (
 	compactDirtyRatio     = "0.01"
 	compactDeleteRetain   = 10 * time.Second
 	compactCleanerBackoff = "500"
+	// minControlKeys is the least key space of the compaction control.
+	minControlKeys = 20000
 )
 
 // compactTopicConfigs are the configs the compacted topic is created

@@ -242,8 +242,8 @@ func TestCompactionOptions(t *testing.T) {
 			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 				t.Fatalf("validate: %v, want an error saying %q", err, tc.err)
 			}
-			if tc.name == "control" && (len(o.Faults) != 1 || o.Faults[0] != ScenarioCompaction) {
-				t.Errorf("control: faults %v, want only %s", o.Faults, ScenarioCompaction)
+			if tc.name == "control" && (len(o.Faults) != 1 || o.Faults[0] != ScenarioCompaction || o.CompactKeys != minControlKeys) {
+				t.Errorf("control: faults %v, keys %d; want only %s, %d keys", o.Faults, o.CompactKeys, ScenarioCompaction, minControlKeys)
 			}
 		})
 	}

@@ -223,7 +223,9 @@
 //	                     topic: the latest values of the keys written in
 //	                     its window are lost (compaction-lost-latest, and
 //	                     compaction-offset-conflict where the new leader
-//	                     refilled their offsets)
+//	                     refilled their offsets); the loss shows only on
+//	                     keys not written again after it, so the control
+//	                     uses at least 20,000 keys
 //
 // make test runs each control once (TestNegativeControls, 15–25 s each)
 // and requires loss put down to its scenario; for compaction, reported by
