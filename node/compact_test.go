@@ -258,6 +258,12 @@ func TestCleanerMetricsAndPolicySwitch(t *testing.T) {
 	if v := value(t, mfs, "kafka_log_logcleanermanager_uncleanable_partitions_count"); v != 0 {
 		t.Errorf("uncleanable partitions %v", v)
 	}
+	if v, want := value(t, mfs, "sluice_log_cleaner_cleans_total"), float64(tn.cleaner.Stats(nil).Cleans); v < 1 || v > want {
+		t.Errorf("cleans total %v after a clean, want between 1 and the pool's count now (%v)", v, want)
+	}
+	if v := value(t, mfs, "sluice_log_cleaner_failures_total"); v != 0 {
+		t.Errorf("failed cleans %v", v)
+	}
 	if v := value(t, mfs, "kafka_log_logcleanermanager_time_since_last_run_ms"); v < 0 || v > 60000 {
 		t.Errorf("time since last run %v ms", v)
 	}

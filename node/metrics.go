@@ -117,7 +117,7 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 		cs := p.Stats(nil)
 		st.Cleaner = &metrics.CleanerStat{
 			MaxDirtyRatio: cs.MaxDirtyRatio, RecopyRatio: cs.RecopyRatio, MaxCleanTime: cs.MaxCleanTime,
-			Uncleanable: cs.Uncleanable, SinceLastRun: cs.SinceLastRun,
+			Uncleanable: cs.Uncleanable, SinceLastRun: cs.SinceLastRun, Cleans: cs.Cleans, Failures: cs.Failures,
 		}
 	}
 	if srv := s.srv; srv != nil {

@@ -46,6 +46,8 @@ var (
 	cleanerRecopy      = desc("kafka_log_logcleaner_cleaner_recopy_percent", "Kafka LogCleaner cleaner-recopy-percent: bytes written as a percentage of bytes read by each cleaner thread's latest clean.")
 	cleanerMaxTime     = desc("kafka_log_logcleaner_max_clean_time_secs", "Kafka LogCleaner max-clean-time-secs: the longest of each cleaner thread's latest clean, in seconds.")
 	cleanerUncleanable = desc("kafka_log_logcleanermanager_uncleanable_partitions_count", "Kafka LogCleanerManager uncleanable-partitions-count: compacted logs the cleaner gave up on after repeated errors (see the node's log); cleaned again after a restart.")
+	cleanerCleans      = desc("sluice_log_cleaner_cleans_total", "Cleans of a compacted log that moved its cleaner checkpoint, since the node started.")
+	cleanerFailures    = desc("sluice_log_cleaner_failures_total", "Cleans of a compacted log that failed (the node's log says why), since the node started.")
 	cleanerSinceRun    = desc("kafka_log_logcleanermanager_time_since_last_run_ms", "Kafka LogCleanerManager time-since-last-run-ms: milliseconds since a cleaner thread last looked for a log to clean.")
 
 	activeController  = desc("kafka_controller_kafkacontroller_activecontrollercount", "Kafka KafkaController ActiveControllerCount: 1 on the active controller.")
@@ -79,7 +81,7 @@ type sourceCollector struct {
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{underReplicated, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery, offlineLogDirs,
 		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unwrittenBytes, unflushedAge, dirtyRatio,
-		cleanerMaxDirty, cleanerRecopy, cleanerMaxTime, cleanerUncleanable, cleanerSinceRun,
+		cleanerMaxDirty, cleanerRecopy, cleanerMaxTime, cleanerUncleanable, cleanerSinceRun, cleanerCleans, cleanerFailures,
 		activeController, offlinePartitions, activeBrokers, fencedBrokers, uncleanElections,
 		raftState, raftLeader, raftEpoch, raftHW, raftLEO, raftApplied, raftCommitAvg, raftCommitsTotal, raftCommitSecs, raftRefused} {
 		ch <- d
@@ -156,6 +158,8 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(cleanerMaxTime, cs.MaxCleanTime.Seconds())
 		gauge(cleanerUncleanable, float64(cs.Uncleanable))
 		gauge(cleanerSinceRun, float64(cs.SinceLastRun.Milliseconds()))
+		ch <- prometheus.MustNewConstMetric(cleanerCleans, prometheus.CounterValue, float64(cs.Cleans))
+		ch <- prometheus.MustNewConstMetric(cleanerFailures, prometheus.CounterValue, float64(cs.Failures))
 	}
 
 	ctl := c.src.Controller()

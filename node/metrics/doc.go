@@ -55,6 +55,7 @@
 //	sluice_log_writeback_requested_bytes_total         bytes the logs asked the kernel to write back (batched writeback)
 //	sluice_log_writeback_errors_total                  such requests that failed
 //	sluice_log_cleaner_dirty_ratio{topic,partition}    a compacted log's dirty share (0-1) as the cleaner last measured it
+//	sluice_log_cleaner_cleans_total, _failures_total   cleans that moved a log's checkpoint, and failed cleans, since the node started
 //	sluice_log_corrupt_batches_total{topic,partition}  bad batches the scrub or a read found in a local log
 //	sluice_raft_commits_total, sluice_raft_commit_seconds_total  metadata commit latency, as counters
 //	sluice_memory_dirty_bytes, sluice_memory_writeback_bytes     /proc/meminfo Dirty, Writeback

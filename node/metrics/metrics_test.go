@@ -340,7 +340,7 @@ func TestCleanerGauges(t *testing.T) {
 			{Topic: "c", Partition: 0, Compacted: true, DirtyRatio: 0.25},
 			{Topic: "d", Partition: 0},
 		},
-		b: BrokerStat{Cleaner: &CleanerStat{MaxDirtyRatio: 0.25, RecopyRatio: 0.4, MaxCleanTime: 1500 * time.Millisecond, Uncleanable: 1, SinceLastRun: 2 * time.Second}},
+		b: BrokerStat{Cleaner: &CleanerStat{MaxDirtyRatio: 0.25, RecopyRatio: 0.4, MaxCleanTime: 1500 * time.Millisecond, Uncleanable: 1, SinceLastRun: 2 * time.Second, Cleans: 7, Failures: 3}},
 	}
 	mfs := gather(t, newTestMetrics(t, src))
 	expect(t, mfs, 25, "kafka_log_logcleaner_max_dirty_percent")
@@ -348,6 +348,8 @@ func TestCleanerGauges(t *testing.T) {
 	expect(t, mfs, 1.5, "kafka_log_logcleaner_max_clean_time_secs")
 	expect(t, mfs, 1, "kafka_log_logcleanermanager_uncleanable_partitions_count")
 	expect(t, mfs, 2000, "kafka_log_logcleanermanager_time_since_last_run_ms")
+	expect(t, mfs, 7, "sluice_log_cleaner_cleans_total")
+	expect(t, mfs, 3, "sluice_log_cleaner_failures_total")
 	expect(t, mfs, 0.25, "sluice_log_cleaner_dirty_ratio", "partition=0", "topic=c")
 	if _, ok := get(mfs, "sluice_log_cleaner_dirty_ratio", "partition=0", "topic=d"); ok {
 		t.Error("dirty ratio exported for a log that is not compacted")

@@ -101,6 +101,9 @@ type CleanerStat struct {
 	// SinceLastRun is the time since a cleaner thread last looked for a
 	// log to clean.
 	SinceLastRun time.Duration
+	// Cleans counts the cleans that moved a log's cleaner checkpoint,
+	// Failures the cleans that failed, since the node started.
+	Cleans, Failures int64
 }
 
 // ControllerStat is the metadata quorum as this node sees it. The cluster

@@ -27,7 +27,8 @@ const (
 )
 
 // Kinds lists every violation kind in report order.
-var Kinds = []string{KindLost, KindLostUnexplained, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable, KindNoEffect, KindBadAccepted}
+var Kinds = []string{KindLost, KindLostUnexplained, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable, KindNoEffect, KindBadAccepted,
+	KindCompactLostLatest, KindCompactPhantom, KindCompactOrder, KindCompactConflict}
 
 // CheckOptions tune the checker.
 type CheckOptions struct {
@@ -151,9 +152,14 @@ type Counts struct {
 	BadAccepted        int `json:"bad_accepted"`
 	// BadSent and BadRefused count the bad client's requests, and those
 	// answered with an error code (the rest had no answer: a node down).
-	BadSent         int `json:"bad_sent"`
-	BadRefused      int `json:"bad_refused"`
-	ViolationsTotal int `json:"violations"`
+	BadSent    int `json:"bad_sent"`
+	BadRefused int `json:"bad_refused"`
+	// The compaction invariants' violations (compactcheck.go).
+	CompactLostLatest int `json:"compaction_lost_latest"`
+	CompactPhantoms   int `json:"compaction_phantoms"`
+	CompactOrder      int `json:"compaction_offset_order"`
+	CompactConflicts  int `json:"compaction_offset_conflicts"`
+	ViolationsTotal   int `json:"violations"`
 }
 
 // Report is the checker's verdict.
@@ -183,6 +189,8 @@ type Report struct {
 	Start        time.Time           `json:"start"`
 	GapThreshold time.Duration       `json:"gap_threshold_ns"`
 	PerTP        map[string]TPCounts `json:"per_partition"`
+	// Compact: the compacted topic's numbers (nil: no compacted topic).
+	Compact *CompactCounts `json:"compacted_topic,omitempty"`
 }
 
 // TPCounts are one partition's numbers.
@@ -344,7 +352,7 @@ func Check(h *History, o CheckOptions) *Report {
 	c.faults(h)
 	c.badRequests(h)
 	c.windows(h)
-	c.losses(h, lost)
+	c.losses(h, append(lost, c.compaction(h)...))
 	c.powerLosses()
 	c.recovery(h)
 	tps := h.Partitions
@@ -368,6 +376,10 @@ func Check(h *History, o CheckOptions) *Report {
 	r.Counts.NotWritable = r.ByKind[KindNotWritable]
 	r.Counts.NoEffect = r.ByKind[KindNoEffect]
 	r.Counts.BadAccepted = r.ByKind[KindBadAccepted]
+	r.Counts.CompactLostLatest = r.ByKind[KindCompactLostLatest]
+	r.Counts.CompactPhantoms = r.ByKind[KindCompactPhantom]
+	r.Counts.CompactOrder = r.ByKind[KindCompactOrder]
+	r.Counts.CompactConflicts = r.ByKind[KindCompactConflict]
 	for _, n := range r.ByKind {
 		r.Counts.ViolationsTotal += n
 	}

@@ -31,6 +31,9 @@ const (
 	NegAcks1     = "acks1"      // producers use acks=1 without idempotence
 	NegUnclean   = "unclean"    // unclean.leader.election.enable=true, min.insync.replicas=1
 	NegPageCache = "page-cache" // no fsync before ack, and only power-loss faults
+	// NegCompaction: the compacted topic's producers use acks=1 without
+	// idempotence (compact.go).
+	NegCompaction = "compaction"
 )
 
 // Options of a soak run.
@@ -73,6 +76,14 @@ type Options struct {
 	BadClientEvery time.Duration
 	// Executable is the sluice binary the nodes run ("": this process's).
 	Executable string
+	// CompactPartitions is how many partitions the compacted topic
+	// CompactTopic has (compact.go; 0: no compacted-topic workload);
+	// CompactRate its records per second over its producers (half of
+	// Producers, at least one), CompactKeys the keys they overwrite.
+	CompactPartitions int32
+	CompactTopic      string
+	CompactRate       int
+	CompactKeys       int
 }
 
 func (o *Options) acks1() bool { return o.NegativeControl == NegAcks1 }
@@ -92,8 +103,11 @@ partition back from its start and checks the invariants (see
 tools/soak/doc.go): nothing acknowledged lost, no offset with two values,
 no duplicates, per-producer order, no definitely failed record visible,
 nothing read at or above the high watermark, every partition writable again
-within --recovery-bound of the last heal. It prints a summary table and
-writes a JSON report.
+within --recovery-bound of the last heal. Beside it, keyed records and
+tombstones go to a compacted topic (--compacted-partitions; 0: none) whose
+cleaners run during the run: every key's latest acknowledged value must
+survive compaction, and nothing else may appear. It prints a summary table
+and writes a JSON report.
 
 Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 --negative-control, the control lost nothing: the checker caught nothing);
@@ -148,12 +162,16 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.BoolVar(&o.PowerLoss, "power-loss", true, "run nodes on the power-loss filesystem (tools/soak/powerfs) and inject power-loss faults")
 	f.BoolVar(&o.NetFaults, "net-faults", true, "inject network partitions (needs root and iptables; skipped with a message otherwise)")
 	f.StringVar(&o.Durability, "durability", "sync", "the topic's sluice.durability: sync (fsync before ack, group commit) or page-cache")
-	f.StringVar(&o.NegativeControl, "negative-control", "", "acks1, unclean or page-cache: a run that must lose records (exit 0 only if the checker reports loss)")
+	f.StringVar(&o.NegativeControl, "negative-control", "", "acks1, unclean, page-cache or compaction: a run that must lose records (exit 0 only if the checker reports loss)")
 	f.StringVar(&o.Report, "report", "", "JSON report path (default DIR/soak-report.json)")
 	f.BoolVar(&o.Keep, "keep", false, "leave the cluster running at the end")
 	f.StringArrayVar(&topicConfigs, "topic-config", nil, "extra topic config KEY=VALUE (repeatable; applied after the ones the flags imply)")
 	f.StringArrayVar(&nodeConfigs, "node-config", nil, "extra server.properties KEY=VALUE of every node (repeatable), e.g. broker.session.timeout.ms=3000")
 	f.DurationVar(&o.PoisonEvery, "poison-every", 5*time.Second, "send a record over the topic's max.message.bytes this often (the broker must refuse it: a definitely failed send); 0: never")
+	f.Int32Var(&o.CompactPartitions, "compacted-partitions", 2, "partitions of a second, compacted topic (cleanup.policy=compact, 16 KiB segments) written with keyed records and tombstones; 0: none")
+	f.StringVar(&o.CompactTopic, "compacted-topic", "soak-compacted", "name of the compacted topic")
+	f.IntVar(&o.CompactRate, "compacted-rate", 300, "records per second to the compacted topic")
+	f.IntVar(&o.CompactKeys, "compacted-keys", 1000, "distinct keys written to the compacted topic (each overwritten about rate×duration/keys times)")
 	f.DurationVar(&o.BadClientEvery, "bad-client-every", 2*time.Second, "send a forged replica fetch, a future-epoch fetch or a poison batch this often (each must be refused); 0: never")
 	return cmd
 }
@@ -205,8 +223,23 @@ func (o *Options) validate() error {
 		}
 	case NegPageCache:
 		o.Durability, o.PowerLoss = "page-cache", true
+	case NegCompaction:
+		if o.CompactPartitions < 1 || o.RF < 2 {
+			return fmt.Errorf("--negative-control compaction needs the compacted topic (--compacted-partitions %d) with followers (--replication-factor %d)", o.CompactPartitions, o.RF)
+		}
+		// A lost latest value shows only while its key is not written
+		// again: with a small key space the writes after a scenario
+		// overwrite every key it lost (and the cleaner removes what
+		// refilled its offsets).
+		o.CompactKeys = max(o.CompactKeys, minControlKeys)
 	default:
-		return fmt.Errorf("--negative-control %q: want acks1, unclean or page-cache", o.NegativeControl)
+		return fmt.Errorf("--negative-control %q: want acks1, unclean, page-cache or compaction", o.NegativeControl)
+	}
+	switch {
+	case o.CompactPartitions < 0:
+		return fmt.Errorf("--compacted-partitions %d: want 0 (none) or more", o.CompactPartitions)
+	case o.CompactPartitions > 0 && (o.CompactRate < 1 || o.CompactKeys < 1 || o.CompactTopic == "" || o.CompactTopic == o.Topic):
+		return fmt.Errorf("--compacted-rate %d, --compacted-keys %d, --compacted-topic %q: want ≥ 1, ≥ 1 and a name other than --topic", o.CompactRate, o.CompactKeys, o.CompactTopic)
 	}
 	if o.NegativeControl != "" {
 		// The control's scripted scenario replaces the random schedule.
@@ -259,7 +292,7 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		// durability the ones a power loss explains are no violation, and
 		// still the loss the control must show.
 		c := r.Counts
-		if c.Lost+c.Vanished+c.VanishedExplained+c.Conflicts+c.ConflictsExplained == 0 {
+		if c.Lost+c.Vanished+c.VanishedExplained+c.Conflicts+c.ConflictsExplained+c.CompactLostLatest+c.CompactConflicts == 0 {
 			fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported no loss: the control did not do its job\n", o.NegativeControl)
 			return errViolated
 		}
@@ -300,6 +333,15 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	}
 	slices.Sort(cfgs)
 	fmt.Fprintf(w, "soak: topic configs %s\n", strings.Join(cfgs, " "))
+	if o.CompactPartitions > 0 {
+		var ccfgs []string
+		for k, v := range o.compactTopicConfigs() {
+			ccfgs = append(ccfgs, k+"="+*v)
+		}
+		slices.Sort(ccfgs)
+		fmt.Fprintf(w, "soak: compacted topic %s: %d partitions, %d records/s over %d keys, configs %s\n",
+			o.CompactTopic, o.CompactPartitions, o.CompactRate, o.CompactKeys, strings.Join(ccfgs, " "))
+	}
 	if o.NegativeControl != "" {
 		fmt.Fprintf(w, "soak: NEGATIVE CONTROL %s: this run must lose acknowledged records\n", o.NegativeControl)
 	}
@@ -316,6 +358,12 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	maps.Copy(copts.Properties, o.NodeConfigs)
 	if o.NegativeControl == NegUnclean {
 		copts.Properties["unclean.leader.election.enable"] = "true"
+	}
+	if o.CompactPartitions > 0 {
+		// The cleaner must run during the run, not every 15 s.
+		if _, set := o.NodeConfigs["log.cleaner.backoff.ms"]; !set {
+			copts.Properties["log.cleaner.backoff.ms"] = compactCleanerBackoff
+		}
 	}
 	if o.PowerLoss {
 		power = &powerLoss{}
@@ -362,11 +410,19 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	}
 
 	h := &History{Partitions: tps}
+	var ctps []TP
+	if o.CompactPartitions > 0 {
+		if ctps, err = createCompactTopic(ctx, w, adm, &o); err != nil {
+			return nil, err
+		}
+		h.Compact = &CompactHistory{Topic: o.CompactTopic, Partitions: ctps, DeleteRetention: compactDeleteRetain}
+	}
 	var acked, failed, unk atomic.Int64
+	var cacked, cfailed, cunk atomic.Int64
 	var prods []*producer
 	byTP := newAckCounts()
 	for i := range o.Producers {
-		p, err := newProducer(i, seeds, tps, &o, &acked, &failed, &unk, false)
+		p, err := newProducer(i, seeds, tps, &o, &acked, &failed, &unk, workloadProducer)
 		if err != nil {
 			return nil, err
 		}
@@ -376,16 +432,25 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	var poison *producer
 	if o.PoisonEvery > 0 {
 		// One more producer number, so its keys are its own.
-		if poison, err = newProducer(o.Producers, seeds, tps, &o, &acked, &failed, &unk, true); err != nil {
+		if poison, err = newProducer(o.Producers, seeds, tps, &o, &acked, &failed, &unk, poisonProducer); err != nil {
 			return nil, err
 		}
 		prods = append(prods, poison)
+	}
+	var cprods []*producer
+	if len(ctps) > 0 {
+		if cprods, err = newCompactProducers(seeds, ctps, &o, o.Seed, &cacked, &cfailed, &cunk); err != nil {
+			return nil, err
+		}
+		for _, p := range cprods {
+			p.byTP = byTP
+		}
 	}
 	cons, err := newConsumer(seeds, tps)
 	if err != nil {
 		return nil, err
 	}
-	f := &faulter{l: l, exe: exe, adm: adm, cl: admCl, tps: tps, out: w, power: power, net: net,
+	f := &faulter{l: l, exe: exe, adm: adm, cl: admCl, tps: tps, ctps: ctps, out: w, power: power, net: net,
 		sched:          newSchedule(o.Seed, o.Faults, o.FaultGap, o.Duration, len(tps)),
 		operatorElects: o.Durability == "page-cache", acks: byTP}
 	control := scenarioOf(o.NegativeControl)
@@ -408,13 +473,23 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	defer stopLoad()
 	cctx, stopCons := context.WithCancel(ctx)
 	defer stopCons()
-	var wg, cwg sync.WaitGroup
+	var wg, cwg, clwg sync.WaitGroup
+	var cleans *cleanCounter
+	clctx, stopCleans := context.WithCancel(ctx)
+	defer stopCleans()
+	if len(ctps) > 0 {
+		cleans = newCleanCounter(l)
+		clwg.Go(func() { cleans.run(clctx, 2*time.Second) })
+	}
 	for _, p := range prods {
 		if p == poison {
 			wg.Go(func() { drivePoison(wctx, p, o.PoisonEvery) })
 			continue
 		}
-		wg.Go(func() { drive(wctx, p, o.Rate/o.Producers) })
+		wg.Go(func() { drive(wctx, p.produce, o.Rate/o.Producers) })
+	}
+	for _, p := range cprods {
+		wg.Go(func() { drive(wctx, p.produceKeyed, o.CompactRate/len(cprods)) })
 	}
 	cwg.Go(func() { cons.live(cctx) })
 	var bad *badClient
@@ -435,7 +510,7 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		lastHeal := end.Add(-o.RecoveryBound - min(15*time.Second, o.RecoveryBound/2))
 		wg.Go(func() { f.run(wctx, lastHeal) })
 	}
-	progress(wctx, w, h.Start, &acked, &failed, &unk, cons, f)
+	progress(wctx, w, h.Start, &acked, &failed, &unk, cons, &cacked)
 	wg.Wait()
 	h.End = time.Now()
 
@@ -443,17 +518,25 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	post := context.WithoutCancel(ctx) // an interrupted run is still checked
 	dctx, cancel := context.WithTimeout(post, o.DeliveryTimeout)
 	var fwg sync.WaitGroup
-	for _, p := range prods {
+	for _, p := range append(slices.Clone(prods), cprods...) {
 		fwg.Go(func() { p.finish(dctx) })
 	}
 	fwg.Wait()
 	cancel()
+	stopCleans()
+	clwg.Wait()
+	if cleans != nil {
+		h.Compact.Cleans, h.Compact.CleanFailures = cleans.total[0], cleans.total[1]
+	}
 	stopCons()
 	cwg.Wait()
 	cons.cl.Close()
 	h.Live = cons.reads
 	for _, p := range prods {
 		h.Sends = append(h.Sends, p.history()...)
+	}
+	for _, p := range cprods {
+		h.Compact.Sends = append(h.Compact.Sends, p.history()...)
 	}
 	h.Faults = f.faults
 	if bad != nil {
@@ -472,8 +555,17 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		}
 	}
 	ectx, cancel2 := context.WithTimeout(fctx, o.RecoveryBound)
-	h.FinalHW, err = endOffsets(ectx, adm, tps)
+	h.FinalHW, err = endOffsets(ectx, adm, append(slices.Clone(tps), ctps...))
 	cancel2()
+	if h.Compact != nil {
+		h.Compact.FinalHW = map[TP]int64{}
+		for _, tp := range ctps {
+			if hw, ok := h.FinalHW[tp]; ok {
+				h.Compact.FinalHW[tp] = hw
+				delete(h.FinalHW, tp)
+			}
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(w, "soak: WARNING: %v: those partitions cannot be read back; their acknowledged records count as lost\n", err)
 	}
@@ -482,6 +574,13 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	h.Final, missing, err = finalRead(fctx, seeds, h.FinalHW)
 	if err != nil {
 		fmt.Fprintf(w, "soak: WARNING: %v: %v (their unread acknowledged records count as lost)\n", err, missing)
+	}
+	if h.Compact != nil {
+		fmt.Fprintf(w, "soak: reading the compacted topic %s back from the start (high watermarks %v)\n", o.CompactTopic, hwList(ctps, h.Compact.FinalHW))
+		h.Compact.FinalAt = time.Now()
+		if h.Compact.Final, err = compactFinalRead(fctx, seeds, h.Compact.FinalHW, 5*time.Second); err != nil {
+			fmt.Fprintf(w, "soak: WARNING: %v (its unread latest values count as lost)\n", err)
+		}
 	}
 
 	r := Check(h, CheckOptions{RecoveryBound: o.RecoveryBound, Quota: quotaFor(o.Faults, o.Duration), PageCache: o.Durability == "page-cache"})
@@ -510,7 +609,7 @@ func drivePoison(ctx context.Context, p *producer, every time.Duration) {
 }
 
 // drive produces rate records per second until ctx ends.
-func drive(ctx context.Context, p *producer, rate int) {
+func drive(ctx context.Context, produce func(context.Context, int), rate int) {
 	const tick = 20 * time.Millisecond
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -525,11 +624,11 @@ func drive(ctx context.Context, p *producer, rate int) {
 		carry += per
 		n := int(carry)
 		carry -= float64(n)
-		p.produce(ctx, n)
+		produce(ctx, n)
 	}
 }
 
-func progress(ctx context.Context, w io.Writer, start time.Time, acked, failed, unk *atomic.Int64, c *consumer, f *faulter) {
+func progress(ctx context.Context, w io.Writer, start time.Time, acked, failed, unk *atomic.Int64, c *consumer, compacted *atomic.Int64) {
 	t := time.NewTicker(10 * time.Second)
 	defer t.Stop()
 	for {
@@ -537,16 +636,21 @@ func progress(ctx context.Context, w io.Writer, start time.Time, acked, failed, 
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			fmt.Fprintf(w, "soak: %4ds acked %d, failed %d, unknown %d, read live %d\n",
-				int(time.Since(start).Seconds()), acked.Load(), failed.Load(), unk.Load(), c.n.Load())
+			fmt.Fprintf(w, "soak: %4ds acked %d, failed %d, unknown %d, read live %d; compacted topic acked %d\n",
+				int(time.Since(start).Seconds()), acked.Load(), failed.Load(), unk.Load(), c.n.Load(), compacted.Load())
 		}
 	}
 }
 
 func createTopic(ctx context.Context, w io.Writer, adm *kadm.Client, o *Options) ([]TP, error) {
+	return createTopicWith(ctx, w, adm, o, o.topicConfigs())
+}
+
+// createTopicWith creates o.Topic with cfgs and waits for its leaders.
+func createTopicWith(ctx context.Context, w io.Writer, adm *kadm.Client, o *Options, cfgs map[string]*string) ([]TP, error) {
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	resp, err := adm.CreateTopic(cctx, o.Partitions, o.RF, o.topicConfigs(), o.Topic)
+	resp, err := adm.CreateTopic(cctx, o.Partitions, o.RF, cfgs, o.Topic)
 	if err == nil {
 		err = resp.Err
 	}

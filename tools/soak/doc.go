@@ -78,6 +78,60 @@
 // allows: which replica the operator's unclean election chose is not
 // recorded.
 //
+// # The compacted topic
+//
+// Every feature adds its workload to the soak. Beside the soak topic, a
+// second topic (--compacted-topic, --compacted-partitions 2 by default,
+// 0: none; replication factor and min.insync.replicas as the soak
+// topic's) has cleanup.policy=compact, segment.bytes 16 KiB,
+// min.cleanable.dirty.ratio 0.01 and delete.retention.ms 10 s, and the
+// nodes run with log.cleaner.backoff.ms=500 (unless --node-config sets
+// it), so the cleaners rewrite its logs throughout the run, under the
+// same faults. Half the producers (at least one; idempotent, acks=all)
+// write --compacted-rate records per second of random keys of their own
+// ("k<producer>-<n>", --compacted-keys in all; key n goes to partition n
+// mod the partitions, so one key's writes are in send order), one in ten
+// a tombstone (null value); a value is "soak <producer> <seq>" as above.
+// At the end the topic is read from its start (until every partition
+// reached its high watermark, or 5 s passed without a record: compaction
+// may leave a hole at the end of a log). A key's latest acknowledged
+// write is its acknowledged send at the highest offset. Compaction may
+// remove any record of a key but its latest, and a tombstone once
+// delete.retention.ms passed; the checker (compactcheck.go) reports:
+//
+//	compaction-lost-latest      a key's latest acknowledged value is not
+//	                            its last record in the log (gone, or an
+//	                            older one in its place), unless an
+//	                            unknown-outcome tombstone of it was sent
+//	                            later or an unknown-outcome write of it is
+//	                            at a higher offset; a latest tombstone is
+//	                            gone though sent less than
+//	                            delete.retention.ms before the final read,
+//	                            or an older value of its key is back
+//	compaction-phantom          a record no send explains: a value never
+//	                            sent, sent to another partition or under
+//	                            another key, a tombstone no acknowledged
+//	                            (at that offset) or unknown send of its
+//	                            key wrote, a record without a key
+//	compaction-offset-order     a partition's offsets in the final read
+//	                            do not strictly increase (holes allowed)
+//	compaction-offset-conflict  an acknowledged offset holds another
+//	                            record, or an acknowledged record is at
+//	                            another offset (compaction empties
+//	                            offsets, never refills or moves them)
+//
+// A lost latest write is put down to a fault in the losses table like a
+// lost record; with page-cache durability one a power loss explains is
+// counted (Report.Compact.Explained), not a violation. The report counts
+// the topic's sends, tombstones, the offsets compacted away (holes below
+// the high watermarks: the cleaners' work, seen by a client), the cleans
+// the nodes counted (sluice_log_cleaner_cleans_total and
+// _failures_total, sampled every 2 s and summed across restarts) and the
+// keys whose latest value or tombstone is present (Report.Compact). The
+// compacted partitions are not in the per-partition table, the
+// unavailability windows or the recovery bound, which are the soak
+// topic's.
+//
 // So that failed-visible checks real failures, a poison producer sends,
 // every --poison-every, one uncompressed record over the topic's
 // max.message.bytes (256 KiB; the workload's batches stay under 64 KiB):
@@ -142,8 +196,9 @@
 //
 // --negative-control acks1 (acks=1, no idempotence), unclean
 // (unclean.leader.election.enable=true, min.insync.replicas=1, replication
-// factor capped so the followers are a minority of the nodes) or
-// page-cache (no fsync before ack) must make the checker report loss; the
+// factor capped so the followers are a minority of the nodes),
+// page-cache (no fsync before ack) or compaction (the compacted topic's
+// producers use acks=1 without idempotence) must make the checker report loss; the
 // run exits 0 only if it does (for page-cache, explained losses count:
 // Counts.Lost is every lost acknowledged record). A control does not wait for the random
 // schedule to stumble on its loss: it runs a scripted scenario, the
@@ -164,9 +219,17 @@
 //	scenario-page-cache  as soon as a partition acknowledged records, a
 //	                     power loss of every replica, then the operator's
 //	                     unclean election
+//	scenario-compaction  scenario-acks1 on a partition of the compacted
+//	                     topic: the latest values of the keys written in
+//	                     its window are lost (compaction-lost-latest, and
+//	                     compaction-offset-conflict where the new leader
+//	                     refilled their offsets); the loss shows only on
+//	                     keys not written again after it, so the control
+//	                     uses at least 20,000 keys
 //
 // make test runs each control once (TestNegativeControls, 15–25 s each)
-// and requires loss put down to its scenario.
+// and requires loss put down to its scenario; for compaction, reported by
+// the compaction invariants with nothing lost on the soak topic.
 //
 // # Network partitions
 //

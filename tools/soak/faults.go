@@ -44,6 +44,10 @@ type faulter struct {
 	cl    *kgo.Client // adm's client, for requests kadm has no call for
 	sched *schedule
 	tps   []TP
+	// ctps are the compacted topic's partitions (compact.go): faults
+	// pick their targets from tps, but metadata, power losses and the
+	// operator's elections cover both.
+	ctps  []TP
 	out   io.Writer
 	power *powerLoss // nil: power loss not enabled
 	net   *netFaults // nil: network partitions not possible here
@@ -232,9 +236,12 @@ func (f *faulter) inject(ctx context.Context, st step, hold time.Duration) Fault
 	return fl
 }
 
+// allTPs are the partitions of every topic of the run.
+func (f *faulter) allTPs() []TP { return append(slices.Clone(f.tps), f.ctps...) }
+
 func (f *faulter) metadata(ctx context.Context) (kadm.Metadata, error) {
 	var topics []string
-	for _, tp := range f.tps {
+	for _, tp := range f.allTPs() {
 		if !slices.Contains(topics, tp.Topic) {
 			topics = append(topics, tp.Topic)
 		}
@@ -284,7 +291,7 @@ func (f *faulter) powerLoss(ctx context.Context, fl *Fault, ids []int32, hold ti
 	var errs []error
 	err := f.killRestart(ctx, ids, hold, func() {
 		for _, id := range ids {
-			s, dropped, err := f.power.drop(f.l, id, f.tps)
+			s, dropped, err := f.power.drop(f.l, id, f.allTPs())
 			st.Add(s)
 			fl.Dropped = append(fl.Dropped, dropped...)
 			errs = append(errs, err)
@@ -382,7 +389,7 @@ func (f *faulter) electUnclean(ctx context.Context) string {
 		return "no unclean election: " + err.Error()
 	}
 	set := kadm.TopicsSet{}
-	for _, tp := range f.tps {
+	for _, tp := range f.allTPs() {
 		set.Add(tp.Topic, tp.Partition)
 	}
 	var elected []string

@@ -96,6 +96,10 @@ type Send struct {
 	Err     string    `json:"err,omitempty"`
 	Sent    time.Time `json:"sent"`
 	Done    time.Time `json:"done"`
+	// RecordKey and Tombstone: a send to the compacted topic (compact.go)
+	// has a record key; a tombstone has a null value.
+	RecordKey string `json:"record_key,omitempty"`
+	Tombstone bool   `json:"tombstone,omitempty"`
 }
 
 // Read is one record seen by a consumer: during the run (with the high
@@ -108,6 +112,10 @@ type Read struct {
 	// returned the record; -1 when unknown.
 	HW int64     `json:"hw"`
 	At time.Time `json:"at"`
+	// Key is the record key (nil: none); Tombstone says the value was
+	// null (compacted topic).
+	Key       []byte `json:"key,omitempty"`
+	Tombstone bool   `json:"tombstone,omitempty"`
 }
 
 // Fault is one fault the schedule injected, from injection until healed.
@@ -155,4 +163,27 @@ type History struct {
 	FinalHW map[TP]int64 `json:"-"`
 	// Bad are the bad client's requests and their answers.
 	Bad []BadRequest `json:"bad_requests,omitempty"`
+	// Compact is the compacted topic's workload (nil: none); the
+	// compaction invariants check it (compactcheck.go).
+	Compact *CompactHistory `json:"compact,omitempty"`
+}
+
+// CompactHistory is what the compacted-topic workload observed.
+type CompactHistory struct {
+	Topic      string `json:"topic"`
+	Partitions []TP   `json:"partitions"`
+	Sends      []Send `json:"-"`
+	// Final is every partition read from its start at the end, FinalHW
+	// the high watermarks it read up to, FinalAt when it began.
+	Final   []Read       `json:"-"`
+	FinalHW map[TP]int64 `json:"-"`
+	FinalAt time.Time    `json:"final_at"`
+	// DeleteRetention is the topic's delete.retention.ms: a tombstone
+	// sent less than this long before FinalAt must still be there.
+	DeleteRetention time.Duration `json:"delete_retention_ns"`
+	// Cleans and CleanFailures: the nodes' sluice_log_cleaner_cleans_total
+	// and _failures_total summed over the run (compact.go, cleanCounter;
+	// lower bounds: a killed node's last counts are lost).
+	Cleans        int64 `json:"cleans"`
+	CleanFailures int64 `json:"clean_failures"`
 }

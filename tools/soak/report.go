@@ -53,6 +53,22 @@ func PrintSummary(w io.Writer, r *Report) {
 	} {
 		fmt.Fprintf(tw, "  %s\t%d\t\n", row.name, row.n)
 	}
+	if cc := r.Compact; cc != nil {
+		fmt.Fprintln(tw, "COMPACTED TOPIC\t\t")
+		for _, row := range []struct {
+			name string
+			n    int64
+		}{
+			{"sent", int64(cc.Sent)}, {"acknowledged", int64(cc.Acked)}, {"  of which tombstones", int64(cc.Tombstones)},
+			{"unknown outcome", int64(cc.Unknown)}, {"read back (final)", int64(cc.Read)},
+			{"offsets compacted away (holes)", cc.Holes}, {"cleans (nodes' /metrics)", cc.Cleans}, {"  failed cleans", cc.CleanFailures},
+			{"keys acknowledged", int64(cc.Keys)},
+			{"  latest value present", int64(cc.LatestPresent)}, {"  deleted (latest is a tombstone)", int64(cc.Deleted)},
+			{"  tombstone still there", int64(cc.TombstonesKept)}, {"losses explained by a power loss", int64(cc.Explained)},
+		} {
+			fmt.Fprintf(tw, "  %s\t%d\t\n", row.name, row.n)
+		}
+	}
 	fmt.Fprintln(tw, "INVARIANTS\tVIOLATIONS\t")
 	for _, k := range Kinds {
 		mark := "ok"

@@ -29,6 +29,11 @@ const (
 	// (page-cache durability: none fsynced), every replica loses power;
 	// the operator elects uncleanly from what survived.
 	ScenarioPageCache = "scenario-page-cache"
+	// ScenarioCompaction is ScenarioAcks1 on a partition of the
+	// compacted topic, whose producers use acks=1: the latest values of
+	// the keys written in its window are lost, and the compaction
+	// invariants must say so.
+	ScenarioCompaction = "scenario-compaction"
 )
 
 // scenarioOf is the scenario of a negative control.
@@ -40,6 +45,8 @@ func scenarioOf(control string) string {
 		return ScenarioAcks1
 	case NegPageCache:
 		return ScenarioPageCache
+	case NegCompaction:
+		return ScenarioCompaction
 	}
 	return ""
 }
@@ -64,12 +71,16 @@ func (f *faulter) runScenarios(ctx context.Context, kind string, end time.Time) 
 		if i > 0 && (time.Until(end) < scenarioRoom || !wait(ctx, f.sched.gap)) {
 			return
 		}
-		tp := f.tps[f.sched.rng.IntN(len(f.tps))]
+		tps := f.tps
+		if kind == ScenarioCompaction {
+			tps = f.ctps
+		}
+		tp := tps[f.sched.rng.IntN(len(tps))]
 		var fl Fault
 		switch kind {
 		case ScenarioUnclean:
 			fl = f.stopKillElect(ctx, kind, tp, true)
-		case ScenarioAcks1:
+		case ScenarioAcks1, ScenarioCompaction:
 			fl = f.stopKillElect(ctx, kind, tp, false)
 		case ScenarioPageCache:
 			fl = f.powerLossAfterAcks(ctx, tp)

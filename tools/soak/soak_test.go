@@ -21,7 +21,9 @@ import (
 // kind was injected and showed its effect, that the live consumer read
 // every partition, that the workload's poison records (over
 // max.message.bytes) failed definitely, and that the bad client's forged
-// fetches and poison batches were all refused. Network partitions need root,
+// fetches and poison batches were all refused, and that the compacted
+// topic was written and cleaned under the faults (offsets compacted away,
+// latest values and tombstones checked). Network partitions need root,
 // iptables and cgroup v2; without them that kind is left out, with a log
 // line saying why, except in CI (env CI set), where that fails the test.
 func TestSoakShort(t *testing.T) {
@@ -36,9 +38,10 @@ func TestSoakShort(t *testing.T) {
 		Producers: 2, Rate: 600, ValueSize: 64, InFlight: 1000, DeliveryTimeout: 20 * time.Second,
 		Faults: AllFaults, FaultGap: 2 * time.Second, RecoveryBound: 20 * time.Second,
 		PowerLoss: true, NetFaults: true, Durability: "sync", PoisonEvery: 3 * time.Second,
-		BadClientEvery: time.Second,
-		NodeConfigs:    map[string]string{"broker.session.timeout.ms": "3000"},
-		Executable:     exe,
+		BadClientEvery:    time.Second,
+		NodeConfigs:       map[string]string{"broker.session.timeout.ms": "3000"},
+		Executable:        exe,
+		CompactPartitions: 2, CompactTopic: "soak-compacted", CompactRate: 200, CompactKeys: 500,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -85,6 +88,12 @@ func TestSoakShort(t *testing.T) {
 		if f.Skipped == "" && (f.Effect == "" || f.NoEffect != "") {
 			t.Errorf("fault %s %s: effect %q, no effect %q", f.Kind, f.Target, f.Effect, f.NoEffect)
 		}
+	}
+	// The compacted topic: written with overwrites and tombstones, and
+	// cleaned (offsets compacted away), so that its invariants checked
+	// something.
+	if cc := fr.Compact; cc == nil || cc.Acked == 0 || cc.Tombstones == 0 || cc.Holes == 0 || cc.LatestPresent == 0 || cc.Cleans == 0 {
+		t.Errorf("compacted topic: %+v: want acknowledged records and tombstones, offsets compacted away, cleans counted, latest values present", cc)
 	}
 	// The live consumer read every partition during the run, so that the
 	// vanished, above-hw and live-conflict checks checked something.

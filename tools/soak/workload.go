@@ -27,7 +27,8 @@ type producer struct {
 	acked  *atomic.Int64
 	failed *atomic.Int64
 	unk    *atomic.Int64
-	byTP   *ackCounts // nil: not counted by partition
+	byTP   *ackCounts   // nil: not counted by partition
+	ck     *compactKeys // a compacted-topic producer's key space, else nil
 }
 
 // ackCounts counts acknowledged records by partition over all producers,
@@ -69,14 +70,29 @@ const (
 	poisonSize           = topicMaxMessageBytes + 4<<10
 )
 
-// newProducer makes workload producer id. A poison producer sends records
-// over the topic's max.message.bytes, which the broker refuses with
-// MESSAGE_TOO_LARGE before any append (definitely failed sends); it is not
-// idempotent (a failed batch would reset an idempotent producer's
-// sequences) and its batches may be as large as a poison record.
-func newProducer(id int, seeds []string, tps []TP, o *Options, acked, failed, unk *atomic.Int64, poison bool) (*producer, error) {
+// producerKind says what a producer sends.
+type producerKind uint8
+
+const (
+	// workloadProducer: unkeyed records to the soak topic, idempotent
+	// acks=all (acks=1 in the acks1 control).
+	workloadProducer producerKind = iota
+	// poisonProducer: records over the topic's max.message.bytes, which
+	// the broker refuses with MESSAGE_TOO_LARGE before any append
+	// (definitely failed sends); not idempotent (a failed batch would
+	// reset an idempotent producer's sequences), and its batches may be
+	// as large as a poison record.
+	poisonProducer
+	// compactProducer: keyed records and tombstones to the compacted
+	// topic (compact.go), idempotent acks=all (acks=1 in the compaction
+	// control).
+	compactProducer
+)
+
+// newProducer makes producer id of the given kind.
+func newProducer(id int, seeds []string, tps []TP, o *Options, acked, failed, unk *atomic.Int64, kind producerKind) (*producer, error) {
 	size, batch := o.ValueSize, int32(producerBatchBytes)
-	if poison {
+	if kind == poisonProducer {
 		size, batch = poisonSize, 2*poisonSize
 	}
 	opts := append(clientOpts(seeds),
@@ -91,9 +107,9 @@ func newProducer(id int, seeds []string, tps []TP, o *Options, acked, failed, un
 		kgo.ProducerLinger(5*time.Millisecond),
 	)
 	switch {
-	case o.acks1():
+	case kind == workloadProducer && o.acks1(), kind == compactProducer && o.NegativeControl == NegCompaction:
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-	case poison:
+	case kind == poisonProducer:
 		// Uncompressed: the limit is on the batch as sent, and the padding
 		// compresses to almost nothing.
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -232,7 +248,11 @@ func (c *consumer) poll(ctx context.Context, add func(Read)) {
 		fs.EachError(func(string, int32, error) { c.errs.Add(1) })
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			for _, r := range p.Records {
-				add(Read{TP: TP{p.Topic, p.Partition}, Offset: r.Offset, Value: append([]byte(nil), r.Value...), HW: p.HighWatermark, At: now})
+				rd := Read{TP: TP{p.Topic, p.Partition}, Offset: r.Offset, Value: append([]byte(nil), r.Value...), HW: p.HighWatermark, At: now, Tombstone: r.Value == nil}
+				if r.Key != nil {
+					rd.Key = append([]byte{}, r.Key...)
+				}
+				add(rd)
 				c.n.Add(1)
 			}
 		})
@@ -251,6 +271,12 @@ func (c *consumer) live(ctx context.Context) {
 // it has when the read starts (hw), within ctx. It returns the reads and
 // the partitions it could not finish.
 func finalRead(ctx context.Context, seeds []string, hw map[TP]int64) ([]Read, []TP, error) {
+	return finalReadWith(ctx, seeds, hw, nil)
+}
+
+// finalReadWith is finalRead calling progress (when not nil) on every
+// record read.
+func finalReadWith(ctx context.Context, seeds []string, hw map[TP]int64, progress func()) ([]Read, []TP, error) {
 	var tps []TP
 	left := map[TP]bool{}
 	for tp, h := range hw {
@@ -271,6 +297,9 @@ func finalRead(ctx context.Context, seeds []string, hw map[TP]int64) ([]Read, []
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c.poll(rctx, func(r Read) {
+		if progress != nil {
+			progress()
+		}
 		if r.Offset >= hw[r.TP] {
 			return // written after the end of the workload? none should be
 		}
