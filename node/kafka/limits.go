@@ -29,6 +29,7 @@ import (
 type refusedCounts struct {
 	total, perIP atomic.Int64
 	idle         atomic.Int64 // closed by connections.max.idle.ms
+	handshake    atomic.Int64 // TLS handshakes failed
 }
 
 // ConnStats is a snapshot of the server's connections.
@@ -40,6 +41,11 @@ type ConnStats struct {
 	RefusedMax, RefusedPerIP int64
 	// IdleClosed counts the connections closed by connections.max.idle.ms.
 	IdleClosed int64
+	// HandshakeFailed counts the connections to SSL listeners closed
+	// because their TLS handshake failed or timed out (Kafka's
+	// failed-authentication-total); a peer that closes before sending a
+	// byte (a liveness probe) is not counted.
+	HandshakeFailed int64
 }
 
 // ConnStats returns the current connection counts.
@@ -47,7 +53,7 @@ func (s *Server) ConnStats() ConnStats {
 	s.mu.Lock()
 	open := len(s.conns)
 	s.mu.Unlock()
-	return ConnStats{Open: open, RefusedMax: s.refused.total.Load(), RefusedPerIP: s.refused.perIP.Load(), IdleClosed: s.refused.idle.Load()}
+	return ConnStats{Open: open, RefusedMax: s.refused.total.Load(), RefusedPerIP: s.refused.perIP.Load(), IdleClosed: s.refused.idle.Load(), HandshakeFailed: s.refused.handshake.Load()}
 }
 
 // admit counts nc against the limits and reports whether it may stay; s.mu
