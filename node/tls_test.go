@@ -1,0 +1,147 @@
+package node
+
+import (
+	"bytes"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/node/tlstest"
+)
+
+// testPKI is a CA, a broker certificate for 127.0.0.1 (keystore and
+// truststore files) and a client certificate, written into a directory.
+type testPKI struct {
+	ca                    *tlstest.CA
+	client                tlstest.Cert
+	keystore, truststore  string
+	clientCert, clientKey string
+}
+
+func newTestPKI(t *testing.T) testPKI {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := tlstest.NewCA("sluice test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker, err := ca.Issue("broker", "127.0.0.1", "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ca.Issue("client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testPKI{ca: ca, client: client,
+		keystore: filepath.Join(dir, "broker.pem"), truststore: filepath.Join(dir, "ca.pem"),
+		clientCert: filepath.Join(dir, "client.crt"), clientKey: filepath.Join(dir, "client.key")}
+	for path, b := range map[string][]byte{p.keystore: broker.KeyStorePEM(), p.truststore: ca.CertPEM, p.clientCert: client.CertPEM, p.clientKey: client.KeyPEM} {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// settings are the node settings of an SSL listener with this PKI.
+func (p testPKI) settings(clientAuth string) []string {
+	return []string{"ssl.keystore.location=" + p.keystore, "ssl.truststore.location=" + p.truststore, "ssl.client.auth=" + clientAuth}
+}
+
+// clientTLS is a client's TLS: trusting the CA, with the client
+// certificate when withCert.
+func (p testPKI) clientTLS(withCert bool) kgo.Opt {
+	cfg := &tls.Config{RootCAs: p.ca.Pool()}
+	if withCert {
+		cfg.Certificates = []tls.Certificate{p.client.TLS()}
+	}
+	return kgo.DialTLSConfig(cfg)
+}
+
+// TestSSLClusterReplicates: three nodes whose only Kafka listener is SSL
+// with ssl.client.auth=required, so replica fetchers dial it with TLS and
+// their keystore as client certificate. A topic with RF=3 and
+// min.insync.replicas=3 takes acks=all produce (which needs both
+// followers to have fetched every record over TLS) and is read back
+// through another node; a client without a certificate is refused.
+func TestSSLClusterReplicates(t *testing.T) {
+	pki := newTestPKI(t)
+	nodes := startClusterWith(t, 3, "SSL", pki.settings("required")...)
+	ctx := testCtx(t)
+	adm := kadm.NewClient(newClient(t, nodes[0], pki.clientTLS(true)))
+	three := "3"
+	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &three}, "secure"); err != nil {
+		t.Fatal(err)
+	}
+	prod := newClient(t, nodes[1], pki.clientTLS(true), kgo.DefaultProduceTopic("secure"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	const n = 200
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "r%d", i)})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("acks=all with min.insync.replicas=3 over SSL: %v", err)
+	}
+	md, err := adm.Metadata(ctx, "secure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := md.Topics["secure"].Partitions[0]; len(p.ISR) != 3 {
+		t.Fatalf("ISR %v, want all three replicas", p.ISR)
+	}
+	cons := newClient(t, nodes[2], pki.clientTLS(true), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"secure": {0: kgo.NewOffset().AtStart()}}))
+	for got := 0; got < n; {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if want := fmt.Sprintf("r%d", got); string(r.Value) != want {
+				t.Fatalf("offset %d: %q, want %q", r.Offset, r.Value, want)
+			}
+			got++
+		})
+	}
+	// No client certificate: refused, and the node says why.
+	bare := newClient(t, nodes[0], pki.clientTLS(false), kgo.RequestRetries(0))
+	if err := bare.Ping(ctx); err == nil {
+		t.Fatal("a client without a certificate was served with ssl.client.auth=required")
+	}
+	if st := nodes[0].srv.ConnStats(); st.HandshakeFailed == 0 {
+		t.Fatalf("the refused handshake was not counted: %+v", st)
+	}
+}
+
+// TestKcatSSL: librdkafka (kcat) with -X security.protocol=ssl produces
+// and consumes on an SSL listener, verifying the broker against
+// ssl.ca.location and presenting its certificate (ssl.client.auth=required).
+func TestKcatSSL(t *testing.T) {
+	path := kcatPath(t)
+	pki := newTestPKI(t)
+	tn := startNode(t, t.TempDir(), append([]string{
+		"listeners=SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"advertised.listeners=SSL://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT",
+		"inter.broker.listener.name=SSL"}, pki.settings("required")...)...)
+	ctx := testCtx(t)
+	createTopic(ctx, t, newClient(t, tn, pki.clientTLS(true)), "kcat-ssl", 1)
+	ssl := []string{"-b", tn.KafkaAddr(), "-t", "kcat-ssl", "-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + pki.truststore,
+		"-X", "ssl.certificate.location=" + pki.clientCert, "-X", "ssl.key.location=" + pki.clientKey}
+	const n = 500
+	var in bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&in, "tls-%04d\n", i)
+	}
+	kcat(ctx, t, path, in.Bytes(), append([]string{"-P", "-p", "0", "-X", "acks=all"}, ssl...)...)
+	out := kcat(ctx, t, path, nil, append([]string{"-C", "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%s\n"}, ssl...)...)
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != n || lines[0] != "tls-0000" || lines[n-1] != fmt.Sprintf("tls-%04d", n-1) {
+		t.Fatalf("kcat over SSL consumed %d lines (first %q), want %d", len(lines), lines[:min(len(lines), 3)], n)
+	}
+}
