@@ -117,6 +117,9 @@ func TestSSLClusterReplicates(t *testing.T) {
 	if st := nodes[0].srv.ConnStats(); st.HandshakeFailed == 0 {
 		t.Fatalf("the refused handshake was not counted: %+v", st)
 	}
+	if v := value(t, scrape(t, nodes[0]), "kafka_server_socket_server_metrics_failed_authentication_total", "listener=SSL"); v < 1 {
+		t.Fatalf("failed_authentication_total{listener=SSL} = %v, want the refusal counted", v)
+	}
 }
 
 // TestKcatSSL: librdkafka (kcat) with -X security.protocol=ssl produces

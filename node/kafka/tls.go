@@ -33,6 +33,12 @@ func (c *conn) handshake() bool {
 		c.log.Debug("kafka: peer closed before the TLS handshake", "listener", c.listener)
 	default:
 		c.s.refused.handshake.Add(1)
+		c.s.mu.Lock()
+		if c.s.refused.handshakeBy == nil {
+			c.s.refused.handshakeBy = map[string]int64{}
+		}
+		c.s.refused.handshakeBy[c.listener]++
+		c.s.mu.Unlock()
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = errors.New("no TLS handshake within " + c.s.opts.HandshakeTimeout.String())
 		}
