@@ -19,7 +19,7 @@ import (
 // truststore files) and a client certificate, written into a directory.
 type testPKI struct {
 	ca                    *tlstest.CA
-	client                tlstest.Cert
+	broker, client        tlstest.Cert
 	keystore, truststore  string
 	clientCert, clientKey string
 }
@@ -39,7 +39,7 @@ func newTestPKI(t *testing.T) testPKI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := testPKI{ca: ca, client: client,
+	p := testPKI{ca: ca, broker: broker, client: client,
 		keystore: filepath.Join(dir, "broker.pem"), truststore: filepath.Join(dir, "ca.pem"),
 		clientCert: filepath.Join(dir, "client.crt"), clientKey: filepath.Join(dir, "client.key")}
 	for path, b := range map[string][]byte{p.keystore: broker.KeyStorePEM(), p.truststore: ca.CertPEM, p.clientCert: client.CertPEM, p.clientKey: client.KeyPEM} {
@@ -128,12 +128,33 @@ func TestSSLClusterReplicates(t *testing.T) {
 func TestKcatSSL(t *testing.T) {
 	path := kcatPath(t)
 	pki := newTestPKI(t)
-	tn := startNode(t, t.TempDir(), append([]string{
+	tn := startNode(t, t.TempDir(),
 		"listeners=SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"advertised.listeners=SSL://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT",
-		"inter.broker.listener.name=SSL"}, pki.settings("required")...)...)
+		"inter.broker.listener.name=SSL",
+		// The inline PEM form (KIP-651), as flags.
+		"ssl.keystore.certificate.chain="+string(pki.broker.CertPEM), "ssl.keystore.key="+string(pki.broker.KeyPEM),
+		"ssl.truststore.certificates="+string(pki.ca.CertPEM), "ssl.client.auth=required")
 	ctx := testCtx(t)
-	createTopic(ctx, t, newClient(t, tn, pki.clientTLS(true)), "kcat-ssl", 1)
+	cl := newClient(t, tn, pki.clientTLS(true))
+	createTopic(ctx, t, cl, "kcat-ssl", 1)
+	// The private key is never described.
+	bcs, err := kadm.NewClient(cl).DescribeBrokerConfigs(ctx, 1)
+	if err != nil || len(bcs) != 1 {
+		t.Fatalf("broker configs: %v %+v", err, bcs)
+	}
+	var sawKey bool
+	for _, c := range bcs[0].Configs {
+		if c.Key == "ssl.keystore.key" {
+			sawKey = true
+			if c.Value != nil || !c.Sensitive {
+				t.Fatalf("ssl.keystore.key described as %+v, want a null sensitive value", c)
+			}
+		}
+	}
+	if !sawKey {
+		t.Fatal("ssl.keystore.key missing from the broker's configs")
+	}
 	ssl := []string{"-b", tn.KafkaAddr(), "-t", "kcat-ssl", "-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + pki.truststore,
 		"-X", "ssl.certificate.location=" + pki.clientCert, "-X", "ssl.key.location=" + pki.clientKey}
 	const n = 500
