@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -24,7 +25,7 @@ type testPKI struct {
 	clientCert, clientKey string
 }
 
-func newTestPKI(t *testing.T) testPKI {
+func newTestPKI(t testing.TB) testPKI {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := tlstest.NewCA("sluice test CA")
@@ -86,8 +87,18 @@ func TestSSLClusterReplicates(t *testing.T) {
 	for i := range n {
 		recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, "r%d", i)})
 	}
-	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("acks=all with min.insync.replicas=3 over SSL: %v", err)
+	// An idempotent producer retries sent records forever, ignoring ctx
+	// (kgo cannot fail them without a sequence gap): wait with a deadline
+	// so a build whose fetchers cannot replicate fails here, not hangs.
+	produced := make(chan error, 1)
+	go func() { produced <- prod.ProduceSync(ctx, recs...).FirstErr() }()
+	select {
+	case err := <-produced:
+		if err != nil {
+			t.Fatalf("acks=all with min.insync.replicas=3 over SSL: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("acks=all with min.insync.replicas=3 over SSL not acknowledged in 30 s: do the replica fetchers reach the SSL listener?")
 	}
 	md, err := adm.Metadata(ctx, "secure")
 	if err != nil {
@@ -116,6 +127,18 @@ func TestSSLClusterReplicates(t *testing.T) {
 	}
 	if st := nodes[0].srv.ConnStats(); st.HandshakeFailed == 0 {
 		t.Fatalf("the refused handshake was not counted: %+v", st)
+	}
+	// A plaintext client on the SSL port: refused too, the node intact.
+	before := nodes[0].srv.ConnStats().HandshakeFailed
+	plain := newClient(t, nodes[0], kgo.RequestRetries(0))
+	if err := plain.Ping(ctx); err == nil {
+		t.Fatal("a plaintext client was served on an SSL listener")
+	}
+	if st := nodes[0].srv.ConnStats(); st.HandshakeFailed <= before {
+		t.Fatalf("the plaintext client's refusal was not counted: %+v", st)
+	}
+	if _, err := adm.Metadata(ctx, "secure"); err != nil {
+		t.Fatalf("the TLS client after the refusals: %v", err)
 	}
 	if v := value(t, scrape(t, nodes[0]), "kafka_server_socket_server_metrics_failed_authentication_total", "listener=SSL"); v < 1 {
 		t.Fatalf("failed_authentication_total{listener=SSL} = %v, want the refusal counted", v)
