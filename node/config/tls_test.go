@@ -2,10 +2,12 @@ package config
 
 import (
 	"crypto/tls"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluice-log/sluice/node/tlstest"
 )
@@ -173,4 +175,76 @@ func FuzzPEM(f *testing.F) {
 		}
 		_, _ = parseCertificates(b)
 	})
+}
+
+// handshake runs a TLS handshake between client and a server presenting
+// cert, over loopback TCP, and returns the client's error.
+func handshake(t *testing.T, client *tls.Config, cert tlstest.Cert) error {
+	t.Helper()
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert.TLS()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			_ = c.(*tls.Conn).Handshake()
+			_ = c.Close()
+		}
+	}()
+	nc, err := net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	return tls.Client(nc, client).Handshake()
+}
+
+// TestEndpointIdentification: the client side an SSL inter-broker
+// listener gives replica fetchers checks the leader's chain against the
+// truststore and, with ssl.endpoint.identification.algorithm=https (the
+// default), its name; with it empty, the chain only — a certificate from
+// another CA is refused either way.
+func TestEndpointIdentification(t *testing.T) {
+	dir, ca, _ := certs(t)
+	otherName, err := ca.Issue("elsewhere", "10.9.9.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	right, err := ca.Issue("broker", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := tlstest.NewCA("stranger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err := stranger.Issue("broker", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := minimal + sslListeners + "ssl.keystore.location=" + dir + "/broker.pem\nssl.truststore.location=" + dir + "/ca.pem\n"
+	for _, tc := range []struct {
+		algo                     string
+		right, otherName, forged bool // handshake succeeds
+	}{
+		{"https", true, false, false},
+		{"", true, true, false},
+	} {
+		c, err := load(t, base+"ssl.endpoint.identification.algorithm="+tc.algo+"\n", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := c.TLS["SSL"].ClientFor("127.0.0.1:9094")
+		for _, h := range []struct {
+			name string
+			cert tlstest.Cert
+			ok   bool
+		}{{"right", right, tc.right}, {"other name", otherName, tc.otherName}, {"other CA", forged, tc.forged}} {
+			if err := handshake(t, client, h.cert); (err == nil) != h.ok {
+				t.Errorf("algorithm %q, %s certificate: handshake error %v, want success %v", tc.algo, h.name, err, h.ok)
+			}
+		}
+	}
 }
