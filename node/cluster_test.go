@@ -19,6 +19,13 @@ import (
 // broker, on 127.0.0.1.
 func startCluster(t *testing.T, n int) []*testNode {
 	t.Helper()
+	return startClusterWith(t, n, config.ListenerKafka)
+}
+
+// startClusterWith is startCluster with the Kafka listener called
+// listener (the inter-broker one) and extra key=value settings.
+func startClusterWith(t *testing.T, n int, listener string, extra ...string) []*testNode {
+	t.Helper()
 	nodes := make([]*testNode, n)
 	var voters []quorum.Voter
 	for i := range nodes {
@@ -34,9 +41,14 @@ func startCluster(t *testing.T, n int) []*testNode {
 		}
 		fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
 		config.Flags(fs)
-		if err := fs.Parse([]string{fmt.Sprintf("--node.id=%d", i+1), "--log.dirs=" + tn.dir,
-			"--listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-			"--advertised.listeners=PLAINTEXT://127.0.0.1:" + port(tn.kl) + ",CONTROLLER://127.0.0.1:" + port(tn.ctrlL)}); err != nil {
+		args := []string{fmt.Sprintf("--node.id=%d", i+1), "--log.dirs=" + tn.dir,
+			"--listeners=" + listener + "://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+			"--advertised.listeners=" + listener + "://127.0.0.1:" + port(tn.kl) + ",CONTROLLER://127.0.0.1:" + port(tn.ctrlL),
+			"--inter.broker.listener.name=" + listener}
+		for _, e := range extra {
+			args = append(args, "--"+e)
+		}
+		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
 		cfg, err := config.Load(fs, []string{})

@@ -284,7 +284,7 @@ func (b *broker) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource)
 				if !want(k) {
 					continue
 				}
-				e := kafka.ConfigEntry{Name: k, Value: b.cfg.Values[k], ReadOnly: true, Source: kafka.ConfigSourceStaticBroker, Type: typeString}
+				e := kafka.ConfigEntry{Name: k, Value: b.cfg.Values[k], ReadOnly: true, Source: kafka.ConfigSourceStaticBroker, Type: typeString, Sensitive: config.Sensitive(k)}
 				if b.cfg.Defaulted[k] {
 					e.Source = kafka.ConfigSourceDefaultConfig
 				}

@@ -123,6 +123,7 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 	if srv := s.srv; srv != nil {
 		cs := srv.ConnStats()
 		st.Connections, st.ConnectionsRefusedMax, st.ConnectionsRefusedPerIP, st.ConnectionsIdleClosed = cs.Open, cs.RefusedMax, cs.RefusedPerIP, cs.IdleClosed
+		st.FailedAuthentication = cs.HandshakeFailedBy
 	}
 	return st
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -265,6 +266,7 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 		NodeID: n.cfg.NodeID, Logger: n.log, FS: n.fs, Dir: n.dir,
 		ScrubInterval: n.cfg.LogScrubInterval, ScrubBytesPerSecond: n.cfg.LogScrubMaxBytesPerSecond,
 		OnCorruptBatch: n.metrics.m.ObserveCorruptBatch,
+		FetchTLS:       n.interBrokerTLS(),
 	})
 	if err != nil {
 		return false, fmt.Errorf("node: %w", err)
@@ -361,7 +363,11 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 	for i, ln := range n.kafkaLs {
 		name := cfg.KafkaListeners[i].Name
 		serving.Go(func() {
-			if err := n.srv.ServeListener(name, ln); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+			var tc *tls.Config
+			if lt := cfg.TLS[name]; lt != nil {
+				tc = lt.Server
+			}
+			if err := n.srv.ServeListenerTLS(name, ln, tc); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 				n.log.Error("node: kafka listener failed", "listener", name, "err", err)
 			}
 		})
@@ -482,6 +488,17 @@ func (n *Node) proposeRetrying(ctx context.Context, cmd quorum.Command) (any, er
 		}
 		n.log.Info("node: retrying a command whose outcome is unknown", "command", cmd.CommandType(), "err", err)
 	}
+}
+
+// interBrokerTLS is how replica fetchers dial an SSL inter-broker
+// listener (its keystore as client certificate, its truststore as
+// roots); nil when that listener is PLAINTEXT.
+func (n *Node) interBrokerTLS() func(addr string) *tls.Config {
+	lt := n.cfg.TLS[n.cfg.InterBrokerListener]
+	if lt == nil {
+		return nil
+	}
+	return lt.ClientFor
 }
 
 // KafkaAddr is the address the first Kafka listener is bound to.

@@ -14,12 +14,31 @@
 // optional, runs liveness gossip (memberlist) and joins gossip.seeds.
 // Every other name is a Kafka protocol listener, as in Kafka: its
 // security protocol comes from listener.security.protocol.map (PLAINTEXT
-// is the only one supported yet), and a broker needs at least one. Two
+// or SSL; SASL_* are refused yet), and a broker needs at least one. Two
 // PLAINTEXT listeners with different names (INTERNAL for peers and
 // clients inside a network, EXTERNAL for clients outside it) serve the
 // same broker; a client is told the advertised addresses of the listener
 // it connected to, and replica fetchers dial inter.broker.listener.name
 // (default PLAINTEXT).
+//
+// An SSL listener serves TLS (crypto/tls) with the ssl.* keys, in Kafka's
+// names, PEM only (KIP-651; JKS and PKCS12 are refused with a message):
+// ssl.keystore.location (a PEM file with the private key and the
+// certificate chain) or ssl.keystore.certificate.chain with
+// ssl.keystore.key (inline PEM; in a properties file over continuation
+// lines ending in a backslash, as Kafka's docs write them);
+// ssl.truststore.location or ssl.truststore.certificates (the CAs that
+// sign client certificates and peer brokers' certificates);
+// ssl.client.auth (none, requested, required); ssl.enabled.protocols
+// (TLSv1.2, TLSv1.3); ssl.cipher.suites (TLS 1.2 suites, IANA names);
+// ssl.endpoint.identification.algorithm (https or empty, for the broker
+// dialling the inter-broker listener). listener.name.<name>.<ssl key>
+// (e.g. listener.name.external.ssl.keystore.location, or
+// SLUICE_LISTENER_NAME_EXTERNAL_SSL_KEYSTORE_LOCATION) overrides a key for
+// one listener. Everything is checked at Load, into Config.TLS. Unlike
+// Kafka, ssl.keystore.type and ssl.truststore.type default to PEM.
+// Secrets (ssl.keystore.key, the passwords) are kept out of Values, so
+// DescribeConfigs never reveals them (Sensitive).
 //
 // Environment variables: each key's name upper-cased with dots and
 // dashes as underscores, after SLUICE_ (advertised.listeners is
@@ -96,7 +115,13 @@ type Config struct {
 	// InterBrokerListener (inter.broker.listener.name) is the Kafka
 	// listener replica fetchers dial on other brokers.
 	InterBrokerListener string
-	LogDirs             []string
+	// TLS holds the TLS of each SSL listener (tls.go), by name.
+	TLS map[string]*ListenerTLS
+	// ssl holds the ssl.* values and sslOverrides the
+	// listener.name.<name>.ssl.* ones, by listener name.
+	ssl          map[string]string
+	sslOverrides map[string]map[string]string
+	LogDirs      []string
 	// ClusterID (cluster.id, a Sluice key) is checked against
 	// meta.properties when set.
 	ClusterID string
@@ -254,7 +279,10 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = []key{
+var keys = slices.Concat(baseKeys, sslKeyTable())
+
+// baseKeys are the keys but ssl.* (tls.go).
+var baseKeys = []key{
 	{"node.id", "", "this node's id (required)", func(c *Config, v string) error { return parseInt32(&c.NodeID, v, 0, math.MaxInt32) }},
 	{"process.roles", "broker,controller", "broker, controller or both", parseRoles},
 	{"controller.quorum.voters", "", "id@host:port,... of the controllers (default: initial.controllers of meta.properties)", func(c *Config, v string) error {
@@ -273,7 +301,7 @@ var keys = []key{
 		c.AdvertisedListeners, err = parseListeners(v)
 		return err
 	}},
-	{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "NAME:PROTOCOL,... the security protocol of each Kafka listener (PLAINTEXT only, for now)", func(c *Config, v string) (err error) {
+	{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "NAME:PROTOCOL,... the security protocol of each Kafka listener (PLAINTEXT or SSL, for now)", func(c *Config, v string) (err error) {
 		c.SecurityProtocols, err = parseProtocolMap(v)
 		return err
 	}},
@@ -477,6 +505,7 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 	// "::" keeps Kafka's dotted keys flat instead of nesting them.
 	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
 	known := map[string]bool{}
+	overrides := map[string]map[string]string{}
 	for _, k := range keys {
 		known[k.name] = true
 		v.SetDefault(k.name, k.def)
@@ -487,7 +516,12 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 			if err != nil {
 				return nil, err
 			}
-			for name := range m {
+			for name, val := range m {
+				if l, k, ok := listenerOverride(name); ok {
+					overrides[l] = mapSet(overrides[l], k, fmt.Sprint(val))
+					delete(m, name)
+					continue
+				}
 				if !known[name] {
 					return nil, fmt.Errorf("%w: %s: unknown key %q", ErrInvalid, f.Value.String(), name)
 				}
@@ -507,6 +541,10 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 			continue // SLUICE_CLI_* belong to the admin tools, not to a node
 		}
 		k, ok := byEnv[name]
+		if l, sk, isOverride := envListenerOverride(name); !ok && isOverride {
+			overrides[l] = mapSet(overrides[l], sk, val)
+			continue
+		}
 		if !ok {
 			return nil, fmt.Errorf("%w: environment variable %s is not a known key", ErrInvalid, name)
 		}
@@ -519,10 +557,13 @@ func Load(fs *pflag.FlagSet, env []string) (*Config, error) {
 			}
 		}
 	}
-	c := &Config{Values: map[string]string{}, Defaulted: map[string]bool{}}
+	c := &Config{Values: map[string]string{}, Defaulted: map[string]bool{}, sslOverrides: overrides}
 	for _, k := range keys {
 		val := strings.TrimSpace(v.GetString(k.name))
 		c.Values[k.name] = val
+		if Sensitive(k.name) {
+			c.Values[k.name] = "" // never described
+		}
 		c.Defaulted[k.name] = !v.InConfig(k.name) && val == k.def
 		if err := k.parse(c, val); err != nil {
 			return nil, fmt.Errorf("%w: %s=%q: %v", ErrInvalid, k.name, val, err)
@@ -577,10 +618,26 @@ func (c *Config) validateListeners() error {
 			return fmt.Errorf("%w: listeners: %s is not a listener name Sluice knows (%s, %s, %s) nor in listener.security.protocol.map; add %s:PLAINTEXT to the map for a Kafka listener",
 				ErrInvalid, l.Name, ListenerController, ListenerHTTP, ListenerGossip, l.Name)
 		}
-		if p != "PLAINTEXT" {
-			return fmt.Errorf("%w: listener.security.protocol.map: listener %s uses %s, which Sluice does not support yet (PLAINTEXT only)", ErrInvalid, l.Name, p)
+		if p != "PLAINTEXT" && p != "SSL" {
+			return fmt.Errorf("%w: listener.security.protocol.map: listener %s uses %s, which Sluice does not support yet (PLAINTEXT and SSL only; SASL is the next part of the security work, issue 19)", ErrInvalid, l.Name, p)
 		}
 		c.KafkaListeners = append(c.KafkaListeners, l)
+	}
+	for name := range c.sslOverrides {
+		if !slices.Contains(c.sslListeners(), name) {
+			return fmt.Errorf("%w: listener.name.%s.ssl.*: %s is not a Kafka listener mapped to SSL in listener.security.protocol.map; fix the listener name or the map",
+				ErrInvalid, strings.ToLower(name), name)
+		}
+	}
+	for _, name := range c.sslListeners() {
+		t, err := c.buildTLS(name)
+		if err != nil {
+			return err
+		}
+		if c.TLS == nil {
+			c.TLS = map[string]*ListenerTLS{}
+		}
+		c.TLS[name] = t
 	}
 	if c.Broker && len(c.KafkaListeners) == 0 {
 		return fmt.Errorf("%w: listeners: a broker needs a Kafka listener (e.g. %s://:9092)", ErrInvalid, ListenerKafka)
@@ -674,6 +731,21 @@ func (c *Config) FormatIfEmpty() (bool, error) {
 // meta.properties.
 func (c *Config) Verify() (meta.Meta, error) {
 	return meta.Verify(c.LogDirs[0], c.ClusterID, c.NodeID)
+}
+
+// Sensitive reports whether key's value is a secret (a private key, a
+// password): its Values entry is empty, and DescribeConfigs answers it
+// as null, as Kafka does.
+func Sensitive(key string) bool {
+	return slices.ContainsFunc(sslKeys, func(k sslKey) bool { return k.sensitive && k.name == key })
+}
+
+func mapSet(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
 }
 
 // Keys lists the known keys, sorted (documentation, tests).
@@ -886,21 +958,28 @@ func parseBool(dst *bool, v string) error {
 }
 
 // readProperties reads a Java properties file: key=value or key:value lines,
-// # and ! comments, blank lines. Line continuations and escapes are not
-// supported: a line ending in a backslash is an error naming it.
+// # and ! comments, blank lines, and Java's line continuations (a line
+// ending in a backslash goes on with the next, its leading blanks
+// dropped: how Kafka's docs write inline PEM). Escapes are not
+// supported.
 func readProperties(path string) (map[string]any, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	m := map[string]any{}
-	for i, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i < len(lines); i++ {
+		line := strings.TrimSpace(lines[i])
 		if line == "" || line[0] == '#' || line[0] == '!' {
 			continue
 		}
-		if strings.HasSuffix(line, `\`) {
-			return nil, fmt.Errorf("%w: %s:%d: line continuations are not supported", ErrInvalid, path, i+1)
+		for strings.HasSuffix(line, `\`) {
+			if i+1 == len(lines) {
+				return nil, fmt.Errorf("%w: %s:%d: the last line ends in a backslash (a continuation of nothing): remove it", ErrInvalid, path, i+1)
+			}
+			i++
+			line = line[:len(line)-1] + strings.TrimSpace(lines[i])
 		}
 		sep := strings.IndexAny(line, "=:")
 		if sep <= 0 {

@@ -152,7 +152,7 @@ func TestSourcesAndErrors(t *testing.T) {
 		{name: "bad role", file: minimal + "process.roles=broker,zookeeper\n", err: "process.roles"},
 		{name: "unmapped listener", file: minimal + "listeners=INTERNAL://:9094,CONTROLLER://:9093\n", err: "add INTERNAL:PLAINTEXT to the map"},
 		{name: "bad listener", file: minimal + "listeners=IN TERNAL://:9094,CONTROLLER://:9093\n", err: "listeners"},
-		{name: "ssl listener", file: minimal + "listeners=SSL://:9094,CONTROLLER://:9093\n", err: "SSL, which Sluice does not support yet"},
+		{name: "ssl listener without keystore", file: minimal + "listeners=SSL://:9094,CONTROLLER://:9093\n", err: "an SSL listener needs a certificate"},
 		{name: "bad protocol", file: minimal + "listener.security.protocol.map=PLAINTEXT:TLS\n", err: "listener.security.protocol.map"},
 		{name: "no inter-broker listener", file: minimal + "listeners=INTERNAL://:9092,EXTERNAL://:19092,CONTROLLER://:9093\nlistener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT\n",
 			err: "inter.broker.listener.name=PLAINTEXT must be a Kafka listener in listeners; the valid options based on the listeners are INTERNAL,EXTERNAL"},

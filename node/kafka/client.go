@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -35,6 +37,20 @@ func Dial(addr string, timeout time.Duration) (*ClientConn, error) {
 	nc, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
+	}
+	return NewClientConn(nc), nil
+}
+
+// DialTLS connects to a broker's SSL listener at addr with cfg (its
+// ServerName set to the host checked against the certificate), the TCP
+// connect and the TLS handshake both within timeout.
+func DialTLS(addr string, timeout time.Duration, cfg *tls.Config) (*ClientConn, error) {
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: cfg}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("TLS to %s: %w", addr, err)
 	}
 	return NewClientConn(nc), nil
 }

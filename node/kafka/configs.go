@@ -45,6 +45,9 @@ type ConfigEntry struct {
 	// Type is Kafka's ConfigType (1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, ...).
 	Type int8
 	Doc  string
+	// Sensitive values (private keys, passwords) are answered as null,
+	// marked sensitive, as Kafka does.
+	Sensitive bool
 }
 
 // ConfigResult is the outcome for one resource.

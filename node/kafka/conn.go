@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -231,6 +232,13 @@ func (c *conn) drain() {
 // Safe to call more than once and from any goroutine.
 func (c *conn) abort() {
 	c.cancel()
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		// Not tc.Close: its close_notify alert may wait up to 5 s for a
+		// peer that stopped reading, and forceClose calls this under
+		// Server.mu. Kafka clients need no close_notify.
+		_ = tc.NetConn().Close()
+		return
+	}
 	_ = c.nc.Close()
 }
 

@@ -40,6 +40,9 @@ func handleDescribeConfigs(ctx context.Context, s *Server, r *request) (kmsg.Res
 			for _, e := range out.Entries {
 				c := kmsg.NewDescribeConfigsResponseResourceConfig()
 				c.Name, c.Value, c.ReadOnly = e.Name, kmsg.StringPtr(e.Value), e.ReadOnly
+				if e.Sensitive {
+					c.Value, c.IsSensitive = nil, true
+				}
 				c.Source = kmsg.ConfigSource(e.Source)
 				c.IsDefault = e.Source == ConfigSourceDefaultConfig
 				c.ConfigType = kmsg.ConfigType(e.Type)

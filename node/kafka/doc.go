@@ -88,6 +88,15 @@
 //     Replica fetchers connect to the listener named by the node's
 //     inter.broker.listener.name and count against the same limits (one
 //     Server serves every Kafka listener of a node: ServeListener).
+//   - SSL listeners (tls.go): ServeListenerTLS makes each accepted
+//     connection a crypto/tls server; its handshake runs on the
+//     connection's goroutine within Options.HandshakeTimeout (10 s). A
+//     failed or timed-out handshake (a plaintext client, a missing or
+//     untrusted client certificate) closes the connection with a log line
+//     and counts in ConnStats.HandshakeFailed; a peer that closes before
+//     its ClientHello (the controller's liveness probe) is neither. Over
+//     TLS a Fetch's file ranges are copied, not sent with sendfile(2) (a
+//     *tls.Conn is not a syscall.Conn); the idle reader keeps its buffer.
 //   - A frame whose size prefix is negative or above Options.MaxRequestBytes
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,

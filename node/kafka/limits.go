@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"maps"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -29,6 +30,9 @@ import (
 type refusedCounts struct {
 	total, perIP atomic.Int64
 	idle         atomic.Int64 // closed by connections.max.idle.ms
+	handshake    atomic.Int64 // TLS handshakes failed
+	// handshakeBy counts them by listener name; Server.mu guards it.
+	handshakeBy map[string]int64
 }
 
 // ConnStats is a snapshot of the server's connections.
@@ -40,14 +44,26 @@ type ConnStats struct {
 	RefusedMax, RefusedPerIP int64
 	// IdleClosed counts the connections closed by connections.max.idle.ms.
 	IdleClosed int64
+	// HandshakeFailed counts the connections to SSL listeners closed
+	// because their TLS handshake failed or timed out (Kafka's
+	// failed-authentication-total); a peer that closes before sending a
+	// byte (a liveness probe) is not counted.
+	HandshakeFailed int64
+	// HandshakeFailedBy is HandshakeFailed by listener name (a copy).
+	HandshakeFailedBy map[string]int64
 }
 
 // ConnStats returns the current connection counts.
 func (s *Server) ConnStats() ConnStats {
 	s.mu.Lock()
 	open := len(s.conns)
+	var by map[string]int64
+	if len(s.refused.handshakeBy) > 0 {
+		by = maps.Clone(s.refused.handshakeBy)
+	}
 	s.mu.Unlock()
-	return ConnStats{Open: open, RefusedMax: s.refused.total.Load(), RefusedPerIP: s.refused.perIP.Load(), IdleClosed: s.refused.idle.Load()}
+	return ConnStats{Open: open, RefusedMax: s.refused.total.Load(), RefusedPerIP: s.refused.perIP.Load(), IdleClosed: s.refused.idle.Load(),
+		HandshakeFailed: s.refused.handshake.Load(), HandshakeFailedBy: by}
 }
 
 // admit counts nc against the limits and reports whether it may stay; s.mu

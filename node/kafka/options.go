@@ -19,6 +19,9 @@ const DefaultMaxQueuedRequests = 16
 // decoded ahead of (and including) the request being handled.
 const DefaultMaxQueuedBytes = 4 << 20
 
+// DefaultHandshakeTimeout bounds a TLS handshake on an SSL listener.
+const DefaultHandshakeTimeout = 10 * time.Second
+
 // Options configure a Server. The node reads them from its configuration
 // (node/config) and passes them down; zero fields take the defaults.
 type Options struct {
@@ -50,6 +53,10 @@ type Options struct {
 	// waits for no answer for this long (connections.max.idle.ms). Zero:
 	// never.
 	ConnectionsMaxIdle time.Duration
+	// HandshakeTimeout bounds the TLS handshake of a connection to an
+	// SSL listener (ServeListenerTLS); one that takes longer is closed.
+	// Zero: DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
 	// Observer, when set, receives the timing of every request, and its
 	// TopicObserver capability, if any, the per-topic traffic (metrics).
 	// Nil takes no timestamps.
@@ -69,6 +76,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.MaxQueuedBytes == 0 {
 		o.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
+	if o.HandshakeTimeout == 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

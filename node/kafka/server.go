@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/netip"
@@ -77,6 +78,17 @@ func (s *Server) Serve(ln net.Listener) error { return s.ServeListener("", ln) }
 // client is handed addresses it can dial from where it connected. One
 // Server may serve several listeners at once.
 func (s *Server) ServeListener(name string, ln net.Listener) error {
+	return s.ServeListenerTLS(name, ln, nil)
+}
+
+// ServeListenerTLS is ServeListener for an SSL listener: each connection
+// is a TLS server with cfg (nil: plaintext). The handshake runs on the
+// connection's own goroutine, within Options.HandshakeTimeout, so a slow
+// or silent client holds nothing but its connection slot until then; a
+// failed handshake (a plaintext client, an untrusted or missing client
+// certificate under ssl.client.auth=required) is logged and closes the
+// connection, counted in ConnStats.HandshakeFailed.
+func (s *Server) ServeListenerTLS(name string, ln net.Listener, cfg *tls.Config) error {
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
@@ -116,7 +128,7 @@ func (s *Server) ServeListener(name string, ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		s.startConn(nc, name)
+		s.startConn(nc, name, cfg)
 	}
 }
 
@@ -130,7 +142,7 @@ func transientAcceptError(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
-func (s *Server) startConn(nc net.Conn, listener string) {
+func (s *Server) startConn(nc net.Conn, listener string, tlsCfg *tls.Config) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing.Load() {
@@ -142,13 +154,18 @@ func (s *Server) startConn(nc net.Conn, listener string) {
 		_ = nc.Close()
 		return
 	}
+	if tlsCfg != nil {
+		nc = tls.Server(nc, tlsCfg)
+	}
 	c := newConn(s, nc)
 	c.listener = listener
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		c.serve()
+		if c.handshake() {
+			c.serve()
+		}
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.release(ip)

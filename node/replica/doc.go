@@ -48,7 +48,9 @@
 //     (Kafka's ReplicaFetcherThread): the fetches its followers queued go
 //     as one Fetch v15 (topics by ID; ReplicaState: this broker's id and
 //     registered epoch, without which the leader counts nothing; current
-//     leader epoch, last fetched epoch) over a kafka.ClientConn, long-polled
+//     leader epoch, last fetched epoch) over a kafka.ClientConn (TLS,
+//     kafka.DialTLS, when Options.FetchTLS is set: an SSL inter-broker
+//     listener, with the node's keystore as client certificate), long-polled
 //     by the leader (replica.fetch.wait.max.ms 500); each answer is
 //     appended with AppendReplicated when the state machine still waits
 //     for it, then stepped. An unreachable leader is retried after

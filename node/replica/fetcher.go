@@ -266,7 +266,13 @@ func (f *fetcher) dial() (_ *kafka.ClientConn, reused bool, _ error) {
 	if addr == "" {
 		return nil, false, fmt.Errorf("broker %d has no registered endpoint for this node's inter.broker.listener.name (give every broker the same inter-broker listener name)", f.leader)
 	}
-	nc, err := kafka.Dial(addr, replicaSocketTimeout)
+	var nc *kafka.ClientConn
+	var err error
+	if f.m.fetchTLS != nil {
+		nc, err = kafka.DialTLS(addr, replicaSocketTimeout, f.m.fetchTLS(addr))
+	} else {
+		nc, err = kafka.Dial(addr, replicaSocketTimeout)
+	}
 	if err != nil {
 		return nil, false, err
 	}

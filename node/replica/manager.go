@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -63,6 +64,10 @@ type Options struct {
 	ScrubBytesPerSecond int64
 	// OnCorruptBatch, when set, counts a bad batch the scrub found.
 	OnCorruptBatch func(topic string, partition int32)
+	// FetchTLS, when set, is the TLS a replica fetcher dials the leader's
+	// inter-broker listener with (an SSL listener), given the address
+	// dialled; nil: plaintext.
+	FetchTLS func(addr string) *tls.Config
 }
 
 // TP names a partition: the key of the replicas.
@@ -96,6 +101,7 @@ type Manager struct {
 	fs        vfs.FS
 	dir       string
 	onCorrupt func(topic string, partition int32)
+	fetchTLS  func(addr string) *tls.Config
 
 	mu struct {
 		sync.RWMutex
@@ -150,7 +156,7 @@ func NewManager(h Host, opts Options) (*Manager, error) {
 		opts.FS = vfs.Default
 	}
 	m := &Manager{host: h, nodeID: opts.NodeID, log: opts.Logger, fs: opts.FS, dir: opts.Dir,
-		onCorrupt: opts.OnCorruptBatch, stop: make(chan struct{})}
+		onCorrupt: opts.OnCorruptBatch, fetchTLS: opts.FetchTLS, stop: make(chan struct{})}
 	m.mu.replicas = map[TP]*Replica{}
 	m.start = time.Now()
 	m.clock = func() int64 { return int64(time.Since(m.start) / TickInterval) }

@@ -1,0 +1,383 @@
+package config
+
+import (
+	"crypto"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// ListenerTLS is the TLS of one SSL listener, built from the ssl.* keys
+// (and their listener.name.<name>.ssl.* overrides).
+type ListenerTLS struct {
+	// Server serves the listener: the keystore's certificate, and with
+	// ssl.client.auth requested or required the truststore's CAs to
+	// verify client certificates.
+	Server *tls.Config
+	// Client dials the listener on other brokers (replica fetchers, when
+	// it is inter.broker.listener.name): the truststore's CAs verify the
+	// server, the keystore's certificate is presented when asked (mTLS).
+	// ServerName is left empty: set it to the dialled host (ClientFor).
+	Client *tls.Config
+	// ClientAuth is ssl.client.auth: none, requested or required.
+	ClientAuth string
+}
+
+// ClientFor returns the Client config for dialling addr (host:port): a
+// copy whose ServerName is addr's host, checked against the server's
+// certificate unless ssl.endpoint.identification.algorithm is empty.
+func (t *ListenerTLS) ClientFor(addr string) *tls.Config {
+	c := t.Client.Clone()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		c.ServerName = host
+	}
+	return c
+}
+
+// sslKey is one ssl.* key: a listener may override it with
+// listener.name.<listener>.<key>.
+type sslKey struct {
+	name, def, help string
+	// sensitive values (private keys, passwords) are never described
+	// (DescribeConfigs answers them as null, as Kafka does).
+	sensitive bool
+}
+
+// sslKeys are the TLS keys of SSL listeners, in Kafka's names (KIP-651
+// for the PEM forms).
+var sslKeys = []sslKey{
+	{"ssl.keystore.type", "PEM", "keystore format: PEM (JKS and PKCS12 are not supported yet)", false},
+	{"ssl.keystore.location", "", "PEM file holding the private key and the certificate chain", false},
+	{"ssl.keystore.certificate.chain", "", "the certificate chain, inline PEM (with ssl.keystore.key, instead of ssl.keystore.location)", false},
+	{"ssl.keystore.key", "", "the private key, inline unencrypted PEM (PKCS#8, PKCS#1 or SEC 1)", true},
+	{"ssl.keystore.password", "", "password of a JKS or PKCS12 keystore (not supported yet: leave empty with PEM)", true},
+	{"ssl.key.password", "", "password of an encrypted private key (not supported yet: decrypt the key)", true},
+	{"ssl.truststore.type", "PEM", "truststore format: PEM (JKS and PKCS12 are not supported yet)", false},
+	{"ssl.truststore.location", "", "PEM file of the CA certificates trusted to sign client (mTLS) and peer broker certificates", false},
+	{"ssl.truststore.certificates", "", "the trusted CA certificates, inline PEM (instead of ssl.truststore.location)", false},
+	{"ssl.truststore.password", "", "password of a JKS or PKCS12 truststore (not supported yet: leave empty with PEM)", true},
+	{"ssl.client.auth", "none", "client certificates: none, requested (verified if sent) or required (mTLS)", false},
+	{"ssl.enabled.protocols", "TLSv1.2,TLSv1.3", "TLS versions a listener accepts: TLSv1.2 and/or TLSv1.3", false},
+	{"ssl.cipher.suites", "", "TLS 1.2 cipher suites by IANA name, comma-separated (default: Go's secure list; TLS 1.3 suites are not configurable)", false},
+	{"ssl.endpoint.identification.algorithm", "https", "https: a broker dialling an SSL listener checks the certificate names the dialled host; empty: it checks only the chain", false},
+}
+
+// sslKeyTable is sslKeys in the table of keys: each value is kept for
+// buildTLS, which checks them for the SSL listeners only.
+func sslKeyTable() []key {
+	out := make([]key, len(sslKeys))
+	for i, k := range sslKeys {
+		out[i] = key{name: k.name, def: k.def, help: k.help, parse: func(c *Config, v string) error {
+			if c.ssl == nil {
+				c.ssl = map[string]string{}
+			}
+			c.ssl[k.name] = v
+			return nil
+		}}
+	}
+	return out
+}
+
+// listenerOverride splits listener.name.<listener>.<ssl key> into the
+// upper-cased listener name and the ssl key.
+func listenerOverride(name string) (listener, k string, ok bool) {
+	rest, ok := strings.CutPrefix(strings.ToLower(name), "listener.name.")
+	if !ok {
+		return "", "", false
+	}
+	for _, s := range sslKeys {
+		if l, ok := strings.CutSuffix(rest, "."+s.name); ok && l != "" {
+			return strings.ToUpper(l), s.name, true
+		}
+	}
+	return "", "", false
+}
+
+// envListenerOverride is listenerOverride for SLUICE_LISTENER_NAME_<LISTENER>_<SSL_KEY>.
+func envListenerOverride(env string) (listener, k string, ok bool) {
+	rest, ok := strings.CutPrefix(env, EnvPrefix+"_LISTENER_NAME_")
+	if !ok {
+		return "", "", false
+	}
+	for _, s := range sslKeys {
+		if l, ok := strings.CutSuffix(rest, strings.TrimPrefix(envName(s.name), EnvPrefix)); ok && l != "" {
+			return strings.ToUpper(l), s.name, true
+		}
+	}
+	return "", "", false
+}
+
+// buildTLS builds the TLS of the SSL listener name from the ssl.* values,
+// each taken from listener.name.<name>.<key> when that is set.
+func (c *Config) buildTLS(name string) (*ListenerTLS, error) {
+	get := func(k string) (string, string) {
+		if v, ok := c.sslOverrides[name][k]; ok {
+			return v, "listener.name." + strings.ToLower(name) + "." + k
+		}
+		return c.ssl[k], k
+	}
+	fail := func(k, format string, a ...any) error {
+		return fmt.Errorf("%w: listener %s (SSL): %s: %s", ErrInvalid, name, k, fmt.Sprintf(format, a...))
+	}
+	for _, t := range []string{"ssl.keystore.type", "ssl.truststore.type"} {
+		if v, k := get(t); !strings.EqualFold(v, "PEM") {
+			return nil, fail(k, "%q is not supported yet: Sluice reads PEM only (JKS and PKCS12 are not supported yet); convert with `keytool -importkeystore -deststoretype PKCS12` then `openssl pkcs12 -nodes`, and set %s=PEM", v, k)
+		}
+	}
+	for _, p := range []string{"ssl.keystore.password", "ssl.truststore.password"} {
+		if v, k := get(p); v != "" {
+			return nil, fail(k, "is for JKS and PKCS12 stores, which Sluice does not read yet; PEM stores take no password: remove it")
+		}
+	}
+	if v, k := get("ssl.key.password"); v != "" {
+		return nil, fail(k, "encrypted private keys are not supported yet: decrypt the key (`openssl pkcs8 -topk8 -nocrypt -in key.pem`) and remove %s", k)
+	}
+
+	// The keystore: a file with key and chain, or both inline.
+	var certPEM, keyPEM []byte
+	loc, locKey := get("ssl.keystore.location")
+	chain, chainKey := get("ssl.keystore.certificate.chain")
+	inlineKey, keyKey := get("ssl.keystore.key")
+	switch {
+	case loc != "" && (chain != "" || inlineKey != ""):
+		return nil, fail(locKey, "set either %s or %s with %s, not both", locKey, chainKey, keyKey)
+	case loc != "":
+		b, err := os.ReadFile(loc)
+		if err != nil {
+			return nil, fail(locKey, "%v", err)
+		}
+		certPEM, keyPEM = b, b
+	case chain != "" && inlineKey != "":
+		certPEM, keyPEM = []byte(chain), []byte(inlineKey)
+	case chain != "" || inlineKey != "":
+		return nil, fail(chainKey, "%s and %s go together: set both (or ssl.keystore.location with a PEM file holding both)", chainKey, keyKey)
+	default:
+		return nil, fail("ssl.keystore.location", "an SSL listener needs a certificate: set ssl.keystore.location to a PEM file with the private key and certificate chain, or ssl.keystore.certificate.chain and ssl.keystore.key (or their listener.name.%s. forms)", strings.ToLower(name))
+	}
+	cert, err := parseKeyPair(certPEM, keyPEM)
+	if err != nil {
+		k := locKey
+		if loc == "" {
+			k = chainKey + ", " + keyKey
+		}
+		return nil, fail(k, "%v", err)
+	}
+
+	// The truststore, optional unless client certificates are checked.
+	var roots *x509.CertPool
+	tloc, tlocKey := get("ssl.truststore.location")
+	tcerts, tcertsKey := get("ssl.truststore.certificates")
+	if tloc != "" && tcerts != "" {
+		return nil, fail(tlocKey, "set either %s or %s, not both", tlocKey, tcertsKey)
+	}
+	if tloc != "" || tcerts != "" {
+		b, k := []byte(tcerts), tcertsKey
+		if tloc != "" {
+			k = tlocKey
+			if b, err = os.ReadFile(tloc); err != nil {
+				return nil, fail(k, "%v", err)
+			}
+		}
+		certs, err := parseCertificates(b)
+		if err != nil {
+			return nil, fail(k, "%v", err)
+		}
+		roots = x509.NewCertPool()
+		for _, c := range certs {
+			roots.AddCert(c)
+		}
+	}
+
+	t := &ListenerTLS{Server: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	auth, authKey := get("ssl.client.auth")
+	t.ClientAuth = strings.ToLower(auth)
+	switch t.ClientAuth {
+	case "none":
+		t.Server.ClientAuth = tls.NoClientCert
+	case "requested":
+		t.Server.ClientAuth = tls.VerifyClientCertIfGiven
+	case "required":
+		t.Server.ClientAuth = tls.RequireAndVerifyClientCert
+	default:
+		return nil, fail(authKey, "%q: want none, requested or required", auth)
+	}
+	if t.ClientAuth != "none" {
+		if roots == nil {
+			return nil, fail(authKey, "%s verifies client certificates against the truststore: set ssl.truststore.location or ssl.truststore.certificates to the CA that signs them", t.ClientAuth)
+		}
+		t.Server.ClientCAs = roots
+	}
+	protos, protosKey := get("ssl.enabled.protocols")
+	for _, p := range strings.Split(protos, ",") {
+		var v uint16
+		switch strings.TrimSpace(p) {
+		case "TLSv1.2":
+			v = tls.VersionTLS12
+		case "TLSv1.3":
+			v = tls.VersionTLS13
+		case "":
+			continue
+		default:
+			return nil, fail(protosKey, "%q: Sluice speaks TLSv1.2 and TLSv1.3 (older versions are insecure)", strings.TrimSpace(p))
+		}
+		if t.Server.MinVersion == 0 || v < t.Server.MinVersion {
+			t.Server.MinVersion = v
+		}
+		t.Server.MaxVersion = max(t.Server.MaxVersion, v)
+	}
+	if t.Server.MinVersion == 0 {
+		return nil, fail(protosKey, "enable at least one of TLSv1.2, TLSv1.3")
+	}
+	suites, suitesKey := get("ssl.cipher.suites")
+	if strings.TrimSpace(suites) != "" {
+		byName := map[string]uint16{}
+		for _, s := range tls.CipherSuites() {
+			byName[s.Name] = s.ID
+		}
+		for _, s := range strings.Split(suites, ",") {
+			s = strings.TrimSpace(s)
+			id, ok := byName[s]
+			if !ok {
+				return nil, fail(suitesKey, "%q is not a cipher suite Go offers as secure; use IANA names such as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", s)
+			}
+			t.Server.CipherSuites = append(t.Server.CipherSuites, id)
+		}
+	}
+	t.Client = &tls.Config{
+		Certificates: t.Server.Certificates, RootCAs: roots,
+		MinVersion: t.Server.MinVersion, MaxVersion: t.Server.MaxVersion, CipherSuites: t.Server.CipherSuites,
+	}
+	algo, algoKey := get("ssl.endpoint.identification.algorithm")
+	switch strings.ToLower(algo) {
+	case "https":
+	case "":
+		// Verify the chain, not the name (Kafka's empty algorithm).
+		t.Client.InsecureSkipVerify = true
+		t.Client.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("tls: the server sent no certificate")
+			}
+			opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
+			for _, c := range cs.PeerCertificates[1:] {
+				opts.Intermediates.AddCert(c)
+			}
+			_, err := cs.PeerCertificates[0].Verify(opts)
+			return err
+		}
+	default:
+		return nil, fail(algoKey, "%q: want https (check the host name) or empty (check the chain only)", algo)
+	}
+	return t, nil
+}
+
+// pemBlock finds PEM blocks even when their line breaks were lost: a
+// properties value joined from continuation lines, or written with
+// literal \n, as Kafka's PEM parser accepts them.
+var pemBlock = regexp.MustCompile(`-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END ([A-Z0-9 ]+)-----`)
+
+// pemBlocks decodes every PEM block of b: its type and DER bytes.
+func pemBlocks(b []byte) (types []string, ders [][]byte, err error) {
+	for _, m := range pemBlock.FindAllSubmatch(b, -1) {
+		if string(m[1]) != string(m[3]) {
+			return nil, nil, fmt.Errorf("PEM block BEGIN %s ends with END %s", m[1], m[3])
+		}
+		body := strings.ReplaceAll(string(m[2]), `\n`, "")
+		body = strings.Join(strings.Fields(body), "")
+		if strings.Contains(body, ":") {
+			return nil, nil, fmt.Errorf("PEM block %s has headers (an encrypted key?): decrypt it, e.g. `openssl pkcs8 -topk8 -nocrypt`", m[1])
+		}
+		der, err := base64.StdEncoding.DecodeString(body)
+		if err != nil {
+			return nil, nil, fmt.Errorf("PEM block %s: bad base64: %v", m[1], err)
+		}
+		types, ders = append(types, string(m[1])), append(ders, der)
+	}
+	return types, ders, nil
+}
+
+// parseCertificates returns the certificates of PEM text.
+func parseCertificates(b []byte) ([]*x509.Certificate, error) {
+	types, ders, err := pemBlocks(b)
+	if err != nil {
+		return nil, err
+	}
+	var out []*x509.Certificate
+	for i, t := range types {
+		if t != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(ders[i])
+		if err != nil {
+			return nil, fmt.Errorf("certificate %d: %v", len(out)+1, err)
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no PEM certificate found (want -----BEGIN CERTIFICATE----- blocks)")
+	}
+	return out, nil
+}
+
+// parseKeyPair returns the certificate chain of certPEM with the private
+// key of keyPEM (the two may be the same text), checking they match.
+func parseKeyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
+	certs, err := parseCertificates(certPEM)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	types, ders, err := pemBlocks(keyPEM)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	var key any
+	for i, t := range types {
+		switch t {
+		case "PRIVATE KEY":
+			key, err = x509.ParsePKCS8PrivateKey(ders[i])
+		case "RSA PRIVATE KEY":
+			key, err = x509.ParsePKCS1PrivateKey(ders[i])
+		case "EC PRIVATE KEY":
+			key, err = x509.ParseECPrivateKey(ders[i])
+		case "ENCRYPTED PRIVATE KEY":
+			return tls.Certificate{}, errors.New("the private key is encrypted, which is not supported yet: decrypt it (`openssl pkcs8 -topk8 -nocrypt -in key.pem`)")
+		default:
+			continue
+		}
+		if err != nil {
+			return tls.Certificate{}, fmt.Errorf("%s: %v", t, err)
+		}
+		break
+	}
+	if key == nil {
+		return tls.Certificate{}, errors.New("no PEM private key found (want a -----BEGIN PRIVATE KEY----- block, unencrypted)")
+	}
+	out := tls.Certificate{PrivateKey: key, Leaf: certs[0]}
+	for _, c := range certs {
+		out.Certificate = append(out.Certificate, c.Raw)
+	}
+	// The key must belong to the leaf, as tls.X509KeyPair checks.
+	pub, ok := key.(crypto.Signer)
+	eq, ok2 := certs[0].PublicKey.(interface{ Equal(crypto.PublicKey) bool })
+	if !ok || !ok2 || !eq.Equal(pub.Public()) {
+		return tls.Certificate{}, errors.New("the private key does not match the first certificate of the chain (the server's own certificate must come first)")
+	}
+	return out, nil
+}
+
+// sslListeners are the names of the Kafka listeners mapped to SSL.
+func (c *Config) sslListeners() []string {
+	var out []string
+	for _, l := range c.KafkaListeners {
+		if c.SecurityProtocols[l.Name] == "SSL" {
+			out = append(out, l.Name)
+		}
+	}
+	return slices.Clip(out)
+}
