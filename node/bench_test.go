@@ -211,33 +211,55 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 // reports records/s and the produce-to-acknowledgement percentiles, and
 // returns records/s.
 func produceAndReport(ctx context.Context, b *testing.B, cl *kgo.Client, value []byte) float64 {
-	lat := make([]time.Duration, 0, b.N)
-	var mu sync.Mutex
-	var firstErr error
+	acks := newAckTimes(b.N)
 	b.SetBytes(int64(len(value)))
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		sent := time.Now()
-		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-			d := time.Since(sent)
-			mu.Lock()
-			lat = append(lat, d)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
-		})
+		cl.Produce(ctx, &kgo.Record{Value: value}, acks.promise())
 	}
+	lat, elapsed := acks.wait(ctx, b, cl, start)
+	return reportLatency(b, lat, elapsed)
+}
+
+// ackTimes collects each produced record's time from Produce to its
+// acknowledgement, and the first error.
+type ackTimes struct {
+	mu       sync.Mutex
+	lat      []time.Duration
+	firstErr error
+}
+
+func newAckTimes(n int) *ackTimes { return &ackTimes{lat: make([]time.Duration, 0, n)} }
+
+// promise is the Produce callback of a record sent now.
+func (a *ackTimes) promise() func(*kgo.Record, error) {
+	sent := time.Now()
+	return func(_ *kgo.Record, err error) {
+		d := time.Since(sent)
+		a.mu.Lock()
+		a.lat = append(a.lat, d)
+		if err != nil && a.firstErr == nil {
+			a.firstErr = err
+		}
+		a.mu.Unlock()
+	}
+}
+
+// wait flushes cl, stops b's timer and returns the latencies and the time
+// since start; an error of any record fails b.
+func (a *ackTimes) wait(ctx context.Context, b *testing.B, cl *kgo.Client, start time.Time) ([]time.Duration, time.Duration) {
 	if err := cl.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	if firstErr != nil {
-		b.Fatal(firstErr)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.firstErr != nil {
+		b.Fatal(a.firstErr)
 	}
-	return reportLatency(b, lat, elapsed)
+	return a.lat, elapsed
 }
 
 // BenchmarkProduceValidation is the cost of the leader's record validation
@@ -384,9 +406,7 @@ func BenchmarkCompactedProduce(b *testing.B) {
 			for i := range keys {
 				keys[i] = fmt.Appendf(nil, "key-%04d", i)
 			}
-			lat := make([]time.Duration, 0, b.N)
-			var mu sync.Mutex
-			var firstErr error
+			acks := newAckTimes(b.N)
 			b.ResetTimer()
 			start := time.Now()
 			tick := time.NewTicker(time.Millisecond)
@@ -397,26 +417,10 @@ func BenchmarkCompactedProduce(b *testing.B) {
 				// not the time in the client's buffer.
 				due := min(int(time.Since(start).Seconds()*compactedRate)+1, b.N)
 				for ; i < due; i++ {
-					sent := time.Now()
-					cl.Produce(ctx, &kgo.Record{Key: keys[i%len(keys)], Value: value}, func(_ *kgo.Record, err error) {
-						d := time.Since(sent)
-						mu.Lock()
-						lat = append(lat, d)
-						if err != nil && firstErr == nil {
-							firstErr = err
-						}
-						mu.Unlock()
-					})
+					cl.Produce(ctx, &kgo.Record{Key: keys[i%len(keys)], Value: value}, acks.promise())
 				}
 			}
-			if err := cl.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-			elapsed := time.Since(start)
-			b.StopTimer()
-			if firstErr != nil {
-				b.Fatal(firstErr)
-			}
+			lat, elapsed := acks.wait(ctx, b, cl, start)
 			reportLatency(b, lat, elapsed) // sorts lat
 			p99 := lat[len(lat)*99/100]
 			all[cell.name] = append(all[cell.name], lat...)

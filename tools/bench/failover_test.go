@@ -4,29 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluice-log/sluice/tools/cluster"
-	"github.com/sluice-log/sluice/tools/nodecmd"
 )
 
 // TestMain lets this test binary be a real `sluice node`: the failover
 // bench's node processes are started (and restarted) as
 // `<this binary> node --config F`.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "node" {
-		cmd := nodecmd.NewCommand()
-		cmd.SetArgs(os.Args[2:])
-		if err := cmd.Execute(); err != nil {
-			fmt.Fprintln(os.Stderr, "sluice:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	cluster.ServeAsNode()
 	os.Exit(m.Run())
 }
 

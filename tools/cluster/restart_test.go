@@ -2,29 +2,18 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/sluice-log/sluice/tools/nodecmd"
 )
 
 // TestMain lets this test binary be a real `sluice node`: the cluster's
 // node processes are started as `<this binary> node --config F`.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "node" {
-		cmd := nodecmd.NewCommand()
-		cmd.SetArgs(os.Args[2:])
-		if err := cmd.Execute(); err != nil {
-			fmt.Fprintln(os.Stderr, "sluice:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	ServeAsNode()
 	os.Exit(m.Run())
 }
 
