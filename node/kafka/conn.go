@@ -57,6 +57,8 @@ type conn struct {
 	// draining is set when the server shuts down gracefully: the reader
 	// stops, the queued requests are still answered.
 	draining atomic.Bool
+	// readAny: a request frame was read on this connection.
+	readAny atomic.Bool
 	// queuedBytes counts the frame bytes of requests read and not yet
 	// answered; answered signals the reader waiting for them to drop.
 	queuedBytes atomic.Int64
@@ -242,6 +244,17 @@ func (c *conn) abort() {
 	_ = c.nc.Close()
 }
 
+// resetOnClose makes the close of the connection send a TCP reset.
+func (c *conn) resetOnClose() {
+	nc := c.nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	if tcp, ok := nc.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+}
+
 func (c *conn) readLoop() {
 	defer close(c.queue)
 	br := c.s.readers.get(c.nc)
@@ -255,6 +268,7 @@ func (c *conn) readLoop() {
 			}
 		}
 		size, err := readFrameSize(br, c.s.opts.MaxRequestBytes)
+		c.readAny.Store(true)
 		if err != nil {
 			c.readFailed(err)
 			return
@@ -322,6 +336,14 @@ func (c *conn) readFailed(err error) {
 		// Closed by the server.
 	case c.draining.Load() && isTimeout(err):
 		c.log.Debug("kafka: stopped reading for shutdown")
+		if !c.readAny.Load() {
+			// Nothing was read from it: the client may have just
+			// connected and be sending its first request (ApiVersions).
+			// A reset, not a FIN, tells it so: Kafka clients retry a
+			// reset, while an EOF before the first response reads as a
+			// TLS or SASL misconfiguration (franz-go does not retry it).
+			c.resetOnClose()
+		}
 	case errors.Is(err, errIdle):
 		c.s.refused.idle.Add(1)
 		c.log.Debug("kafka: closing idle connection", "connections_max_idle", c.s.opts.ConnectionsMaxIdle)

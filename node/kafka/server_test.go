@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,4 +199,41 @@ func TestCloseWithBusyConnections(t *testing.T) {
 	}
 	c.expectClosed()
 	idle.expectClosed()
+}
+
+// TestShutdownResetsUnusedConnections: a connection the server accepted
+// but read nothing from is reset at shutdown, not closed with a FIN: the
+// client may be sending its first request (ApiVersions), and Kafka clients
+// retry a reset but take an EOF before the first response for a TLS or
+// SASL misconfiguration (franz-go fails the request). A connection that
+// was used gets its answers and then an orderly close (TestShutdownDrains).
+func TestShutdownResetsUnusedConnections(t *testing.T) {
+	ts := startServer(t, Options{})
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	deadline := time.Now().Add(testTimeout)
+	for { // until the server has accepted it
+		ts.mu.Lock()
+		n := len(ts.conns)
+		ts.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server holds %d connections, want 1", n)
+		}
+		runtime.Gosched()
+	}
+	if err := ts.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(testTimeout))
+	var b [1]byte
+	_, err = nc.Read(b[:])
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after shutdown: %v, want a connection reset", err)
+	}
 }
