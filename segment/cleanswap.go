@@ -160,8 +160,48 @@ func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo, gen int64) error {
 	if len(outs) == 0 {
 		return nil
 	}
+	// flushMu keeps out everything else that changes segment files
+	// (flush, truncation, retention) for the whole swap; Log.mu, which
+	// appends and reads wait for, is held only while the index and the
+	// segment list change: the directory fsyncs and the renames happen
+	// outside it.
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	// The .cleaned files' directory entries must be durable before the
+	// record that names them.
+	if err := l.syncDir(); err != nil {
+		return fmt.Errorf("segment: clean: %w", err)
+	}
+	if err := l.commitSwapLocked(outs, cleanedTo, gen); err != nil {
+		return err
+	}
+	// The swap is committed: the segment list already holds the cleaned
+	// files (open under their .cleaned names); give them their names.
+	// A crash from here on is finished by the next open (finishSwap).
+	fail := func(err error) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.failed = fmt.Errorf("%w: clean: %v (reopen finishes the swap)", ErrLogFailed, err)
+		return l.failed
+	}
+	for _, o := range outs {
+		if err := l.fs.Rename(o.path, o.old.path); err != nil {
+			return fail(fmt.Errorf("rename %s: %v", o.path, err))
+		}
+	}
+	if err := l.syncDir(); err != nil {
+		return fail(err)
+	}
+	if err := l.idx.db.Delete(l.k.swap(), pebble.Sync); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// commitSwapLocked takes Log.mu, checks that nothing raced the Clean,
+// commits the swap record with the cleaned segments' index (one synced
+// Pebble batch) and puts the cleaned segments in the list.
+func (l *Log) commitSwapLocked(outs []cleanedSeg, cleanedTo, gen int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
@@ -174,11 +214,6 @@ func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo, gen int64) error {
 		if i >= len(l.segs)-1 || l.segs[i] != o.old || o.old.removed || o.old.size != o.srcSize {
 			return ErrCleanRaced
 		}
-	}
-	// The .cleaned files' directory entries must be durable before the
-	// record that names them.
-	if err := l.syncDir(); err != nil {
-		return fmt.Errorf("segment: clean: %w", err)
 	}
 	if err := l.commitPendingLocked(); err != nil {
 		return err
@@ -215,20 +250,6 @@ func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo, gen int64) error {
 		return l.failed
 	}
 	l.ckpt = ckpt
-	for _, o := range outs {
-		if err := l.fs.Rename(o.path, o.old.path); err != nil {
-			l.failed = fmt.Errorf("%w: clean: rename %s: %v (reopen finishes the swap)", ErrLogFailed, o.path, err)
-			return l.failed
-		}
-	}
-	if err := l.syncDir(); err != nil {
-		l.failed = fmt.Errorf("%w: clean: %v", ErrLogFailed, err)
-		return l.failed
-	}
-	if err := l.idx.db.Delete(l.k.swap(), pebble.Sync); err != nil {
-		l.failed = fmt.Errorf("%w: clean: %v", ErrLogFailed, err)
-		return l.failed
-	}
 	for i, o := range outs {
 		old := o.old
 		l.segs[i] = &segment{base: old.base, path: old.path, file: o.file, size: o.size, next: old.next,
