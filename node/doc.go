@@ -49,10 +49,14 @@
 //  4. serve: the Kafka protocol, the maintenance loop and, with an HTTP
 //     listener, /healthz, /readyz and /metrics.
 //
-// Close undoes them. It stops the Kafka server (answering what was already
-// read), stops HTTP and gossip, the loops and the log cleaner, closes every log (checkpoint and per-log
-// clean marker), closes the Index and the quorum, and last writes the
-// node's clean-shutdown marker.
+// Close undoes them. First, with controlled.shutdown.enable, it asks the
+// controller to move the node's leaderships and ISR memberships to the
+// other replicas and waits until every live broker has that in effect
+// (controlledShutdown; skipped when no partition has a live in-sync peer).
+// Then it stops the Kafka server (answering what was already read), stops
+// HTTP and gossip, the loops and the log cleaner, closes every log
+// (checkpoint and per-log clean marker), closes the Index and the quorum,
+// and last writes the node's clean-shutdown marker.
 //
 // Test-only filesystems (the soak's power-loss journal, error injection)
 // come in through Options.FS; the node never picks one itself.

@@ -78,10 +78,6 @@ type Gossip struct {
 	members map[int32]int64     // alive members and their advertised epochs
 	dead    map[int32]time.Time // leave events not yet given to Liveness
 
-	// refused holds the brokers whose listener the last probe found
-	// refusing (read by logDecision; written by loop).
-	refused sync.Map // int32 -> struct{}
-
 	// Proposed counts fence and unfence commands proposed (for tests/metrics).
 	Proposed atomic.Int64
 	// Probes and ProbesRefused count the active controller's probes.
@@ -246,7 +242,7 @@ func (g *Gossip) loop() {
 				g.Proposed.Add(1)
 			}
 			cancel()
-			g.logDecision(cmd, err)
+			g.logDecision(cmd, err, &live)
 		}
 	}
 }
@@ -346,18 +342,16 @@ func (g *Gossip) probe(live *Liveness) {
 		switch err := results[i]; {
 		case err == nil:
 			live.Answered(t.id, t.epoch)
-			g.refused.Delete(t.id)
 		case errors.Is(err, syscall.ECONNREFUSED):
 			g.ProbesRefused.Add(1)
 			live.Refused(t.id, t.epoch)
-			g.refused.Store(t.id, struct{}{})
 		}
 	}
 }
 
 // logDecision logs a fence or unfence the active controller proposed, with
 // the broker's gossip state (advertised epoch, or not a live member).
-func (g *Gossip) logDecision(cmd Command, err error) {
+func (g *Gossip) logDecision(cmd Command, err error, live *Liveness) {
 	if g.cfg.Log == nil {
 		return
 	}
@@ -379,7 +373,7 @@ func (g *Gossip) logDecision(cmd Command, err error) {
 	if member {
 		attrs = append(attrs, "gossip_epoch", gossipEpoch)
 	}
-	if _, refused := g.refused.Load(id); refused {
+	if live.Refusing(id, epoch) {
 		attrs = append(attrs, "listener", "refusing connections")
 	}
 	if err != nil {

@@ -103,6 +103,13 @@ func (l *Liveness) Dead(id int32, now time.Time) {
 	l.seen[id] = o
 }
 
+// Refusing says whether the probes found broker id's listener (of its
+// registration epoch) refusing connections in a row, enough to fence it.
+func (l *Liveness) Refusing(id int32, epoch int64) bool {
+	p := l.probes[id]
+	return p.epoch == epoch && p.refusals >= RefusalsToFence
+}
+
 // Decide returns the fence and unfence commands the image needs now, in
 // broker id order.
 func (l *Liveness) Decide(im *Image, now time.Time) []Command {
@@ -115,8 +122,7 @@ func (l *Liveness) Decide(im *Image, now time.Time) []Command {
 			last = o.at
 		}
 		expired := now.Sub(last) > l.SessionTimeout
-		p := l.probes[id]
-		gone := p.epoch == b.Epoch && p.refusals >= RefusalsToFence
+		gone := l.Refusing(id, b.Epoch)
 		switch {
 		case !b.Fenced && (expired || gone || ok && (o.dead || o.epoch != b.Epoch)):
 			out = append(out, &FenceBroker{ID: id, Epoch: b.Epoch})
