@@ -1,0 +1,173 @@
+package group
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetsTopic is the internal topic that holds groups and their offsets.
+const OffsetsTopic = "__consumer_offsets"
+
+// Config is the coordinator's share of the broker configuration, with
+// Kafka's names and defaults (node/config fills it).
+type Config struct {
+	// MinSessionTimeout, MaxSessionTimeout bound a member's session
+	// timeout (group.min.session.timeout.ms 6000,
+	// group.max.session.timeout.ms 1800000): outside them JoinGroup
+	// answers INVALID_SESSION_TIMEOUT.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms (3000):
+	// how long the first rebalance of an empty group waits for more
+	// members.
+	InitialRebalanceDelay time.Duration
+	// MaxSize is group.max.size (Kafka: Integer.MAX_VALUE; 0 = no bound).
+	MaxSize int
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes (4096).
+	OffsetMetadataMaxBytes int
+	// OffsetsRetention is offsets.retention.minutes (7 days): offsets of
+	// an empty group expire this long after the group became empty (or,
+	// for a group without membership, after the commit).
+	OffsetsRetention time.Duration
+	// RetentionCheckInterval is offsets.retention.check.interval.ms
+	// (600000).
+	RetentionCheckInterval time.Duration
+}
+
+// DefaultConfig is Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		MinSessionTimeout:      6 * time.Second,
+		MaxSessionTimeout:      30 * time.Minute,
+		InitialRebalanceDelay:  3 * time.Second,
+		OffsetMetadataMaxBytes: 4096,
+		OffsetsRetention:       7 * 24 * time.Hour,
+		RetentionCheckInterval: 10 * time.Minute,
+	}
+}
+
+// Partition is the __consumer_offsets partition that coordinates a group:
+// abs(Java's String.hashCode(groupID)) mod partitions, as Kafka computes it
+// (so tooling that maps groups to partitions agrees).
+func Partition(groupID string, partitions int32) int32 {
+	panic("TODO")
+}
+
+// Request is one client request for groups of this shard.
+type Request struct {
+	// ID is the driver's: echoed in the Response (and in nothing else).
+	ID uint64
+	// ClientID and ClientHost are the connection's (DescribeGroups shows
+	// them per member).
+	ClientID, ClientHost string
+	// Body is the decoded request, its Version set: one of
+	// *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest,
+	// *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest,
+	// *kmsg.OffsetCommitRequest, *kmsg.OffsetFetchRequest,
+	// *kmsg.DescribeGroupsRequest, *kmsg.DeleteGroupsRequest,
+	// *kmsg.OffsetDeleteRequest. A request that names several groups
+	// (DescribeGroups, DeleteGroups, OffsetFetch v8+) holds only the
+	// groups of this shard: the driver splits it and merges the answers.
+	// The driver has validated what needs the metadata: the partitions of
+	// an OffsetCommit or OffsetDelete exist (it answers
+	// UNKNOWN_TOPIC_OR_PARTITION for the others itself and passes the
+	// rest).
+	Body kmsg.Request
+}
+
+// Response is the answer to the Request with the same ID: the response
+// kind of its Body, at its version.
+type Response struct {
+	ID   uint64
+	Body kmsg.Response
+}
+
+// Record is one record of the offsets partition. Value nil is a tombstone.
+type Record struct {
+	Key, Value []byte
+}
+
+// Append is records to write to the shard's partition as one batch with
+// acks=all; the driver reports the outcome with Appended(ID).
+type Append struct {
+	ID      uint64
+	Records []Record
+}
+
+// Ready is what the driver must do now.
+type Ready struct {
+	// Appends in order; each is answered by Appended.
+	Appends []Append
+	// Responses to send.
+	Responses []Response
+}
+
+// Shard is the coordinator state of one __consumer_offsets partition.
+type Shard struct {
+	partition int32
+	cfg       Config
+}
+
+// NewShard is an empty, loading shard for partition p.
+func NewShard(p int32, cfg Config) *Shard {
+	return &Shard{partition: p, cfg: cfg}
+}
+
+// Replay applies one record of the partition, in offset order, while
+// loading (before LoadDone). value nil is a tombstone. A record it cannot
+// decode is an error and is skipped (the driver logs it; Kafka fails the
+// load, which would leave every group of the partition without a
+// coordinator).
+func (s *Shard) Replay(offset int64, key, value []byte) error { panic("TODO") }
+
+// LoadDone ends loading: from now on requests are served. Before it, every
+// request is answered COORDINATOR_LOAD_IN_PROGRESS.
+func (s *Shard) LoadDone(now time.Time) { panic("TODO") }
+
+// Step takes one request at now. Its answer comes out of Ready, at once
+// or later (a JoinGroup waits for the rebalance, a SyncGroup for the
+// leader's assignment, a commit for its Append).
+func (s *Shard) Step(now time.Time, r Request) { panic("TODO") }
+
+// Appended reports the outcome of the Append with this id: err nil means
+// committed (acks=all). On error the coordinator answers what it was
+// waiting on as Kafka does (e.g. NOT_COORDINATOR for a lost leadership,
+// COORDINATOR_NOT_AVAILABLE or REQUEST_TIMED_OUT otherwise) and undoes
+// what the write would have made true.
+func (s *Shard) Appended(now time.Time, id uint64, err error) { panic("TODO") }
+
+// TickTo moves the clock: session and rebalance timeouts, the initial
+// rebalance delay, offset expiry.
+func (s *Shard) TickTo(now time.Time) { panic("TODO") }
+
+// NextDue is when the clock alone would next change anything (zero: never).
+func (s *Shard) NextDue() time.Time { panic("TODO") }
+
+// Ready drains what the driver must do.
+func (s *Shard) Ready() Ready { panic("TODO") }
+
+// ListGroups is the shard's part of a ListGroups answer, filtered by
+// states (Kafka's names, case-insensitive) and types ("classic",
+// "consumer"); empty filters match all.
+func (s *Shard) ListGroups(states, types []string) []kmsg.ListGroupsResponseGroup {
+	panic("TODO")
+}
+
+// TopicsDeleted drops the committed offsets of deleted topics (writing
+// their tombstones through Ready).
+func (s *Shard) TopicsDeleted(now time.Time, topics []string) { panic("TODO") }
+
+// Stats is a snapshot for metrics.
+type Stats struct {
+	// Groups by state name (Kafka's: Empty, PreparingRebalance,
+	// CompletingRebalance, Stable, Dead).
+	Groups map[string]int
+	// Offsets are the committed offsets: group → topic → partition →
+	// offset.
+	Offsets map[string]map[string]map[int32]int64
+	// Expired counts offsets removed by retention since the shard began.
+	Expired int64
+}
+
+// Stats reads the shard.
+func (s *Shard) Stats() Stats { panic("TODO") }
