@@ -199,51 +199,54 @@ func (s *Shard) leaveGroup(now time.Time, r Request, req *kmsg.LeaveGroupRequest
 		return
 	}
 	defer s.touch(g)
+	removed, pending := false, false
 	if req.Version < 3 {
-		resp.ErrorCode = s.leaveOne(g, req.MemberID, nil)
-		if resp.ErrorCode == 0 {
-			s.afterRemoval(g, now)
-		}
-		return
+		resp.ErrorCode, removed, pending = s.leaveOne(g, req.MemberID, nil)
 	}
-	removed := false
 	for _, lm := range req.Members {
 		rm := kmsg.NewLeaveGroupResponseMember()
 		rm.MemberID, rm.InstanceID = lm.MemberID, lm.InstanceID
-		rm.ErrorCode = s.leaveOne(g, lm.MemberID, lm.InstanceID)
-		removed = removed || rm.ErrorCode == 0
+		var r, p bool
+		rm.ErrorCode, r, p = s.leaveOne(g, lm.MemberID, lm.InstanceID)
+		removed, pending = removed || r, pending || p
 		resp.Members = append(resp.Members, rm)
 	}
-	if removed {
+	switch {
+	case removed:
 		s.afterRemoval(g, now)
+	case pending:
+		// Kafka's removePendingMemberAndUpdateClassicGroup: no rebalance
+		// for a member that never joined.
+		s.maybeCompleteJoin(g, now)
 	}
 }
 
 // leaveOne removes one member named by id or by instance id (an id of
-// "" with an instance id means any id holding the instance).
-func (s *Shard) leaveOne(g *group, memberID string, instanceID *string) int16 {
+// "" with an instance id means any id holding the instance): its code,
+// and whether a member or a pending member id went.
+func (s *Shard) leaveOne(g *group, memberID string, instanceID *string) (code int16, member, pending bool) {
 	if instanceID == nil || *instanceID == "" {
 		if _, ok := g.pending[memberID]; ok {
 			delete(g.pending, memberID)
-			return 0
+			return 0, false, true
 		}
 	}
 	if instanceID != nil && *instanceID != "" {
 		id, ok := g.static[*instanceID]
 		if !ok {
-			return codeUnknownMember
+			return codeUnknownMember, false, false
 		}
 		if memberID != "" && id != memberID {
-			return codeFenced
+			return codeFenced, false, false
 		}
 		memberID = id
 	}
 	m := g.members[memberID]
 	if m == nil {
-		return codeUnknownMember
+		return codeUnknownMember, false, false
 	}
 	s.removeMember(g, m, codeUnknownMember)
-	return 0
+	return 0, true, false
 }
 
 // removeMember takes m out of g; what it had waiting gets code.
