@@ -398,7 +398,8 @@ func (s *Shard) replaceStatic(now time.Time, g *group, old, nm *member, w *waite
 		s.respondSyncError(old.sync, codeFenced)
 		old.sync = nil
 	}
-	s.swapMember(g, old.id, nm.id)
+	oldID := old.id
+	s.swapMember(g, oldID, nm.id)
 	m := g.members[nm.id]
 	m.clientID, m.clientHost = nm.clientID, nm.clientHost
 	m.protocols, m.session, m.rebalance = nm.protocols, nm.session, nm.rebalance
@@ -406,7 +407,7 @@ func (s *Shard) replaceStatic(now time.Time, g *group, old, nm *member, w *waite
 	switch g.state {
 	case stateStable:
 		if g.selectProtocol() == g.protocol {
-			s.write(&op{kind: opStaticJoin, g: g, w: *w, instance: m.instanceID, oldID: old.id, newID: m.id},
+			s.write(&op{kind: opStaticJoin, g: g, w: *w, instance: m.instanceID, oldID: oldID, newID: m.id},
 				[]Record{groupRecord(g)})
 			return
 		}
