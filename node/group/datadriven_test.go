@@ -42,6 +42,7 @@ func (h *harness) run() {
 		h.newShard()
 	case "load":
 		h.s.LoadDone(h.now)
+		seedLabel(h.s.idSeed)
 		h.printf("loaded at %s", h.since(h.now))
 	case "restart":
 		// A new coordinator: a new shard replays the log.
@@ -127,8 +128,10 @@ func (h *harness) newShard() {
 	h.autoAck = h.str("auto-ack", "true") == "true"
 	h.log, h.pending = nil, nil
 	h.s = NewShard(0, h.cfg)
+	idSeeds = nil
 	if h.str("loaded", "true") == "true" {
 		h.s.LoadDone(h.now)
+		seedLabel(h.s.idSeed)
 	}
 }
 

@@ -35,6 +35,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
+	idSeeds = nil
 	return &harness{t: t, now: t0, open: map[uint64]string{}}
 }
 
@@ -95,29 +96,58 @@ func (h *harness) strp(key string) *string {
 	return nil
 }
 
-var uuidRE = regexp.MustCompile(`-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-([0-9a-f]{4})-([0-9a-f]{12})`)
+var uuidRE = regexp.MustCompile(`-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})`)
+
+// idSeeds are the seeds of the shards a script loaded, in order: an id
+// of the k-th (k > 1) shows as prefix#seq@k.
+var idSeeds []uint64
+
+func seedLabel(seed uint64) string {
+	for i, s := range idSeeds {
+		if s == seed {
+			if i == 0 {
+				return ""
+			}
+			return "@" + strconv.Itoa(i+1)
+		}
+	}
+	idSeeds = append(idSeeds, seed)
+	return seedLabel(seed)
+}
 
 // short writes a generated member id prefix-UUID as prefix#seq.
 func short(id string) string {
 	return uuidRE.ReplaceAllStringFunc(id, func(m string) string {
 		sub := uuidRE.FindStringSubmatch(m)
-		hi, _ := strconv.ParseUint(sub[1], 16, 64)
-		lo, _ := strconv.ParseUint(sub[2], 16, 64)
-		return "#" + strconv.FormatUint(hi<<48|lo, 10)
+		var p [5]uint64
+		for i := range p {
+			p[i], _ = strconv.ParseUint(sub[i+1], 16, 64)
+		}
+		seed := p[0]<<32 | p[1]<<16 | p[2]
+		return "#" + strconv.FormatUint(p[3]<<48|p[4], 10) + seedLabel(seed)
 	})
 }
 
-// long is the inverse of short for the shard's seed.
+// long is the inverse of short.
 func (h *harness) long(id string) string {
 	prefix, seq, ok := strings.Cut(id, "#")
 	if !ok {
 		return id
 	}
+	a := h.s.idSeed
+	if len(idSeeds) > 0 {
+		a = idSeeds[0]
+	}
+	if seq, k, ok := strings.Cut(seq, "@"); ok {
+		n, _ := strconv.Atoi(k)
+		a = idSeeds[n-1]
+		id = prefix + "#" + seq
+	}
+	seq = strings.TrimPrefix(id, prefix+"#")
 	n, err := strconv.ParseUint(seq, 10, 64)
 	if err != nil {
 		h.t.Fatalf("%s: bad member id %q", h.d.Pos, id)
 	}
-	a := h.s.idSeed
 	return fmt.Sprintf("%s-%08x-%04x-%04x-%04x-%012x", prefix, a>>32, (a>>16)&0xffff, a&0xffff, (n>>48)&0xffff, n&0xffffffffffff)
 }
 
