@@ -96,6 +96,7 @@ func (s *Shard) deleteGroups(now time.Time, r Request, req *kmsg.DeleteGroupsReq
 			rg.ErrorCode = codeNotEmpty
 		default:
 			recs = append(recs, s.deleteGroup(g)...)
+			o.removedGroups = append(o.removedGroups, g)
 			o.deleteIdx = append(o.deleteIdx, len(resp.Groups))
 		}
 		resp.Groups = append(resp.Groups, rg)
@@ -163,12 +164,14 @@ func (s *Shard) listGroups(states, types []string) []kmsg.ListGroupsResponseGrou
 }
 
 func (s *Shard) topicsDeleted(now time.Time, topics []string) {
+	o := &op{kind: opExpire}
 	var recs []Record
 	for _, id := range sortedKeys(s.groups) {
 		g := s.groups[id]
 		for _, t := range topics {
 			for _, p := range sortedKeys(g.offsets[t]) {
 				recs = append(recs, offsetTombstone(g.id, t, p))
+				o.removed = append(o.removed, removedOffset{g, t, p, g.offsets[t][p]})
 			}
 			delete(g.offsets, t)
 		}
@@ -176,7 +179,7 @@ func (s *Shard) topicsDeleted(now time.Time, topics []string) {
 		s.retentionCandidate(g, now)
 	}
 	if len(recs) > 0 {
-		s.write(&op{kind: opExpire}, recs)
+		s.write(o, recs)
 	}
 }
 

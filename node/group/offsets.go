@@ -136,12 +136,7 @@ func (s *Shard) commitAppended(now time.Time, o *op, code int16) {
 			// log: it is gone there too.
 			continue
 		}
-		ps := g.offsets[pc.topic]
-		if ps == nil {
-			ps = map[int32]offset{}
-			g.offsets[pc.topic] = ps
-		}
-		ps[pc.part] = pc.o
+		g.setOffset(pc.topic, pc.part, pc.o)
 	}
 	if live {
 		if code == 0 {
@@ -280,8 +275,11 @@ func (s *Shard) offsetDelete(now time.Time, r Request, req *kmsg.OffsetDeleteReq
 			rp.Partition = p.Partition
 			if subscribed {
 				rp.ErrorCode = codeSubscribed
-			} else if _, ok := g.offsets[t.Topic][p.Partition]; ok || g.hasInflight(t.Topic, p.Partition) {
+			} else if old, ok := g.offsets[t.Topic][p.Partition]; ok || g.hasInflight(t.Topic, p.Partition) {
 				recs = append(recs, offsetTombstone(g.id, t.Topic, p.Partition))
+				if ok {
+					o.removed = append(o.removed, removedOffset{g, t.Topic, p.Partition, old})
+				}
 				g.deleteOffset(t.Topic, p.Partition)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -294,6 +292,15 @@ func (s *Shard) offsetDelete(now time.Time, r Request, req *kmsg.OffsetDeleteReq
 		return
 	}
 	s.write(o, recs)
+}
+
+func (g *group) setOffset(topic string, p int32, o offset) {
+	ps := g.offsets[topic]
+	if ps == nil {
+		ps = map[int32]offset{}
+		g.offsets[topic] = ps
+	}
+	ps[p] = o
 }
 
 func (g *group) deleteOffset(topic string, p int32) {
@@ -355,6 +362,7 @@ func (s *Shard) checkRetention(now time.Time) {
 		return
 	}
 	s.retentionAt = time.Time{}
+	ex := &op{kind: opExpire}
 	var recs []Record
 	var next time.Time
 	for _, id := range sortedKeys(s.groups) {
@@ -374,12 +382,14 @@ func (s *Shard) checkRetention(now time.Time) {
 					continue
 				}
 				recs = append(recs, offsetTombstone(g.id, t, p))
+				ex.removed = append(ex.removed, removedOffset{g, t, p, o})
 				g.deleteOffset(t, p)
 				s.expired++
 			}
 		}
 		if g.state == stateEmpty && len(g.offsets) == 0 && len(g.inflight) == 0 && len(g.pending) == 0 {
 			recs = append(recs, groupTombstone(g.id))
+			ex.removedGroups = append(ex.removedGroups, g)
 			delete(s.groups, g.id)
 		}
 	}
@@ -387,6 +397,6 @@ func (s *Shard) checkRetention(now time.Time) {
 		s.retentionAt = s.checkAfter(next)
 	}
 	if len(recs) > 0 {
-		s.write(&op{kind: opExpire}, recs)
+		s.write(ex, recs)
 	}
 }

@@ -39,7 +39,41 @@ type op struct {
 	deleteGroups  *kmsg.DeleteGroupsResponse
 	deleteIdx     []int // the response's groups this Append is for
 	deleteOffsets *kmsg.OffsetDeleteResponse
-	deletePos     [][2]int // topic, partition index in the response
+
+	// What tombstones removed, put back if they fail to be written.
+	removed       []removedOffset
+	removedGroups []*group
+}
+
+type removedOffset struct {
+	g     *group
+	topic string
+	part  int32
+	o     offset
+}
+
+// restore undoes the removals of a write of tombstones that failed, so
+// that the memory keeps agreeing with the log: a group comes back if its
+// id is still free, an offset if nothing was committed there since.
+func (s *Shard) restore(now time.Time, o *op) {
+	for _, g := range o.removedGroups {
+		if s.groups[g.id] == nil {
+			g.state = stateEmpty
+			s.groups[g.id] = g
+			s.retentionCandidate(g, now)
+		}
+	}
+	for _, r := range o.removed {
+		g := r.g
+		if s.groups[g.id] != g || g.hasInflight(r.topic, r.part) {
+			continue
+		}
+		if _, ok := g.offsets[r.topic][r.part]; ok {
+			continue
+		}
+		g.setOffset(r.topic, r.part, r.o)
+		s.retentionCandidate(g, now)
+	}
 }
 
 // pendingCommit is one partition of an OffsetCommit whose record is being
@@ -125,7 +159,11 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 		code = appendErrorCode(err)
 	}
 	switch o.kind {
-	case opGroup, opExpire:
+	case opExpire:
+		if code != 0 {
+			s.restore(now, o)
+		}
+	case opGroup:
 		// Nobody waits. On failure the memory is ahead of the log until
 		// the group's next record (each is the whole group) or a new
 		// coordinator, which loads what the log has, as in Kafka.
@@ -136,6 +174,9 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 	case opCommit:
 		s.commitAppended(now, o, code)
 	case opDeleteGroups:
+		if code != 0 {
+			s.restore(now, o)
+		}
 		for _, i := range o.deleteIdx {
 			o.deleteGroups.Groups[i].ErrorCode = code
 		}
@@ -143,6 +184,7 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 	case opDeleteOffsets:
 		if code != 0 {
 			o.deleteOffsets.ErrorCode = code
+			s.restore(now, o)
 		}
 		s.respond(o.w.id, o.deleteOffsets)
 	}
