@@ -95,8 +95,7 @@ func (s *Shard) deleteGroups(now time.Time, r Request, req *kmsg.DeleteGroupsReq
 		case g.state != stateEmpty:
 			rg.ErrorCode = codeNotEmpty
 		default:
-			recs = append(recs, s.deleteGroup(g)...)
-			o.removedGroups = append(o.removedGroups, g)
+			recs = append(recs, s.deleteGroup(g, o)...)
 			o.deleteIdx = append(o.deleteIdx, len(resp.Groups))
 		}
 		resp.Groups = append(resp.Groups, rg)
@@ -108,39 +107,43 @@ func (s *Shard) deleteGroups(now time.Time, r Request, req *kmsg.DeleteGroupsReq
 	s.write(o, recs)
 }
 
-// deleteGroup forgets an Empty group and returns its tombstones: every
-// offset (and every partition with a commit in flight, whose record comes
-// before these), then the group.
-func (s *Shard) deleteGroup(g *group) []Record {
-	var recs []Record
+// deleteGroup forgets an Empty group for the write o and returns its
+// tombstones: every offset (and every partition with a commit in flight,
+// whose record comes before these), then the group.
+func (s *Shard) deleteGroup(g *group, o *op) []Record {
 	parts := map[string]map[int32]bool{}
-	for t, ps := range g.offsets {
-		for p := range ps {
-			if parts[t] == nil {
-				parts[t] = map[int32]bool{}
+	for _, m := range []map[string]map[int32]int{g.inflight, countOffsets(g.offsets)} {
+		for t, ps := range m {
+			for p := range ps {
+				if parts[t] == nil {
+					parts[t] = map[int32]bool{}
+				}
+				parts[t][p] = true
 			}
-			parts[t][p] = true
 		}
 	}
-	for t, ps := range g.inflight {
-		for p := range ps {
-			if parts[t] == nil {
-				parts[t] = map[int32]bool{}
-			}
-			parts[t][p] = true
-		}
-	}
+	var recs []Record
 	for _, t := range sortedKeys(parts) {
 		for _, p := range sortedKeys(parts[t]) {
-			recs = append(recs, offsetTombstone(g.id, t, p))
+			recs = append(recs, g.tombstone(t, p, o))
 		}
 	}
-	for id := range g.pending {
-		delete(g.pending, id)
-	}
+	clear(g.pending)
 	g.transition(stateDead, g.stateTime)
 	delete(s.groups, g.id)
+	o.removedGroups = append(o.removedGroups, g)
 	return append(recs, groupTombstone(g.id))
+}
+
+func countOffsets(m map[string]map[int32]offset) map[string]map[int32]int {
+	out := map[string]map[int32]int{}
+	for t, ps := range m {
+		out[t] = map[int32]int{}
+		for p := range ps {
+			out[t][p] = 1
+		}
+	}
+	return out
 }
 
 func (s *Shard) listGroups(states, types []string) []kmsg.ListGroupsResponseGroup {
@@ -169,11 +172,15 @@ func (s *Shard) topicsDeleted(now time.Time, topics []string) {
 	for _, id := range sortedKeys(s.groups) {
 		g := s.groups[id]
 		for _, t := range topics {
-			for _, p := range sortedKeys(g.offsets[t]) {
-				recs = append(recs, offsetTombstone(g.id, t, p))
-				o.removed = append(o.removed, removedOffset{g, t, p, g.offsets[t][p]})
+			parts := sortedKeys(g.offsets[t])
+			for p := range g.inflight[t] {
+				if _, ok := g.offsets[t][p]; !ok {
+					parts = append(parts, p)
+				}
 			}
-			delete(g.offsets, t)
+			for _, p := range parts {
+				recs = append(recs, g.tombstone(t, p, o))
+			}
 		}
 		s.maybeDropEmpty(g)
 		s.retentionCandidate(g, now)

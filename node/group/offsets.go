@@ -102,7 +102,7 @@ func (s *Shard) offsetCommit(now time.Time, r Request, req *kmsg.OffsetCommitReq
 					if req.Version < 6 {
 						epoch = -1
 					}
-					pc := pendingCommit{topic: t.Topic, part: p.Partition, ti: ti, pi: pi,
+					pc := pendingCommit{topic: t.Topic, part: p.Partition, ti: ti, pi: pi, seq: g.tombSeq(t.Topic, p.Partition),
 						o: offset{offset: p.Offset, leaderEpoch: epoch, metadata: meta, commitMs: now.UnixMilli()}}
 					o.commits = append(o.commits, pc)
 					recs = append(recs, offsetRecord(g.id, pc.topic, pc.part, pc.o))
@@ -129,14 +129,11 @@ func (s *Shard) commitAppended(now time.Time, o *op, code int16) {
 	g := o.g
 	live := s.groups[g.id] == g
 	for _, pc := range o.commits {
-		g.addInflight(pc.topic, pc.part, -1)
 		o.commit.Topics[pc.ti].Partitions[pc.pi].ErrorCode = code
-		if code != 0 || !live {
-			// A deleted group's tombstones followed this record into the
-			// log: it is gone there too.
-			continue
+		if code == 0 {
+			g.landCommit(pc)
 		}
-		g.setOffset(pc.topic, pc.part, pc.o)
+		g.addInflight(pc.topic, pc.part, -1) // after landCommit: it reads the tombstone mark
 	}
 	if live {
 		if code == 0 {
@@ -275,12 +272,8 @@ func (s *Shard) offsetDelete(now time.Time, r Request, req *kmsg.OffsetDeleteReq
 			rp.Partition = p.Partition
 			if subscribed {
 				rp.ErrorCode = codeSubscribed
-			} else if old, ok := g.offsets[t.Topic][p.Partition]; ok || g.hasInflight(t.Topic, p.Partition) {
-				recs = append(recs, offsetTombstone(g.id, t.Topic, p.Partition))
-				if ok {
-					o.removed = append(o.removed, removedOffset{g, t.Topic, p.Partition, old})
-				}
-				g.deleteOffset(t.Topic, p.Partition)
+			} else if _, ok := g.offsets[t.Topic][p.Partition]; ok || g.hasInflight(t.Topic, p.Partition) {
+				recs = append(recs, g.tombstone(t.Topic, p.Partition, o))
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -381,9 +374,7 @@ func (s *Shard) checkRetention(now time.Time) {
 					next = earliest(next, at)
 					continue
 				}
-				recs = append(recs, offsetTombstone(g.id, t, p))
-				ex.removed = append(ex.removed, removedOffset{g, t, p, o})
-				g.deleteOffset(t, p)
+				recs = append(recs, g.tombstone(t, p, ex))
 				s.expired++
 			}
 		}

@@ -52,30 +52,6 @@ type removedOffset struct {
 	o     offset
 }
 
-// restore undoes the removals of a write of tombstones that failed, so
-// that the memory keeps agreeing with the log: a group comes back if its
-// id is still free, an offset if nothing was committed there since.
-func (s *Shard) restore(now time.Time, o *op) {
-	for _, g := range o.removedGroups {
-		if s.groups[g.id] == nil {
-			g.state = stateEmpty
-			s.groups[g.id] = g
-			s.retentionCandidate(g, now)
-		}
-	}
-	for _, r := range o.removed {
-		g := r.g
-		if s.groups[g.id] != g || g.hasInflight(r.topic, r.part) {
-			continue
-		}
-		if _, ok := g.offsets[r.topic][r.part]; ok {
-			continue
-		}
-		g.setOffset(r.topic, r.part, r.o)
-		s.retentionCandidate(g, now)
-	}
-}
-
 // pendingCommit is one partition of an OffsetCommit whose record is being
 // written: ti/pi index the response.
 type pendingCommit struct {
@@ -83,6 +59,7 @@ type pendingCommit struct {
 	part   int32
 	o      offset
 	ti, pi int
+	seq    uint64 // the partition's tombstone count when it was issued
 }
 
 func (s *Shard) respond(id uint64, body kmsg.Response) {

@@ -114,6 +114,7 @@ type group struct {
 	// inflight counts commits in flight per partition (OffsetDelete and
 	// DeleteGroups write tombstones for them too).
 	inflight map[string]map[int32]int
+	tombs    map[tp]*tombMark // see tombstones.go
 
 	heapAt time.Time // the time of this group's entry in the timer heap
 }
@@ -123,7 +124,7 @@ func newGroup(id string, now time.Time) *group {
 		id: id, state: stateEmpty, prevState: stateEmpty, stateTime: now,
 		members: map[string]*member{}, static: map[string]string{}, pending: map[string]time.Time{},
 		pendingSync: map[string]bool{}, offsets: map[string]map[int32]offset{},
-		inflight: map[string]map[int32]int{},
+		inflight: map[string]map[int32]int{}, tombs: map[tp]*tombMark{},
 	}
 }
 
@@ -301,6 +302,7 @@ func (g *group) addInflight(topic string, p int32, n int) {
 	ps[p] += n
 	if ps[p] <= 0 {
 		delete(ps, p)
+		delete(g.tombs, tp{topic, p})
 		if len(ps) == 0 {
 			delete(g.inflight, topic)
 		}
