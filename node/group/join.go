@@ -93,7 +93,11 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 			s.touch(g)
 		}
 	}()
-	if !s.acceptJoiningMember(g, req.MemberID) {
+	sizeID := req.MemberID
+	if id, ok := g.static[instance]; ok && instance != "" && sizeID == "" {
+		sizeID = id // a static member's restart is not a new member
+	}
+	if !s.acceptJoiningMember(g, sizeID) {
 		fail(codeMaxSize)
 		return
 	}
