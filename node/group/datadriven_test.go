@@ -116,7 +116,7 @@ func (h *harness) run() {
 		for _, n := range stateNames {
 			h.printf("%s=%d", n, st.Groups[n])
 		}
-		h.printf("expired=%d", st.Expired)
+		h.printf("expired=%d commits=%d rebalances=%d members=%d", st.Expired, st.Commits, st.Rebalances, st.Members)
 	case "topics-deleted":
 		h.s.TopicsDeleted(h.now, h.list("topics"))
 		h.drain()
@@ -135,6 +135,7 @@ func (h *harness) newShard() {
 	h.autoAck = h.str("auto-ack", "true") == "true"
 	h.log, h.pending = nil, nil
 	h.s = NewShard(0, h.cfg)
+	h.s.groupBudget = int(h.int("group-budget", MaxGroupMetadataBytes))
 	idSeeds = nil
 	if h.str("loaded", "true") == "true" {
 		h.s.LoadDone(h.now)
