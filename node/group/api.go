@@ -167,6 +167,7 @@ func (s *Shard) LoadDone(now time.Time) { s.loadDone(now) }
 func (s *Shard) Step(now time.Time, r Request) {
 	s.step(now, r)
 	s.fireTimers(now)
+	s.check("Step")
 }
 
 // Appended reports the outcome of the Append with this id: err nil means
@@ -177,6 +178,7 @@ func (s *Shard) Step(now time.Time, r Request) {
 func (s *Shard) Appended(now time.Time, id uint64, err error) {
 	s.appended(now, id, err)
 	s.fireTimers(now)
+	s.check("Appended")
 }
 
 // TickTo moves the clock: session and rebalance timeouts, the initial
@@ -187,6 +189,7 @@ func (s *Shard) TickTo(now time.Time) {
 	}
 	s.fireTimers(now)
 	s.checkRetention(now)
+	s.check("TickTo")
 }
 
 // NextDue is when the clock alone would next change anything (zero: never).
