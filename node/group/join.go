@@ -134,11 +134,12 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 		s.addMember(now, g, nm, req.ProtocolType, w)
 		return
 	}
+	// An existing member: Kafka's classicGroupJoinExistingMember.
+	if !g.supportsProtocols(req.ProtocolType, protos) {
+		fail(codeInconsistent)
+		return
+	}
 	if _, ok := g.pending[req.MemberID]; ok && instance == "" {
-		if !g.supportsProtocols(req.ProtocolType, protos) {
-			fail(codeInconsistent)
-			return
-		}
 		delete(g.pending, req.MemberID)
 		nm.id = req.MemberID
 		s.addMember(now, g, nm, req.ProtocolType, w)
@@ -146,10 +147,6 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
 		fail(code)
-		return
-	}
-	if !g.supportsProtocols(req.ProtocolType, protos) {
-		fail(codeInconsistent)
 		return
 	}
 	m := g.members[req.MemberID]
