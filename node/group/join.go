@@ -250,8 +250,8 @@ func (s *Shard) addMember(now time.Time, g *group, m *member, protocolType strin
 	if m.instanceID != "" {
 		g.static[m.instanceID] = m.id
 	}
-	if g.state == statePreparing && g.generation == 0 {
-		g.newMemberAdded = true
+	if g.state == statePreparing && g.prevState == stateEmpty {
+		g.newMemberAdded = true // the initial delay may be extended
 	}
 	s.maybePrepareRebalanceOrCompleteJoin(g, now)
 }
