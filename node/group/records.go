@@ -188,7 +188,7 @@ func (s *Shard) replayGroup(id string, value []byte) error {
 	if err := v.ReadFrom(value); err != nil {
 		return fmt.Errorf("%w: group metadata value: %v", ErrCorruptRecord, err)
 	}
-	var since time.Time // none before v2: LoadDone takes the load time
+	var since time.Time // none before v2: offsets expire from their commits
 	if v.CurrentStateTimestamp >= 0 {
 		since = time.UnixMilli(v.CurrentStateTimestamp)
 	}

@@ -83,9 +83,6 @@ func (s *Shard) loadDone(now time.Time) {
 	s.idSeed = uint64(now.UnixNano())
 	s.retentionAnchor = now
 	for _, g := range s.groups {
-		if g.stateTime.IsZero() && g.protocolType != "" {
-			g.stateTime = now // a record without currentStateTimestamp
-		}
 		// Kafka's onLoaded: every member's session starts now.
 		for _, m := range g.members {
 			m.deadline = now.Add(m.session)
