@@ -54,6 +54,10 @@ func TestTableRowsFollowCapabilities(t *testing.T) {
 			Broker
 			PartitionAdmin
 		}{}, []kmsg.Key{kmsg.CreatePartitions}, 0},
+		{"ScramAdmin", struct {
+			Broker
+			ScramAdmin
+		}{}, []kmsg.Key{kmsg.DescribeUserSCRAMCredentials, kmsg.AlterUserSCRAMCredentials}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tab := newTable(tc.b)

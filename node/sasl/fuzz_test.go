@@ -65,3 +65,22 @@ func FuzzParsePlain(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseScramSpecs: no input crashes; an accepted spec names a SCRAM
+// mechanism.
+func FuzzParseScramSpecs(f *testing.F) {
+	f.Add(`SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password="a,b]"]`)
+	f.Add(`SCRAM-SHA-512=[name=admin,salt="N3E=",saltedpassword="YCE=",iterations=4096]`)
+	f.Add(`SCRAM-SHA-256`)
+	f.Fuzz(func(t *testing.T, s string) {
+		specs, err := ParseScramSpecs(s)
+		if err != nil {
+			return
+		}
+		for _, sp := range specs {
+			if _, err := Scram(sp.Mechanism); err != nil {
+				t.Fatalf("%q: mechanism %q", s, sp.Mechanism)
+			}
+		}
+	})
+}

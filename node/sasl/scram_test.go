@@ -171,3 +171,41 @@ func TestParseJAAS(t *testing.T) {
 		}
 	}
 }
+
+func TestParseScramSpecs(t *testing.T) {
+	specs, err := ParseScramSpecs(`SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[name=admin,password="a,b]"]`)
+	if err != nil || len(specs) != 2 || specs[0].Attrs["iterations"] != "8192" || specs[1].Attrs["password"] != "a,b]" || specs[1].Attrs["name"] != "admin" {
+		t.Fatalf("%+v %v", specs, err)
+	}
+	c, err := specs[0].Credential()
+	if err != nil || c.Iterations != 8192 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if specs, err := ParseScramSpecs("SCRAM-SHA-256,SCRAM-SHA-512"); err != nil || len(specs) != 2 || len(specs[1].Attrs) != 0 {
+		t.Fatalf("delete form: %+v %v", specs, err)
+	}
+	// kafka-storage.sh's salted form gives the same keys as the password.
+	m, _ := Scram(MechanismScramSHA256)
+	salt := []byte("0123456789abcdef")
+	want, _ := m.NewCredential("pw", salt, 4096)
+	salted, _ := m.SaltPassword("pw", salt, 4096)
+	sp := ScramSpec{Mechanism: MechanismScramSHA256, Attrs: map[string]string{
+		"salt": base64.StdEncoding.EncodeToString(salt), "saltedpassword": base64.StdEncoding.EncodeToString(salted)}}
+	if got, err := sp.Credential(); err != nil || !bytes.Equal(got.StoredKey, want.StoredKey) {
+		t.Fatalf("salted form: %v", err)
+	}
+	for _, bad := range []string{"", "PLAIN=[password=x]", "SCRAM-SHA-256=[password=x", "SCRAM-SHA-256=password", `SCRAM-SHA-256=[password="x]`, "SCRAM-SHA-256=[a=1,a=2]"} {
+		if _, err := ParseScramSpecs(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	for _, bad := range []string{"SCRAM-SHA-256=[iterations=10,password=x]", "SCRAM-SHA-256=[name=a]", "SCRAM-SHA-256=[password=x,saltedpassword=eA==]"} {
+		specs, err := ParseScramSpecs(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := specs[0].Credential(); err == nil {
+			t.Errorf("%q: credential made", bad)
+		}
+	}
+}
