@@ -1,9 +1,12 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,5 +228,57 @@ func TestSASLSSLClusterReplicates(t *testing.T) {
 	}
 	for i, tn := range nodes {
 		refused(ctx, t, tn.KafkaAddr(), fmt.Sprintf("erin on node %d after the delete", i+1), pki.clientTLS(false), scram512("erin", "erin-secret"))
+	}
+}
+
+// TestKcatSASL: librdkafka (kcat) authenticates with SCRAM-SHA-256 on a
+// SASL_PLAINTEXT listener and with PLAIN on a SASL_SSL one, produces and
+// consumes; with a wrong password it gets nothing and fails.
+func TestKcatSASL(t *testing.T) {
+	path := kcatPath(t)
+	pki := newTestPKI(t)
+	sslL := listen(t)
+	sslPort := port(sslL)
+	sslL.Close()
+	tn := startNodeWith(t, t.TempDir(), Options{}, append(pki.settings("none"),
+		"listeners=SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:"+sslPort+",CONTROLLER://127.0.0.1:0",
+		"advertised.listeners=SASL_PLAINTEXT://127.0.0.1:$KAFKA_PORT,SASL_SSL://127.0.0.1:"+sslPort+",CONTROLLER://127.0.0.1:$CONTROLLER_PORT",
+		"inter.broker.listener.name=SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms=SCRAM-SHA-256,PLAIN",
+		"sasl.mechanism.inter.broker.protocol=PLAIN",
+		"SLUICE_LISTENER_NAME_SASL_PLAINTEXT_PLAIN_SASL_JAAS_CONFIG="+plainJAAS,
+		"SLUICE_LISTENER_NAME_SASL_SSL_PLAIN_SASL_JAAS_CONFIG="+plainJAAS,
+		"bootstrap.scram=SCRAM-SHA-256=[name=admin,password=admin-secret]",
+	)...)
+	ctx := testCtx(t)
+	createTopic(ctx, t, newClient(t, tn, scram256("admin", "admin-secret")), "kcat-sasl", 1)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"SCRAM-SHA-256 over SASL_PLAINTEXT", []string{"-b", tn.KafkaAddr(), "-X", "security.protocol=SASL_PLAINTEXT",
+			"-X", "sasl.mechanism=SCRAM-SHA-256", "-X", "sasl.username=admin", "-X", "sasl.password=admin-secret"}},
+		{"PLAIN over SASL_SSL", []string{"-b", "127.0.0.1:" + sslPort, "-X", "security.protocol=SASL_SSL", "-X", "ssl.ca.location=" + pki.truststore,
+			"-X", "sasl.mechanism=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"}},
+	} {
+		const n = 100
+		var in bytes.Buffer
+		for i := range n {
+			fmt.Fprintf(&in, "%s-%03d\n", tc.name[:5], i)
+		}
+		args := append([]string{"-t", "kcat-sasl"}, tc.args...)
+		kcat(ctx, t, path, in.Bytes(), append([]string{"-P", "-p", "0", "-X", "acks=all"}, args...)...)
+		out := kcat(ctx, t, path, nil, append([]string{"-C", "-p", "0", "-o", "-" + fmt.Sprint(n), "-e", "-q", "-f", "%s\n"}, args...)...)
+		lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+		if len(lines) != n || lines[0] != tc.name[:5]+"-000" || lines[n-1] != fmt.Sprintf("%s-%03d", tc.name[:5], n-1) {
+			t.Fatalf("%s: consumed %d lines (first %q), want %d", tc.name, len(lines), lines[:min(len(lines), 3)], n)
+		}
+	}
+	// A wrong password: kcat -L fails, having learnt nothing.
+	cmd := exec.CommandContext(ctx, path, "-L", "-b", tn.KafkaAddr(), "-m", "5", "-X", "security.protocol=SASL_PLAINTEXT",
+		"-X", "sasl.mechanism=SCRAM-SHA-256", "-X", "sasl.username=admin", "-X", "sasl.password=wrong")
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "kcat-sasl") || !strings.Contains(string(out), "Authentication failed") {
+		t.Fatalf("kcat with a wrong password: %v\n%s", err, out)
 	}
 }

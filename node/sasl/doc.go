@@ -24,7 +24,9 @@
 // tokenauth extension, refused) → server-first ("r=nonce+server
 // nonce,s=salt,i=iterations", the server nonce 24 bytes from crypto/rand)
 // → client-final ("c=biws,r=...,p=proof") → server-final ("v=signature").
-// The proof is checked with constant-time comparisons. An unknown user
+// The proof is checked with constant-time comparisons. The client-final
+// nonce must end with the server-first one (Kafka's rule, which
+// librdkafka relies on: it repeats its own nonce in front). An unknown user
 // gets a made-up salt (an HMAC of the name under a per-process secret,
 // the same for every try) and fails at the proof, with the same error as
 // a wrong password, so the exchange does not tell whether a user exists.

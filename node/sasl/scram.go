@@ -358,7 +358,11 @@ func (s *ScramServer) clientFinal(msg string) (string, error) {
 	if err != nil || !(strings.HasPrefix(string(cb), "n,") || strings.HasPrefix(string(cb), "y,")) || !strings.HasSuffix(string(cb), ",") {
 		return "", bad("client-final: channel binding is not the GS2 header")
 	}
-	if subtle.ConstantTimeCompare([]byte(cf.Nonce), []byte(s.fullNonce)) != 1 {
+	// Kafka's ScramSaslServer checks that the nonce ends with the one
+	// it sent, not that it equals it, and librdkafka depends on that: it
+	// sends its own nonce again in front. The proof covers the message
+	// as sent, and the server's random part is still required.
+	if len(cf.Nonce) < len(s.fullNonce) || subtle.ConstantTimeCompare([]byte(cf.Nonce[len(cf.Nonce)-len(s.fullNonce):]), []byte(s.fullNonce)) != 1 {
 		return "", fail("nonce mismatch")
 	}
 	authMessage := s.clientFirstBare + "," + s.serverFirst + "," + cf.WithoutProof

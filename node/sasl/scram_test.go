@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -207,5 +208,35 @@ func TestParseScramSpecs(t *testing.T) {
 		if _, err := specs[0].Credential(); err == nil {
 			t.Errorf("%q: credential made", bad)
 		}
+	}
+}
+
+// TestScramLibrdkafkaNonce: librdkafka sends its nonce again before the
+// server's full nonce; Kafka accepts a nonce that ends with the one it
+// sent, and so does Sluice (the proof covers the message as sent).
+func TestScramLibrdkafkaNonce(t *testing.T) {
+	m, _ := Scram(MechanismScramSHA256)
+	cred, _ := m.NewCredential("pencil", []byte("saltsaltsaltsalt"), 4096)
+	s := NewScramServer(m, func(string) (Credential, bool) { return cred, true }, []byte("0123456789abcdef"))
+	sf, _, err := s.Step([]byte("n,,n=user,r=abc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := strings.TrimPrefix(strings.Split(string(sf), ",")[0], "r=")
+	without := "c=biws,r=abc" + full
+	salted, _ := m.SaltPassword("pencil", []byte("saltsaltsaltsalt"), 4096)
+	clientKey := m.hmac(salted, "Client Key")
+	sig := m.hmac(m.h(clientKey), "n=user,r=abc,"+string(sf)+","+without)
+	proof := make([]byte, len(sig))
+	for i := range sig {
+		proof[i] = clientKey[i] ^ sig[i]
+	}
+	if _, done, err := s.Step([]byte(without + ",p=" + base64.StdEncoding.EncodeToString(proof))); err != nil || !done {
+		t.Fatalf("librdkafka's nonce: %v", err)
+	}
+	other := NewScramServer(m, func(string) (Credential, bool) { return cred, true }, []byte("0123456789abcdef"))
+	other.Step([]byte("n,,n=user,r=abc"))
+	if _, _, err := other.Step([]byte("c=biws,r=abc,p=" + base64.StdEncoding.EncodeToString(proof))); err == nil {
+		t.Fatal("a nonce without the server's part was accepted")
 	}
 }
