@@ -935,6 +935,20 @@ func parseBool(dst *bool, v string) error {
 	return nil
 }
 
+// ReadProperties reads a Java properties file as readProperties does,
+// for the tools' client settings (--command-config).
+func ReadProperties(path string) (map[string]string, error) {
+	m, err := readProperties(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return out, nil
+}
+
 // readProperties reads a Java properties file: key=value or key:value lines,
 // # and ! comments, blank lines, and Java's line continuations (a line
 // ending in a backslash goes on with the next, its leading blanks
