@@ -69,7 +69,7 @@ func (n *Node) listenerSecurity(name string) kafka.Security {
 		sec.TLS = lt.Server
 	}
 	if ls := n.cfg.SASL[name]; ls != nil {
-		sec.SASL = &kafka.SASL{Mechanisms: ls.Mechanisms, Plain: ls.Plain, Scram: n.scramCredential}
+		sec.SASL = &kafka.SASL{Mechanisms: ls.Mechanisms, Plain: ls.Plain, Scram: n.scramCredential, ReauthAfter: n.cfg.ConnectionsMaxReauth}
 	}
 	return sec
 }

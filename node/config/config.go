@@ -79,6 +79,8 @@ type Config struct {
 	SASLInterBrokerMechanism string
 	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms.
 	FailedAuthenticationDelay time.Duration
+	// ConnectionsMaxReauth is connections.max.reauth.ms (0: none).
+	ConnectionsMaxReauth time.Duration
 	// saslMechanisms is sasl.enabled.mechanisms as given.
 	saslMechanisms string
 	// ssl holds the ssl.* values and sslOverrides the

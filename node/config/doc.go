@@ -60,8 +60,9 @@
 // org.apache.kafka.common.security.scram.ScramLoginModule required
 // username="broker" password="...";). JAAS values are never described.
 // connection.failed.authentication.delay.ms (100) delays the answer to a
-// failed authentication; connections.max.reauth.ms must stay 0
-// (re-authentication, KIP-368, is not served). Environment forms:
+// failed authentication; connections.max.reauth.ms (0: off) is the
+// session lifetime after which a connection must re-authenticate
+// (KIP-368). Environment forms:
 // SLUICE_LISTENER_NAME_<NAME>_SASL_ENABLED_MECHANISMS and
 // SLUICE_LISTENER_NAME_<NAME>_<PLAIN|SCRAM_SHA_256|SCRAM_SHA_512>_SASL_JAAS_CONFIG.
 //

@@ -40,11 +40,8 @@ var saslKeys = []key{
 	{"connection.failed.authentication.delay.ms", "100", "delay the answer and the close of a failed SASL authentication this long", func(c *Config, v string) error {
 		return parseMs(&c.FailedAuthenticationDelay, v, 0)
 	}},
-	{"connections.max.reauth.ms", "0", "SASL session lifetime (KIP-368); 0 only: re-authentication is not served yet", func(c *Config, v string) error {
-		if strings.TrimSpace(v) != "0" {
-			return fmt.Errorf("SASL re-authentication (KIP-368) is not served yet: leave it 0 (sessions live as long as their connection)")
-		}
-		return nil
+	{"connections.max.reauth.ms", "0", "SASL session lifetime (KIP-368): a connection must re-authenticate within it or is closed; 0: sessions last as long as their connection", func(c *Config, v string) error {
+		return parseMs(&c.ConnectionsMaxReauth, v, 0)
 	}},
 }
 

@@ -34,9 +34,14 @@ func (a ClientSASL) mechanism() (fsasl.Mechanism, error) {
 
 // Authenticate runs the SASL exchange on a fresh connection, as Kafka's
 // clients do: SaslHandshake v1, then SaslAuthenticate v2 until the
-// mechanism is done, each round trip within timeout. An error means the
+// mechanism is done, each round trip within timeout. When the broker
+// answers a session lifetime (connections.max.reauth.ms), RoundTrip
+// runs the exchange again on the same connection before the first
+// request after nine tenths of it (KIP-368). An error means the
 // connection is unusable: close it.
 func (c *ClientConn) Authenticate(a ClientSASL, timeout time.Duration) error {
+	c.reauthAt = time.Time{}
+	start := time.Now()
 	m, err := a.mechanism()
 	if err != nil {
 		return err
@@ -71,6 +76,10 @@ func (c *ClientConn) Authenticate(a ClientSASL, timeout time.Duration) error {
 			return fmt.Errorf("SASL %s: %w", a.Mechanism, err)
 		}
 		if done {
+			if ms := min(resp.SessionLifetimeMillis, 365*24*3600*1000); ms > 0 {
+				c.sasl = &a
+				c.reauthAt = start.Add(time.Duration(ms) * time.Millisecond * 9 / 10)
+			}
 			return nil
 		}
 		msg = next

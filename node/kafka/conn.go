@@ -375,6 +375,11 @@ func (c *conn) answer(r *request) bool {
 	if !c.authed.Load() {
 		return c.answerSASL(r)
 	}
+	if c.sasl != nil {
+		if handled, ok := c.answerAuthenticated(r); handled {
+			return ok
+		}
+	}
 	return c.answerWith(r, r.api.handle)
 }
 

@@ -115,10 +115,15 @@
 //     Options.FailedAuthenticationDelay, then the connection closes.
 //     Frames are bounded by 512 KiB until authenticated
 //     (sasl.server.max.receive.size). Counted by listener in ConnStats
-//     (SASLFailedBy, SASLAuthenticatedBy). Re-authentication (KIP-368)
-//     is not served: SessionLifetimeMs is 0. The client side,
-//     ClientConn.Authenticate, runs franz-go's PLAIN and SCRAM
-//     mechanisms (the replica fetchers on a SASL inter-broker listener).
+//     (SASLFailedBy, SASLAuthenticatedBy, re-authentications included).
+//     With SASL.ReauthAfter (connections.max.reauth.ms, KIP-368) a
+//     session ends after that long (SessionLifetimeMs tells the client):
+//     a SaslHandshake with the same mechanism starts a
+//     re-authentication, which may not change the principal, and any
+//     other request after the end closes the connection. The client
+//     side, ClientConn.Authenticate, runs franz-go's PLAIN and SCRAM
+//     mechanisms (the replica fetchers on a SASL inter-broker listener)
+//     and re-authenticates at nine tenths of the lifetime.
 //   - A frame whose size prefix is negative or above Options.MaxRequestBytes
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,

@@ -24,6 +24,13 @@ type SASL struct {
 	// metadata image's); nil knows none. Called from connection
 	// goroutines concurrently.
 	Scram func(mechanism, user string) (sasl.Credential, bool)
+	// ReauthAfter is connections.max.reauth.ms (KIP-368): an
+	// authenticated session lasts this long (SaslAuthenticate v1+ tells
+	// the client), after which the connection must re-authenticate
+	// (SaslHandshake and SaslAuthenticate again, same mechanism and
+	// principal) before any other request, or is closed. Zero: sessions
+	// last as long as their connection.
+	ReauthAfter time.Duration
 }
 
 // saslMaxReceive is Kafka's sasl.server.max.receive.size: the largest
@@ -53,6 +60,41 @@ type saslConn struct {
 	scram     *sasl.ScramServer
 	// principal is "User:<name>" once authenticated.
 	principal string
+	// expiry is when the session ends (ReauthAfter); zero: never.
+	// reauth is set from a re-authentication's SaslHandshake until its
+	// SaslAuthenticate completes.
+	expiry time.Time
+	reauth bool
+}
+
+// answerAuthenticated guards the requests of an authenticated SASL
+// connection (KIP-368): after the session's expiry only a SaslHandshake
+// that starts a re-authentication is served, anything else closes the
+// connection; during a re-authentication, the exchange. It reports
+// whether the request was handled here, and if so whether the
+// connection stays open.
+func (c *conn) answerAuthenticated(r *request) (handled, ok bool) {
+	a := c.sasl
+	if a.reauth {
+		return true, c.answerSASL(r)
+	}
+	if a.cfg.ReauthAfter == 0 || kmsg.Key(r.key) != kmsg.SASLHandshake && time.Now().Before(a.expiry) {
+		return false, true
+	}
+	if kmsg.Key(r.key) != kmsg.SASLHandshake {
+		c.log.Info("kafka: closing connection: SASL session expired without re-authentication (connections.max.reauth.ms)",
+			"listener", c.listener, "principal", a.principal, "api", kmsg.NameForKey(r.key))
+		return true, false
+	}
+	req := r.body.(*kmsg.SASLHandshakeRequest)
+	if req.Mechanism != a.mechanism {
+		resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		resp.SupportedMechanisms = []string{a.mechanism}
+		return true, c.refuseSASL(r, resp, "re-authentication with another mechanism", "mechanism", req.Mechanism, "original", a.mechanism)
+	}
+	a.reauth, a.stage = true, stageHandshake
+	return true, c.answerSASL(r)
 }
 
 // answerSASL answers a request of a connection that has not
@@ -147,7 +189,17 @@ func (c *conn) authenticate(r *request) bool {
 		resp.SASLAuthBytes = []byte{}
 	}
 	if done {
-		a.principal = "User:" + user
+		principal := "User:" + user
+		if a.reauth && principal != a.principal {
+			resp.SASLAuthBytes, resp.ErrorCode = nil, kerr.SaslAuthenticationFailed.Code
+			resp.ErrorMessage = kmsg.StringPtr("Cannot change principals during re-authentication")
+			return c.refuseSASL(r, resp, "re-authentication as another principal", "principal", principal, "original", a.principal)
+		}
+		a.principal, a.reauth = principal, false
+		if d := a.cfg.ReauthAfter; d > 0 {
+			a.expiry = time.Now().Add(d)
+			resp.SessionLifetimeMillis = d.Milliseconds() // ignored below v1, still enforced
+		}
 		c.authed.Store(true)
 		c.s.countAuth(c.listener, true)
 		c.log.Debug("kafka: SASL authenticated", "listener", c.listener, "mechanism", a.mechanism, "principal", a.principal)

@@ -10,9 +10,11 @@ import (
 // SaslHandshake (key 17), version 1, listed from 0.
 //
 // On a SASL listener, before authentication, the handshake picks the
-// mechanism (sasl.go). Anywhere else (a PLAINTEXT or SSL listener, or
-// after authentication) it is answered ILLEGAL_SASL_STATE, as Kafka's
-// KafkaApis does: re-authentication (KIP-368) is not served.
+// mechanism (sasl.go); after it, with a session lifetime
+// (SASL.ReauthAfter, KIP-368), it starts a re-authentication with the
+// same mechanism. Anywhere else (a PLAINTEXT or SSL listener, or a SASL
+// one without a lifetime after authentication) it is answered
+// ILLEGAL_SASL_STATE, as Kafka's KafkaApis does.
 //
 // Kafka 4 dropped v0 (KIP-896), whose SASL tokens followed in bare
 // frames without a request header: a v0 request closes the connection.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -243,4 +244,100 @@ func (f *fakeBroker) queryCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.queries)
+}
+
+// TestSASLReauthentication (KIP-368): with a session lifetime, franz-go
+// re-authenticates on its connection and goes on being served; a
+// connection that lets its session expire is closed at its next
+// request; a re-authentication may not change the mechanism or the
+// principal; the replica fetcher's ClientConn re-authenticates by itself.
+func TestSASLReauthentication(t *testing.T) {
+	cfg := testSASL(t)
+	cfg.Plain["carol"] = "carol-secret"
+	cfg.ReauthAfter = 2 * time.Second
+	ts := startSASLServer(t, Options{}, cfg)
+
+	cl := newClient(t, ts, kgo.SASL(scram.Auth{User: "bob", Pass: "bob-secret"}.AsSha256Mechanism()))
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for ts.ConnStats().SASLAuthenticatedBy["SASL"] < 3 { // first authentication, two re-authentications
+		if err := cl.Ping(ctx); err != nil {
+			t.Fatalf("ping across re-authentications: %v", err)
+		}
+		<-tick.C
+	}
+	for _, l := range ts.logs.snapshot() {
+		if strings.Contains(l, "session expired") {
+			t.Fatalf("franz-go's session expired: %s", l)
+		}
+	}
+
+	// By hand: the lifetime is answered (v1+), and enforced.
+	short := testSASL(t)
+	short.Plain["carol"] = "carol-secret"
+	short.ReauthAfter = 300 * time.Millisecond
+	ts = startSASLServer(t, Options{}, short)
+	c := dial(t, ts.addr)
+	c.handshake("PLAIN")
+	r := c.authenticate("\x00alice\x00alice-secret")
+	if r.ErrorCode != 0 || r.SessionLifetimeMillis != 300 {
+		t.Fatalf("authenticate v2: %+v", r)
+	}
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.Version = 12
+	c.roundTrip(meta)
+	<-time.After(400 * time.Millisecond) // past the session's end: the condition under test
+	c.send(meta)
+	c.expectClosed()
+	ts.logs.waitFor(t, "SASL session expired without re-authentication")
+
+	// Re-authentication as another principal, or with another mechanism: refused.
+	for _, tc := range []struct{ mech, token, why string }{
+		{"PLAIN", "\x00carol\x00carol-secret", "Cannot change principals during re-authentication"},
+		{"SCRAM-SHA-256", "", ""},
+	} {
+		c := dial(t, ts.addr)
+		c.handshake("PLAIN")
+		c.authenticate("\x00alice\x00alice-secret")
+		hs := c.handshake(tc.mech)
+		if tc.token == "" {
+			if hs.ErrorCode != kerr.UnsupportedSaslMechanism.Code {
+				t.Fatalf("re-authentication with %s: %+v", tc.mech, hs)
+			}
+			c.expectClosed()
+			continue
+		}
+		if r := c.authenticate(tc.token); r.ErrorCode != kerr.SaslAuthenticationFailed.Code || *r.ErrorMessage != tc.why {
+			t.Fatalf("re-authentication as carol: %+v", r)
+		}
+		c.expectClosed()
+	}
+
+	// The broker-side client re-authenticates before a request past
+	// nine tenths of the lifetime, on the same connection.
+	cc, err := Dial(ts.addr, testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	if err := cc.Authenticate(ClientSASL{Mechanism: "SCRAM-SHA-512", User: "bob", Password: "bob-secret"}, testTimeout); err != nil {
+		t.Fatal(err)
+	}
+	before := ts.ConnStats().SASLAuthenticatedBy["SASL"]
+	<-time.After(400 * time.Millisecond)
+	if err := cc.RoundTrip(meta, kmsg.NewPtrMetadataResponse(), testTimeout); err != nil {
+		t.Fatalf("request after the lifetime: %v", err)
+	}
+	if got := ts.ConnStats().SASLAuthenticatedBy["SASL"]; got != before+1 {
+		t.Fatalf("authentications %d, want %d: the client did not re-authenticate", got, before+1)
+	}
+}
+
+// snapshot returns the log lines so far.
+func (l *logSink) snapshot() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
 }
