@@ -132,6 +132,7 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 			st.FailedAuthentication[l] += n
 		}
 		st.SuccessfulAuthentication = cs.SASLAuthenticatedBy
+		st.ExpiredConnectionsKilled = cs.ExpiredClosed
 	}
 	return st
 }

@@ -194,6 +194,7 @@ func TestSASLSSLClusterReplicates(t *testing.T) {
 		"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
 		"SLUICE_LISTENER_NAME_SASL_SSL_SCRAM_SHA_512_SASL_JAAS_CONFIG="+brokerScramJAAS,
 		"bootstrap.scram=SCRAM-SHA-512=[name=broker,password=broker-secret],SCRAM-SHA-256=[name=admin,password=admin-secret]",
+		"connections.max.reauth.ms=1500",
 	)...)
 	ctx := testCtx(t)
 	admin := func(i int, opts ...kgo.Opt) *kgo.Client {
@@ -211,6 +212,30 @@ func TestSASLSSLClusterReplicates(t *testing.T) {
 	}
 	if p := md.Topics["secure"].Partitions[0]; len(p.ISR) != 3 {
 		t.Fatalf("ISR %v, want all three replicas", p.ISR)
+	}
+
+	// Sessions last 1.5 s: the fetchers (and the clients) re-authenticate
+	// on their connections, and replication goes on.
+	leader := nodes[md.Topics["secure"].Partitions[0].Leader-1]
+	authed := func() int64 { return leader.srv.ConnStats().SASLAuthenticatedBy["SASL_SSL"] }
+	before := authed()
+	tick := time.NewTicker(50 * time.Millisecond)
+	for authed() < before+4 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no re-authentications on the leader: %d, then %d", before, authed())
+		case <-tick.C:
+		}
+	}
+	tick.Stop()
+	prod := admin(0, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("secure"))
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("after re-authentication")}).FirstErr(); err != nil {
+		t.Fatalf("acks=all with min.insync.replicas=3 after the sessions ended: %v", err)
+	}
+	for i, tn := range nodes {
+		if n := tn.srv.ConnStats().ExpiredClosed; n != 0 {
+			t.Fatalf("node %d closed %d connections whose session expired: the fetchers or clients did not re-authenticate", i+1, n)
+		}
 	}
 
 	up, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "erin", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "erin-secret"}})

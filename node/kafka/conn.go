@@ -298,6 +298,9 @@ func (c *conn) readLoop() {
 		r, err := decodeRequest(frame, c.s.table)
 		if r != nil {
 			r.listener = c.listener
+			if c.sasl != nil {
+				r.readAt = time.Now()
+			}
 		}
 		if err != nil {
 			attrs := []any{"err", err}

@@ -31,6 +31,7 @@ type refusedCounts struct {
 	total, perIP atomic.Int64
 	idle         atomic.Int64 // closed by connections.max.idle.ms
 	handshake    atomic.Int64 // TLS handshakes failed
+	expired      atomic.Int64 // SASL sessions ended without re-authentication
 	// handshakeBy counts them by listener name; Server.mu guards it,
 	// and the SASL counts by listener (sasl.go).
 	handshakeBy            map[string]int64
@@ -58,6 +59,10 @@ type ConnStats struct {
 	// a request before authentication), SASLAuthenticatedBy those that
 	// authenticated, by listener name (copies).
 	SASLFailedBy, SASLAuthenticatedBy map[string]int64
+	// ExpiredClosed counts the connections closed because their SASL
+	// session ended without re-authentication (Kafka's
+	// expired-connections-killed-count).
+	ExpiredClosed int64
 }
 
 // ConnStats returns the current connection counts.
@@ -71,7 +76,8 @@ func (s *Server) ConnStats() ConnStats {
 	s.mu.Unlock()
 	return ConnStats{Open: open, RefusedMax: s.refused.total.Load(), RefusedPerIP: s.refused.perIP.Load(), IdleClosed: s.refused.idle.Load(),
 		HandshakeFailed: s.refused.handshake.Load(), HandshakeFailedBy: by,
-		SASLFailedBy: maps.Clone(s.refused.saslFailedBy), SASLAuthenticatedBy: maps.Clone(s.refused.saslOKBy)}
+		SASLFailedBy: maps.Clone(s.refused.saslFailedBy), SASLAuthenticatedBy: maps.Clone(s.refused.saslOKBy),
+		ExpiredClosed: s.refused.expired.Load()}
 }
 
 // admit counts nc against the limits and reports whether it may stay; s.mu

@@ -78,10 +78,11 @@ func (c *conn) answerAuthenticated(r *request) (handled, ok bool) {
 	if a.reauth {
 		return true, c.answerSASL(r)
 	}
-	if a.cfg.ReauthAfter == 0 || kmsg.Key(r.key) != kmsg.SASLHandshake && time.Now().Before(a.expiry) {
+	if a.cfg.ReauthAfter == 0 || kmsg.Key(r.key) != kmsg.SASLHandshake && r.readAt.Before(a.expiry) {
 		return false, true
 	}
 	if kmsg.Key(r.key) != kmsg.SASLHandshake {
+		c.s.refused.expired.Add(1)
 		c.log.Info("kafka: closing connection: SASL session expired without re-authentication (connections.max.reauth.ms)",
 			"listener", c.listener, "principal", a.principal, "api", kmsg.NameForKey(r.key))
 		return true, false

@@ -292,6 +292,9 @@ func TestSASLReauthentication(t *testing.T) {
 	c.send(meta)
 	c.expectClosed()
 	ts.logs.waitFor(t, "SASL session expired without re-authentication")
+	if st := ts.ConnStats(); st.ExpiredClosed != 1 {
+		t.Fatalf("expired sessions closed: %d, want 1", st.ExpiredClosed)
+	}
 
 	// Re-authentication as another principal, or with another mechanism: refused.
 	for _, tc := range []struct{ mech, token, why string }{

@@ -85,6 +85,9 @@ type BrokerStat struct {
 	// closed by a failed TLS handshake or SASL authentication;
 	// SuccessfulAuthentication the SASL authentications that succeeded.
 	FailedAuthentication, SuccessfulAuthentication map[string]int64
+	// ExpiredConnectionsKilled counts the connections closed because
+	// their SASL session ended without re-authentication.
+	ExpiredConnectionsKilled int64
 	// Cleaner is the log cleaner; nil when log.cleaner.enable is false.
 	Cleaner *CleanerStat
 }
