@@ -45,13 +45,11 @@ func startClusterWith(t *testing.T, n int, listener string, extra ...string) []*
 			"--listeners=" + listener + "://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 			"--advertised.listeners=" + listener + "://127.0.0.1:" + port(tn.kl) + ",CONTROLLER://127.0.0.1:" + port(tn.ctrlL),
 			"--inter.broker.listener.name=" + listener}
-		for _, e := range extra {
-			args = append(args, "--"+e)
-		}
+		args, env := splitExtra(t, tn.dir, args, extra)
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := config.Load(fs, []string{})
+		cfg, err := config.Load(fs, env)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,17 +21,23 @@
 // name this cluster and node. Then it runs four phases, each a function in
 // node.go; when one fails, what the earlier ones started is undone:
 //
-//  1. bindListeners: the Kafka listeners (every name mapped to PLAINTEXT
-//     or SSL, e.g. PLAINTEXT, or INTERNAL and EXTERNAL), the HTTP and the
+//  1. bindListeners: the Kafka listeners (every name mapped to PLAINTEXT,
+//     SSL, SASL_PLAINTEXT or SASL_SSL, e.g. PLAINTEXT, or INTERNAL and
+//     EXTERNAL), the HTTP and the
 //     controller (CONTROLLER) listener, so a taken port fails before
 //     anything opens. The broker registers each Kafka listener's
 //     advertised endpoint by name; a client is answered the endpoints of
 //     the listener it came in on, and replica fetchers (and the active
 //     controller's liveness probes) use inter.broker.listener.name. An
-//     SSL listener serves TLS with config.Config.TLS (serve:
-//     kafka.Server.ServeListenerTLS); when it is the inter-broker
+//     SSL or SASL_SSL listener serves TLS with config.Config.TLS, a
+//     SASL_PLAINTEXT or SASL_SSL one SASL with config.Config.SASL and
+//     SCRAM credentials from the metadata image (scram.go; serve:
+//     kafka.Server.ServeListenerSecure); when it is the inter-broker
 //     listener, replica fetchers dial it with TLS too (interBrokerTLS),
-//     the keystore as client certificate for ssl.client.auth=required.
+//     the keystore as client certificate for ssl.client.auth=required,
+//     and authenticate with the listener's JAAS username and password
+//     (interBrokerSASL). SCRAM credentials bootstrapped by sluice init
+//     --add-scram (bootstrap.json) go to the quorum with the cluster id.
 //  2. openStorage: take the .clean_shutdown marker (was the last run's
 //     shutdown clean?), open the node's one segment Index (Pebble,
 //     <log.dirs>/index) and the replica manager (node/replica), which

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,7 +124,15 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 	if srv := s.srv; srv != nil {
 		cs := srv.ConnStats()
 		st.Connections, st.ConnectionsRefusedMax, st.ConnectionsRefusedPerIP, st.ConnectionsIdleClosed = cs.Open, cs.RefusedMax, cs.RefusedPerIP, cs.IdleClosed
-		st.FailedAuthentication = cs.HandshakeFailedBy
+		st.FailedAuthentication = maps.Clone(cs.HandshakeFailedBy)
+		for l, n := range cs.SASLFailedBy {
+			if st.FailedAuthentication == nil {
+				st.FailedAuthentication = map[string]int64{}
+			}
+			st.FailedAuthentication[l] += n
+		}
+		st.SuccessfulAuthentication = cs.SASLAuthenticatedBy
+		st.ExpiredConnectionsKilled = cs.ExpiredClosed
 	}
 	return st
 }

@@ -267,6 +267,7 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 		ScrubInterval: n.cfg.LogScrubInterval, ScrubBytesPerSecond: n.cfg.LogScrubMaxBytesPerSecond,
 		OnCorruptBatch: n.metrics.m.ObserveCorruptBatch,
 		FetchTLS:       n.interBrokerTLS(),
+		FetchSASL:      n.interBrokerSASL(),
 	})
 	if err != nil {
 		return false, fmt.Errorf("node: %w", err)
@@ -284,8 +285,13 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 	if len(voters) == 0 {
 		voters = m.InitialControllers
 	}
+	boot, err := meta.ReadBootstrap(n.dir)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	qc := quorum.Config{
-		NodeID: cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
+		BootstrapScram: boot,
+		NodeID:         cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
 		ClusterID: m.ClusterID, PeerLog: n.log,
 		Policy:       quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
 		OnApply:      func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
@@ -355,7 +361,8 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 	cfg := n.cfg
 	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log, Observer: n.metrics.m.Requests,
 		MaxConnections: int(cfg.MaxConnections), MaxConnectionsPerIP: int(cfg.MaxConnectionsPerIP),
-		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides, ConnectionsMaxIdle: cfg.ConnectionsMaxIdle}
+		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides, ConnectionsMaxIdle: cfg.ConnectionsMaxIdle,
+		FailedAuthenticationDelay: cfg.FailedAuthenticationDelay}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
 		return err
 	}
@@ -363,11 +370,7 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 	for i, ln := range n.kafkaLs {
 		name := cfg.KafkaListeners[i].Name
 		serving.Go(func() {
-			var tc *tls.Config
-			if lt := cfg.TLS[name]; lt != nil {
-				tc = lt.Server
-			}
-			if err := n.srv.ServeListenerTLS(name, ln, tc); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
+			if err := n.srv.ServeListenerSecure(name, ln, n.listenerSecurity(name)); err != nil && !errors.Is(err, kafka.ErrServerClosed) {
 				n.log.Error("node: kafka listener failed", "listener", name, "err", err)
 			}
 		})

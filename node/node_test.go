@@ -77,13 +77,15 @@ func startNodeWith(t testing.TB, dir string, opts Options, extra ...string) *tes
 		"--listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 		"--advertised.listeners=PLAINTEXT://127.0.0.1:" + port(tn.kl) + ",CONTROLLER://127.0.0.1:" + port(tn.ctrlL)}
 	ports := strings.NewReplacer("$KAFKA_PORT", port(tn.kl), "$CONTROLLER_PORT", port(tn.ctrlL))
-	for _, e := range extra {
-		args = append(args, "--"+ports.Replace(e))
+	replaced := make([]string, len(extra))
+	for i, e := range extra {
+		replaced[i] = ports.Replace(e)
 	}
+	args, env := splitExtra(t, dir, args, replaced)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(fs, []string{})
+	cfg, err := config.Load(fs, env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,9 +34,12 @@ type Command interface {
 // AnyEpoch in a command's broker epoch means "the current registration".
 const AnyEpoch int64 = -1
 
-// SetClusterID stores the cluster id in an image that has none.
+// SetClusterID stores the cluster id in an image that has none, with
+// the SCRAM credentials bootstrapped at format time (sluice init
+// --add-scram), written only then, as Kafka's bootstrap records.
 type SetClusterID struct {
-	ClusterID string `json:"cluster_id"`
+	ClusterID string                  `json:"cluster_id"`
+	Scram     []ScramCredentialRecord `json:"scram,omitempty"`
 }
 
 // RegisterBroker registers (or re-registers, with a new epoch) a broker. The
@@ -262,6 +265,8 @@ func newCommand(t CommandType) Command {
 		return &CreatePartitions{}
 	case CmdLogDirOffline:
 		return &LogDirOffline{}
+	case CmdAlterScram:
+		return &AlterScramCredentials{}
 	}
 	return nil
 }

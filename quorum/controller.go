@@ -46,7 +46,10 @@ type Config struct {
 	// peer that names another cluster is refused. Empty accepts any peer
 	// (tests); at most 64 bytes.
 	ClusterID string
-	Policy    Policy
+	// BootstrapScram are SCRAM credentials written with the cluster id
+	// when it is first written (sluice init --add-scram); ignored after.
+	BootstrapScram []ScramCredentialRecord
+	Policy         Policy
 	// OnApply receives the stream of applied changes; see FSM. It may run
 	// before Open returns (raft restores the latest snapshot in Open).
 	OnApply func(Change)
@@ -240,7 +243,7 @@ func (c *Controller) leaderLoop(notify <-chan bool) {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ApplyTimeout)
-			if _, _, err := c.proposeLocal(ctx, &SetClusterID{ClusterID: c.cfg.ClusterID}, false); err != nil {
+			if _, _, err := c.proposeLocal(ctx, &SetClusterID{ClusterID: c.cfg.ClusterID, Scram: c.cfg.BootstrapScram}, false); err != nil {
 				c.log.Error("quorum: cannot record the cluster id", "cluster-id", c.cfg.ClusterID, "error", err)
 			}
 			cancel()

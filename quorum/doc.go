@@ -38,7 +38,9 @@
 // partitions appended from the current count, placed as CreateTopics
 // places them over the alive brokers, with the topic's replication
 // factor), log_dir_offline (a broker's log directory failed: logdir.go;
-// script testdata/log_dir_offline.txt).
+// script testdata/log_dir_offline.txt), user_scram_credential and
+// remove_user_scram_credential (SCRAM credentials as KRaft keeps them:
+// salt, stored key, server key, iterations; scram.go).
 //
 // # Election and ISR rules
 //

@@ -138,6 +138,8 @@ type Image struct {
 	NextProducerID int64 `json:"next_producer_id"`
 	// LastProducerBlock is the most recent allocation.
 	LastProducerBlock *ProducerIDBlock `json:"last_producer_block,omitempty"`
+	// Scram holds the SCRAM credentials by user and mechanism (scram.go).
+	Scram map[string]map[string]ScramCredential `json:"scram,omitempty"`
 
 	topicsByID map[UUID]string
 }
@@ -186,6 +188,7 @@ func (im *Image) Clone() *Image {
 	c.ClusterID = im.ClusterID
 	c.LastBrokerEpoch = im.LastBrokerEpoch
 	c.NextProducerID = im.NextProducerID
+	c.Scram = cloneScram(im.Scram)
 	if im.LastProducerBlock != nil {
 		b := *im.LastProducerBlock
 		c.LastProducerBlock = &b

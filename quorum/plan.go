@@ -44,7 +44,11 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		if im.ClusterID != "" {
 			return nil, nil, kerrf(kerr.InconsistentClusterID, "cluster id is %s, not %s", im.ClusterID, c.ClusterID)
 		}
-		return []Record{&ClusterIDRecord{ClusterID: c.ClusterID}}, nil, nil
+		scram, err := bootstrapScram(c.Scram)
+		if err != nil {
+			return nil, nil, err
+		}
+		return append([]Record{&ClusterIDRecord{ClusterID: c.ClusterID}}, scram...), nil, nil
 	case *RegisterBroker:
 		return p.registerBroker(c)
 	case *FenceBroker:
@@ -69,6 +73,8 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		return p.createPartitions(c)
 	case *LogDirOffline:
 		return p.logDirOffline(c)
+	case *AlterScramCredentials:
+		return p.alterScram(c)
 	case *AllocateProducerIDs:
 		b, err := p.broker(c.BrokerID, c.BrokerEpoch)
 		if err != nil {

@@ -282,6 +282,10 @@ func newRecord(t RecordType) Record {
 		return &AddPartitionsRecord{}
 	case TypeLogDirOffline:
 		return &LogDirOfflineRecord{}
+	case TypeScramCredential:
+		return &ScramCredentialRecord{}
+	case TypeRemoveScramCredential:
+		return &RemoveScramCredentialRecord{}
 	}
 	return nil
 }

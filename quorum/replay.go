@@ -115,6 +115,8 @@ func (im *Image) Replay(r Record) error {
 		return im.replayAddPartitions(r)
 	case *LogDirOfflineRecord:
 		return im.replayLogDirOffline(r)
+	case *ScramCredentialRecord, *RemoveScramCredentialRecord:
+		return im.replayScram(r)
 	default:
 		return fmt.Errorf("%w: replay of %T", ErrUnknownCommand, r)
 	}

@@ -1,49 +1,3 @@
-// Package config reads a node's configuration, and is the only package that
-// uses viper. Keys are Kafka's (server.properties) with Kafka's defaults.
-// Sources, strongest first: command-line flags named after the keys
-// (--log.dirs=/data), SLUICE_* environment variables (SLUICE_LOG_DIRS), the
-// properties file given with --config, and the defaults. Load validates
-// everything into a typed Config; an unknown key (in the file, or a SLUICE_*
-// variable) or an invalid value is an error that names the key.
-//
-// Listeners are Kafka's NAME://host:port lists. Three names are Sluice's
-// own: CONTROLLER is the Raft controller listener (which also carries
-// command forwarding), always required (every node replays the metadata
-// log over it); HTTP, optional, serves /health, /healthz, /readyz and
-// /metrics (and /debug/pprof/ with sluice.debug.pprof=true); GOSSIP,
-// optional, runs liveness gossip (memberlist) and joins gossip.seeds.
-// Every other name is a Kafka protocol listener, as in Kafka: its
-// security protocol comes from listener.security.protocol.map (PLAINTEXT
-// or SSL; SASL_* are refused yet), and a broker needs at least one. Two
-// PLAINTEXT listeners with different names (INTERNAL for peers and
-// clients inside a network, EXTERNAL for clients outside it) serve the
-// same broker; a client is told the advertised addresses of the listener
-// it connected to, and replica fetchers dial inter.broker.listener.name
-// (default PLAINTEXT).
-//
-// An SSL listener serves TLS (crypto/tls) with the ssl.* keys, in Kafka's
-// names, PEM only (KIP-651; JKS and PKCS12 are refused with a message):
-// ssl.keystore.location (a PEM file with the private key and the
-// certificate chain) or ssl.keystore.certificate.chain with
-// ssl.keystore.key (inline PEM; in a properties file over continuation
-// lines ending in a backslash, as Kafka's docs write them);
-// ssl.truststore.location or ssl.truststore.certificates (the CAs that
-// sign client certificates and peer brokers' certificates);
-// ssl.client.auth (none, requested, required); ssl.enabled.protocols
-// (TLSv1.2, TLSv1.3); ssl.cipher.suites (TLS 1.2 suites, IANA names);
-// ssl.endpoint.identification.algorithm (https or empty, for the broker
-// dialling the inter-broker listener). listener.name.<name>.<ssl key>
-// (e.g. listener.name.external.ssl.keystore.location, or
-// SLUICE_LISTENER_NAME_EXTERNAL_SSL_KEYSTORE_LOCATION) overrides a key for
-// one listener. Everything is checked at Load, into Config.TLS. Unlike
-// Kafka, ssl.keystore.type and ssl.truststore.type default to PEM.
-// Secrets (ssl.keystore.key, the passwords) are kept out of Values, so
-// DescribeConfigs never reveals them (Sensitive).
-//
-// Environment variables: each key's name upper-cased with dots and
-// dashes as underscores, after SLUICE_ (advertised.listeners is
-// SLUICE_ADVERTISED_LISTENERS). SLUICE_CLI_* are the admin tools' and
-// are ignored here.
 package config
 
 import (
@@ -115,10 +69,23 @@ type Config struct {
 	// InterBrokerListener (inter.broker.listener.name) is the Kafka
 	// listener replica fetchers dial on other brokers.
 	InterBrokerListener string
-	// TLS holds the TLS of each SSL listener (tls.go), by name.
+	// TLS holds the TLS of each SSL and SASL_SSL listener (tls.go), by name.
 	TLS map[string]*ListenerTLS
+	// SASL holds the SASL of each SASL_PLAINTEXT and SASL_SSL listener
+	// (sasl.go), by name.
+	SASL map[string]*ListenerSASL
+	// SASLInterBrokerMechanism is sasl.mechanism.inter.broker.protocol
+	// ("": the first enabled on the inter-broker listener).
+	SASLInterBrokerMechanism string
+	// FailedAuthenticationDelay is connection.failed.authentication.delay.ms.
+	FailedAuthenticationDelay time.Duration
+	// ConnectionsMaxReauth is connections.max.reauth.ms (0: none).
+	ConnectionsMaxReauth time.Duration
+	// saslMechanisms is sasl.enabled.mechanisms as given.
+	saslMechanisms string
 	// ssl holds the ssl.* values and sslOverrides the
-	// listener.name.<name>.ssl.* ones, by listener name.
+	// listener.name.<name>.ssl.* ones, by listener name, with the SASL
+	// ones (saslOverride).
 	ssl          map[string]string
 	sslOverrides map[string]map[string]string
 	LogDirs      []string
@@ -279,7 +246,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable())
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys)
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{
@@ -301,7 +268,7 @@ var baseKeys = []key{
 		c.AdvertisedListeners, err = parseListeners(v)
 		return err
 	}},
-	{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "NAME:PROTOCOL,... the security protocol of each Kafka listener (PLAINTEXT or SSL, for now)", func(c *Config, v string) (err error) {
+	{"listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "NAME:PROTOCOL,... the security protocol of each Kafka listener: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", func(c *Config, v string) (err error) {
 		c.SecurityProtocols, err = parseProtocolMap(v)
 		return err
 	}},
@@ -613,21 +580,34 @@ func (c *Config) validateListeners() error {
 			}
 			continue
 		}
-		p, ok := c.SecurityProtocols[l.Name]
+		_, ok := c.SecurityProtocols[l.Name]
 		if !ok {
 			return fmt.Errorf("%w: listeners: %s is not a listener name Sluice knows (%s, %s, %s) nor in listener.security.protocol.map; add %s:PLAINTEXT to the map for a Kafka listener",
 				ErrInvalid, l.Name, ListenerController, ListenerHTTP, ListenerGossip, l.Name)
 		}
-		if p != "PLAINTEXT" && p != "SSL" {
-			return fmt.Errorf("%w: listener.security.protocol.map: listener %s uses %s, which Sluice does not support yet (PLAINTEXT and SSL only; SASL is the next part of the security work, issue 19)", ErrInvalid, l.Name, p)
-		}
 		c.KafkaListeners = append(c.KafkaListeners, l)
 	}
-	for name := range c.sslOverrides {
-		if !slices.Contains(c.sslListeners(), name) {
-			return fmt.Errorf("%w: listener.name.%s.ssl.*: %s is not a Kafka listener mapped to SSL in listener.security.protocol.map; fix the listener name or the map",
-				ErrInvalid, strings.ToLower(name), name)
+	for name, over := range c.sslOverrides {
+		for k := range over {
+			switch {
+			case isSASLKey(k) && !slices.Contains(c.saslListeners(), name):
+				return fmt.Errorf("%w: listener.name.%s.%s: %s is not a Kafka listener mapped to SASL_PLAINTEXT or SASL_SSL in listener.security.protocol.map; fix the listener name or the map",
+					ErrInvalid, strings.ToLower(name), strings.ToLower(k), name)
+			case !isSASLKey(k) && !slices.Contains(c.sslListeners(), name):
+				return fmt.Errorf("%w: listener.name.%s.ssl.*: %s is not a Kafka listener mapped to SSL or SASL_SSL in listener.security.protocol.map; fix the listener name or the map",
+					ErrInvalid, strings.ToLower(name), name)
+			}
 		}
+	}
+	for _, name := range c.saslListeners() {
+		s, err := c.buildSASL(name)
+		if err != nil {
+			return err
+		}
+		if c.SASL == nil {
+			c.SASL = map[string]*ListenerSASL{}
+		}
+		c.SASL[name] = s
 	}
 	for _, name := range c.sslListeners() {
 		t, err := c.buildTLS(name)
@@ -955,6 +935,20 @@ func parseBool(dst *bool, v string) error {
 		return errors.New("want true or false")
 	}
 	return nil
+}
+
+// ReadProperties reads a Java properties file as readProperties does,
+// for the tools' client settings (--command-config).
+func ReadProperties(path string) (map[string]string, error) {
+	m, err := readProperties(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return out, nil
 }
 
 // readProperties reads a Java properties file: key=value or key:value lines,

@@ -97,7 +97,7 @@ func listenerOverride(name string) (listener, k string, ok bool) {
 			return strings.ToUpper(l), s.name, true
 		}
 	}
-	return "", "", false
+	return saslOverride(rest)
 }
 
 // envListenerOverride is listenerOverride for SLUICE_LISTENER_NAME_<LISTENER>_<SSL_KEY>.
@@ -111,7 +111,7 @@ func envListenerOverride(env string) (listener, k string, ok bool) {
 			return strings.ToUpper(l), s.name, true
 		}
 	}
-	return "", "", false
+	return envSASLOverride(rest)
 }
 
 // buildTLS builds the TLS of the SSL listener name from the ssl.* values,
@@ -371,11 +371,12 @@ func parseKeyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 	return out, nil
 }
 
-// sslListeners are the names of the Kafka listeners mapped to SSL.
+// sslListeners are the names of the Kafka listeners mapped to SSL or
+// SASL_SSL.
 func (c *Config) sslListeners() []string {
 	var out []string
 	for _, l := range c.KafkaListeners {
-		if c.SecurityProtocols[l.Name] == "SSL" {
+		if p := c.SecurityProtocols[l.Name]; p == "SSL" || p == "SASL_SSL" {
 			out = append(out, l.Name)
 		}
 	}

@@ -142,7 +142,7 @@ func TestSSLConfigErrors(t *testing.T) {
 		{"bad cipher", sslListeners + ks + "ssl.cipher.suites=TLS_RSA_WITH_RC4_128_SHA\n", "not a cipher suite Go offers as secure"},
 		{"bad truststore", sslListeners + ks + "ssl.truststore.certificates=hello\n", "ssl.truststore.certificates: no PEM certificate found"},
 		{"override of a plaintext listener", sslListeners + ks + "listener.name.plaintext.ssl.keystore.location=/x\n", "PLAINTEXT is not a Kafka listener mapped to SSL"},
-		{"sasl", "listeners=SASL_SSL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093\n", "SASL is the next part of the security work"},
+		{"sasl without keystore", "listeners=SASL_SSL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093\ninter.broker.listener.name=SASL_SSL\nsasl.enabled.mechanisms=SCRAM-SHA-256\nlistener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"b\" password=\"p\";\n", "an SSL listener needs a certificate"},
 		{"controller ssl", sslListeners + ks + "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SSL\n", "the CONTROLLER listener speaks PLAINTEXT only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

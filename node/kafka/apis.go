@@ -77,6 +77,10 @@ func newTable(b Broker) *table {
 		{key: kmsg.DescribeQuorum, min: 0, max: 2, handle: handleDescribeQuorum, needs: has[QuorumDescriber]},
 		{key: kmsg.CreatePartitions, min: 0, max: 3, handle: handleCreatePartitions, needs: has[PartitionAdmin]},
 		{key: kmsg.FindCoordinator, min: 0, max: 4, handle: handleFindCoordinator},
+		{key: kmsg.SASLHandshake, min: 1, max: 1, handle: handleSASLHandshake, maxBytes: saslMaxReceive, listFrom0: true},
+		{key: kmsg.SASLAuthenticate, min: 0, max: 2, handle: handleSASLAuthenticate, maxBytes: saslMaxReceive},
+		{key: kmsg.DescribeUserSCRAMCredentials, min: 0, max: 0, handle: handleDescribeUserSCRAMCredentials, needs: has[ScramAdmin]},
+		{key: kmsg.AlterUserSCRAMCredentials, min: 0, max: 0, handle: handleAlterUserSCRAMCredentials, needs: has[ScramAdmin]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needs != nil && !a.needs(b)

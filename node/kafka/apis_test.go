@@ -12,7 +12,7 @@ import (
 // in the table (listed by ApiVersions, dispatched) exactly when the Broker
 // has it, and Fetch goes past v12 only with TopicNames.
 func TestTableRowsFollowCapabilities(t *testing.T) {
-	base := []kmsg.Key{kmsg.Metadata, kmsg.ApiVersions, kmsg.DescribeCluster, kmsg.FindCoordinator}
+	base := []kmsg.Key{kmsg.Metadata, kmsg.ApiVersions, kmsg.DescribeCluster, kmsg.FindCoordinator, kmsg.SASLHandshake, kmsg.SASLAuthenticate}
 	type logsNames struct {
 		Broker
 		Logs
@@ -54,6 +54,10 @@ func TestTableRowsFollowCapabilities(t *testing.T) {
 			Broker
 			PartitionAdmin
 		}{}, []kmsg.Key{kmsg.CreatePartitions}, 0},
+		{"ScramAdmin", struct {
+			Broker
+			ScramAdmin
+		}{}, []kmsg.Key{kmsg.DescribeUserSCRAMCredentials, kmsg.AlterUserSCRAMCredentials}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tab := newTable(tc.b)

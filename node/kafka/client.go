@@ -30,6 +30,11 @@ type ClientConn struct {
 	// body holds the last response read: the byte fields of the response
 	// RoundTrip decoded alias it until the next RoundTrip.
 	body []byte
+	// sasl is what Authenticate used, and reauthAt when RoundTrip must
+	// authenticate again first (the session lifetime the broker gave,
+	// less a tenth; KIP-368); zero: never.
+	sasl     *ClientSASL
+	reauthAt time.Time
 }
 
 // Dial connects to a broker's Kafka listener at addr.
@@ -68,6 +73,11 @@ func (c *ClientConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 // resp's byte fields (record batches) alias a buffer the next RoundTrip
 // reuses.
 func (c *ClientConn) RoundTrip(req kmsg.Request, resp kmsg.Response, timeout time.Duration) error {
+	if !c.reauthAt.IsZero() && time.Now().After(c.reauthAt) {
+		if err := c.Authenticate(*c.sasl, timeout); err != nil {
+			return fmt.Errorf("re-authenticating: %w", err)
+		}
+	}
 	const corr = 1
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.ClientID)).AppendRequest(nil, req, corr)
 	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {

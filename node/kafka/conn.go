@@ -59,6 +59,12 @@ type conn struct {
 	draining atomic.Bool
 	// readAny: a request frame was read on this connection.
 	readAny atomic.Bool
+	// sasl is the SASL exchange of a connection to a SASL listener, nil
+	// otherwise; authed is set once it succeeded (at once without SASL).
+	// Until then only the exchange is served (sasl.go) and frames are
+	// bounded by sasl.server.max.receive.size.
+	sasl   *saslConn
+	authed atomic.Bool
 	// queuedBytes counts the frame bytes of requests read and not yet
 	// answered; answered signals the reader waiting for them to drop.
 	queuedBytes atomic.Int64
@@ -267,7 +273,11 @@ func (c *conn) readLoop() {
 				return
 			}
 		}
-		size, err := readFrameSize(br, c.s.opts.MaxRequestBytes)
+		limit := c.s.opts.MaxRequestBytes
+		if !c.authed.Load() {
+			limit = min(limit, saslMaxReceive)
+		}
+		size, err := readFrameSize(br, limit)
 		c.readAny.Store(true)
 		if err != nil {
 			c.readFailed(err)
@@ -288,6 +298,9 @@ func (c *conn) readLoop() {
 		r, err := decodeRequest(frame, c.s.table)
 		if r != nil {
 			r.listener = c.listener
+			if c.sasl != nil {
+				r.readAt = time.Now()
+			}
 		}
 		if err != nil {
 			attrs := []any{"err", err}
@@ -362,7 +375,20 @@ func isTimeout(err error) bool {
 // answer handles one request and hands its encoded response to the writer.
 // It returns false when the connection must close.
 func (c *conn) answer(r *request) bool {
-	resp, err := r.api.handle(c.ctx, c.s, r)
+	if !c.authed.Load() {
+		return c.answerSASL(r)
+	}
+	if c.sasl != nil {
+		if handled, ok := c.answerAuthenticated(r); handled {
+			return ok
+		}
+	}
+	return c.answerWith(r, r.api.handle)
+}
+
+// answerWith answers r with handler h.
+func (c *conn) answerWith(r *request, h handler) bool {
+	resp, err := h(c.ctx, c.s, r)
 	if c.obs != nil {
 		r.stamps.handled = time.Now()
 		r.stamps.remote = time.Duration(c.remote.Load())
@@ -388,6 +414,15 @@ func (c *conn) answer(r *request) bool {
 			return c.encode(r, d.Response)
 		}
 		return c.ctx.Err() == nil
+	}
+	return c.reply(r, resp)
+}
+
+// reply hands resp, the answer to r, to the finisher, and reports
+// whether the connection is still open.
+func (c *conn) reply(r *request, resp kmsg.Response) bool {
+	if c.obs != nil && r.stamps.handled.IsZero() {
+		r.stamps.handled = time.Now()
 	}
 	m := c.encode(r, resp)
 	c.fin <- func() response { return m }

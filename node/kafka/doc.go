@@ -14,7 +14,10 @@
 // OffsetForLeaderEpoch 0-4; with ProducerIDs InitProducerId 0-4; with
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
 // Elector ElectLeaders 0-2; with a QuorumDescriber DescribeQuorum 0-2; with
-// a PartitionAdmin CreatePartitions 0-3.
+// a PartitionAdmin CreatePartitions 0-3; SaslHandshake 1 (listed from 0)
+// and SaslAuthenticate 0-2 on every listener (ILLEGAL_SASL_STATE outside
+// a SASL exchange); with a ScramAdmin DescribeUserScramCredentials 0 and
+// AlterUserScramCredentials 0.
 //
 // # Connection model
 //
@@ -97,6 +100,30 @@
 //     its ClientHello (the controller's liveness probe) is neither. Over
 //     TLS a Fetch's file ranges are copied, not sent with sendfile(2) (a
 //     *tls.Conn is not a syscall.Conn); the idle reader keeps its buffer.
+//   - SASL listeners (sasl.go): ServeListenerSecure with a SASL config
+//     (mechanisms, PLAIN's users, a SCRAM credential lookup) makes each
+//     connection authenticate before anything else is served, as Kafka's
+//     SaslServerAuthenticator: ApiVersions and SaslHandshake (v1; v0,
+//     dropped by Kafka 4, closes the connection) before the handshake,
+//     SaslAuthenticate tokens after it, each stepping the mechanism
+//     (node/sasl). Any other request before authentication closes the
+//     connection unanswered; a second handshake or an ApiVersions during
+//     the exchange is answered ILLEGAL_SASL_STATE, an unknown mechanism
+//     UNSUPPORTED_SASL_MECHANISM with the enabled list, bad credentials
+//     SASL_AUTHENTICATION_FAILED with a message that does not tell an
+//     unknown user from a wrong password; each after
+//     Options.FailedAuthenticationDelay, then the connection closes.
+//     Frames are bounded by 512 KiB until authenticated
+//     (sasl.server.max.receive.size). Counted by listener in ConnStats
+//     (SASLFailedBy, SASLAuthenticatedBy, re-authentications included).
+//     With SASL.ReauthAfter (connections.max.reauth.ms, KIP-368) a
+//     session ends after that long (SessionLifetimeMs tells the client):
+//     a SaslHandshake with the same mechanism starts a
+//     re-authentication, which may not change the principal, and any
+//     other request after the end closes the connection. The client
+//     side, ClientConn.Authenticate, runs franz-go's PLAIN and SCRAM
+//     mechanisms (the replica fetchers on a SASL inter-broker listener)
+//     and re-authenticates at nine tenths of the lifetime.
 //   - A frame whose size prefix is negative or above Options.MaxRequestBytes
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -161,6 +162,10 @@ type request struct {
 	stamps stamps
 	// listener is the connection's listener name (conn.listener).
 	listener string
+	// readAt is when the frame was read, on SASL connections only: a
+	// session's expiry is judged by it (sasl.go), not by when the
+	// request's turn came.
+	readAt time.Time
 }
 
 // decodeRequest parses a frame payload: the request header (v1, or v2 for

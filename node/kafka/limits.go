@@ -31,8 +31,11 @@ type refusedCounts struct {
 	total, perIP atomic.Int64
 	idle         atomic.Int64 // closed by connections.max.idle.ms
 	handshake    atomic.Int64 // TLS handshakes failed
-	// handshakeBy counts them by listener name; Server.mu guards it.
-	handshakeBy map[string]int64
+	expired      atomic.Int64 // SASL sessions ended without re-authentication
+	// handshakeBy counts them by listener name; Server.mu guards it,
+	// and the SASL counts by listener (sasl.go).
+	handshakeBy            map[string]int64
+	saslFailedBy, saslOKBy map[string]int64
 }
 
 // ConnStats is a snapshot of the server's connections.
@@ -51,6 +54,15 @@ type ConnStats struct {
 	HandshakeFailed int64
 	// HandshakeFailedBy is HandshakeFailed by listener name (a copy).
 	HandshakeFailedBy map[string]int64
+	// SASLFailedBy counts the connections to SASL listeners refused in
+	// the SASL exchange (a wrong password, an unknown user or mechanism,
+	// a request before authentication), SASLAuthenticatedBy those that
+	// authenticated, by listener name (copies).
+	SASLFailedBy, SASLAuthenticatedBy map[string]int64
+	// ExpiredClosed counts the connections closed because their SASL
+	// session ended without re-authentication (Kafka's
+	// expired-connections-killed-count).
+	ExpiredClosed int64
 }
 
 // ConnStats returns the current connection counts.
@@ -63,7 +75,9 @@ func (s *Server) ConnStats() ConnStats {
 	}
 	s.mu.Unlock()
 	return ConnStats{Open: open, RefusedMax: s.refused.total.Load(), RefusedPerIP: s.refused.perIP.Load(), IdleClosed: s.refused.idle.Load(),
-		HandshakeFailed: s.refused.handshake.Load(), HandshakeFailedBy: by}
+		HandshakeFailed: s.refused.handshake.Load(), HandshakeFailedBy: by,
+		SASLFailedBy: maps.Clone(s.refused.saslFailedBy), SASLAuthenticatedBy: maps.Clone(s.refused.saslOKBy),
+		ExpiredClosed: s.refused.expired.Load()}
 }
 
 // admit counts nc against the limits and reports whether it may stay; s.mu

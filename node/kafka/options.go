@@ -57,6 +57,10 @@ type Options struct {
 	// SSL listener (ServeListenerTLS); one that takes longer is closed.
 	// Zero: DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// FailedAuthenticationDelay delays the answer to a failed SASL
+	// authentication and the close that follows
+	// (connection.failed.authentication.delay.ms). Zero: none.
+	FailedAuthenticationDelay time.Duration
 	// Observer, when set, receives the timing of every request, and its
 	// TopicObserver capability, if any, the per-topic traffic (metrics).
 	// Nil takes no timestamps.

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -40,6 +41,8 @@ type Server struct {
 	refused refusedCounts
 	// wg counts live connections (their goroutines).
 	wg sync.WaitGroup
+	// scramSecret makes up the SCRAM salts of unknown users (sasl.go).
+	scramSecret [32]byte
 }
 
 // NewServer returns a server answering through b. It serves nothing until
@@ -53,7 +56,7 @@ func NewServer(b Broker, opts Options) (*Server, error) {
 		return nil, err
 	}
 	topics, _ := opts.Observer.(TopicObserver)
-	return &Server{
+	s := &Server{
 		topics:    topics,
 		broker:    b,
 		opts:      opts,
@@ -62,7 +65,9 @@ func NewServer(b Broker, opts Options) (*Server, error) {
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
 		perIP:     map[netip.Addr]int{},
-	}, nil
+	}
+	_, _ = rand.Read(s.scramSecret[:])
+	return s, nil
 }
 
 // Serve accepts connections on ln until Shutdown or Close, then returns
@@ -89,6 +94,24 @@ func (s *Server) ServeListener(name string, ln net.Listener) error {
 // certificate under ssl.client.auth=required) is logged and closes the
 // connection, counted in ConnStats.HandshakeFailed.
 func (s *Server) ServeListenerTLS(name string, ln net.Listener, cfg *tls.Config) error {
+	return s.ServeListenerSecure(name, ln, Security{TLS: cfg})
+}
+
+// Security is how a listener's connections are secured: TLS for SSL and
+// SASL_SSL, SASL for SASL_PLAINTEXT and SASL_SSL; neither for PLAINTEXT.
+type Security struct {
+	TLS  *tls.Config
+	SASL *SASL
+}
+
+// ServeListenerSecure is ServeListener for a listener with any security
+// protocol. With SASL, a connection is served nothing but ApiVersions
+// and the SASL exchange until it authenticates (sasl.go).
+func (s *Server) ServeListenerSecure(name string, ln net.Listener, sec Security) error {
+	if sec.SASL != nil && len(sec.SASL.Mechanisms) == 0 {
+		_ = ln.Close()
+		return errors.Join(ErrInvalidOptions, errors.New("kafka: listener "+name+": SASL with no mechanism enabled"))
+	}
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()
@@ -128,7 +151,7 @@ func (s *Server) ServeListenerTLS(name string, ln net.Listener, cfg *tls.Config)
 			continue
 		}
 		backoff = 0
-		s.startConn(nc, name, cfg)
+		s.startConn(nc, name, sec)
 	}
 }
 
@@ -142,7 +165,7 @@ func transientAcceptError(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
-func (s *Server) startConn(nc net.Conn, listener string, tlsCfg *tls.Config) {
+func (s *Server) startConn(nc net.Conn, listener string, sec Security) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing.Load() {
@@ -154,11 +177,16 @@ func (s *Server) startConn(nc net.Conn, listener string, tlsCfg *tls.Config) {
 		_ = nc.Close()
 		return
 	}
-	if tlsCfg != nil {
-		nc = tls.Server(nc, tlsCfg)
+	if sec.TLS != nil {
+		nc = tls.Server(nc, sec.TLS)
 	}
 	c := newConn(s, nc)
 	c.listener = listener
+	if sec.SASL != nil {
+		c.sasl = &saslConn{cfg: sec.SASL}
+	} else {
+		c.authed.Store(true)
+	}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	go func() {

@@ -20,6 +20,12 @@
 // non-voter. Format writes the file to a temporary name, fsyncs it, renames
 // it and fsyncs the directory.
 //
+// bootstrap.json (BootstrapFile), written by `sluice init --add-scram`,
+// holds the SCRAM credentials a new cluster starts with (salt, stored
+// and server keys, iterations: never a password); the first active
+// controller writes them with the cluster id, as Kafka's
+// bootstrap.checkpoint.
+//
 // A typical start:
 //
 //	m, err := meta.Verify(dir, clusterID, nodeID)

@@ -24,7 +24,9 @@ var (
 	isrExpands      = desc("kafka_server_replicamanager_isrexpands_total", "Kafka ReplicaManager IsrExpandsPerSec: ISR expansions of partitions led here.")
 	connCount       = desc("kafka_server_socket_server_metrics_connection_count", "Kafka socket-server-metrics connection-count: open client connections.", "listener")
 	connRefused     = desc("sluice_kafka_connections_refused_total", "Client connections closed when accepted, by the limit they were over (max.connections, max.connections.per.ip).", "listener", "limit")
-	failedAuth      = desc("kafka_server_socket_server_metrics_failed_authentication_total", "Kafka socket-server-metrics failed-authentication-total: connections to SSL listeners closed by a failed TLS handshake (a plaintext client, an untrusted or missing client certificate, a timeout).", "listener")
+	failedAuth      = desc("kafka_server_socket_server_metrics_failed_authentication_total", "Kafka socket-server-metrics failed-authentication-total: connections closed by a failed TLS handshake (a plaintext client, an untrusted or missing client certificate, a timeout) or a failed SASL authentication (a wrong password, an unknown user or mechanism, a request before authenticating).", "listener")
+	expiredKilled   = desc("kafka_server_socket_server_metrics_expired_connections_killed_count", "Kafka socket-server-metrics expired-connections-killed-count: connections closed because their SASL session (connections.max.reauth.ms) ended without re-authentication.")
+	okAuth          = desc("kafka_server_socket_server_metrics_successful_authentication_total", "Kafka socket-server-metrics successful-authentication-total: SASL authentications that succeeded.", "listener")
 	connIdleClosed  = desc("sluice_kafka_connections_idle_closed_total", "Client connections closed by connections.max.idle.ms.", "listener")
 	lostOnRecovery  = desc("sluice_log_lost_on_recovery_records_total", "Committed records the local logs no longer held when opened (below their checkpointed high watermark): a power cut took unflushed data.")
 	offlineLogDirs  = desc("kafka_log_logmanager_offlinelogdirectorycount", "Kafka LogManager OfflineLogDirectoryCount: log directories of this broker that failed (I/O error, full disk); their replicas serve nothing until a restart.")
@@ -155,6 +157,10 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(connIdleClosed, prometheus.CounterValue, float64(b.ConnectionsIdleClosed), "PLAINTEXT")
 	for l, n := range b.FailedAuthentication {
 		ch <- prometheus.MustNewConstMetric(failedAuth, prometheus.CounterValue, float64(n), l)
+	}
+	ch <- prometheus.MustNewConstMetric(expiredKilled, prometheus.CounterValue, float64(b.ExpiredConnectionsKilled))
+	for l, n := range b.SuccessfulAuthentication {
+		ch <- prometheus.MustNewConstMetric(okAuth, prometheus.CounterValue, float64(n), l)
 	}
 	if cs := b.Cleaner; cs != nil {
 		gauge(cleanerMaxDirty, 100*cs.MaxDirtyRatio)

@@ -52,7 +52,9 @@
 //	sluice_log_lost_on_recovery_records_total          committed records a log no longer held when opened (power cut)
 //	sluice_kafka_connections_refused_total{listener,limit}  connections closed at accept by max.connections or max.connections.per.ip
 //	sluice_kafka_connections_idle_closed_total{listener}   connections closed by connections.max.idle.ms
-//	kafka_server_socket_server_metrics_failed_authentication_total{listener}  connections to SSL listeners closed by a failed TLS handshake
+//	kafka_server_socket_server_metrics_failed_authentication_total{listener}  connections closed by a failed TLS handshake or SASL authentication
+//	kafka_server_socket_server_metrics_successful_authentication_total{listener}  SASL authentications that succeeded
+//	kafka_server_socket_server_metrics_expired_connections_killed_count  connections closed at the end of their SASL session
 //	sluice_log_writeback_requested_bytes_total         bytes the logs asked the kernel to write back (batched writeback)
 //	sluice_log_writeback_errors_total                  such requests that failed
 //	sluice_log_cleaner_dirty_ratio{topic,partition}    a compacted log's dirty share (0-1) as the cleaner last measured it

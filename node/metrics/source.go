@@ -81,9 +81,13 @@ type BrokerStat struct {
 	Connections                                    int
 	ConnectionsRefusedMax, ConnectionsRefusedPerIP int64
 	ConnectionsIdleClosed                          int64
-	// FailedAuthentication counts, by listener name, the connections to
-	// SSL listeners closed by a failed TLS handshake.
-	FailedAuthentication map[string]int64
+	// FailedAuthentication counts, by listener name, the connections
+	// closed by a failed TLS handshake or SASL authentication;
+	// SuccessfulAuthentication the SASL authentications that succeeded.
+	FailedAuthentication, SuccessfulAuthentication map[string]int64
+	// ExpiredConnectionsKilled counts the connections closed because
+	// their SASL session ended without re-authentication.
+	ExpiredConnectionsKilled int64
 	// Cleaner is the log cleaner; nil when log.cleaner.enable is false.
 	Cleaner *CleanerStat
 }

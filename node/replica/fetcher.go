@@ -276,6 +276,13 @@ func (f *fetcher) dial() (_ *kafka.ClientConn, reused bool, _ error) {
 	if err != nil {
 		return nil, false, err
 	}
+	if a := f.m.fetchSASL; a != nil {
+		nc.ClientID = "sluice-replica-fetcher"
+		if err := nc.Authenticate(*a, replicaSocketTimeout); err != nil {
+			nc.Close()
+			return nil, false, fmt.Errorf("authenticating to broker %d at %s: %w", f.leader, addr, err)
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	select {

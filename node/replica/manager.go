@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
@@ -68,6 +69,10 @@ type Options struct {
 	// inter-broker listener with (an SSL listener), given the address
 	// dialled; nil: plaintext.
 	FetchTLS func(addr string) *tls.Config
+	// FetchSASL, when set, authenticates each fetcher connection (the
+	// inter-broker listener is SASL_PLAINTEXT or SASL_SSL) before its
+	// first Fetch.
+	FetchSASL *kafka.ClientSASL
 }
 
 // TP names a partition: the key of the replicas.
@@ -102,6 +107,7 @@ type Manager struct {
 	dir       string
 	onCorrupt func(topic string, partition int32)
 	fetchTLS  func(addr string) *tls.Config
+	fetchSASL *kafka.ClientSASL
 
 	mu struct {
 		sync.RWMutex
@@ -156,7 +162,7 @@ func NewManager(h Host, opts Options) (*Manager, error) {
 		opts.FS = vfs.Default
 	}
 	m := &Manager{host: h, nodeID: opts.NodeID, log: opts.Logger, fs: opts.FS, dir: opts.Dir,
-		onCorrupt: opts.OnCorruptBatch, fetchTLS: opts.FetchTLS, stop: make(chan struct{})}
+		onCorrupt: opts.OnCorruptBatch, fetchTLS: opts.FetchTLS, fetchSASL: opts.FetchSASL, stop: make(chan struct{})}
 	m.mu.replicas = map[TP]*Replica{}
 	m.start = time.Now()
 	m.clock = func() int64 { return int64(time.Since(m.start) / TickInterval) }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,15 +18,17 @@ import (
 
 // common are the flags every admin command takes.
 type common struct {
-	bootstrap string
-	format    string
-	timeout   time.Duration
+	bootstrap     string
+	format        string
+	timeout       time.Duration
+	commandConfig string
 }
 
 func (c *common) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&c.bootstrap, "bootstrap-server", "", "HOST:PORT,... of the cluster (default $SLUICE_CLI_BOOTSTRAP_SERVERS, ./sluice-cluster/cluster.json, 127.0.0.1:9092)")
 	cmd.PersistentFlags().StringVar(&c.format, "format", "text", "output format: text or json")
 	cmd.PersistentFlags().DurationVar(&c.timeout, "timeout", 30*time.Second, "how long to wait for the cluster")
+	cmd.PersistentFlags().StringVar(&c.commandConfig, "command-config", "", "Kafka client properties: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location (as Kafka's tools take them)")
 }
 
 // servers resolves the bootstrap servers.
@@ -54,7 +57,11 @@ func (c *common) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	if c.format != "text" && c.format != "json" {
 		return nil, fmt.Errorf("--format %q: want text or json", c.format)
 	}
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.servers()...)}, opts...)...)
+	sec, err := securityOpts(c.commandConfig)
+	if err != nil {
+		return nil, err
+	}
+	return kgo.NewClient(slices.Concat([]kgo.Opt{kgo.SeedBrokers(c.servers()...)}, sec, opts)...)
 }
 
 func (c *common) ctx(parent context.Context) (context.Context, context.CancelFunc) {

@@ -36,6 +36,22 @@ type clusterNode struct {
 // voter) and a broker, and returns them and their bootstrap servers.
 func startCluster(t *testing.T, n int) ([]*clusterNode, string) {
 	t.Helper()
+	return startSecureCluster(t, n, clusterSecurity{listener: "PLAINTEXT"})
+}
+
+// clusterSecurity secures a test cluster's one Kafka listener: its name
+// (a security protocol), more node flags and SLUICE_* variables, SCRAM
+// credentials bootstrapped, and the client options that get in.
+type clusterSecurity struct {
+	listener   string
+	args, env  []string
+	boot       []quorum.ScramCredentialRecord
+	clientOpts []kgo.Opt
+}
+
+// startSecureCluster is startCluster with sec.
+func startSecureCluster(t *testing.T, n int, sec clusterSecurity) ([]*clusterNode, string) {
+	t.Helper()
 	kls, cls := make([]net.Listener, n), make([]net.Listener, n)
 	var voters []quorum.Voter
 	for i := range n {
@@ -53,15 +69,21 @@ func startCluster(t *testing.T, n int) ([]*clusterNode, string) {
 		if _, err := meta.Format(cn.dir, meta.Meta{ClusterID: clusterID, NodeID: int32(i + 1), InitialControllers: voters}); err != nil {
 			t.Fatal(err)
 		}
+		if len(sec.boot) > 0 {
+			if err := meta.WriteBootstrap(cn.dir, sec.boot); err != nil {
+				t.Fatal(err)
+			}
+		}
 		fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
 		config.Flags(fs)
-		if err := fs.Parse([]string{fmt.Sprintf("--node.id=%d", i+1), "--log.dirs=" + cn.dir,
-			"--listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-			"--advertised.listeners=PLAINTEXT://" + cn.kafkaAddr + ",CONTROLLER://" + cn.ctrlAddr}); err != nil {
+		if err := fs.Parse(append([]string{fmt.Sprintf("--node.id=%d", i+1), "--log.dirs=" + cn.dir,
+			"--listeners=" + sec.listener + "://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+			"--inter.broker.listener.name=" + sec.listener,
+			"--advertised.listeners=" + sec.listener + "://" + cn.kafkaAddr + ",CONTROLLER://" + cn.ctrlAddr}, sec.args...)); err != nil {
 			t.Fatal(err)
 		}
 		var err error
-		if cn.cfg, err = config.Load(fs, []string{}); err != nil {
+		if cn.cfg, err = config.Load(fs, append([]string{}, sec.env...)); err != nil {
 			t.Fatal(err)
 		}
 		addrs = append(addrs, cn.kafkaAddr)
@@ -79,16 +101,16 @@ func startCluster(t *testing.T, n int) ([]*clusterNode, string) {
 		t.Cleanup(func() { cn.close(t) })
 	}
 	for _, cn := range nodes {
-		cn.waitBrokers(t, n)
+		cn.waitBrokers(t, n, sec.clientOpts...)
 	}
 	return nodes, strings.Join(addrs, ",")
 }
 
 // waitBrokers waits until the node's Metadata lists n live brokers: every
 // node applies the others' registrations on its own time.
-func (cn *clusterNode) waitBrokers(t *testing.T, n int) {
+func (cn *clusterNode) waitBrokers(t *testing.T, n int, opts ...kgo.Opt) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cn.kafkaAddr))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cn.kafkaAddr)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

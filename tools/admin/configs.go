@@ -25,15 +25,15 @@ type configsCmd struct {
 // NewConfigsCommand returns `sluice configs`.
 func NewConfigsCommand() *cobra.Command {
 	var c configsCmd
-	root := &cobra.Command{Use: "configs", Short: "Describe and alter topic and broker configs (Kafka admin API)"}
+	root := &cobra.Command{Use: "configs", Short: "Describe and alter topic and broker configs and users' SCRAM credentials (Kafka admin API)"}
 	c.register(root)
-	root.PersistentFlags().StringVar(&c.entityType, "entity-type", "topics", "topics or brokers")
-	root.PersistentFlags().StringVar(&c.entityName, "entity-name", "", "the topic name or broker id")
+	root.PersistentFlags().StringVar(&c.entityType, "entity-type", "topics", "topics, brokers or users")
+	root.PersistentFlags().StringVar(&c.entityName, "entity-name", "", "the topic name, broker id or user name")
 
 	describeCmd := &cobra.Command{
 		Use:     "describe",
 		Short:   "Describe the configs of a topic or broker",
-		Example: "  sluice configs describe --entity-type topics --entity-name orders\n  sluice configs describe --entity-type brokers --entity-name 1 --all",
+		Example: "  sluice configs describe --entity-type topics --entity-name orders\n  sluice configs describe --entity-type brokers --entity-name 1 --all\n  sluice configs describe --entity-type users",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.describe(cmd.Context(), cmd.OutOrStdout())
@@ -44,7 +44,7 @@ func NewConfigsCommand() *cobra.Command {
 	alter := &cobra.Command{
 		Use:     "alter",
 		Short:   "Set or delete configs of a topic or broker (incremental)",
-		Example: "  sluice configs alter --entity-type topics --entity-name orders --add-config retention.ms=86400000,min.insync.replicas=2\n  sluice configs alter --entity-name table --add-config cleanup.policy=[compact,delete]",
+		Example: "  sluice configs alter --entity-type topics --entity-name orders --add-config retention.ms=86400000,min.insync.replicas=2\n  sluice configs alter --entity-name table --add-config cleanup.policy=[compact,delete]\n  sluice configs alter --entity-type users --entity-name alice --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'\n  sluice configs alter --entity-type users --entity-name alice --delete-config SCRAM-SHA-256",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.alter(cmd.Context(), cmd.OutOrStdout())
@@ -66,11 +66,14 @@ func (c *configsCmd) broker() (int32, error) {
 }
 
 func (c *configsCmd) badType() error {
-	return fmt.Errorf("--entity-type %q: want topics or brokers", c.entityType)
+	return fmt.Errorf("--entity-type %q: want topics, brokers or users", c.entityType)
 }
 
 func (c *configsCmd) describe(ctx context.Context, w io.Writer) error {
 	return c.with(ctx, func(s session) error {
+		if c.entityType == "users" {
+			return c.describeUsers(s, w)
+		}
 		var rc kadm.ResourceConfigs
 		var err error
 		switch c.entityType {
@@ -129,6 +132,9 @@ func (c *configsCmd) describe(ctx context.Context, w io.Writer) error {
 }
 
 func (c *configsCmd) alter(ctx context.Context, w io.Writer) error {
+	if c.entityType == "users" {
+		return c.with(ctx, func(s session) error { return c.alterUsers(s, w) })
+	}
 	sets, err := parseKVs(c.add)
 	if err != nil {
 		return err

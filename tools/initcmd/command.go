@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-log/sluice/node/meta"
+	"github.com/sluice-log/sluice/node/sasl"
 	"github.com/sluice-log/sluice/quorum"
 	"github.com/spf13/cobra"
 )
@@ -16,6 +17,7 @@ func NewCommand() *cobra.Command {
 		dir, clusterID, controllers, controllerAddr string
 		nodeID                                      int32
 		standalone, ignoreFormatted                 bool
+		addScram                                    []string
 	)
 	cmd := &cobra.Command{
 		Use:   "init",
@@ -24,11 +26,19 @@ func NewCommand() *cobra.Command {
 directory id and the initial controllers (the Raft voters that bootstrap the
 metadata quorum). Every node of a cluster is formatted with the same cluster id
 and the same --initial-controllers. It refuses a directory that is already
-formatted, unless --ignore-formatted, which leaves such a directory as it is.`,
+formatted, unless --ignore-formatted, which leaves such a directory as it is.
+
+--add-scram MECHANISM=[name=USER,password=PASSWORD] (repeatable; also
+iterations=N, or salt= and saltedpassword= in base64, as kafka-storage.sh
+format takes them) bootstraps SCRAM credentials: they are written salted
+(never the password) into bootstrap.json, and the first active controller
+puts them in the metadata with the cluster id. Give every controller the
+same ones.`,
 		Example: `  id=$(sluice init random-uuid)
   sluice init --dir /var/lib/sluice --cluster-id $id --node-id 1 \
       --initial-controllers 1@n1:9093,2@n2:9093,3@n3:9093
-  sluice init --dir ./data --cluster-id $id --node-id 1 --standalone`,
+  sluice init --dir ./data --cluster-id $id --node-id 1 --standalone \
+      --add-scram 'SCRAM-SHA-256=[name=admin,password=admin-secret]'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" || clusterID == "" || !cmd.Flags().Changed("node-id") {
@@ -47,13 +57,22 @@ formatted, unless --ignore-formatted, which leaves such a directory as it is.`,
 				}
 				m.InitialControllers = vs
 			}
-			m, err := meta.Format(dir, m)
+			scram, err := bootstrapScram(addScram)
+			if err != nil {
+				return err
+			}
+			m, err = meta.Format(dir, m)
 			if errors.Is(err, meta.ErrFormatted) && ignoreFormatted {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s is already formatted; left as is\n", dir)
 				return nil
 			}
 			if err != nil {
 				return err
+			}
+			if len(scram) > 0 {
+				if err := meta.WriteBootstrap(dir, scram); err != nil {
+					return fmt.Errorf("init: %s written, but not the SCRAM credentials: %w", dir, err)
+				}
 			}
 			role := "broker (joins as a non-voter)"
 			if m.IsController() {
@@ -72,6 +91,7 @@ formatted, unless --ignore-formatted, which leaves such a directory as it is.`,
 	f.BoolVar(&standalone, "standalone", false, "this node is the only initial controller")
 	f.StringVar(&controllerAddr, "controller-addr", "localhost:9093", "with --standalone: this node's controller address")
 	f.BoolVarP(&ignoreFormatted, "ignore-formatted", "g", false, "succeed without change if the directory is already formatted")
+	f.StringArrayVarP(&addScram, "add-scram", "S", nil, "bootstrap a SCRAM credential: 'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "random-uuid",
 		Short: "Print a new random cluster id",
@@ -82,4 +102,28 @@ formatted, unless --ignore-formatted, which leaves such a directory as it is.`,
 		},
 	})
 	return cmd
+}
+
+// bootstrapScram turns --add-scram values into credential records.
+func bootstrapScram(vals []string) ([]quorum.ScramCredentialRecord, error) {
+	var out []quorum.ScramCredentialRecord
+	for _, v := range vals {
+		specs, err := sasl.ParseScramSpecs(v)
+		if err != nil {
+			return nil, fmt.Errorf("init: --add-scram %q: %w", v, err)
+		}
+		for _, sp := range specs {
+			name := sp.Attrs["name"]
+			if name == "" {
+				return nil, fmt.Errorf("init: --add-scram %q: name=USER is required", v)
+			}
+			c, err := sp.Credential()
+			if err != nil {
+				return nil, fmt.Errorf("init: --add-scram for %s: %w", name, err)
+			}
+			out = append(out, quorum.ScramCredentialRecord{User: name, Mechanism: sp.Mechanism, Credential: quorum.ScramCredential{
+				Salt: c.Salt, StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: int32(c.Iterations)}})
+		}
+	}
+	return out, nil
 }

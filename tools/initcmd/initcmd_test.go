@@ -121,3 +121,30 @@ func TestFormatRejects(t *testing.T) {
 		t.Fatalf("bad version: %v", err)
 	}
 }
+
+// TestAddScram: --add-scram writes the salted credentials, never the
+// password, into bootstrap.json; a bad spec formats nothing.
+func TestAddScram(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "n1")
+	id := quorum.NewUUID().String()
+	if _, err := run(t, "--dir", dir, "--cluster-id", id, "--node-id", "1", "--standalone",
+		"--add-scram", "SCRAM-SHA-256=[name=admin,password=admin-secret]",
+		"--add-scram", "SCRAM-SHA-512=[name=admin,iterations=8192,password=admin-secret]"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, meta.BootstrapFile))
+	if err != nil || bytes.Contains(b, []byte("admin-secret")) {
+		t.Fatalf("%s %v", b, err)
+	}
+	recs, err := meta.ReadBootstrap(dir)
+	if err != nil || len(recs) != 2 || recs[0].User != "admin" || recs[1].Mechanism != quorum.ScramSHA512 || recs[1].Credential.Iterations != 8192 {
+		t.Fatalf("%+v %v", recs, err)
+	}
+	other := filepath.Join(t.TempDir(), "n2")
+	if _, err := run(t, "--dir", other, "--cluster-id", id, "--node-id", "1", "--standalone", "--add-scram", "SCRAM-SHA-256=[password=x]"); err == nil || !strings.Contains(err.Error(), "name=USER is required") {
+		t.Fatalf("no name: %v", err)
+	}
+	if _, err := os.Stat(other); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused init left %s: %v", other, err)
+	}
+}

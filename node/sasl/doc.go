@@ -1,0 +1,54 @@
+// Package sasl holds the SASL mechanisms the Kafka listeners serve, as
+// pure functions and small state machines with no sockets: PLAIN (RFC
+// 4616), SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677), and the
+// parser of Kafka's JAAS configuration lines, where PLAIN's users live.
+// node/kafka drives a mechanism from the tokens of SaslAuthenticate
+// requests; the node looks SCRAM credentials up in the metadata image;
+// tools derive credentials from passwords (sluice init --add-scram, the
+// admin CLI).
+//
+// # SCRAM
+//
+// A Credential is what the server keeps for one user and mechanism, as
+// KRaft's UserScramCredentialRecord: the salt, the iteration count,
+// StoredKey = H(HMAC(SaltedPassword, "Client Key")) and ServerKey =
+// HMAC(SaltedPassword, "Server Key"), with SaltedPassword = PBKDF2(HMAC-H,
+// password, salt, iterations). Never the password, nor the salted one.
+// NewCredential derives one from a password, CredentialFromSalted from a
+// salted password (what AlterUserScramCredentials carries, KIP-554).
+// PBKDF2 is the standard library's crypto/pbkdf2 (Go 1.24+), which
+// golang.org/x/crypto/pbkdf2 now wraps.
+//
+// A ScramServer runs one exchange: client-first ("n,,n=user,r=nonce",
+// optionally with a=authzid, which must be the user, and Kafka's
+// tokenauth extension, refused) → server-first ("r=nonce+server
+// nonce,s=salt,i=iterations", the server nonce 24 bytes from crypto/rand)
+// → client-final ("c=biws,r=...,p=proof") → server-final ("v=signature").
+// The proof is checked with constant-time comparisons. The client-final
+// nonce must end with the server-first one (Kafka's rule, which
+// librdkafka relies on: it repeats its own nonce in front). An unknown user
+// gets a made-up salt (an HMAC of the name under a per-process secret,
+// the same for every try) and fails at the proof, with the same error as
+// a wrong password, so the exchange does not tell whether a user exists.
+// Every failure is ErrAuthenticationFailed (or ErrBadMessage for a message
+// that does not parse, wrapped by ErrAuthenticationFailed too): the client
+// is told only that authentication failed.
+//
+// # PLAIN
+//
+// ParsePlain splits "authzid NUL user NUL password" (RFC 4616); an
+// authzid that is not the user is refused, as Kafka's PlainSaslServer
+// does. Plain.Check compares the password in constant time, and spends
+// the same comparison on an unknown user.
+//
+// # JAAS
+//
+// ParseJAAS reads one login module entry of Kafka's sasl.jaas.config:
+// `<class> <flag> key="value" key=value ... ;` with Java's JAAS quoting
+// (double-quoted values, backslash escapes). The PLAIN users of a
+// listener are its user_<name>="password" options, and the broker's own
+// credentials for the inter-broker listener its username and password.
+//
+// The parsers (ParseJAAS, ParsePlain, the SCRAM messages) are fuzzed with
+// corpora under testdata/fuzz.
+package sasl
