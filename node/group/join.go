@@ -341,7 +341,7 @@ func (s *Shard) completeJoin(g *group, now time.Time) {
 	s.rebalances++
 	if len(g.members) == 0 {
 		g.protocol, g.leader = "", ""
-		g.subscribed = nil
+		g.computeSubscribed() // no members: subscribed to nothing, as Kafka's Empty group
 		g.transition(stateEmpty, now)
 		s.write(&op{kind: opGroup, g: g}, []Record{groupRecord(g)})
 		s.retentionCandidate(g, now)
