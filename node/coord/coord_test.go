@@ -73,8 +73,8 @@ func (m *fakeMachine) Ready() group.Ready {
 	return rd
 }
 func (m *fakeMachine) ListGroups([]string, []string) []kmsg.ListGroupsResponseGroup { return nil }
-func (m *fakeMachine) TopicsDeleted(time.Time, []string)                           {}
-func (m *fakeMachine) Stats() group.Stats                                          { return group.Stats{} }
+func (m *fakeMachine) TopicsDeleted(time.Time, []string)                            {}
+func (m *fakeMachine) Stats() group.Stats                                           { return group.Stats{} }
 
 // fakeHost is one offsets partition 0 in memory: its batches, a high
 // watermark the test moves, and appends whose acknowledgement the test
