@@ -36,6 +36,12 @@ type clusterNode struct {
 // voter) and a broker, and returns them and their bootstrap servers.
 func startCluster(t *testing.T, n int) ([]*clusterNode, string) {
 	t.Helper()
+	return startClusterWith(t, n)
+}
+
+// startClusterWith is startCluster with extra node flags (--key=value).
+func startClusterWith(t *testing.T, n int, extra ...string) ([]*clusterNode, string) {
+	t.Helper()
 	kls, cls := make([]net.Listener, n), make([]net.Listener, n)
 	var voters []quorum.Voter
 	for i := range n {
@@ -55,9 +61,9 @@ func startCluster(t *testing.T, n int) ([]*clusterNode, string) {
 		}
 		fs := pflag.NewFlagSet("node", pflag.ContinueOnError)
 		config.Flags(fs)
-		if err := fs.Parse([]string{fmt.Sprintf("--node.id=%d", i+1), "--log.dirs=" + cn.dir,
+		if err := fs.Parse(append([]string{fmt.Sprintf("--node.id=%d", i+1), "--log.dirs=" + cn.dir,
 			"--listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
-			"--advertised.listeners=PLAINTEXT://" + cn.kafkaAddr + ",CONTROLLER://" + cn.ctrlAddr}); err != nil {
+			"--advertised.listeners=PLAINTEXT://" + cn.kafkaAddr + ",CONTROLLER://" + cn.ctrlAddr}, extra...)); err != nil {
 			t.Fatal(err)
 		}
 		var err error
