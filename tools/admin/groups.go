@@ -53,7 +53,7 @@ func NewGroupsCommand() *cobra.Command {
 		Example: `  sluice groups list
   sluice groups list --state                  # with each group's state
   sluice groups list --state Stable,Empty --type classic`,
-		Args: cobra.NoArgs,
+		Args: cobra.ArbitraryArgs, // the value of a bare --state or --type
 		RunE: bind((*groupsCmd).list),
 	}
 	list.Flags().StringSliceVar(&c.states, "state", nil, "only groups in these states (Stable, PreparingRebalance, CompletingRebalance, Empty, Dead, Assigning, Reconciling); alone: show the STATE column")
@@ -136,7 +136,34 @@ type ListedGroupRow struct {
 	Coordinator int32  `json:"coordinator"`
 }
 
+// optionalValues gives a bare --state or --type (pflag's NoOptDefVal
+// takes no separate word) the words after it, so that Kafka's
+// `--state Stable,Empty` works as well as `--state=Stable,Empty`.
+func (c *groupsCmd) optionalValues() error {
+	if len(c.args) == 0 {
+		return nil
+	}
+	bareState := slices.Equal(c.states, []string{anyState})
+	bareType := slices.Equal(c.types, []string{anyState})
+	var vals []string
+	for _, a := range c.args {
+		vals = append(vals, strings.Split(a, ",")...)
+	}
+	switch {
+	case bareState && !bareType:
+		c.states = vals
+	case bareType && !bareState:
+		c.types = vals
+	default:
+		return fmt.Errorf("unexpected arguments %q (filter with --state=S,... or --type=T,...)", c.args)
+	}
+	return nil
+}
+
 func (c *groupsCmd) list(ctx context.Context, std streams) error {
+	if err := c.optionalValues(); err != nil {
+		return err
+	}
 	states, showState, err := canonical("state", c.states, groupStates)
 	if err != nil {
 		return err

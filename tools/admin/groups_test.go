@@ -158,3 +158,24 @@ func FuzzParseTopicScopes(f *testing.F) {
 		}
 	})
 }
+
+func TestListOptionalValues(t *testing.T) {
+	for _, c := range []struct {
+		states, types, args []string
+		wantS, wantT        []string
+		bad                 bool
+	}{
+		{states: []string{anyState}, args: []string{"Stable,Empty"}, wantS: []string{"Stable", "Empty"}},
+		{types: []string{anyState}, args: []string{"classic"}, wantT: []string{"classic"}},
+		{states: []string{anyState}, types: []string{"consumer"}, args: []string{"Stable"}, wantS: []string{"Stable"}, wantT: []string{"consumer"}},
+		{states: []string{"Stable"}, wantS: []string{"Stable"}},
+		{args: []string{"Stable"}, bad: true},
+		{states: []string{anyState}, types: []string{anyState}, args: []string{"x"}, bad: true},
+	} {
+		g := groupsCmd{states: c.states, types: c.types, args: c.args}
+		err := g.optionalValues()
+		if c.bad != (err != nil) || !c.bad && (!reflect.DeepEqual(g.states, c.wantS) || !reflect.DeepEqual(g.types, c.wantT)) {
+			t.Errorf("%+v: states %v types %v err %v", c, g.states, g.types, err)
+		}
+	}
+}
