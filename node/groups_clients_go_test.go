@@ -15,7 +15,7 @@ import (
 func TestGroupClientsGo(t *testing.T) {
 	nodes, bootstrap := startGroupCluster(t)
 	for _, gc := range []groupClient{saramaClient, kafkaGoClient} {
-		t.Run(gc.name, func(t *testing.T) { groupScenario(t, bootstrap, nodes[0], gc) })
+		t.Run(gc.name, func(t *testing.T) { groupScenario(t, nodes, bootstrap, gc) })
 	}
 }
 

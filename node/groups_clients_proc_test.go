@@ -3,12 +3,14 @@ package node
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +22,7 @@ import (
 func TestGroupClientsKcat(t *testing.T) {
 	path := kcatPath(t)
 	nodes, bootstrap := startGroupCluster(t)
-	groupScenario(t, bootstrap, nodes[0], groupClient{name: "kcat", start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) groupMember {
+	groupScenario(t, nodes, bootstrap, groupClient{name: "kcat", start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) groupMember {
 		return startProcMember(t, id, out, path, "-b", strings.Join(bootstrap, ","), "-G", group, "-q", "-u",
 			"-f", "%p %o %s\n", "-X", "client.id=kcat-"+id, "-X", "auto.offset.reset=earliest",
 			"-X", "session.timeout.ms=10000", "-X", "heartbeat.interval.ms=500",
@@ -52,7 +54,7 @@ func TestGroupClientsPython(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(name, func(t *testing.T) {
-			groupScenario(t, bootstrap, nodes[0], groupClient{name: name, start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) groupMember {
+			groupScenario(t, nodes, bootstrap, groupClient{name: name, start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) groupMember {
 				return startProcMember(t, id, out, py, "-u", script, strings.Join(bootstrap, ","), group, topic, name+"-"+id)
 			}})
 		})
@@ -62,11 +64,12 @@ func TestGroupClientsPython(t *testing.T) {
 // procMember is a member running as a process that prints one line
 // "PARTITION OFFSET VALUE" per record it consumed.
 type procMember struct {
-	id     string
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	exited chan struct{} // closed when the process was waited for
-	err    error         // its exit, once exited is closed
+	id       string
+	cmd      *exec.Cmd
+	stderr   *syncBuffer
+	exited   chan struct{} // closed when the process was waited for
+	err      error         // its exit, once exited is closed
+	stopping atomic.Bool
 }
 
 // startProcMember starts path with args; its lines go to out.
@@ -104,6 +107,9 @@ func startProcMember(t *testing.T, id string, out chan<- consumed, path string, 
 		}
 		m.err = m.cmd.Wait()
 		close(m.exited)
+		if !m.stopping.Load() {
+			out <- consumed{member: id, offset: exitedEarly, value: fmt.Sprintf("%v; stderr:\n%s", m.err, m.stderr.String())}
+		}
 	}()
 	return m
 }
@@ -112,6 +118,7 @@ func startProcMember(t *testing.T, id string, out chan<- consumed, path string, 
 // for a clean exit.
 func (m *procMember) stop(t *testing.T) {
 	t.Helper()
+	m.stopping.Store(true)
 	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatalf("member %s: %v", m.id, err)
 	}

@@ -31,6 +31,10 @@ type consumed struct {
 	value     string
 }
 
+// exitedEarly is the offset of a consumed that reports a member's
+// process exiting before it was stopped (value: why).
+const exitedEarly = -1
+
 // groupMember is a running member; stop leaves the group after
 // committing what it consumed, and fails the test if it cannot.
 type groupMember interface {
@@ -117,6 +121,12 @@ func (c *collector) waitAll(ctx context.Context, t *testing.T, what string, mark
 		for _, r := range c.got[mark:] {
 			seen[r.value] = true
 		}
+		for _, r := range c.got {
+			if r.offset == exitedEarly {
+				c.mu.Unlock()
+				t.Fatalf("%s: member %s exited: %s", what, r.member, r.value)
+			}
+		}
 		wake := c.cond
 		c.mu.Unlock()
 		missing := 0
@@ -133,6 +143,33 @@ func (c *collector) waitAll(ctx context.Context, t *testing.T, what string, mark
 			t.Fatalf("%s: %d of %d records never consumed", what, missing, len(want))
 		case <-wake:
 		}
+	}
+}
+
+// waitTopicEverywhere waits until every node's Metadata has a leader for
+// every partition of topic: a client that asks a node the topic has not
+// reached yet may wait out its metadata refresh interval (kafka-python's
+// is five minutes).
+func waitTopicEverywhere(ctx context.Context, t *testing.T, nodes []*testNode, topic string) {
+	t.Helper()
+	for _, tn := range nodes {
+		cl := newClient(t, tn)
+		waitUntil(ctx, t, tn, func() bool {
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(topic)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl.SeedBrokers()[0])
+			if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != groupPartitions {
+				return false
+			}
+			for _, p := range resp.Topics[0].Partitions {
+				if p.ErrorCode != 0 || p.Leader < 0 {
+					return false
+				}
+			}
+			return true
+		})
 	}
 }
 
@@ -230,15 +267,18 @@ func waitCommitted(ctx context.Context, t *testing.T, adm *kadm.Client, group, t
 //     (at least once: a rebalance may repeat uncommitted records);
 //  3. a stops; 100 more are produced; c joins and consumes exactly
 //     those, from the committed offsets on (no earlier record again).
-func groupScenario(t *testing.T, bootstrap []string, seed *testNode, gc groupClient) {
+func groupScenario(t *testing.T, nodes []*testNode, bootstrap []string, gc groupClient) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	topic, group := "grp-"+gc.name, "g-"+gc.name
-	cl := newClient(t, seed, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	// Uncompressed: kafka-python decodes snappy (kgo's default) only with
+	// python3-snappy, which Debian's python3-kafka does not pull in.
+	cl := newClient(t, nodes[0], kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	adm := kadm.NewClient(cl)
 	if resp, err := adm.CreateTopic(ctx, groupPartitions, 3, nil, topic); err != nil || resp.Err != nil {
 		t.Fatalf("create %s: %v %v", topic, err, resp.Err)
 	}
+	waitTopicEverywhere(ctx, t, nodes, topic)
 	out := make(chan consumed, 1024)
 	col := newCollector(out)
 
