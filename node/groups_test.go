@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -82,6 +83,44 @@ func TestGroupsOneNode(t *testing.T) {
 			t.Errorf("record %d delivered again after its commit", i)
 		}
 	}
+
+	t.Run("metrics", func(t *testing.T) {
+		// g1 is Empty (its members left), its offsets at the ends of the
+		// partitions it consumed (kgo's sticky partitioner may have put
+		// every record in one): lag 0.
+		offs, err := adm.FetchOffsets(ctx, "g1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mfs := scrape(t, tn)
+		if v := value(t, mfs, "kafka_coordinator_group_groupmetadatamanager_numgroups"); v != 1 {
+			t.Errorf("numgroups %v, want 1", v)
+		}
+		if v := value(t, mfs, "kafka_coordinator_group_groupmetadatamanager_numgroupsempty"); v != 1 {
+			t.Errorf("numgroupsempty %v, want 1", v)
+		}
+		if v, want := value(t, mfs, "kafka_coordinator_group_groupmetadatamanager_numoffsets"), len(offs.Sorted()); v != float64(want) || want == 0 {
+			t.Errorf("numoffsets %v, want %d", v, want)
+		}
+		if v := value(t, mfs, "kafka_coordinator_group_group_coordinator_metrics_offset_commit_total"); v < float64(len(offs.Sorted())) {
+			t.Errorf("offset commits %v, want at least %d", v, len(offs.Sorted()))
+		}
+		if lag := sumSeries(mfs, "sluice_group_lag_records"); lag != 0 {
+			t.Errorf("lag %v after everything was committed", lag)
+		}
+		// Ten more records in a committed partition: the lag says so.
+		p := offs.Sorted()[0].Partition
+		manual := newClient(t, tn, kgo.DefaultProduceTopic("events"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		for i := range 10 {
+			manual.Produce(ctx, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "late %d", i)}, nil)
+		}
+		if err := manual.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if lag := sumSeries(scrape(t, tn), "sluice_group_lag_records"); lag != 10 {
+			t.Errorf("lag %v, want 10", lag)
+		}
+	})
 
 	t.Run("internal topic", func(t *testing.T) {
 		md, err := adm.Metadata(ctx, group.OffsetsTopic)
@@ -173,6 +212,17 @@ func TestGroupsOneNode(t *testing.T) {
 			t.Errorf("JoinGroup with an empty group id: code %d, want INVALID_GROUP_ID", resp.ErrorCode)
 		}
 	})
+}
+
+// sumSeries adds the values of every series of the gauge family name.
+func sumSeries(mfs map[string]*dto.MetricFamily, name string) float64 {
+	var sum float64
+	if mf := mfs[name]; mf != nil {
+		for _, m := range mf.Metric {
+			sum += m.GetGauge().GetValue()
+		}
+	}
+	return sum
 }
 
 func hasConfig(c kadm.ResourceConfig, key, value string) bool {
