@@ -1,7 +1,9 @@
 package node
 
 import (
+	"context"
 	"errors"
+	"runtime"
 	"fmt"
 	"strings"
 	"testing"
@@ -159,6 +161,11 @@ func TestGroupsOneNode(t *testing.T) {
 		}
 	})
 
+	t.Run("idle", func(t *testing.T) {
+		// g1 and simple (bad input, below, runs after) hold offsets.
+		idleShards(ctx, t, tn, 50, 2)
+	})
+
 	t.Run("bad input", func(t *testing.T) {
 		cl := newClient(t, tn)
 		commit := func(group, meta string) *kmsg.OffsetCommitResponse {
@@ -223,6 +230,35 @@ func sumSeries(mfs map[string]*dto.MetricFamily, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// idleShards checks that tn's loaded offsets shards cost no wake-ups over
+// a window of seconds when nothing happens: one timer per shard, set only
+// for what is due (here at most the retention checks of the shards that
+// hold offsets, minutes away).
+func idleShards(ctx context.Context, t *testing.T, tn *testNode, shards, withOffsets int) {
+	t.Helper()
+	waitFor(ctx, t, "every offsets partition loaded", func() bool {
+		led := tn.coord.Led()
+		for _, ok := range led {
+			if !ok {
+				return false
+			}
+		}
+		return len(led) == shards
+	})
+	goroutines := runtime.NumGoroutine()
+	w0 := tn.coord.Wakeups()
+	wait(ctx, 2*time.Second)
+	if w := tn.coord.Wakeups() - w0; w != 0 {
+		t.Errorf("%d idle offsets shards: %d timer wake-ups in 2 s, want none", shards, w)
+	}
+	if n := tn.coord.Scheduled(); n > withOffsets {
+		t.Errorf("%d shards have a timer set, want at most the %d holding offsets", n, withOffsets)
+	}
+	if d := runtime.NumGoroutine() - goroutines; d > 5 {
+		t.Errorf("%d goroutines appeared in an idle window", d)
+	}
 }
 
 func hasConfig(c kadm.ResourceConfig, key, value string) bool {
