@@ -22,7 +22,7 @@ func TestGroupClientsGo(t *testing.T) {
 // saramaClient: sarama's ConsumerGroup (classic protocol, range
 // assignor), marking each message after handing it on and committing
 // marks every 200 ms and when it closes.
-var saramaClient = groupClient{name: "sarama", start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) groupMember {
+var saramaClient = groupClient{name: "sarama", start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) clientMember {
 	cfg := sarama.NewConfig()
 	cfg.ClientID = "sarama-" + id
 	cfg.Version = sarama.V3_0_0_0
@@ -84,7 +84,7 @@ func (h saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Cons
 
 // kafkaGoClient: segmentio/kafka-go's Reader with a GroupID; ReadMessage
 // commits (every 200 ms, and on Close).
-var kafkaGoClient = groupClient{name: "kafka-go", start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) groupMember {
+var kafkaGoClient = groupClient{name: "kafka-go", start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) clientMember {
 	r := kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers:           bootstrap,
 		GroupID:           group,
@@ -125,7 +125,7 @@ var kafkaGoClient = groupClient{name: "kafka-go", start: func(t *testing.T, boot
 	})
 }}
 
-// stopFunc is a groupMember that stops by calling itself.
+// stopFunc is a clientMember that stops by calling itself.
 type stopFunc func(t *testing.T)
 
 func (f stopFunc) stop(t *testing.T) { f(t) }

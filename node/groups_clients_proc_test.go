@@ -22,7 +22,7 @@ import (
 func TestGroupClientsKcat(t *testing.T) {
 	path := kcatPath(t)
 	nodes, bootstrap := startGroupCluster(t)
-	groupScenario(t, nodes, bootstrap, groupClient{name: "kcat", start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) groupMember {
+	groupScenario(t, nodes, bootstrap, groupClient{name: "kcat", start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) clientMember {
 		return startProcMember(t, id, out, path, "-b", strings.Join(bootstrap, ","), "-G", group, "-q", "-u",
 			"-f", "%p %o %s\n", "-X", "client.id=kcat-"+id, "-X", "auto.offset.reset=earliest",
 			"-X", "session.timeout.ms=10000", "-X", "heartbeat.interval.ms=500",
@@ -54,7 +54,7 @@ func TestGroupClientsPython(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Run(name, func(t *testing.T) {
-			groupScenario(t, nodes, bootstrap, groupClient{name: name, start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) groupMember {
+			groupScenario(t, nodes, bootstrap, groupClient{name: name, start: func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) clientMember {
 				return startProcMember(t, id, out, py, "-u", script, strings.Join(bootstrap, ","), group, topic, name+"-"+id)
 			}})
 		})

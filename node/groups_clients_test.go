@@ -35,9 +35,9 @@ type consumed struct {
 // process exiting before it was stopped (value: why).
 const exitedEarly = -1
 
-// groupMember is a running member; stop leaves the group after
+// clientMember is a running member; stop leaves the group after
 // committing what it consumed, and fails the test if it cannot.
-type groupMember interface {
+type clientMember interface {
 	stop(t *testing.T)
 }
 
@@ -46,7 +46,7 @@ type groupMember interface {
 // committed, and sends what it consumes to out.
 type groupClient struct {
 	name  string
-	start func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) groupMember
+	start func(t *testing.T, bootstrap []string, group, topic, id string, out chan<- consumed) clientMember
 }
 
 // groupPartitions is the partition count of each scenario's topic.
@@ -190,9 +190,9 @@ func produceValues(ctx context.Context, t *testing.T, cl *kgo.Client, topic, pha
 	return vals
 }
 
-// waitGroup waits until the group is Stable with exactly the members
+// waitClientGroup waits until the group is Stable with exactly the members
 // given (by count) and every partition of topic assigned once.
-func waitGroup(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string, members int) {
+func waitClientGroup(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string, members int) {
 	t.Helper()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -284,7 +284,7 @@ func groupScenario(t *testing.T, nodes []*testNode, bootstrap []string, gc group
 
 	a := gc.start(t, bootstrap, group, topic, "a", out)
 	b := gc.start(t, bootstrap, group, topic, "b", out)
-	waitGroup(ctx, t, adm, group, topic, 2)
+	waitClientGroup(ctx, t, adm, group, topic, 2)
 	mark := col.len()
 	p1 := produceValues(ctx, t, cl, topic, "p1", 200)
 	got := col.waitAll(ctx, t, "two members", mark, p1)
@@ -307,7 +307,7 @@ func groupScenario(t *testing.T, nodes []*testNode, bootstrap []string, gc group
 	}
 
 	b.stop(t)
-	waitGroup(ctx, t, adm, group, topic, 1)
+	waitClientGroup(ctx, t, adm, group, topic, 1)
 	mark = col.len()
 	p2 := produceValues(ctx, t, cl, topic, "p2", 200)
 	for _, r := range col.waitAll(ctx, t, "after b left", mark, p2) {

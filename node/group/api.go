@@ -82,7 +82,8 @@ type Request struct {
 	// The driver has validated what needs the metadata: the partitions of
 	// an OffsetCommit or OffsetDelete exist (it answers
 	// UNKNOWN_TOPIC_OR_PARTITION for the others itself and passes the
-	// rest).
+	// rest). Topics are by name: for OffsetCommit and OffsetFetch v10+
+	// (topic ids) the driver fills in the names. Any other Body panics.
 	Body kmsg.Request
 }
 
@@ -167,6 +168,7 @@ func (s *Shard) LoadDone(now time.Time) { s.loadDone(now) }
 func (s *Shard) Step(now time.Time, r Request) {
 	s.step(now, r)
 	s.fireTimers(now)
+	s.check("Step")
 }
 
 // Appended reports the outcome of the Append with this id: err nil means
@@ -177,6 +179,7 @@ func (s *Shard) Step(now time.Time, r Request) {
 func (s *Shard) Appended(now time.Time, id uint64, err error) {
 	s.appended(now, id, err)
 	s.fireTimers(now)
+	s.check("Appended")
 }
 
 // TickTo moves the clock: session and rebalance timeouts, the initial
@@ -187,6 +190,7 @@ func (s *Shard) TickTo(now time.Time) {
 	}
 	s.fireTimers(now)
 	s.checkRetention(now)
+	s.check("TickTo")
 }
 
 // NextDue is when the clock alone would next change anything (zero: never).

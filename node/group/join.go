@@ -97,6 +97,12 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 		sizeID = id // a static member's restart is not a new member
 	}
 	if !s.acceptJoiningMember(g, sizeID) || !s.fitsBudget(g, sizeID, size) {
+		if m := g.members[sizeID]; m != nil {
+			// Kafka removes a member it refuses, so that the join phase
+			// can end without it.
+			s.removeMember(g, m, codeMaxSize)
+			s.afterRemoval(g, now)
+		}
 		fail(codeMaxSize)
 		return
 	}

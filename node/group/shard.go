@@ -86,6 +86,11 @@ func (s *Shard) loadDone(now time.Time) {
 			m.deadline = now.Add(m.session)
 		}
 		g.computeSubscribed()
+		if s.cfg.MaxSize > 0 && len(g.members) > s.cfg.MaxSize {
+			// group.max.size was lowered: the members rejoin, the last
+			// ones over the bound are refused (Kafka's onLoaded).
+			s.prepareRebalance(g, now)
+		}
 		s.touch(g)
 		s.retentionCandidate(g, now)
 	}

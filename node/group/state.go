@@ -333,11 +333,3 @@ func (g *group) metadataBytes() int {
 	}
 	return n
 }
-
-func (g *group) numOffsets() int {
-	n := 0
-	for _, ps := range g.offsets {
-		n += len(ps)
-	}
-	return n
-}
