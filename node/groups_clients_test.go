@@ -282,9 +282,11 @@ func groupScenario(t *testing.T, nodes []*testNode, bootstrap []string, gc group
 	out := make(chan consumed, 1024)
 	col := newCollector(out)
 
+	began := time.Now()
 	a := gc.start(t, bootstrap, group, topic, "a", out)
 	b := gc.start(t, bootstrap, group, topic, "b", out)
 	waitClientGroup(ctx, t, adm, group, topic, 2)
+	t.Logf("two members Stable after %v", time.Since(began).Round(time.Millisecond))
 	mark := col.len()
 	p1 := produceValues(ctx, t, cl, topic, "p1", 200)
 	got := col.waitAll(ctx, t, "two members", mark, p1)
@@ -306,8 +308,11 @@ func groupScenario(t *testing.T, nodes []*testNode, bootstrap []string, gc group
 		t.Fatalf("committed %v after phase 1", c)
 	}
 
+	began = time.Now()
 	b.stop(t)
+	stopped := time.Now()
 	waitClientGroup(ctx, t, adm, group, topic, 1)
+	t.Logf("b stopped in %v; a alone Stable %v later", stopped.Sub(began).Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
 	mark = col.len()
 	p2 := produceValues(ctx, t, cl, topic, "p2", 200)
 	for _, r := range col.waitAll(ctx, t, "after b left", mark, p2) {
@@ -317,13 +322,20 @@ func groupScenario(t *testing.T, nodes []*testNode, bootstrap []string, gc group
 	}
 	waitCommitted(ctx, t, adm, group, topic)
 
+	began = time.Now()
 	a.stop(t)
+	t.Logf("a stopped in %v", time.Since(began).Round(time.Millisecond))
 	p3 := produceValues(ctx, t, cl, topic, "p3", 100)
 	mark = col.len()
+	began = time.Now()
 	c := gc.start(t, bootstrap, group, topic, "c", out)
 	got = col.waitAll(ctx, t, "restarted member", mark, p3)
+	t.Logf("c consumed the 100 new records %v after it started", time.Since(began).Round(time.Millisecond))
 	first := map[int32]int64{}
 	for _, r := range got {
+		if r.member != "c" {
+			t.Fatalf("member %s consumed %s after it stopped", r.member, r.value)
+		}
 		if !strings.HasPrefix(r.value, "p3-") {
 			t.Fatalf("restarted member consumed %s again (at %d/%d): it did not resume from the commit", r.value, r.partition, r.offset)
 		}
@@ -336,8 +348,12 @@ func groupScenario(t *testing.T, nodes []*testNode, bootstrap []string, gc group
 			t.Fatalf("restarted member began partition %d at %d, want the committed 100", p, f)
 		}
 	}
+	began = time.Now()
 	if committed := waitCommitted(ctx, t, adm, group, topic); committed[3] != 125 {
 		t.Fatalf("committed %v at the end", committed)
 	}
+	t.Logf("c's commits reached the end %v later", time.Since(began).Round(time.Millisecond))
+	began = time.Now()
 	c.stop(t)
+	t.Logf("c stopped in %v", time.Since(began).Round(time.Millisecond))
 }

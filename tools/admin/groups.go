@@ -278,22 +278,27 @@ func (c *groupsCmd) delete(ctx context.Context, std streams) error {
 			return c.groupErr(err)
 		}
 		var ok, failed []string
+		var rows []DeletedGroupRow
 		for _, g := range names {
 			r, found := resp[g]
+			row := DeletedGroupRow{Group: g}
 			switch {
 			case !found:
-				failed = append(failed, fmt.Sprintf("* Group '%s' could not be deleted due to: no answer", g))
+				row.Error = "no answer"
 			case r.Err != nil:
-				why := r.Err.Error()
+				row.Error = r.Err.Error() + detail(r.ErrMessage)
 				if errors.Is(r.Err, kerr.NonEmptyGroup) {
-					why += " (the group has members: stop its consumers first)"
+					row.Error += " (the group has members: stop its consumers first)"
 				}
-				failed = append(failed, fmt.Sprintf("* Group '%s' could not be deleted due to: %s%s", g, why, detail(r.ErrMessage)))
 			default:
 				ok = append(ok, "'"+g+"'")
 			}
+			if row.Error != "" {
+				failed = append(failed, fmt.Sprintf("* Group '%s' could not be deleted due to: %s", g, row.Error))
+			}
+			rows = append(rows, row)
 		}
-		err = c.emit(std.out, resp.Sorted(), func() {
+		err = c.emit(std.out, rows, func() {
 			if len(ok) > 0 {
 				fmt.Fprintf(std.out, "Deletion of requested consumer groups (%s) was successful.\n", strings.Join(ok, ", "))
 			}
@@ -303,6 +308,12 @@ func (c *groupsCmd) delete(ctx context.Context, std streams) error {
 		}
 		return err
 	})
+}
+
+// DeletedGroupRow is one group of `groups delete --format json`.
+type DeletedGroupRow struct {
+	Group string `json:"group"`
+	Error string `json:"error,omitempty"`
 }
 
 // DeletedOffsetRow is one partition of `groups delete-offsets`.

@@ -144,6 +144,10 @@ func TestGroupsCommandsOnNode(t *testing.T) {
 	if rows := decode[[]ResetOffsetRow](t, out); len(rows) != 1 || rows[0] != (ResetOffsetRow{Group: "app", Topic: "gt", Partition: 0, NewOffset: 10}) {
 		t.Fatalf("dry run: %+v", rows)
 	}
+	// A group that only ever committed (no member): reset creates it, and
+	// describe shows it Empty with its offsets.
+	must("groups", "reset-offsets", "--group", "standalone", "--topic", "gt", "--to-offset", "3", "--execute")
+	wantCommitted("standalone", 3, 3, 3)
 	fails("has no partition 7", "groups", "reset-offsets", "--group", "app", "--topic", "gt:7", "--to-latest", "--execute")
 
 	// With a member in the group: reset and delete are refused; describe
@@ -192,6 +196,10 @@ func TestGroupsCommandsOnNode(t *testing.T) {
 	out, _ = must("groups", "delete", "--group", "app")
 	if !strings.Contains(out, "Deletion of requested consumer groups ('app') was successful.") {
 		t.Fatalf("delete:\n%s", out)
+	}
+	out, _ = must("groups", "delete", "--group", "standalone", "--format", "json")
+	if rows := decode[[]DeletedGroupRow](t, out); len(rows) != 1 || rows[0] != (DeletedGroupRow{Group: "standalone"}) {
+		t.Fatalf("delete --format json: %+v", rows)
 	}
 	fails("consumer group 'app' does not exist", "groups", "describe", "app")
 
