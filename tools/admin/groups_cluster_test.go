@@ -206,7 +206,7 @@ func TestGroupsCommandsOnNode(t *testing.T) {
 	// perf consume as a group member.
 	out, _ = must("perf", "consume", "--topic", "gt", "--messages", "30", "--group", "perf", "--format", "json")
 	res := decode[PerfConsumeResult](t, out)
-	if res.Messages != 30 || res.RebalanceMS <= 0 || res.FetchMS < 0 {
+	if res.Messages != 30 || res.RebalanceMS < 0 || res.FetchMS < 0 {
 		t.Fatalf("perf consume --group: %+v", res)
 	}
 	wantCommitted("perf", 10, 10, 10)

@@ -179,3 +179,23 @@ func TestListOptionalValues(t *testing.T) {
 		}
 	}
 }
+
+// rebalance.time.ms adds up the spells without an assignment: from the
+// start, and from each revocation or loss to the next assignment.
+func TestRebalanceClock(t *testing.T) {
+	at := time.Unix(1000, 0)
+	r := &rebalanceClock{now: func() time.Time { return at }, since: at}
+	step := func(d time.Duration) { at = at.Add(d) }
+	step(300 * time.Millisecond)
+	r.assigned(nil, nil, nil) // joined: 300 ms
+	step(5 * time.Second)     // consuming
+	r.lost(nil, nil, nil)
+	step(100 * time.Millisecond)
+	r.lost(nil, nil, nil) // revoked, then lost: the spell began at the first
+	step(50 * time.Millisecond)
+	r.assigned(nil, nil, nil) // 150 ms
+	r.assigned(nil, nil, nil) // assigned again without a loss: nothing
+	if got := r.spent(); got != 450*time.Millisecond {
+		t.Fatalf("spent %v, want 450ms", got)
+	}
+}

@@ -242,6 +242,7 @@ type perfConsumeCmd struct {
 // kafka-consumer-perf-test.sh: from the start (or from losing its
 // partitions) to being assigned some.
 type rebalanceClock struct {
+	now   func() time.Time
 	mu    sync.Mutex
 	since time.Time // zero: not rebalancing
 	total time.Duration
@@ -251,7 +252,7 @@ func (r *rebalanceClock) lost(context.Context, *kgo.Client, map[string][]int32) 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.since.IsZero() {
-		r.since = time.Now()
+		r.since = r.now()
 	}
 }
 
@@ -259,7 +260,7 @@ func (r *rebalanceClock) assigned(context.Context, *kgo.Client, map[string][]int
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.since.IsZero() {
-		r.total += time.Since(r.since)
+		r.total += r.now().Sub(r.since)
 		r.since = time.Time{}
 	}
 }
@@ -300,7 +301,7 @@ func (c *perfConsumeCmd) run(ctx context.Context, std streams) error {
 	var n, bytes int64
 	var short error
 	opts := consumeStart{partition: -1, offset: -1, fromBeginning: true}.opts(c.topic, ps)
-	rebalance := &rebalanceClock{since: start}
+	rebalance := &rebalanceClock{now: time.Now, since: start}
 	if c.group != "" {
 		opts = append(groupOpts(c.group, c.topic, true), kgo.OnPartitionsAssigned(rebalance.assigned),
 			kgo.OnPartitionsRevoked(rebalance.lost), kgo.OnPartitionsLost(rebalance.lost))
