@@ -55,11 +55,10 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 		rebalance = session
 	}
 	protos := make([]protocol, 0, len(req.Protocols))
-	size := 0
 	for _, p := range req.Protocols {
-		size += len(p.Name) + len(p.Metadata)
 		protos = append(protos, protocol{name: p.Name, metadata: p.Metadata})
 	}
+	size := protocolBytes(protos)
 	instance := ""
 	if req.InstanceID != nil {
 		instance = *req.InstanceID
@@ -93,7 +92,17 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 			s.touch(g)
 		}
 	}()
-	if !s.acceptJoiningMember(g, req.MemberID) {
+	sizeID := req.MemberID
+	if id, ok := g.static[instance]; ok && instance != "" && sizeID == "" {
+		sizeID = id // a static member's restart is not a new member
+	}
+	if !s.acceptJoiningMember(g, sizeID) || !s.fitsBudget(g, sizeID, size) {
+		if m := g.members[sizeID]; m != nil {
+			// Kafka removes a member it refuses, so that the join phase
+			// can end without it.
+			s.removeMember(g, m, codeMaxSize)
+			s.afterRemoval(g, now)
+		}
 		fail(codeMaxSize)
 		return
 	}
@@ -125,11 +134,12 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 		s.addMember(now, g, nm, req.ProtocolType, w)
 		return
 	}
+	// An existing member: Kafka's classicGroupJoinExistingMember.
+	if !g.supportsProtocols(req.ProtocolType, protos) {
+		fail(codeInconsistent)
+		return
+	}
 	if _, ok := g.pending[req.MemberID]; ok && instance == "" {
-		if !g.supportsProtocols(req.ProtocolType, protos) {
-			fail(codeInconsistent)
-			return
-		}
 		delete(g.pending, req.MemberID)
 		nm.id = req.MemberID
 		s.addMember(now, g, nm, req.ProtocolType, w)
@@ -137,10 +147,6 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
 		fail(code)
-		return
-	}
-	if !g.supportsProtocols(req.ProtocolType, protos) {
-		fail(codeInconsistent)
 		return
 	}
 	m := g.members[req.MemberID]
@@ -200,6 +206,16 @@ func (s *Shard) acceptJoiningMember(g *group, memberID string) bool {
 	return true
 }
 
+// fitsBudget: the group's protocols stay within the shard's budget
+// (MaxGroupMetadataBytes) with memberID's replaced by size bytes.
+func (s *Shard) fitsBudget(g *group, memberID string, size int) bool {
+	total := g.metadataBytes() + size
+	if m := g.members[memberID]; m != nil {
+		total -= protocolBytes(m.protocols)
+	}
+	return total <= s.groupBudget
+}
+
 // updateMember takes a known member's rejoin (Kafka's updateMember); a
 // JoinGroup it still had waiting is superseded and answered
 // REBALANCE_IN_PROGRESS (Kafka drops it unanswered).
@@ -234,8 +250,8 @@ func (s *Shard) addMember(now time.Time, g *group, m *member, protocolType strin
 	if m.instanceID != "" {
 		g.static[m.instanceID] = m.id
 	}
-	if g.state == statePreparing && g.generation == 0 {
-		g.newMemberAdded = true
+	if g.state == statePreparing && g.prevState == stateEmpty {
+		g.newMemberAdded = true // the initial delay may be extended
 	}
 	s.maybePrepareRebalanceOrCompleteJoin(g, now)
 }
@@ -322,6 +338,7 @@ func (s *Shard) completeJoin(g *group, now time.Time) {
 	}
 	g.joinDeadline = time.Time{}
 	g.generation++
+	s.rebalances++
 	if len(g.members) == 0 {
 		g.protocol, g.leader = "", ""
 		g.subscribed = nil
@@ -398,7 +415,8 @@ func (s *Shard) replaceStatic(now time.Time, g *group, old, nm *member, w *waite
 		s.respondSyncError(old.sync, codeFenced)
 		old.sync = nil
 	}
-	oldID := old.id
+	oldID, oldLeader := old.id, g.leader
+	undo := *old // what a failed write puts back
 	s.swapMember(g, oldID, nm.id)
 	m := g.members[nm.id]
 	m.clientID, m.clientHost = nm.clientID, nm.clientHost
@@ -407,8 +425,8 @@ func (s *Shard) replaceStatic(now time.Time, g *group, old, nm *member, w *waite
 	switch g.state {
 	case stateStable:
 		if g.selectProtocol() == g.protocol {
-			s.write(&op{kind: opStaticJoin, g: g, w: *w, instance: m.instanceID, oldID: oldID, newID: m.id},
-				[]Record{groupRecord(g)})
+			s.write(&op{kind: opStaticJoin, g: g, w: *w, instance: m.instanceID, oldID: oldID, newID: m.id,
+				oldLeader: oldLeader, undo: &undo}, []Record{groupRecord(g)})
 			return
 		}
 		m.join = w
@@ -449,14 +467,26 @@ func (s *Shard) staticJoinAppended(now time.Time, o *op, code int16) {
 		return
 	}
 	if code != 0 {
-		// Kafka reverts the replacement: the old id is the member again.
+		// Kafka reverts the replacement: the old id is the member again,
+		// with its protocols and timeouts.
 		if g.static[o.instance] == o.newID {
 			s.swapMember(g, o.newID, o.oldID)
+			m.clientID, m.clientHost = o.undo.clientID, o.undo.clientHost
+			m.protocols, m.session, m.rebalance = o.undo.protocols, o.undo.session, o.undo.rebalance
+			m.deadline = now.Add(m.session)
 		}
 		s.respondJoinError(&o.w, "", code)
+		s.touch(g)
 		return
 	}
 	m.deadline = now.Add(m.session)
-	s.respond(o.w.id, s.joinResponse(g, m, o.w.version, m.id == g.leader))
+	resp := s.joinResponse(g, m, o.w.version, m.id == g.leader)
+	if o.w.version < 9 {
+		// Without SkipAssignment a restarted leader must not assign: it
+		// is told the leader is the member id it replaced, and so acts
+		// as a follower (Kafka does the same).
+		resp.LeaderID = o.oldLeader
+	}
+	s.respond(o.w.id, resp)
 	s.touch(g)
 }
