@@ -54,6 +54,7 @@ func (h *harness) run() {
 	case "restart":
 		// A new coordinator: a new shard replays the log.
 		h.cfg.MaxSize = int(h.int("max-size", int64(h.cfg.MaxSize)))
+		h.cfg.OffsetsRetention = h.dur("retention", h.cfg.OffsetsRetention)
 		h.newShardFrom(h.log)
 		h.printf("replayed %d records", len(h.log))
 	case "tick":

@@ -28,8 +28,10 @@ type op struct {
 
 	gen int32 // opAssignment: the generation assigned
 
-	// opStaticJoin: the replacement, to undo on failure.
-	instance, oldID, newID string
+	// opStaticJoin: the replacement, to undo on failure, and the leader
+	// before it.
+	instance, oldID, newID, oldLeader string
+	undo                              *member
 
 	// opCommit: the response, and the commits to apply on success.
 	commit  *kmsg.OffsetCommitResponse
