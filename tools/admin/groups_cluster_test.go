@@ -124,6 +124,21 @@ func TestGroupsCommandsOnNode(t *testing.T) {
 	if out, _ := must("groups", "list", "--state", "stable"); strings.Contains(out, "app") {
 		t.Fatalf("groups list --state stable lists the empty group:\n%s", out)
 	}
+	out, _ = must("groups", "list", "--type", "classic", "--format", "json")
+	if rows := decode[[]ListedGroupRow](t, out); len(rows) != 1 || rows[0].Group != "app" || rows[0].Type != "classic" || rows[0].State != "Empty" {
+		t.Fatalf("groups list --type classic: %+v", rows)
+	}
+	if out, _ := must("groups", "list", "--type", "consumer"); strings.TrimSpace(out) != "GROUP TYPE" {
+		t.Fatalf("groups list --type consumer lists classic groups:\n%s", out)
+	}
+	if out, _ := must("groups", "describe", "--all-groups", "--state"); !strings.Contains(out, "app") || !strings.Contains(out, "Empty") {
+		t.Fatalf("describe --all-groups --state:\n%s", out)
+	}
+	fails("a group id cannot be empty", "groups", "describe", "")
+	fails("give one of them", "groups", "describe", "app", "--members", "--offsets")
+	fails("give --topic TOPIC[:P,...] or --all-topics", "groups", "reset-offsets", "--group", "app", "--topic", "gt", "--all-topics", "--to-latest")
+	fails("give one of --to-earliest", "groups", "reset-offsets", "--group", "app", "--topic", "gt", "--to-latest", "--to-earliest")
+	fails("does not exist", "groups", "reset-offsets", "--group", "app", "--topic", "nosuch", "--to-latest")
 
 	// Reset: a dry run changes nothing; each scenario lands where Kafka's would.
 	out, errOut = must("groups", "reset-offsets", "--group", "app", "--topic", "gt", "--to-earliest")
