@@ -3,8 +3,8 @@ package node
 import (
 	"context"
 	"errors"
-	"runtime"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
