@@ -183,7 +183,9 @@
 // and reports it. Real clients against one node: TestProduceConsume (kgo,
 // kadm) and TestKcat (librdkafka through kcat: idempotent acks=all
 // produce, consume to the end with -e, -L metadata; skipped without kcat,
-// which .ci/run installs). BenchmarkProduce (RF=1, acks=1, kgo's default
+// which .ci/run installs). Consumer groups with every client library
+// users run (groups_clients_test.go): sarama, kafka-go, kcat -G and the
+// Python clients, one scenario each on 3 nodes. BenchmarkProduce (RF=1, acks=1, kgo's default
 // batching) runs beside the segment append in the same run and reports
 // their ratio (x-segment); `make bench` tables the best of three;
 // BenchmarkReplicatedProduce is its RF=3 peer.
