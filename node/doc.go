@@ -115,6 +115,21 @@
 // the pool (a running Clean cancelled and waited for) before its log is
 // closed or deleted.
 //
+// # Consumer groups
+//
+// groups.go: the broker serves kafka.Groups through node/coord. The first
+// FindCoordinator for a group creates __consumer_offsets
+// (offsets.topic.num.partitions, offsets.topic.replication.factor clamped
+// to the live brokers with a warning, cleanup.policy=compact,
+// offsets.topic.segment.bytes); a group's coordinator is the leader of
+// its partition. After each reconciliation (the replicas became leaders or
+// followers) syncGroups tells the coordinator which offsets partitions
+// this node leads, at which epoch, and which topics were deleted.
+// coordHost writes the shards' records through the replica's Produce,
+// acks=all, the path clients take, which itself refuses clients' writes
+// to internal topics; CreateTopics, DeleteTopics and CreatePartitions
+// refuse them too, and Metadata marks them internal.
+//
 // # Admin writes
 //
 // CreateTopics, CreatePartitions, DeleteTopics and IncrementalAlterConfigs
@@ -174,7 +189,9 @@
 // and reports it. Real clients against one node: TestProduceConsume (kgo,
 // kadm) and TestKcat (librdkafka through kcat: idempotent acks=all
 // produce, consume to the end with -e, -L metadata; skipped without kcat,
-// which .ci/run installs). BenchmarkProduce (RF=1, acks=1, kgo's default
+// which .ci/run installs). Consumer groups with every client library
+// users run (groups_clients_test.go): sarama, kafka-go, kcat -G and the
+// Python clients, one scenario each on 3 nodes. BenchmarkProduce (RF=1, acks=1, kgo's default
 // batching) runs beside the segment append in the same run and reports
 // their ratio (x-segment); `make bench` tables the best of three;
 // BenchmarkReplicatedProduce is its RF=3 peer.

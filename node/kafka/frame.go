@@ -166,6 +166,8 @@ type request struct {
 	// session's expiry is judged by it (sasl.go), not by when the
 	// request's turn came.
 	readAt time.Time
+	// host is the peer's IP address (Groups show it per member).
+	host string
 }
 
 // decodeRequest parses a frame payload: the request header (v1, or v2 for

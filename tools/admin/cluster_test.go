@@ -39,6 +39,12 @@ func startCluster(t *testing.T, n int) ([]*clusterNode, string) {
 	return startSecureCluster(t, n, clusterSecurity{listener: "PLAINTEXT"})
 }
 
+// startClusterWith is startCluster with extra node flags (--key=value).
+func startClusterWith(t *testing.T, n int, extra ...string) ([]*clusterNode, string) {
+	t.Helper()
+	return startSecureCluster(t, n, clusterSecurity{listener: "PLAINTEXT", args: extra})
+}
+
 // clusterSecurity secures a test cluster's one Kafka listener: its name
 // (a security protocol), more node flags and SLUICE_* variables, SCRAM
 // credentials bootstrapped, and the client options that get in.
@@ -187,7 +193,7 @@ func run(t *testing.T, bootstrap string, args ...string) (string, error) {
 	root := &cobra.Command{Use: "sluice", SilenceUsage: true, SilenceErrors: true}
 	clusterCmd := &cobra.Command{Use: "cluster"}
 	clusterCmd.AddCommand(NewHealthCommand(), NewInfoCommand())
-	root.AddCommand(clusterCmd, NewTopicsCommand(), NewConfigsCommand(), NewQuorumCommand(), NewLeadersCommand())
+	root.AddCommand(clusterCmd, NewTopicsCommand(), NewConfigsCommand(), NewQuorumCommand(), NewLeadersCommand(), NewGroupsCommand())
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)

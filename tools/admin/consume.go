@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -38,8 +39,12 @@ type consumeStart struct {
 	fromBeginning bool
 }
 
-// offsets assigns the topic's partitions directly (no consumer group:
-// Sluice does not serve the group APIs).
+// opts assigns the topic's partitions directly (no consumer group).
+func (s consumeStart) opts(topic string, ps []int32) []kgo.Opt {
+	return []kgo.Opt{kgo.ConsumePartitions(s.offsets(topic, ps))}
+}
+
+// offsets is where consumption starts in each partition of the topic.
 func (s consumeStart) offsets(topic string, ps []int32) map[string]map[int32]kgo.Offset {
 	at := kgo.NewOffset().AtEnd()
 	switch {
@@ -65,6 +70,20 @@ type consumeCmd struct {
 	start                  consumeStart
 	maxRecords             int
 	printKey, printHeaders bool
+	group                  string
+}
+
+// groupOpts join group as a member consuming topic, committing what was
+// handed to the caller (marked) every second and when it stops; a
+// partition without a committed offset starts at the earliest offset when
+// fromBeginning, else at the end (auto.offset.reset).
+func groupOpts(group, topic string, fromBeginning bool) []kgo.Opt {
+	reset := kgo.NewOffset().AtEnd()
+	if fromBeginning {
+		reset = kgo.NewOffset().AtStart()
+	}
+	return []kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(reset),
+		kgo.AutoCommitMarks(), kgo.AutoCommitInterval(time.Second)}
 }
 
 // NewConsumeCommand returns `sluice consume TOPIC`.
@@ -72,12 +91,19 @@ func NewConsumeCommand() *cobra.Command {
 	var c consumeCmd
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
-		Short: "Print a topic's records (direct partition assignment, no consumer group)",
+		Short: "Print a topic's records (every partition, or as a member of --group)",
 		Long: `Print a topic's records, one value per line (or one JSON object per line
 with --format json), until --max-records are read, the command is
-interrupted, or no record arrived for --timeout.`,
+interrupted, or no record arrived for --timeout.
+
+Without --group it reads the partitions directly. With --group it joins
+the consumer group as one member, reads the partitions the group assigns
+it, starting at the group's committed offsets, and commits what it
+printed (every second and when it stops), like kafka-console-consumer.sh
+--group.`,
 		Example: `  sluice consume orders --from-beginning --max-records 10 --print-key
-  sluice consume orders --partition 2 --offset 1000 --format json`,
+  sluice consume orders --partition 2 --offset 1000 --format json
+  sluice consume orders --group audit --from-beginning`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.topic = args[0]
@@ -92,6 +118,7 @@ interrupted, or no record arrived for --timeout.`,
 	f.IntVar(&c.maxRecords, "max-records", 0, "stop after this many records (0: until interrupted or --timeout without records)")
 	f.BoolVar(&c.printKey, "print-key", false, "print the key before the value (text output)")
 	f.BoolVar(&c.printHeaders, "print-headers", false, "print the headers before the key and value (text output)")
+	f.StringVar(&c.group, "group", "", "consume as a member of this consumer group, committing offsets")
 	return cmd
 }
 
@@ -106,8 +133,15 @@ func (c *consumeCmd) run(ctx context.Context, std streams) error {
 	if err := checkPartition(c.topic, c.start.partition, ps); err != nil {
 		return err
 	}
+	opts := c.start.opts(c.topic, ps)
+	if c.group != "" {
+		if c.start.partition >= 0 || c.start.offset >= 0 {
+			return errors.New("--group and --partition/--offset: a group member reads the partitions its group assigns, from the committed offsets (move them with `sluice groups reset-offsets`)")
+		}
+		opts = groupOpts(c.group, c.topic, c.start.fromBeginning)
+	}
 	n := 0
-	err = c.consume(ctx, c.start.offsets(c.topic, ps), func(fs kgo.Fetches, idle bool) (bool, error) {
+	err = c.consume(ctx, opts, func(cl *kgo.Client, fs kgo.Fetches, idle bool) (bool, error) {
 		for _, r := range fs.Records() {
 			if c.maxRecords > 0 && n >= c.maxRecords {
 				break
@@ -115,6 +149,9 @@ func (c *consumeCmd) run(ctx context.Context, std streams) error {
 			n++
 			if err := printRecord(std.out, &c.common, r, c.printKey, c.printHeaders); err != nil {
 				return false, err
+			}
+			if c.group != "" {
+				cl.MarkCommitRecords(r)
 			}
 		}
 		return (c.maxRecords <= 0 || n < c.maxRecords) && !(fs.NumRecords() == 0 && idle), nil
@@ -138,10 +175,12 @@ func (c *common) partitions(ctx context.Context, topic string) ([]int32, error) 
 	return ps, err
 }
 
-// consume reads the partitions from the offsets given until interrupted
-// or each returns false. Each poll waits up to --timeout; idle says it
-// ended without records. A fetch error other than that wait's end ends it.
-func (c *common) consume(ctx context.Context, at map[string]map[int32]kgo.Offset, each func(fs kgo.Fetches, idle bool) (bool, error)) error {
+// consume reads what opts say (partitions from offsets, or a group's
+// assignment) until interrupted or each returns false. Each poll waits up
+// to --timeout; idle says it ended without records. A fetch error other
+// than that wait's end ends it. A group member commits the offsets each
+// marked before it leaves.
+func (c *common) consume(ctx context.Context, opts []kgo.Opt, each func(cl *kgo.Client, fs kgo.Fetches, idle bool) (bool, error)) error {
 	return c.with(ctx, func(s session) error {
 		sctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 		defer stop()
@@ -156,12 +195,18 @@ func (c *common) consume(ctx context.Context, at map[string]map[int32]kgo.Offset
 				}
 			}
 			var err error
-			if more, err = each(fs, idle); err != nil {
+			if more, err = each(s.cl, fs, idle); err != nil {
 				return err
 			}
 		}
+		// A no-op unless a group member: commit what each marked.
+		cctx, cancel := c.ctx(context.WithoutCancel(ctx))
+		defer cancel()
+		if err := s.cl.CommitMarkedOffsets(cctx); err != nil {
+			return fmt.Errorf("committing the group's offsets: %w", err)
+		}
 		return nil
-	}, kgo.ConsumePartitions(at))
+	}, opts...)
 }
 
 // printRecord prints r like kafka-console-consumer.sh (headers, key and

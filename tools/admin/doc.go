@@ -1,11 +1,41 @@
 // Package admin is Sluice's admin CLI: `sluice topics` (create, delete,
-// list, describe, alter --partitions), `sluice configs`, `sluice quorum
-// describe --status|--replication` (kafka-metadata-quorum.sh, through
+// list, describe, alter --partitions; internal topics such as
+// __consumer_offsets only with --include-internal), `sluice configs`,
+// `sluice groups` (kafka-consumer-groups.sh), `sluice quorum describe
+// --status|--replication` (kafka-metadata-quorum.sh, through
 // DescribeQuorum) and `sluice cluster health|info`, and the client-side
 // checks `sluice produce`, `sluice consume` (direct partition assignment,
-// no consumer group) and `sluice perf produce|consume` (Kafka's perf-test
-// lines). It speaks only the Kafka APIs (through franz-go), so it works
-// against Apache Kafka too, and Kafka's own tools work against Sluice.
+// or a consumer group member with --group) and `sluice perf
+// produce|consume` (Kafka's perf-test lines). It speaks only the Kafka
+// APIs (through franz-go), so it works against Apache Kafka too, and
+// Kafka's own tools work against Sluice.
+//
+// Consumer groups, as kafka-consumer-groups.sh has them:
+//   - `groups list [--state S,...] [--type classic|consumer]`: names; a
+//     filter (or a bare --state/--type) adds its column;
+//   - `groups describe G...|--all-groups` in one of three views, each in
+//     Kafka's columns: --offsets (the default; GROUP TOPIC PARTITION
+//     CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID, a row
+//     per partition assigned or committed), --members [--verbose] and
+//     --state. Classic groups come from DescribeGroups, KIP-848 groups
+//     (which DescribeGroups does not know) from ConsumerGroupDescribe;
+//     --format json gives every view at once;
+//   - `groups reset-offsets --group G --topic T[:P,...]|--all-topics` with
+//     one of --to-earliest, --to-latest, --to-current, --to-offset N,
+//     --shift-by N, --to-datetime T, --by-duration D, each new offset kept
+//     within the partition's log start and end as Kafka does. Without
+//     --execute it is a dry run (with Kafka's warning). It is refused, with
+//     Kafka's message, unless the group is Empty or Dead;
+//   - `groups delete --group G...` (Kafka's NON_EMPTY_GROUP while it has
+//     members) and `groups delete-offsets --group G --topic T[:P,...]`.
+//
+// `consume --group G` joins as a member (kgo), starts at the group's
+// committed offsets (--from-beginning: the earliest where it has none),
+// marks each record after printing it and commits the marks every second
+// and before it leaves, so a record is committed only once printed. `perf
+// consume --group` reports rebalance.time.ms as Kafka's perf test does:
+// time spent without an assignment, from the start and after each
+// revocation; the fetch.* columns leave it out.
 //
 // Conventions, after kafka-topics.sh, kafka-configs.sh and rpk:
 //   - --bootstrap-server HOST:PORT,... (default: $SLUICE_CLI_BOOTSTRAP_SERVERS,

@@ -235,14 +235,48 @@ type perfConsumeCmd struct {
 	*common
 	topic    string
 	messages int64
+	group    string
+}
+
+// rebalanceClock adds up the time a group member spends rebalancing, as
+// kafka-consumer-perf-test.sh: from the start (or from losing its
+// partitions) to being assigned some.
+type rebalanceClock struct {
+	now   func() time.Time
+	mu    sync.Mutex
+	since time.Time // zero: not rebalancing
+	total time.Duration
+}
+
+func (r *rebalanceClock) lost(context.Context, *kgo.Client, map[string][]int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.since.IsZero() {
+		r.since = r.now()
+	}
+}
+
+func (r *rebalanceClock) assigned(context.Context, *kgo.Client, map[string][]int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.since.IsZero() {
+		r.total += r.now().Sub(r.since)
+		r.since = time.Time{}
+	}
+}
+
+func (r *rebalanceClock) spent() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
 }
 
 func newPerfConsume(common *common) *cobra.Command {
 	c := perfConsumeCmd{common: common}
 	cmd := &cobra.Command{
 		Use:     "consume",
-		Short:   "Consumer performance test, like kafka-consumer-perf-test.sh (from the earliest offset, no consumer group)",
-		Example: "  sluice perf consume --topic perf --messages 1000000",
+		Short:   "Consumer performance test, like kafka-consumer-perf-test.sh (from the earliest offset; as a group member with --group)",
+		Example: "  sluice perf consume --topic perf --messages 1000000\n  sluice perf consume --topic perf --messages 1000000 --group perf-consumer  # rebalance.time.ms: time to be assigned",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.run(cmd.Context(), streamsOf(cmd))
@@ -251,6 +285,7 @@ func newPerfConsume(common *common) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&c.topic, "topic", "", "topic to consume")
 	f.Int64Var(&c.messages, "messages", 0, "how many records to consume")
+	f.StringVar(&c.group, "group", "", "consume as a member of this consumer group (from its committed offsets, else the earliest), committing as it goes")
 	return cmd
 }
 
@@ -265,12 +300,20 @@ func (c *perfConsumeCmd) run(ctx context.Context, std streams) error {
 	start := time.Now()
 	var n, bytes int64
 	var short error
-	from := consumeStart{partition: -1, offset: -1, fromBeginning: true}.offsets(c.topic, ps)
-	err = c.consume(ctx, from, func(fs kgo.Fetches, idle bool) (bool, error) {
+	opts := consumeStart{partition: -1, offset: -1, fromBeginning: true}.opts(c.topic, ps)
+	rebalance := &rebalanceClock{now: time.Now, since: start}
+	if c.group != "" {
+		opts = append(groupOpts(c.group, c.topic, true), kgo.OnPartitionsAssigned(rebalance.assigned),
+			kgo.OnPartitionsRevoked(rebalance.lost), kgo.OnPartitionsLost(rebalance.lost))
+	}
+	err = c.consume(ctx, opts, func(cl *kgo.Client, fs kgo.Fetches, idle bool) (bool, error) {
 		fs.EachRecord(func(r *kgo.Record) {
 			if n < c.messages {
 				n++
 				bytes += int64(len(r.Value))
+				if c.group != "" {
+					cl.MarkCommitRecords(r)
+				}
 			}
 		})
 		if fs.NumRecords() == 0 && idle {
@@ -286,11 +329,18 @@ func (c *perfConsumeCmd) run(ctx context.Context, std streams) error {
 	end := time.Now()
 	secs := end.Sub(start).Seconds()
 	mb := float64(bytes) / (1 << 20)
+	var rebalanced time.Duration
+	if c.group != "" {
+		rebalanced = rebalance.spent()
+	}
+	fetching := end.Sub(start) - rebalanced
 	res := PerfConsumeResult{Start: perfTime(start), End: perfTime(end), MB: mb, Messages: n,
-		FetchMS: end.Sub(start).Milliseconds()}
+		RebalanceMS: rebalanced.Milliseconds(), FetchMS: fetching.Milliseconds()}
 	if secs > 0 {
 		res.MBPerSec, res.MsgPerSec = mb/secs, float64(n)/secs
-		res.FetchMBSec, res.FetchMsgSec = res.MBPerSec, res.MsgPerSec
+	}
+	if fs := fetching.Seconds(); fs > 0 {
+		res.FetchMBSec, res.FetchMsgSec = mb/fs, float64(n)/fs
 	}
 	out := std.out
 	if err := c.emit(out, res, func() {

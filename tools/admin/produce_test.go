@@ -20,7 +20,7 @@ import (
 func runIO(t *testing.T, bootstrap, stdin string, args ...string) (string, string, error) {
 	t.Helper()
 	root := &cobra.Command{Use: "sluice", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(NewTopicsCommand(), NewProduceCommand(), NewConsumeCommand(), NewPerfCommand())
+	root.AddCommand(NewTopicsCommand(), NewProduceCommand(), NewConsumeCommand(), NewPerfCommand(), NewGroupsCommand())
 	var out, errOut bytes.Buffer
 	root.SetIn(strings.NewReader(stdin))
 	root.SetOut(&out)

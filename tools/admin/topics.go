@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -24,6 +25,37 @@ type topicsCmd struct {
 	rf         int16     // create --replication-factor
 	configs    []string  // create --config
 	filters    filters   // describe's filters
+	internal   internalFlags
+}
+
+// internalFlags choose whether listing all topics shows the internal ones
+// (__consumer_offsets, __transaction_state: Metadata's is_internal, or a
+// name starting with "__"). Hidden unless --include-internal;
+// --exclude-internal, kafka-topics.sh's flag, says so explicitly.
+type internalFlags struct {
+	include, exclude bool
+}
+
+func (f *internalFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.include, "include-internal", false, "show internal topics (__consumer_offsets, ...) too")
+	cmd.Flags().BoolVar(&f.exclude, "exclude-internal", false, "hide internal topics (the default)")
+}
+
+// keep drops the internal topics of details unless --include-internal.
+func (f *internalFlags) keep(details kadm.TopicDetails) (kadm.TopicDetails, error) {
+	if f.include && f.exclude {
+		return nil, errors.New("--include-internal and --exclude-internal: give one of them")
+	}
+	if f.include {
+		return details, nil
+	}
+	out := kadm.TopicDetails{}
+	for name, d := range details {
+		if !d.IsInternal && !strings.HasPrefix(name, "__") {
+			out[name] = d
+		}
+	}
+	return out, nil
 }
 
 // NewTopicsCommand returns `sluice topics`.
@@ -58,7 +90,7 @@ func NewTopicsCommand() *cobra.Command {
 
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List topic names",
+		Short: "List topic names (internal topics with --include-internal)",
 		Args:  cobra.NoArgs,
 		RunE:  bind((*topicsCmd).list),
 	}
@@ -71,6 +103,8 @@ func NewTopicsCommand() *cobra.Command {
 		RunE: bind((*topicsCmd).describe),
 	}
 	c.filters.register(describeCmd)
+	c.internal.register(list)
+	c.internal.register(describeCmd)
 	root.AddCommand(create, del, list, describeCmd, newAlterCommand(&c.common))
 	return root
 }
@@ -191,6 +225,9 @@ func (c *topicsCmd) list(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if details, err = c.internal.keep(details); err != nil {
+		return err
+	}
 	names := details.Names()
 	return c.emit(w, names, func() {
 		for _, n := range names {
@@ -203,6 +240,12 @@ func (c *topicsCmd) describe(ctx context.Context, w io.Writer) error {
 	details, err := c.metadata(ctx, c.topics)
 	if err != nil {
 		return err
+	}
+	if len(c.topics) == 0 {
+		// Every topic: internal ones only when asked; named ones always.
+		if details, err = c.internal.keep(details); err != nil {
+			return err
+		}
 	}
 	return c.with(ctx, func(s session) error {
 		brokers, err := s.adm.BrokerMetadata(s.ctx)

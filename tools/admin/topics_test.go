@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 func TestInBatchesProgress(t *testing.T) {
@@ -99,4 +101,30 @@ func TestTopicsCreateDeleteInBatchesOnNode(t *testing.T) {
 	}
 	check("created", append([]string{"topics", "create", "--partitions", "1", "--replication-factor", "1"}, topics...), created)
 	check("deleted", append([]string{"topics", "delete"}, topics...), deleted)
+}
+
+func TestInternalTopicsHidden(t *testing.T) {
+	details := kadm.TopicDetails{
+		"orders":             {Topic: "orders"},
+		"__consumer_offsets": {Topic: "__consumer_offsets", IsInternal: true},
+		"__other":            {Topic: "__other"},
+		"_single":            {Topic: "_single"},
+		"flagged":            {Topic: "flagged", IsInternal: true},
+	}
+	for _, c := range []struct {
+		f    internalFlags
+		want []string
+	}{
+		{internalFlags{}, []string{"_single", "orders"}},
+		{internalFlags{exclude: true}, []string{"_single", "orders"}},
+		{internalFlags{include: true}, []string{"__consumer_offsets", "__other", "_single", "flagged", "orders"}},
+	} {
+		got, err := c.f.keep(details)
+		if err != nil || !slices.Equal(got.Names(), c.want) {
+			t.Errorf("%+v: %v, %v; want %v", c.f, got.Names(), err, c.want)
+		}
+	}
+	if _, err := (&internalFlags{include: true, exclude: true}).keep(details); err == nil {
+		t.Error("--include-internal with --exclude-internal accepted")
+	}
 }
