@@ -187,3 +187,23 @@ func TestGroupFinalAfterUnknownCommit(t *testing.T) {
 	b.g.Final["g"][tpA] = 11
 	mustOnly(t, Check(&b.h, CheckOptions{}), KindGroupCommitLost, 1)
 }
+
+// The coordinator of a group is the leader of __consumer_offsets
+// partition abs(String.hashCode(group)) mod partitions, with Java's values.
+func TestOffsetsPartitionIsKafkas(t *testing.T) {
+	for _, c := range []struct {
+		group string
+		n     int32
+		want  int32
+	}{
+		{"", 50, 0},
+		{"hello", 50, 99162322 % 50},        // "hello".hashCode() = 99162322
+		{"Hello World", 50, 862545276 % 50}, // -862545276
+		{"polygenelubricants", 50, 0},       // Integer.MIN_VALUE: Utils.abs gives 0
+		{"soak-group-a", 1, 0},
+	} {
+		if got := offsetsPartition(c.group, c.n); got != c.want {
+			t.Errorf("offsetsPartition(%q, %d) = %d, want %d", c.group, c.n, got, c.want)
+		}
+	}
+}

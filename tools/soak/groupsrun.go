@@ -1,0 +1,330 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The group workload's life beside the run: membership churn, the
+// rebalances it causes, the generation watch, the offsets read back, the
+// end; and the coordinator kill fault.
+
+// beginRebalance records that a membership change of g starts now (w.mu
+// held): it settles when every live member holds partitions of a later
+// generation than any has now.
+func (w *groupWorkload) beginRebalance(g, cause string) {
+	from := int32(-1)
+	for _, m := range w.members {
+		if m.group == g && !m.leaving {
+			from = max(from, m.gen)
+		}
+	}
+	w.h.Rebalances = append(w.h.Rebalances, Rebalance{Group: g, Cause: cause, Start: time.Now(), FromGen: from, ToGen: -1})
+	w.pending = append(w.pending, len(w.h.Rebalances)-1)
+}
+
+// settle ends the pending rebalances whose groups settled (w.mu held):
+// every live member at a generation after the one the change began in,
+// and every partition owned by exactly one of them.
+func (w *groupWorkload) settle(at time.Time) {
+	w.pending = slices.DeleteFunc(w.pending, func(i int) bool {
+		r := &w.h.Rebalances[i]
+		owners := map[TP]int{}
+		gen, live := int32(-1), 0
+		for _, m := range w.members {
+			if m.group != r.Group || m.leaving {
+				continue
+			}
+			live++
+			if m.gen <= r.FromGen {
+				return false
+			}
+			gen = max(gen, m.gen)
+			for tp := range m.owned {
+				owners[tp]++
+			}
+		}
+		if live == 0 || len(owners) != len(w.tps) {
+			return false
+		}
+		for _, n := range owners {
+			if n != 1 {
+				return false
+			}
+		}
+		r.End, r.ToGen = at, gen
+		return true
+	})
+}
+
+// watchGenerations records a member's new generation when it changes
+// without an assignment callback (a cooperative member that keeps its
+// partitions), every 100 ms until ctx ends.
+func (w *groupWorkload) watchGenerations(ctx context.Context) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		var ms []*member
+		for _, m := range w.members {
+			if !m.leaving {
+				ms = append(ms, m)
+			}
+		}
+		w.mu.Unlock()
+		for _, m := range ms {
+			id, gen := m.cl.GroupMetadata()
+			w.mu.Lock()
+			if gen >= 0 && gen != m.gen && !m.leaving {
+				m.record("generation", id, gen, nil, time.Now())
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// settled waits until no rebalance is pending or limit passed.
+func (w *groupWorkload) settled(ctx context.Context, limit time.Duration) {
+	until(ctx, limit, func(context.Context) bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.pending) == 0
+	})
+}
+
+// churn makes a member of a random group leave, and a new one join, about
+// every GroupChurn (seeded), until ctx ends. The negative control's wrong
+// member stays.
+func (w *groupWorkload) churn(ctx context.Context) {
+	for {
+		d := w.o.GroupChurn/2 + time.Duration(w.rng.Int64N(int64(w.o.GroupChurn)))
+		if !wait(ctx, d) {
+			return
+		}
+		g := w.groups[w.rng.IntN(len(w.groups))]
+		w.mu.Lock()
+		var names []string
+		for name, m := range w.members {
+			if m.group == g && !m.wrong && !m.leaving {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		var m *member
+		if len(names) > 0 {
+			m = w.members[names[w.rng.IntN(len(names))]]
+			w.beginRebalance(g, m.name+" left")
+		}
+		w.mu.Unlock()
+		if m != nil {
+			m.leave()
+			w.settled(ctx, 30*time.Second)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.mu.Lock()
+		w.beginRebalance(g, fmt.Sprintf("%s/m%d joined", g, w.next+1))
+		w.mu.Unlock()
+		if _, err := w.join(ctx, g, false); err != nil {
+			fmt.Fprintf(w.out, "soak: group %s: a new member could not start: %v\n", g, err)
+		}
+		w.settled(ctx, 30*time.Second)
+	}
+}
+
+// snapshots reads every group's committed offsets back every period until
+// ctx ends.
+func (w *groupWorkload) snapshots(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, g := range w.groups {
+			if s, err := w.fetchOffsets(ctx, g); err == nil {
+				w.mu.Lock()
+				w.h.Snapshots = append(w.h.Snapshots, s)
+				w.mu.Unlock()
+			}
+		}
+	}
+}
+
+// fetchOffsets reads g's committed offsets of the soak topic (-1: none).
+func (w *groupWorkload) fetchOffsets(ctx context.Context, g string) (OffsetSnapshot, error) {
+	s := OffsetSnapshot{Group: g, Offsets: map[TP]int64{}, Sent: time.Now()}
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	offs, err := w.adm.FetchOffsets(fctx, g)
+	s.Done = time.Now()
+	if err != nil {
+		return s, err
+	}
+	for _, tp := range w.tps {
+		s.Offsets[tp] = -1
+		if o, ok := offs.Lookup(tp.Topic, tp.Partition); ok {
+			if o.Err != nil {
+				return s, fmt.Errorf("%s: %w", tp, o.Err)
+			}
+			s.Offsets[tp] = o.At
+		}
+	}
+	return s, nil
+}
+
+// stop makes every member leave, then reads each group's committed offsets
+// once more (retrying for up to limit) and returns the history.
+func (w *groupWorkload) stop(ctx context.Context, limit time.Duration) *GroupHistory {
+	w.mu.Lock()
+	var ms []*member
+	for _, m := range w.members {
+		ms = append(ms, m)
+	}
+	w.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, m := range ms {
+		wg.Go(m.leave)
+	}
+	wg.Wait()
+	w.wg.Wait()
+	w.h.Final, w.h.FinalErr = map[string]map[TP]int64{}, map[string]string{}
+	w.h.FinalAt = time.Now()
+	for _, g := range w.groups {
+		var last error
+		ok := until(ctx, limit, func(ctx context.Context) bool {
+			s, err := w.fetchOffsets(ctx, g)
+			if err == nil {
+				w.h.Final[g] = s.Offsets
+			}
+			last = err
+			return err == nil
+		})
+		if !ok {
+			w.h.FinalErr[g] = fmt.Sprint(last)
+		}
+	}
+	return w.h
+}
+
+// offsetsPartition is the __consumer_offsets partition of group g:
+// abs(Java's String.hashCode(g)) mod n, as Kafka computes it
+// (Utils.abs maps Integer.MIN_VALUE to 0).
+func offsetsPartition(g string, n int32) int32 {
+	var h int32
+	for _, c := range utf16Units(g) {
+		h = 31*h + int32(c)
+	}
+	if h == -1<<31 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % n
+}
+
+// utf16Units are the UTF-16 code units of s (Java's chars).
+func utf16Units(s string) []uint16 {
+	var u []uint16
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			u = append(u, uint16(0xd800+(r>>10)), uint16(0xdc00+(r&0x3ff)))
+			continue
+		}
+		u = append(u, uint16(r))
+	}
+	return u
+}
+
+// coordinator asks the nodes in turn (but skip) which node coordinates g:
+// straight to each broker, so that no client's cached answer hides a
+// move.
+func (f *faulter) coordinator(ctx context.Context, g string, skip int32) (int32, error) {
+	var last error = fmt.Errorf("no node to ask")
+	for _, n := range f.l.Nodes {
+		if n.ID == skip {
+			continue
+		}
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType = 0
+		req.CoordinatorKeys = []string{g}
+		req.CoordinatorKey = g
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := req.RequestWith(rctx, f.cl.Broker(int(n.ID)))
+		cancel()
+		if err != nil {
+			last = err
+			continue
+		}
+		code, id := resp.ErrorCode, resp.NodeID
+		if len(resp.Coordinators) > 0 {
+			code, id = resp.Coordinators[0].ErrorCode, resp.Coordinators[0].NodeID
+		}
+		if err := kerr.ErrorForCode(code); err != nil {
+			last = err
+			continue
+		}
+		return id, nil
+	}
+	return -1, last
+}
+
+// killCoordinator is the kill-coordinator fault: SIGKILL the node that
+// coordinates a group (the leader of its __consumer_offsets partition),
+// restart it after hold; its effect is another node answering
+// FindCoordinator for the group.
+func (f *faulter) killCoordinator(ctx context.Context, fl *Fault, st step, hold time.Duration) (skipped string, err error) {
+	if len(f.groups) == 0 {
+		return "no consumer groups in this run (--groups 0)", nil
+	}
+	g := f.groups[st.Partition%len(f.groups)]
+	var old int32
+	if !until(ctx, 20*time.Second, func(ctx context.Context) bool {
+		old, err = f.coordinator(ctx, g, -1)
+		return err == nil && old >= 0
+	}) {
+		return fmt.Sprintf("no coordinator of %s for 20 s: %v", g, err), nil
+	}
+	fl.Target = fmt.Sprintf("node %d (coordinator of %s", old, g)
+	if md, merr := f.adm.Metadata(ctx, offsetsTopic); merr == nil {
+		if ps := md.Topics[offsetsTopic].Partitions; len(ps) > 0 {
+			p := offsetsPartition(g, int32(len(ps)))
+			fl.Target += fmt.Sprintf(", leader of %s/%d", offsetsTopic, p)
+			if l := ps[p].Leader; l != old {
+				fl.Target += fmt.Sprintf(" (metadata says node %d)", l)
+			}
+		}
+	}
+	fl.Target += ")"
+	fl.Nodes = []int32{old}
+	var seen <-chan failover
+	err = f.killRestart(ctx, []int32{old}, hold, func() {
+		seen = f.watch(ctx, time.Now(), func(ctx context.Context) (int32, bool) {
+			id, err := f.coordinator(ctx, g, old)
+			return id, err == nil && id >= 0 && id != old
+		})
+	})
+	if seen != nil {
+		provedFailover(fl, "coordinator of "+g, <-seen)
+	}
+	f.electAfterKill(ctx, fl, err)
+	return "", err
+}
+
+// offsetsTopic is Kafka's internal topic of groups and their offsets.
+const offsetsTopic = "__consumer_offsets"
