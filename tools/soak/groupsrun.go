@@ -94,13 +94,20 @@ func (w *groupWorkload) watchGenerations(ctx context.Context) {
 	}
 }
 
-// settled waits until no rebalance is pending or limit passed.
+// settled waits until no rebalance is pending or limit passed; one still
+// pending after limit stays unsettled (End zero) for good. A run that
+// ends first leaves it pending: stop drops it as cut off.
 func (w *groupWorkload) settled(ctx context.Context, limit time.Duration) {
-	until(ctx, limit, func(context.Context) bool {
+	ok := until(ctx, limit, func(context.Context) bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return len(w.pending) == 0
 	})
+	if !ok && ctx.Err() == nil {
+		w.mu.Lock()
+		w.pending = nil
+		w.mu.Unlock()
+	}
 }
 
 // churn makes a member of a random group leave, and a new one join, about
@@ -191,6 +198,20 @@ func (w *groupWorkload) fetchOffsets(ctx context.Context, g string) (OffsetSnaps
 // once more (retrying for up to limit) and returns the history.
 func (w *groupWorkload) stop(ctx context.Context, limit time.Duration) *GroupHistory {
 	w.mu.Lock()
+	// A rebalance still pending was cut off by the end (the churn
+	// stopped with the workload): not a rebalance that never settled.
+	cut := map[int]bool{}
+	for _, i := range w.pending {
+		cut[i] = true
+	}
+	w.pending = nil
+	var kept []Rebalance
+	for i, r := range w.h.Rebalances {
+		if !cut[i] {
+			kept = append(kept, r)
+		}
+	}
+	w.h.Rebalances = kept
 	var ms []*member
 	for _, m := range w.members {
 		ms = append(ms, m)
