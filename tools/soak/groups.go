@@ -106,9 +106,37 @@ func newGroupWorkload(seeds []string, tps []TP, adm *kadm.Client, out io.Writer,
 	return w
 }
 
+// ErrNoGroups: the cluster serves no consumer groups (its ApiVersions
+// lists no JoinGroup): a node built before the group coordinator.
+var ErrNoGroups = errors.New("soak: the cluster serves no consumer groups (ApiVersions lists no JoinGroup); run with --groups 0")
+
+// served checks that every broker lists JoinGroup and OffsetCommit.
+func (w *groupWorkload) served(ctx context.Context) error {
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	vs, err := w.adm.ApiVersions(actx)
+	if err != nil {
+		return fmt.Errorf("soak: ApiVersions: %w", err)
+	}
+	for _, v := range vs.Sorted() {
+		if v.Err != nil {
+			continue
+		}
+		_, join := v.KeyMaxVersion(int16(kmsg.JoinGroup))
+		_, commit := v.KeyMaxVersion(int16(kmsg.OffsetCommit))
+		if !join || !commit {
+			return fmt.Errorf("%w: node %d", ErrNoGroups, v.NodeID)
+		}
+	}
+	return nil
+}
+
 // start starts every group's members; the first member of the first group
 // is the wrong one in the groups negative control.
 func (w *groupWorkload) start(ctx context.Context) error {
+	if err := w.served(ctx); err != nil {
+		return err
+	}
 	for gi, g := range w.groups {
 		for i := range w.o.GroupMembers {
 			wrong := w.o.NegativeControl == NegGroups && gi == 0 && i == 0
