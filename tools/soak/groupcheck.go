@@ -94,6 +94,7 @@ func (c *checker) groups(h *History, found map[Key][]Read) {
 		rb = append(rb, r.End.Sub(r.Start))
 	}
 	gc.RebalanceTime = percentiles(rb)
+	gc.Rebalances = gh.Rebalances
 
 	c.groupBackwards(gh)
 	c.groupAtLeastOnce(h, gh, found)

@@ -156,6 +156,7 @@ type GroupCounts struct {
 	// RebalanceTime: rebalances that settled; Unsettled the others.
 	RebalanceTime Percentiles `json:"rebalance_time"`
 	Unsettled     int         `json:"rebalances_unsettled"`
+	Rebalances    []Rebalance `json:"rebalances,omitempty"`
 	// Lag: per group, the final high watermarks minus the final committed
 	// offsets, over the partitions.
 	Lag map[string]int64 `json:"final_lag"`
