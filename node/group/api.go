@@ -1,7 +1,9 @@
 package group
 
 import (
+	"math"
 	"time"
+	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -50,7 +52,16 @@ func DefaultConfig() Config {
 // abs(Java's String.hashCode(groupID)) mod partitions, as Kafka computes it
 // (so tooling that maps groups to partitions agrees).
 func Partition(groupID string, partitions int32) int32 {
-	panic("TODO")
+	var h int32
+	for _, c := range utf16.Encode([]rune(groupID)) {
+		h = 31*h + int32(c)
+	}
+	if h == math.MinInt32 { // Kafka's Utils.abs
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % partitions
 }
 
 // Request is one client request for groups of this shard.
@@ -103,14 +114,37 @@ type Ready struct {
 }
 
 // Shard is the coordinator state of one __consumer_offsets partition.
+//
+// A Shard is not safe for concurrent use: the driver calls it under one
+// lock. Slices it returns (Ready, ListGroups, Stats) are the caller's.
 type Shard struct {
 	partition int32
 	cfg       Config
+
+	loaded bool
+	groups map[string]*group
+	timers timerHeap
+	ready  Ready
+
+	nextAppend uint64
+	ops        map[uint64]*op // Appends in flight
+
+	// Member ids are prefix-UUID as Kafka's, the UUID made of idSeed (the
+	// load time: ids of an earlier coordinator of the partition do not
+	// come back) and idSeq.
+	idSeed, idSeq uint64
+
+	// retentionAnchor is the load time: retention checks run every
+	// RetentionCheckInterval from it, as Kafka schedules them;
+	// retentionAt is the next check that may expire something (zero:
+	// none can).
+	retentionAnchor, retentionAt time.Time
+	expired                      int64
 }
 
 // NewShard is an empty, loading shard for partition p.
 func NewShard(p int32, cfg Config) *Shard {
-	return &Shard{partition: p, cfg: cfg}
+	return &Shard{partition: p, cfg: cfg, groups: map[string]*group{}, ops: map[uint64]*op{}}
 }
 
 // Replay applies one record of the partition, in offset order, while
@@ -118,44 +152,69 @@ func NewShard(p int32, cfg Config) *Shard {
 // decode is an error and is skipped (the driver logs it; Kafka fails the
 // load, which would leave every group of the partition without a
 // coordinator).
-func (s *Shard) Replay(offset int64, key, value []byte) error { panic("TODO") }
+func (s *Shard) Replay(offset int64, key, value []byte) error { return s.replay(key, value) }
 
 // LoadDone ends loading: from now on requests are served. Before it, every
 // request is answered COORDINATOR_LOAD_IN_PROGRESS.
-func (s *Shard) LoadDone(now time.Time) { panic("TODO") }
+func (s *Shard) LoadDone(now time.Time) { s.loadDone(now) }
 
 // Step takes one request at now. Its answer comes out of Ready, at once
 // or later (a JoinGroup waits for the rebalance, a SyncGroup for the
 // leader's assignment, a commit for its Append).
-func (s *Shard) Step(now time.Time, r Request) { panic("TODO") }
+func (s *Shard) Step(now time.Time, r Request) {
+	s.step(now, r)
+	s.fireTimers(now)
+}
 
 // Appended reports the outcome of the Append with this id: err nil means
 // committed (acks=all). On error the coordinator answers what it was
 // waiting on as Kafka does (e.g. NOT_COORDINATOR for a lost leadership,
 // COORDINATOR_NOT_AVAILABLE or REQUEST_TIMED_OUT otherwise) and undoes
 // what the write would have made true.
-func (s *Shard) Appended(now time.Time, id uint64, err error) { panic("TODO") }
+func (s *Shard) Appended(now time.Time, id uint64, err error) {
+	s.appended(now, id, err)
+	s.fireTimers(now)
+}
 
 // TickTo moves the clock: session and rebalance timeouts, the initial
 // rebalance delay, offset expiry.
-func (s *Shard) TickTo(now time.Time) { panic("TODO") }
+func (s *Shard) TickTo(now time.Time) {
+	if !s.loaded {
+		return
+	}
+	s.fireTimers(now)
+	s.checkRetention(now)
+}
 
 // NextDue is when the clock alone would next change anything (zero: never).
-func (s *Shard) NextDue() time.Time { panic("TODO") }
+func (s *Shard) NextDue() time.Time {
+	if !s.loaded {
+		return time.Time{}
+	}
+	return earliest(s.nextGroupDue(), s.retentionAt)
+}
 
 // Ready drains what the driver must do.
-func (s *Shard) Ready() Ready { panic("TODO") }
+func (s *Shard) Ready() Ready {
+	rd := s.ready
+	s.ready = Ready{}
+	return rd
+}
 
 // ListGroups is the shard's part of a ListGroups answer, filtered by
 // states (Kafka's names, case-insensitive) and types ("classic",
 // "consumer"); empty filters match all.
 func (s *Shard) ListGroups(states, types []string) []kmsg.ListGroupsResponseGroup {
-	panic("TODO")
+	return s.listGroups(states, types)
 }
 
 // TopicsDeleted drops the committed offsets of deleted topics (writing
 // their tombstones through Ready).
-func (s *Shard) TopicsDeleted(now time.Time, topics []string) { panic("TODO") }
+func (s *Shard) TopicsDeleted(now time.Time, topics []string) { s.topicsDeleted(now, topics) }
+
+// Loaded reports whether LoadDone was called (before it, the driver
+// answers ListGroups COORDINATOR_LOAD_IN_PROGRESS, as Kafka does).
+func (s *Shard) Loaded() bool { return s.loaded }
 
 // Stats is a snapshot for metrics.
 type Stats struct {
@@ -170,4 +229,4 @@ type Stats struct {
 }
 
 // Stats reads the shard.
-func (s *Shard) Stats() Stats { panic("TODO") }
+func (s *Shard) Stats() Stats { return s.stats() }

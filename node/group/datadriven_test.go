@@ -1,0 +1,360 @@
+package group
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestDataDriven runs the scripts in testdata/: one shard, a clock, the
+// requests of scripted clients, the Appends acknowledged at once (auto-ack,
+// the default) or one by one. Every clock move checks that a tick before
+// NextDue changes nothing. Regenerate with -rewrite.
+func TestDataDriven(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		h := newHarness(t)
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			h.t, h.d = t, d
+			h.out.Reset()
+			h.run()
+			return h.out.String()
+		})
+	})
+}
+
+// testConfig is DefaultConfig with the initial delay off (scripts turn it
+// on) and a short retention, so that scripts stay small.
+func testConfig() Config {
+	c := DefaultConfig()
+	c.InitialRebalanceDelay = 0
+	return c
+}
+
+func (h *harness) run() {
+	switch h.d.Cmd {
+	case "shard":
+		h.newShard()
+	case "load":
+		h.s.LoadDone(h.now)
+		seedLabel(h.s.idSeed)
+		h.printf("loaded at %s", h.since(h.now))
+	case "restart":
+		// A new coordinator: a new shard replays the log.
+		h.newShardFrom(h.log)
+		h.printf("replayed %d records", len(h.log))
+	case "tick":
+		h.advance(h.now.Add(h.dur("d", 0)))
+		h.printf("now %s", h.since(h.now))
+	case "due":
+		h.printf("now=%s next due=%s", h.since(h.now), h.since(h.s.NextDue()))
+	case "state":
+		h.out.WriteString(h.dump(h.s))
+	case "join":
+		h.join()
+	case "sync":
+		h.sync()
+	case "heartbeat":
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.Version = int16(h.int("v", 4))
+		req.Group, req.MemberID, req.Generation = h.str("g", "g"), h.long(h.str("member", "")), int32(h.int("gen", -1))
+		req.InstanceID = h.strp("instance")
+		h.step(req)
+	case "leave":
+		h.leave()
+	case "commit":
+		h.commit()
+	case "fetch":
+		h.fetch()
+	case "delete-offsets":
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Group = h.str("g", "g")
+		for t, ps := range h.partitions("topics") {
+			rt := kmsg.NewOffsetDeleteRequestTopic()
+			rt.Topic = t
+			for _, p := range ps {
+				rp := kmsg.NewOffsetDeleteRequestTopicPartition()
+				rp.Partition = p
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		sort.Slice(req.Topics, func(i, j int) bool { return req.Topics[i].Topic < req.Topics[j].Topic })
+		h.step(req)
+	case "delete-groups":
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Version = int16(h.int("v", 2))
+		req.Groups = h.list("groups")
+		h.step(req)
+	case "describe":
+		req := kmsg.NewPtrDescribeGroupsRequest()
+		req.Version = int16(h.int("v", 5))
+		req.Groups = h.list("groups")
+		h.step(req)
+	case "list":
+		for _, g := range h.s.ListGroups(h.list("states"), h.list("types")) {
+			h.printf("%s type=%s protocol-type=%q state=%s", g.Group, g.GroupType, g.ProtocolType, g.GroupState)
+		}
+	case "appended":
+		h.appended()
+	case "replay-check":
+		h.replayCheck()
+	case "stats":
+		st := h.s.Stats()
+		for _, n := range stateNames {
+			h.printf("%s=%d", n, st.Groups[n])
+		}
+		h.printf("expired=%d", st.Expired)
+	case "topics-deleted":
+		h.s.TopicsDeleted(h.now, h.list("topics"))
+		h.drain()
+	default:
+		h.t.Fatalf("%s: unknown command %q", h.d.Pos, h.d.Cmd)
+	}
+}
+
+func (h *harness) newShard() {
+	h.cfg = testConfig()
+	h.cfg.InitialRebalanceDelay = h.dur("initial-delay", 0)
+	h.cfg.MaxSize = int(h.int("max-size", 0))
+	h.cfg.OffsetsRetention = h.dur("retention", h.cfg.OffsetsRetention)
+	h.cfg.RetentionCheckInterval = h.dur("check-interval", h.cfg.RetentionCheckInterval)
+	h.cfg.OffsetMetadataMaxBytes = int(h.int("metadata-max", int64(h.cfg.OffsetMetadataMaxBytes)))
+	h.autoAck = h.str("auto-ack", "true") == "true"
+	h.log, h.pending = nil, nil
+	h.s = NewShard(0, h.cfg)
+	idSeeds = nil
+	if h.str("loaded", "true") == "true" {
+		h.s.LoadDone(h.now)
+		seedLabel(h.s.idSeed)
+	}
+}
+
+func (h *harness) newShardFrom(log []Record) *Shard {
+	h.s = NewShard(0, h.cfg)
+	for i, r := range log {
+		if err := h.s.Replay(int64(i), r.Key, r.Value); err != nil {
+			h.t.Fatalf("%s: replay of record %d: %v", h.d.Pos, i, err)
+		}
+	}
+	h.pending = nil
+	return h.s
+}
+
+// replayCheck replays the log into a new shard and compares what must
+// survive a failover: groups (generation, protocol, leader, members with
+// their metadata and assignments) and offsets.
+func (h *harness) replayCheck() {
+	live := h.persisted(h.s)
+	r := NewShard(0, h.cfg)
+	for i, rec := range h.log {
+		if err := r.Replay(int64(i), rec.Key, rec.Value); err != nil {
+			h.t.Fatalf("%s: replay of record %d: %v", h.d.Pos, i, err)
+		}
+	}
+	replayed := h.persisted(r)
+	if live != replayed {
+		h.t.Fatalf("%s: replay differs:\nlive:\n%s\nreplayed:\n%s", h.d.Pos, live, replayed)
+	}
+	h.printf("replay of %d records matches:", len(h.log))
+	h.out.WriteString(live)
+}
+
+func persistedState(s *Shard) string {
+	var b strings.Builder
+	for _, id := range sortedKeys(s.groups) {
+		g := s.groups[id]
+		st := "Empty"
+		if len(g.members) > 0 {
+			st = "Stable"
+		}
+		fmt.Fprintf(&b, "%s: %s gen=%d type=%q protocol=%q leader=%s\n", id, st, g.generation, g.protocolType, g.protocol, short(g.leader))
+		for _, m := range g.sortedMembers() {
+			fmt.Fprintf(&b, "  %s instance=%q client=%s/%s session=%s rebalance=%s meta=%s assignment=%s\n", short(m.id), m.instanceID,
+				m.clientID, m.clientHost, m.session, m.rebalance, fmtMeta(m.metadata(g.protocol)), fmtMeta(m.assignment))
+		}
+		for _, t := range sortedKeys(g.offsets) {
+			for _, p := range sortedKeys(g.offsets[t]) {
+				o := g.offsets[t][p]
+				fmt.Fprintf(&b, "  offset %s/%d=%d epoch=%d meta=%q at=%d\n", t, p, o.offset, o.leaderEpoch, o.metadata, o.commitMs)
+			}
+		}
+	}
+	return b.String()
+}
+
+func (h *harness) persisted(s *Shard) string { return persistedState(s) }
+
+// protocols builds the join's protocols: protocols=range,roundrobin with
+// topics=a,b (the consumer protocol's subscription) or meta=text, or
+// meta-size=N bytes.
+func (h *harness) protocols() []kmsg.JoinGroupRequestProtocol {
+	var meta []byte
+	if topics := h.list("topics"); topics != nil {
+		m := kmsg.NewConsumerMemberMetadata()
+		m.Version = 0
+		m.Topics = topics
+		meta = m.AppendTo(nil)
+	} else if n := h.int("meta-size", -1); n >= 0 {
+		meta = make([]byte, n)
+	} else {
+		meta = []byte(h.str("meta", "m"))
+	}
+	var out []kmsg.JoinGroupRequestProtocol
+	for _, name := range h.list("protocols") {
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = name, meta
+		out = append(out, p)
+	}
+	return out
+}
+
+func (h *harness) join() {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = int16(h.int("v", 9))
+	req.Group = h.str("g", "g")
+	req.MemberID = h.long(h.str("member", ""))
+	req.InstanceID = h.strp("instance")
+	req.SessionTimeoutMillis = int32(h.dur("session", 10*time.Second) / time.Millisecond)
+	req.RebalanceTimeoutMillis = int32(h.dur("rebalance", 30*time.Second) / time.Millisecond)
+	req.ProtocolType = h.str("type", "consumer")
+	if _, ok := h.arg("protocols"); !ok {
+		h.d.CmdArgs = append(h.d.CmdArgs, datadriven.CmdArg{Key: "protocols", Vals: []string{"range"}})
+	}
+	req.Protocols = h.protocols()
+	h.step(req)
+}
+
+func (h *harness) sync() {
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Version = int16(h.int("v", 5))
+	req.Group, req.MemberID, req.Generation = h.str("g", "g"), h.long(h.str("member", "")), int32(h.int("gen", -1))
+	req.InstanceID = h.strp("instance")
+	req.ProtocolType = h.strp("type")
+	req.Protocol = h.strp("protocol")
+	for _, a := range h.list("assign") {
+		id, val, _ := strings.Cut(a, "=")
+		ga := kmsg.NewSyncGroupRequestGroupAssignment()
+		ga.MemberID, ga.MemberAssignment = h.long(id), []byte(val)
+		if n, err := strconv.Atoi(val); err == nil && n > 1000 {
+			ga.MemberAssignment = make([]byte, n)
+		}
+		req.GroupAssignment = append(req.GroupAssignment, ga)
+	}
+	h.step(req)
+}
+
+func (h *harness) leave() {
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Version = int16(h.int("v", 5))
+	req.Group = h.str("g", "g")
+	if req.Version < 3 {
+		req.MemberID = h.long(h.str("member", ""))
+	}
+	// members=id,id2 or instance:i1 or id/instance:i1
+	for _, m := range h.list("members") {
+		lm := kmsg.NewLeaveGroupRequestMember()
+		id, inst, _ := strings.Cut(m, "instance:")
+		lm.MemberID = h.long(strings.TrimSuffix(id, "/"))
+		if inst != "" {
+			lm.InstanceID = &inst
+		}
+		req.Members = append(req.Members, lm)
+	}
+	h.step(req)
+}
+
+// partitions parses t1/0,t1/1,t2/0 (or t1/0=10 with offsets).
+func (h *harness) partitions(key string) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, tp := range h.list(key) {
+		tp, _, _ = strings.Cut(tp, "=")
+		t, p, _ := strings.Cut(tp, "/")
+		n, _ := strconv.Atoi(p)
+		out[t] = append(out[t], int32(n))
+	}
+	return out
+}
+
+func (h *harness) commit() {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version = int16(h.int("v", 9))
+	req.Group, req.MemberID, req.Generation = h.str("g", "g"), h.long(h.str("member", "")), int32(h.int("gen", -1))
+	req.InstanceID = h.strp("instance")
+	meta := h.str("meta", "")
+	if n := h.int("meta-size", -1); n >= 0 {
+		meta = strings.Repeat("x", int(n))
+	}
+	byTopic := map[string]*kmsg.OffsetCommitRequestTopic{}
+	var order []string
+	for _, tpo := range h.list("offsets") {
+		tp, o, _ := strings.Cut(tpo, "=")
+		t, p, _ := strings.Cut(tp, "/")
+		pn, _ := strconv.Atoi(p)
+		on, _ := strconv.ParseInt(o, 10, 64)
+		rt := byTopic[t]
+		if rt == nil {
+			v := kmsg.NewOffsetCommitRequestTopic()
+			rt = &v
+			rt.Topic = t
+			byTopic[t] = rt
+			order = append(order, t)
+		}
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = int32(pn), on, int32(h.int("epoch", -1))
+		m := meta
+		rp.Metadata = &m
+		if big := h.str("big", ""); big == tp {
+			m2 := strings.Repeat("x", h.cfg.OffsetMetadataMaxBytes+1)
+			rp.Metadata = &m2
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	for _, t := range order {
+		req.Topics = append(req.Topics, *byTopic[t])
+	}
+	h.step(req)
+}
+
+func (h *harness) fetch() {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Version = int16(h.int("v", 9))
+	groups := h.list("groups")
+	if groups == nil {
+		groups = []string{h.str("g", "g")}
+	}
+	parts := h.partitions("topics")
+	_, hasTopics := h.arg("topics")
+	if req.Version < 8 {
+		req.Group = groups[0]
+		if hasTopics {
+			req.Topics = []kmsg.OffsetFetchRequestTopic{}
+			for _, t := range sortedKeys(parts) {
+				rt := kmsg.NewOffsetFetchRequestTopic()
+				rt.Topic, rt.Partitions = t, parts[t]
+				req.Topics = append(req.Topics, rt)
+			}
+		}
+		h.step(req)
+		return
+	}
+	for _, g := range groups {
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = g
+		if hasTopics {
+			rg.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
+			for _, t := range sortedKeys(parts) {
+				rt := kmsg.NewOffsetFetchRequestGroupTopic()
+				rt.Topic, rt.Partitions = t, parts[t]
+				rg.Topics = append(rg.Topics, rt)
+			}
+		}
+		req.Groups = append(req.Groups, rg)
+	}
+	h.step(req)
+}
