@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-log/sluice/node/group"
 )
 
 // ghist builds crafted group histories beside the healthy soak topic
@@ -188,8 +190,9 @@ func TestGroupFinalAfterUnknownCommit(t *testing.T) {
 	mustOnly(t, Check(&b.h, CheckOptions{}), KindGroupCommitLost, 1)
 }
 
-// The coordinator of a group is the leader of __consumer_offsets
-// partition abs(String.hashCode(group)) mod partitions, with Java's values.
+// The coordinator of a group (the kill-coordinator fault names it) is the
+// leader of __consumer_offsets partition abs(String.hashCode(group)) mod
+// partitions: group.Partition must give Java's values.
 func TestOffsetsPartitionIsKafkas(t *testing.T) {
 	for _, c := range []struct {
 		group string
@@ -202,8 +205,8 @@ func TestOffsetsPartitionIsKafkas(t *testing.T) {
 		{"polygenelubricants", 50, 0},       // Integer.MIN_VALUE: Utils.abs gives 0
 		{"soak-group-a", 1, 0},
 	} {
-		if got := offsetsPartition(c.group, c.n); got != c.want {
-			t.Errorf("offsetsPartition(%q, %d) = %d, want %d", c.group, c.n, got, c.want)
+		if got := group.Partition(c.group, c.n); got != c.want {
+			t.Errorf("group.Partition(%q, %d) = %d, want %d", c.group, c.n, got, c.want)
 		}
 	}
 }

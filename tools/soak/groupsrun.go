@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/node/group"
 )
 
 // The group workload's life beside the run: membership churn, the
@@ -242,36 +244,6 @@ func (w *groupWorkload) stop(ctx context.Context, limit time.Duration) *GroupHis
 	return w.h
 }
 
-// offsetsPartition is the __consumer_offsets partition of group g:
-// abs(Java's String.hashCode(g)) mod n, as Kafka computes it
-// (Utils.abs maps Integer.MIN_VALUE to 0).
-func offsetsPartition(g string, n int32) int32 {
-	var h int32
-	for _, c := range utf16Units(g) {
-		h = 31*h + int32(c)
-	}
-	if h == -1<<31 {
-		h = 0
-	} else if h < 0 {
-		h = -h
-	}
-	return h % n
-}
-
-// utf16Units are the UTF-16 code units of s (Java's chars).
-func utf16Units(s string) []uint16 {
-	var u []uint16
-	for _, r := range s {
-		if r >= 0x10000 {
-			r -= 0x10000
-			u = append(u, uint16(0xd800+(r>>10)), uint16(0xdc00+(r&0x3ff)))
-			continue
-		}
-		u = append(u, uint16(r))
-	}
-	return u
-}
-
 // coordinator asks the nodes in turn (but skip) which node coordinates g:
 // straight to each broker, so that no client's cached answer hides a
 // move.
@@ -322,10 +294,10 @@ func (f *faulter) killCoordinator(ctx context.Context, fl *Fault, st step, hold 
 		return fmt.Sprintf("no coordinator of %s for 20 s: %v", g, err), nil
 	}
 	fl.Target = fmt.Sprintf("node %d (coordinator of %s", old, g)
-	if md, merr := f.adm.Metadata(ctx, offsetsTopic); merr == nil {
-		if ps := md.Topics[offsetsTopic].Partitions; len(ps) > 0 {
-			p := offsetsPartition(g, int32(len(ps)))
-			fl.Target += fmt.Sprintf(", leader of %s/%d", offsetsTopic, p)
+	if md, merr := f.adm.Metadata(ctx, group.OffsetsTopic); merr == nil {
+		if ps := md.Topics[group.OffsetsTopic].Partitions; len(ps) > 0 {
+			p := group.Partition(g, int32(len(ps)))
+			fl.Target += fmt.Sprintf(", leader of %s/%d", group.OffsetsTopic, p)
 			if l := ps[p].Leader; l != old {
 				fl.Target += fmt.Sprintf(" (metadata says node %d)", l)
 			}
@@ -346,6 +318,3 @@ func (f *faulter) killCoordinator(ctx context.Context, fl *Fault, st step, hold 
 	f.electAfterKill(ctx, fl, err)
 	return "", err
 }
-
-// offsetsTopic is Kafka's internal topic of groups and their offsets.
-const offsetsTopic = "__consumer_offsets"
