@@ -16,7 +16,8 @@ import (
 //     for the request's listener (Groups.FindGroupCoordinator; the first
 //     ask creates the topic, and until its partition has a leader the
 //     answer is COORDINATOR_NOT_AVAILABLE, which clients retry). An empty
-//     key answers INVALID_REQUEST. Without Groups the key is refused as
+//     key is placed like any other, as Kafka does: the group APIs then
+//     answer it INVALID_GROUP_ID. Without Groups the key is refused as
 //     below with GROUP_AUTHORIZATION_FAILED.
 //   - Transactional ids (type 1): refused with
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what a Kafka broker answers
@@ -42,9 +43,6 @@ func handleFindCoordinator(ctx context.Context, s *Server, r *request) (kmsg.Res
 		case 0:
 			if !serves {
 				return BrokerInfo{}, kerr.GroupAuthorizationFailed.Code, "this broker serves no consumer groups: assign partitions directly"
-			}
-			if key == "" {
-				return BrokerInfo{}, kerr.InvalidRequest.Code, "the group id is empty"
 			}
 			b, err := groups.FindGroupCoordinator(ctx, r.listener, key)
 			if err != nil {
