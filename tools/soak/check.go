@@ -211,10 +211,11 @@ type TPCounts struct {
 }
 
 type checker struct {
-	o     CheckOptions
-	r     *Report
-	per   map[TP]*TPCounts
-	power *powerWindows
+	o         CheckOptions
+	faultList []Fault // the history's
+	r         *Report
+	per       map[TP]*TPCounts
+	power     *powerWindows
 }
 
 func (c *checker) add(v Violation) {
@@ -237,7 +238,7 @@ func (c *checker) tp(tp TP) *TPCounts {
 func Check(h *History, o CheckOptions) *Report {
 	o.ensureDefaults()
 	r := &Report{ByKind: map[string]int{}, Faults: map[string]int{}, Skipped: map[string]int{}, PerTP: map[string]TPCounts{}, Quota: o.Quota, Start: h.Start, GapThreshold: o.GapThreshold, PageCache: o.PageCache}
-	c := &checker{o: o, r: r, per: map[TP]*TPCounts{}, power: newPowerWindows(h.Faults)}
+	c := &checker{o: o, r: r, per: map[TP]*TPCounts{}, power: newPowerWindows(h.Faults), faultList: h.Faults}
 	for _, tp := range h.Partitions {
 		c.tp(tp)
 	}

@@ -404,6 +404,7 @@ func (f *faulter) electUnclean(ctx context.Context) string {
 	for _, tp := range f.allTPs() {
 		set.Add(tp.Topic, tp.Partition)
 	}
+	f.addOffsetsTopic(ectx, set)
 	var elected []string
 	for {
 		res, err := f.adm.ElectLeaders(ectx, kadm.ElectLiveReplica, set)

@@ -159,6 +159,10 @@ func (c *checker) groupBackwards(gh *GroupHistory) {
 			for _, u := range unknown[k] {
 				excused = excused || (u.v == e.v && !u.sent.After(e.hi))
 			}
+			if !excused && c.groupPowerLoss(best.lo, e.hi) {
+				c.r.Groups.Explained++
+				excused = true
+			}
 			if excused {
 				continue
 			}
@@ -406,10 +410,30 @@ func (c *checker) groupFinal(h *History, gh *GroupHistory) {
 			if slices.Contains(want, f) {
 				continue
 			}
+			if !from.IsZero() && c.groupPowerLoss(from, gh.FinalAt) {
+				gc.Explained++
+				continue
+			}
 			c.add(Violation{Kind: KindGroupCommitLost, TP: tp, Offset: f,
 				Detail: fmt.Sprintf("group %s: the final committed offset is %d; the last commits wrote %v (%s)", g, f, want, lastWhat)})
 		}
 	}
+}
+
+// groupPowerLoss: with page-cache durability (which the run gives
+// __consumer_offsets too), a power loss between from and to may have
+// lost a commit: a committed offset that went back across it is
+// explained, not a violation.
+func (c *checker) groupPowerLoss(from, to time.Time) bool {
+	if !c.o.PageCache {
+		return false
+	}
+	for _, f := range c.faultList {
+		if f.Skipped == "" && (f.Kind == FaultPowerLoss || f.Kind == ScenarioPageCache) && f.Start.Before(to) && f.Healed.After(from) {
+			return true
+		}
+	}
+	return false
 }
 
 // at is t as an offset from the start of the run.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -317,4 +318,20 @@ func (f *faulter) killCoordinator(ctx context.Context, fl *Fault, st step, hold 
 	}
 	f.electAfterKill(ctx, fl, err)
 	return "", err
+}
+
+// addOffsetsTopic adds the partitions of __consumer_offsets to set in runs
+// with groups: the operator's unclean election covers the coordinators'
+// partitions too (they have the run's durability, alignOffsetsTopic).
+func (f *faulter) addOffsetsTopic(ctx context.Context, set kadm.TopicsSet) {
+	if len(f.groups) == 0 {
+		return
+	}
+	md, err := f.adm.Metadata(ctx, group.OffsetsTopic)
+	if err != nil {
+		return
+	}
+	for p := range md.Topics[group.OffsetsTopic].Partitions {
+		set.Add(group.OffsetsTopic, p)
+	}
 }
