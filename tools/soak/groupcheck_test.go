@@ -217,7 +217,8 @@ func TestOffsetsPartitionIsKafkas(t *testing.T) {
 func TestGroupCommitLostToPowerLoss(t *testing.T) {
 	b := healthyGroup()
 	b.g.Final["g"][tpA] = 5
-	b.h.Faults = append(b.h.Faults, Fault{Kind: FaultPowerLoss, Start: sec(10), Healed: sec(10.5), Effect: "dropped", BytesDropped: 1})
+	b.h.Faults = append(b.h.Faults, Fault{Kind: FaultPowerLoss, Start: sec(9.7), Healed: sec(9.8), Effect: "dropped", BytesDropped: 1})
+	b.ack(0, 10, tpA, 10, 9.9).final(tpA, Key{0, 10}).ack(1, 10, tpB, 10, 9.9).final(tpB, Key{1, 10})
 	r := Check(&b.h, CheckOptions{PageCache: true})
 	mustPass(t, r)
 	if r.Groups.Explained != 1 {
