@@ -180,8 +180,10 @@
 // that answers FindCoordinator for one of the groups (asked of every
 // broker directly, since kgo caches coordinators; its target names the
 // __consumer_offsets partition, abs(String.hashCode) mod partitions as
-// Kafka computes it) and restarts it after 1–10 s; its effect is another
-// node answering for the group, and how long that took.
+// Kafka computes it) and restarts it after 1–10 s; its effect is that
+// partition led in a later leader epoch (by another node, or by the same
+// one after its restart when no other was in the ISR) with FindCoordinator
+// naming its leader, and how long that took.
 //
 // So that failed-visible checks real failures, a poison producer sends,
 // every --poison-every, one uncompressed record over the topic's

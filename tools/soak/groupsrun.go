@@ -279,38 +279,55 @@ func (f *faulter) coordinator(ctx context.Context, g string, skip int32) (int32,
 }
 
 // killCoordinator is the kill-coordinator fault: SIGKILL the node that
-// coordinates a group (the leader of its __consumer_offsets partition),
-// restart it after hold; its effect is another node answering
-// FindCoordinator for the group.
+// coordinates a group (FindCoordinator's answer: the leader of the
+// group's __consumer_offsets partition), restart it after hold. Its effect
+// is the partition led in a later leader epoch (by another node, or by
+// the same one after its restart when no other was in the ISR) and
+// FindCoordinator naming that leader.
 func (f *faulter) killCoordinator(ctx context.Context, fl *Fault, st step, hold time.Duration) (skipped string, err error) {
 	if len(f.groups) == 0 {
 		return "no consumer groups in this run (--groups 0)", nil
 	}
 	g := f.groups[st.Partition%len(f.groups)]
 	var old int32
+	var tp TP
+	var p kadm.PartitionDetail
 	if !until(ctx, 20*time.Second, func(ctx context.Context) bool {
 		old, err = f.coordinator(ctx, g, -1)
-		return err == nil && old >= 0
+		if err != nil || old < 0 {
+			return false
+		}
+		var md kadm.Metadata
+		if md, err = f.adm.Metadata(ctx, group.OffsetsTopic); err != nil {
+			return false
+		}
+		ps := md.Topics[group.OffsetsTopic].Partitions
+		if len(ps) == 0 {
+			err = fmt.Errorf("%s not in the metadata", group.OffsetsTopic)
+			return false
+		}
+		tp = TP{group.OffsetsTopic, group.Partition(g, int32(len(ps)))}
+		p = ps[tp.Partition]
+		if p.Leader != old {
+			err = fmt.Errorf("FindCoordinator names node %d, the metadata %d as the leader of %s", old, p.Leader, tp)
+			return false
+		}
+		return true
 	}) {
 		return fmt.Sprintf("no coordinator of %s for 20 s: %v", g, err), nil
 	}
-	fl.Target = fmt.Sprintf("node %d (coordinator of %s", old, g)
-	if md, merr := f.adm.Metadata(ctx, group.OffsetsTopic); merr == nil {
-		if ps := md.Topics[group.OffsetsTopic].Partitions; len(ps) > 0 {
-			p := group.Partition(g, int32(len(ps)))
-			fl.Target += fmt.Sprintf(", leader of %s/%d", group.OffsetsTopic, p)
-			if l := ps[p].Leader; l != old {
-				fl.Target += fmt.Sprintf(" (metadata says node %d)", l)
-			}
-		}
-	}
-	fl.Target += ")"
+	fl.Target = fmt.Sprintf("node %d (coordinator of %s, leader of %s)", old, g, tp)
 	fl.Nodes = []int32{old}
 	var seen <-chan failover
 	err = f.killRestart(ctx, []int32{old}, hold, func() {
+		moved := f.newLeader(tp, p.LeaderEpoch)
 		seen = f.watch(ctx, time.Now(), func(ctx context.Context) (int32, bool) {
-			id, err := f.coordinator(ctx, g, old)
-			return id, err == nil && id >= 0 && id != old
+			l, ok := moved(ctx)
+			if !ok {
+				return -1, false
+			}
+			id, err := f.coordinator(ctx, g, -1)
+			return id, err == nil && id == l
 		})
 	})
 	if seen != nil {
