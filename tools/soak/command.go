@@ -118,8 +118,12 @@ nothing read at or above the high watermark, every partition writable again
 within --recovery-bound of the last heal. Beside it, keyed records and
 tombstones go to a compacted topic (--compacted-partitions; 0: none) whose
 cleaners run during the run: every key's latest acknowledged value must
-survive compaction, and nothing else may appear. It prints a summary table
-and writes a JSON report.
+survive compaction, and nothing else may appear. Consumer groups
+(--groups; kgo group consumers that commit after processing, leave and
+join) read the soak topic: committed offsets never go backwards, every
+record below an acknowledged commit was delivered first, no partition has
+two owners in one generation, and the final offsets are the last
+acknowledged commits. It prints a summary table and writes a JSON report.
 
 Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 --negative-control, the control lost nothing: the checker caught nothing);

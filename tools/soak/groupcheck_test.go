@@ -1,9 +1,14 @@
 package soak
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-log/sluice/node/group"
 )
@@ -225,4 +230,41 @@ func TestGroupCommitLostToPowerLoss(t *testing.T) {
 		t.Errorf("explained %d, want 1", r.Groups.Explained)
 	}
 	mustOnly(t, Check(&b.h, CheckOptions{}), KindGroupCommitLost, 1)
+}
+
+// A commit's outcome per partition: 0 acked, a generation or member check
+// refused (nothing written), anything else unknown; a request error makes
+// every partition unknown.
+func TestCommitParts(t *testing.T) {
+	offs := map[string]map[int32]kgo.EpochOffset{"soak": {0: {Offset: 5}, 1: {Offset: 6}, 2: {Offset: 7}}}
+	req := kmsg.NewPtrOffsetCommitRequest()
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "soak"
+	for p, o := range map[int32]int64{0: 5, 1: 6, 2: 7} {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = p, o
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	st := kmsg.NewOffsetCommitResponseTopic()
+	st.Topic = "soak"
+	for p, code := range map[int32]int16{0: 0, 1: kerr.IllegalGeneration.Code, 2: kerr.RequestTimedOut.Code} {
+		sp := kmsg.NewOffsetCommitResponseTopicPartition()
+		sp.Partition, sp.ErrorCode = p, code
+		st.Partitions = append(st.Partitions, sp)
+	}
+	resp.Topics = append(resp.Topics, st)
+	parts := commitParts(offs, req, resp, nil)
+	want := []Outcome{Acked, Failed, Unknown}
+	for i, p := range parts {
+		if p.TP.Partition != int32(i) || p.Offset != int64(5+i) || p.Outcome != want[i] {
+			t.Errorf("part %d: %+v, want partition %d offset %d %v", i, p, i, 5+i, want[i])
+		}
+	}
+	for _, p := range commitParts(offs, req, nil, errors.New("connection reset")) {
+		if p.Outcome != Unknown {
+			t.Errorf("after a request error: %+v, want unknown", p)
+		}
+	}
 }
