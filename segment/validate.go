@@ -10,8 +10,8 @@ import (
 	"math"
 	"sync"
 
+	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -508,6 +508,8 @@ const snappyExpansion = 22
 // snappyBlock decodes one standard snappy block into buf (reused when
 // large enough). The S2 extensions that s2.Decode also accepts are
 // refused: Kafka's clients (snappy-java, librdkafka) could not read them.
+// golang/snappy's decoder is that strict one in assembly (klauspost's
+// snappy.DecodeStrict is the same rules in Go, about twice as slow).
 func snappyBlock(buf, block []byte) ([]byte, error) {
 	n, err := snappy.DecodedLen(block)
 	if err != nil {
@@ -516,7 +518,7 @@ func snappyBlock(buf, block []byte) ([]byte, error) {
 	if n > snappyExpansion*len(block)+8 || n > maxDecompressed {
 		return nil, fmt.Errorf("snappy block of %d bytes claims %d decoded", len(block), n)
 	}
-	return snappy.DecodeStrict(grow(buf, n), block)
+	return snappy.Decode(grow(buf, n), block)
 }
 
 // xerialReader decodes xerial-framed snappy chunks one at a time.

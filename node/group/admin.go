@@ -191,12 +191,14 @@ func (s *Shard) topicsDeleted(now time.Time, topics []string) {
 }
 
 func (s *Shard) stats() Stats {
-	st := Stats{Groups: map[string]int{}, Offsets: map[string]map[string]map[int32]int64{}, Expired: s.expired}
+	st := Stats{Groups: map[string]int{}, Offsets: map[string]map[string]map[int32]int64{}, Expired: s.expired,
+		Commits: s.commits, Rebalances: s.rebalances}
 	for _, n := range stateNames {
 		st.Groups[n] = 0
 	}
 	for id, g := range s.groups {
 		st.Groups[g.state.String()]++
+		st.Members += len(g.members)
 		if len(g.offsets) == 0 {
 			continue
 		}

@@ -139,12 +139,15 @@ type Shard struct {
 	// retentionAt is the next check that may expire something (zero:
 	// none can).
 	retentionAnchor, retentionAt time.Time
-	expired                      int64
+	expired, commits, rebalances int64
+
+	groupBudget int // MaxGroupMetadataBytes (tests lower it)
 }
 
 // NewShard is an empty, loading shard for partition p.
 func NewShard(p int32, cfg Config) *Shard {
-	return &Shard{partition: p, cfg: cfg, groups: map[string]*group{}, ops: map[uint64]*op{}}
+	return &Shard{partition: p, cfg: cfg, groups: map[string]*group{}, ops: map[uint64]*op{},
+		groupBudget: MaxGroupMetadataBytes}
 }
 
 // Replay applies one record of the partition, in offset order, while
@@ -164,6 +167,7 @@ func (s *Shard) LoadDone(now time.Time) { s.loadDone(now) }
 func (s *Shard) Step(now time.Time, r Request) {
 	s.step(now, r)
 	s.fireTimers(now)
+	s.check("Step")
 }
 
 // Appended reports the outcome of the Append with this id: err nil means
@@ -174,6 +178,7 @@ func (s *Shard) Step(now time.Time, r Request) {
 func (s *Shard) Appended(now time.Time, id uint64, err error) {
 	s.appended(now, id, err)
 	s.fireTimers(now)
+	s.check("Appended")
 }
 
 // TickTo moves the clock: session and rebalance timeouts, the initial
@@ -184,6 +189,7 @@ func (s *Shard) TickTo(now time.Time) {
 	}
 	s.fireTimers(now)
 	s.checkRetention(now)
+	s.check("TickTo")
 }
 
 // NextDue is when the clock alone would next change anything (zero: never).
@@ -226,6 +232,14 @@ type Stats struct {
 	Offsets map[string]map[string]map[int32]int64
 	// Expired counts offsets removed by retention since the shard began.
 	Expired int64
+	// Commits counts the offsets committed (Appended) since the shard
+	// began (Kafka's offset-commit-rate counts these).
+	Commits int64
+	// Rebalances counts the join phases completed since the shard began
+	// (Kafka's group-completed-rebalance-count).
+	Rebalances int64
+	// Members is the members of all groups.
+	Members int
 }
 
 // Stats reads the shard.

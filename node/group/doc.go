@@ -27,8 +27,88 @@
 // When this node stops leading the partition the driver drops the Shard
 // and answers every request still waiting NOT_COORDINATOR.
 //
-// See api.go for the contract of each method. Records are Kafka's
-// __consumer_offsets schemas (kmsg.OffsetCommitKey/Value,
-// kmsg.GroupMetadataKey/Value), so tooling that reads that topic decodes
-// them.
+// # How it works
+//
+// A group (state.go) moves Empty → PreparingRebalance → CompletingRebalance
+// → Stable, and back to PreparingRebalance whenever its membership or a
+// member's protocols change; Dead is a group being deleted. Each rebalance
+// makes a generation:
+//
+//   - join.go: JoinGroup. New dynamic members of v4+ first get
+//     MEMBER_ID_REQUIRED and an id (KIP-394), pending until they rejoin or
+//     their session timeout passes. The join phase ends when every member
+//     has rejoined, or at the rebalance timeout (the longest of the
+//     members'), when members that did not rejoin are removed (static ones
+//     stay until their session ends). An empty group's first join phase
+//     waits group.initial.rebalance.delay.ms, again while new members come,
+//     up to the rebalance timeout. The protocol is the one every member
+//     supports with the most first-choice votes; the leader gets every
+//     member's metadata. A static member (KIP-345) that restarts takes its
+//     instance's place and assignment: in a Stable group without a
+//     rebalance when the selected protocol stays; the old member id is
+//     fenced (FENCED_INSTANCE_ID).
+//   - sync.go: SyncGroup, Heartbeat, LeaveGroup. Followers wait for the
+//     leader's SyncGroup; its assignment is written as the group's record
+//     and, once Appended, the group is Stable and every waiting member gets
+//     its assignment. A member that does not send SyncGroup within the
+//     rebalance timeout after the join phase is removed and the group
+//     rebalances. A member whose session ends (no heartbeat, not waiting
+//     for an answer) is removed and the group rebalances.
+//   - offsets.go: OffsetCommit, OffsetFetch, OffsetDelete, retention. A
+//     commit is answered when its records are Appended and applied only if
+//     they were; a client without membership (generation -1, no member id)
+//     commits to a group without members. Offsets expire as KIP-211 and
+//     Kafka 4 say (from when the group became Empty; from the commit for a
+//     group without protocol type and for unsubscribed topics of a Stable
+//     consumer group), checked every offsets.retention.check.interval.ms.
+//   - admin.go: DescribeGroups, DeleteGroups, ListGroups, TopicsDeleted,
+//     Stats.
+//   - tombstones.go: tombstones are issued before they are written, so a
+//     commit still in flight for the same partition must not reappear when
+//     it lands, and a tombstone whose write fails is undone.
+//   - timers.go: one heap entry per group at (no later than) its earliest
+//     deadline; NextDue is exact: a tick before it changes nothing.
+//
+// Every request is checked as Kafka checks it: an empty group id is
+// INVALID_GROUP_ID; an unknown member UNKNOWN_MEMBER_ID; a fenced instance
+// FENCED_INSTANCE_ID; another generation ILLEGAL_GENERATION; SyncGroup and
+// Heartbeat during the join phase REBALANCE_IN_PROGRESS; protocols a group
+// cannot take INCONSISTENT_GROUP_PROTOCOL. Beyond Kafka, a member's
+// protocols and assignment are bounded (MaxMemberMetadataBytes: over it,
+// INVALID_REQUEST) and pending KIP-394 ids count toward group.max.size, so
+// that one client's joins cannot exhaust the coordinator's memory.
+//
+// # Records
+//
+// Records are Kafka's __consumer_offsets schemas, as Kafka 4 writes them
+// (records.go draws them): OffsetCommitKey v1 / OffsetCommitValue v3 with
+// the leader epoch, GroupMetadataKey v2 / GroupMetadataValue v3; a nil
+// value is a tombstone. The group record is the whole group: written after
+// the leader's assignment, when a generation ends without members, and when
+// a static member is replaced without a rebalance. Replay rebuilds what
+// those records say (a group with members Stable, without Empty; member
+// sessions start at LoadDone), so a new coordinator has the groups, members,
+// assignments and offsets the old one had written. Member ids are
+// prefix-UUID, the UUID made of the load time and a counter, so that ids of
+// an earlier coordinator do not come back.
+//
+// # Failed writes
+//
+// Appended(err) answers what waited as Kafka 4 maps the error
+// (NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR → NOT_COORDINATOR; timeouts,
+// missing replicas, other errors → COORDINATOR_NOT_AVAILABLE). A failed
+// commit is not applied; a failed assignment rebalances the group; a
+// failed static replacement is undone; failed tombstones are undone. The
+// group record nobody waits on (a generation without members) is not: the
+// next group record, which holds the whole group, or the next
+// coordinator's load brings memory and log together again. A write that
+// timed out may still be in the log: like Kafka's coordinator, this one
+// cannot know.
+//
+// # Tests
+//
+// testdata/*.txt are datadriven scripts (a harness with a clock and
+// scripted clients, regenerated with -rewrite); TestRandom drives shards
+// with random clients, clocks and write outcomes; FuzzReplay feeds Replay
+// any record (corpus in testdata/fuzz/FuzzReplay).
 package group

@@ -55,11 +55,10 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 		rebalance = session
 	}
 	protos := make([]protocol, 0, len(req.Protocols))
-	size := 0
 	for _, p := range req.Protocols {
-		size += len(p.Name) + len(p.Metadata)
 		protos = append(protos, protocol{name: p.Name, metadata: p.Metadata})
 	}
+	size := protocolBytes(protos)
 	instance := ""
 	if req.InstanceID != nil {
 		instance = *req.InstanceID
@@ -93,7 +92,11 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 			s.touch(g)
 		}
 	}()
-	if !s.acceptJoiningMember(g, req.MemberID) {
+	sizeID := req.MemberID
+	if id, ok := g.static[instance]; ok && instance != "" && sizeID == "" {
+		sizeID = id // a static member's restart is not a new member
+	}
+	if !s.acceptJoiningMember(g, sizeID) || !s.fitsBudget(g, sizeID, size) {
 		fail(codeMaxSize)
 		return
 	}
@@ -198,6 +201,16 @@ func (s *Shard) acceptJoiningMember(g *group, memberID string) bool {
 		return m != nil || len(g.members) < max
 	}
 	return true
+}
+
+// fitsBudget: the group's protocols stay within the shard's budget
+// (MaxGroupMetadataBytes) with memberID's replaced by size bytes.
+func (s *Shard) fitsBudget(g *group, memberID string, size int) bool {
+	total := g.metadataBytes() + size
+	if m := g.members[memberID]; m != nil {
+		total -= protocolBytes(m.protocols)
+	}
+	return total <= s.groupBudget
 }
 
 // updateMember takes a known member's rejoin (Kafka's updateMember); a
@@ -322,6 +335,7 @@ func (s *Shard) completeJoin(g *group, now time.Time) {
 	}
 	g.joinDeadline = time.Time{}
 	g.generation++
+	s.rebalances++
 	if len(g.members) == 0 {
 		g.protocol, g.leader = "", ""
 		g.subscribed = nil

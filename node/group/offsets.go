@@ -132,6 +132,7 @@ func (s *Shard) commitAppended(now time.Time, o *op, code int16) {
 		o.commit.Topics[pc.ti].Partitions[pc.pi].ErrorCode = code
 		if code == 0 {
 			g.landCommit(pc)
+			s.commits++
 		}
 		g.addInflight(pc.topic, pc.part, -1) // after landCommit: it reads the tombstone mark
 	}

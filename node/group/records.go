@@ -215,5 +215,6 @@ func (s *Shard) replayGroup(id string, value []byte) error {
 		}
 	}
 	s.groups[id] = ng
+	s.maybeDropEmpty(ng)
 	return nil
 }

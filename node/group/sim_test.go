@@ -159,40 +159,10 @@ func (x *sim) clientOf(group string, instance *string, member string) *simClient
 	return nil
 }
 
-// checkGroups checks what must hold of every group between calls.
+// checkGroups checks the shard's invariants (whatever the build tag).
 func (x *sim) checkGroups() {
-	for id, g := range x.s.groups {
-		bad := func(f string, a ...any) { x.t.Fatalf("group %q %s: "+f, append([]any{id, g.state}, a...)...) }
-		if g.id != id || g.state == stateDead {
-			bad("in the map")
-		}
-		if len(g.members) > 0 && g.members[g.leader] == nil {
-			bad("leader %q is not a member", g.leader)
-		}
-		if g.state == stateEmpty && len(g.members) > 0 {
-			bad("has members")
-		}
-		for inst, mid := range g.static {
-			if m := g.members[mid]; m == nil || m.instanceID != inst {
-				bad("static %s → %s is not its member", inst, mid)
-			}
-		}
-		for mid := range g.pendingSync {
-			if g.members[mid] == nil {
-				bad("pending sync %s is not a member", mid)
-			}
-		}
-		for _, m := range g.members {
-			if m.join != nil && m.sync != nil {
-				bad("%s waits for join and sync", m.id)
-			}
-			if m.join != nil && g.state != statePreparing {
-				bad("%s waits for join", m.id)
-			}
-			if m.sync != nil && g.state != stateCompleting {
-				bad("%s waits for sync", m.id)
-			}
-		}
+	if err := x.s.checkInvariants(); err != nil {
+		x.t.Fatalf("invariant: %v", err)
 	}
 }
 

@@ -14,6 +14,13 @@ import (
 // client cannot exhaust the coordinator's memory.
 const MaxMemberMetadataBytes = 1 << 20
 
+// MaxGroupMetadataBytes bounds the protocols of all members of one group:
+// a JoinGroup that would take a group past it is answered
+// GROUP_MAX_SIZE_REACHED, as if group.max.size were reached, so that
+// thousands of joins with large metadata cannot exhaust memory even when
+// group.max.size is unbounded (Kafka's default).
+const MaxGroupMetadataBytes = 64 << 20
+
 // groupState is Kafka's ClassicGroupState.
 type groupState int8
 
@@ -55,6 +62,15 @@ type member struct {
 }
 
 func (m *member) static() bool { return m.instanceID != "" }
+
+// protocolBytes is what m's protocols weigh against the bounds.
+func protocolBytes(ps []protocol) int {
+	n := 0
+	for _, p := range ps {
+		n += len(p.name) + len(p.metadata)
+	}
+	return n
+}
 
 func (m *member) metadata(proto string) []byte {
 	for _, p := range m.protocols {
@@ -307,6 +323,15 @@ func (g *group) addInflight(topic string, p int32, n int) {
 			delete(g.inflight, topic)
 		}
 	}
+}
+
+// metadataBytes is what the members' protocols weigh.
+func (g *group) metadataBytes() int {
+	n := 0
+	for _, m := range g.members {
+		n += protocolBytes(m.protocols)
+	}
+	return n
 }
 
 func (g *group) numOffsets() int {
