@@ -1,12 +1,15 @@
 package node
 
 import (
+	"context"
 	"errors"
+	"runtime"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -83,6 +86,44 @@ func TestGroupsOneNode(t *testing.T) {
 		}
 	}
 
+	t.Run("metrics", func(t *testing.T) {
+		// g1 is Empty (its members left), its offsets at the ends of the
+		// partitions it consumed (kgo's sticky partitioner may have put
+		// every record in one): lag 0.
+		offs, err := adm.FetchOffsets(ctx, "g1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mfs := scrape(t, tn)
+		if v := value(t, mfs, "kafka_coordinator_group_groupmetadatamanager_numgroups"); v != 1 {
+			t.Errorf("numgroups %v, want 1", v)
+		}
+		if v := value(t, mfs, "kafka_coordinator_group_groupmetadatamanager_numgroupsempty"); v != 1 {
+			t.Errorf("numgroupsempty %v, want 1", v)
+		}
+		if v, want := value(t, mfs, "kafka_coordinator_group_groupmetadatamanager_numoffsets"), len(offs.Sorted()); v != float64(want) || want == 0 {
+			t.Errorf("numoffsets %v, want %d", v, want)
+		}
+		if v := value(t, mfs, "kafka_coordinator_group_group_coordinator_metrics_offset_commit_total"); v < float64(len(offs.Sorted())) {
+			t.Errorf("offset commits %v, want at least %d", v, len(offs.Sorted()))
+		}
+		if lag := sumSeries(mfs, "sluice_group_lag_records"); lag != 0 {
+			t.Errorf("lag %v after everything was committed", lag)
+		}
+		// Ten more records in a committed partition: the lag says so.
+		p := offs.Sorted()[0].Partition
+		manual := newClient(t, tn, kgo.DefaultProduceTopic("events"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		for i := range 10 {
+			manual.Produce(ctx, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "late %d", i)}, nil)
+		}
+		if err := manual.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if lag := sumSeries(scrape(t, tn), "sluice_group_lag_records"); lag != 10 {
+			t.Errorf("lag %v, want 10", lag)
+		}
+	})
+
 	t.Run("internal topic", func(t *testing.T) {
 		md, err := adm.Metadata(ctx, group.OffsetsTopic)
 		if err != nil {
@@ -118,6 +159,11 @@ func TestGroupsOneNode(t *testing.T) {
 		if c := cr[group.OffsetsTopic]; !errors.Is(c.Err, kerr.InvalidRequest) {
 			t.Errorf("create partitions of %s: %v, want INVALID_REQUEST", group.OffsetsTopic, c.Err)
 		}
+	})
+
+	t.Run("idle", func(t *testing.T) {
+		// g1 and simple (bad input, below, runs after) hold offsets.
+		idleShards(ctx, t, tn, 50, 2)
 	})
 
 	t.Run("bad input", func(t *testing.T) {
@@ -173,6 +219,46 @@ func TestGroupsOneNode(t *testing.T) {
 			t.Errorf("JoinGroup with an empty group id: code %d, want INVALID_GROUP_ID", resp.ErrorCode)
 		}
 	})
+}
+
+// sumSeries adds the values of every series of the gauge family name.
+func sumSeries(mfs map[string]*dto.MetricFamily, name string) float64 {
+	var sum float64
+	if mf := mfs[name]; mf != nil {
+		for _, m := range mf.Metric {
+			sum += m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// idleShards checks that tn's loaded offsets shards cost no wake-ups over
+// a window of seconds when nothing happens: one timer per shard, set only
+// for what is due (here at most the retention checks of the shards that
+// hold offsets, minutes away).
+func idleShards(ctx context.Context, t *testing.T, tn *testNode, shards, withOffsets int) {
+	t.Helper()
+	waitFor(ctx, t, "every offsets partition loaded", func() bool {
+		led := tn.coord.Led()
+		for _, ok := range led {
+			if !ok {
+				return false
+			}
+		}
+		return len(led) == shards
+	})
+	goroutines := runtime.NumGoroutine()
+	w0 := tn.coord.Wakeups()
+	wait(ctx, 2*time.Second)
+	if w := tn.coord.Wakeups() - w0; w != 0 {
+		t.Errorf("%d idle offsets shards: %d timer wake-ups in 2 s, want none", shards, w)
+	}
+	if n := tn.coord.Scheduled(); n > withOffsets {
+		t.Errorf("%d shards have a timer set, want at most the %d holding offsets", n, withOffsets)
+	}
+	if d := runtime.NumGoroutine() - goroutines; d > 5 {
+		t.Errorf("%d goroutines appeared in an idle window", d)
+	}
 }
 
 func hasConfig(c kadm.ResourceConfig, key, value string) bool {

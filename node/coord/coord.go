@@ -80,8 +80,9 @@ type Coordinator struct {
 		shards map[int32]*shard
 		closed bool
 	}
-	// commits counts offsets passed to OffsetCommit (metrics).
-	commits atomic.Int64
+	// commits counts offsets passed to OffsetCommit (metrics); wakeups
+	// the shards' timer firings (tests of idle shards).
+	commits, wakeups atomic.Int64
 	wg      sync.WaitGroup
 }
 
@@ -240,6 +241,22 @@ func (c *Coordinator) Stats() (loaded []ShardStats, loading int) {
 // OffsetsCommitted counts the offsets OffsetCommit requests asked to
 // commit here since the start (Kafka's offset-commit-rate is its rate).
 func (c *Coordinator) OffsetsCommitted() int64 { return c.commits.Load() }
+
+// Wakeups counts the shards' timer firings since the start.
+func (c *Coordinator) Wakeups() int64 { return c.wakeups.Load() }
+
+// Scheduled counts the shards with a timer set.
+func (c *Coordinator) Scheduled() int {
+	n := 0
+	for _, s := range c.shards() {
+		s.mu.Lock()
+		if !s.mu.due.IsZero() {
+			n++
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
 
 // Led lists the shards by partition: true once loaded.
 func (c *Coordinator) Led() map[int32]bool {

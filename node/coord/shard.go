@@ -206,6 +206,7 @@ func (s *shard) scheduleLocked(time.Time) {
 
 // tick runs on the timer: the machine's clock moves to now.
 func (s *shard) tick() {
+	s.c.wakeups.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.gone || !s.mu.loaded {
