@@ -149,9 +149,16 @@
 // seen in GroupMetadata, leaving) with what it owns after it. About every
 // --group-churn a member of a random group leaves (Close: LeaveGroup) and,
 // once the group settled, a new one joins; each change is a rebalance,
-// timed from the change until every live member holds partitions of a
-// later generation, together each partition once (one still unsettled
-// after 30 s counts as unsettled). Every second, and once more after
+// timed from the change until every live member got a new generation
+// since (the same one for all; not necessarily a higher number: a
+// coordinator that fails over before it wrote a generation hands that
+// number out again) and together they own each partition once (one
+// still unsettled after 30 s counts as unsettled). A member given a
+// generation, or an assignment, below one another member was already
+// assigned partitions in (more than a second before) is counted as a
+// generation regression, with examples: the coordinator writes a
+// generation's record before it answers any SyncGroup of it, so this
+// suggests a lost group record. Every second, and once more after
 // every member left at the end, the groups' committed offsets are read
 // back (kadm FetchOffsets). The checker (groupcheck.go) reports:
 //

@@ -96,10 +96,43 @@ func (c *checker) groups(h *History, found map[Key][]Read) {
 	gc.RebalanceTime = percentiles(rb)
 	gc.Rebalances = gh.Rebalances
 
+	c.groupGenerations(gh)
 	c.groupBackwards(gh)
 	c.groupAtLeastOnce(h, gh, found)
 	c.groupOwners(h, gh)
 	c.groupFinal(h, gh)
+}
+
+// groupGenerations counts generations handed out below one already
+// synced (GroupCounts.GenRegressions).
+func (c *checker) groupGenerations(gh *GroupHistory) {
+	gc := c.r.Groups
+	evs := slices.Clone(gh.Assignments)
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].At.Before(evs[j].At) })
+	type synced struct {
+		gen    int32
+		at     time.Time
+		member string
+	}
+	var hist = map[string][]synced{} // per group, assigned events in time order
+	for _, a := range evs {
+		if a.Event != "assigned" && a.Event != "generation" {
+			continue
+		}
+		for _, s := range hist[a.Group] {
+			if a.At.Sub(s.at) > time.Second && a.Generation < s.gen {
+				gc.GenRegressions++
+				if len(gc.GenExamples) < 10 {
+					gc.GenExamples = append(gc.GenExamples, fmt.Sprintf("group %s: %s %s generation %d at %s, after %s was assigned partitions in generation %d at %s",
+						a.Group, a.Member, map[bool]string{true: "was assigned partitions in", false: "joined"}[a.Event == "assigned"], a.Generation, c.at(a.At), s.member, s.gen, c.at(s.at)))
+				}
+				break
+			}
+		}
+		if a.Event == "assigned" {
+			hist[a.Group] = append(hist[a.Group], synced{a.Generation, a.At, a.Member})
+		}
+	}
 }
 
 // groupBackwards: a committed offset never moves backwards outside an

@@ -65,7 +65,7 @@ type groupWorkload struct {
 	h       *GroupHistory
 	members map[string]*member // live members by name
 	next    int
-	pending []int // indexes of unsettled rebalances in h.Rebalances
+	pending []pendingRebalance
 	wg      sync.WaitGroup
 }
 
@@ -82,6 +82,7 @@ type member struct {
 	// Guarded by w.mu.
 	owned   map[TP]bool
 	gen     int32 // of its last recorded assignment event
+	changes int   // how often gen changed
 	leaving bool
 
 	pmu      sync.Mutex
@@ -415,6 +416,9 @@ func (m *member) changed(ev string, ps map[string][]int32) {
 // record appends an assignment event of m (w.mu held).
 func (m *member) record(ev, id string, gen int32, ch []TP, at time.Time) {
 	owned := slices.SortedFunc(mapKeysTP(m.owned), cmpTP)
+	if gen != m.gen {
+		m.changes++
+	}
 	m.gen = gen
 	m.w.h.Assignments = append(m.w.h.Assignments, Assignment{Group: m.group, Member: m.name, MemberID: id, Generation: gen,
 		Event: ev, Changed: ch, Owned: owned, At: at})

@@ -18,37 +18,48 @@ import (
 // rebalances it causes, the generation watch, the offsets read back, the
 // end; and the coordinator kill fault.
 
+// pendingRebalance is a rebalance not settled yet: its index in
+// h.Rebalances and how often each live member's generation had changed
+// when it began.
+type pendingRebalance struct {
+	i       int
+	changes map[string]int
+}
+
 // beginRebalance records that a membership change of g starts now (w.mu
-// held): it settles when every live member holds partitions of a later
-// generation than any has now.
+// held).
 func (w *groupWorkload) beginRebalance(g, cause string) {
 	from := int32(-1)
+	changes := map[string]int{}
 	for _, m := range w.members {
 		if m.group == g && !m.leaving {
 			from = max(from, m.gen)
+			changes[m.name] = m.changes
 		}
 	}
 	w.h.Rebalances = append(w.h.Rebalances, Rebalance{Group: g, Cause: cause, Start: time.Now(), FromGen: from, ToGen: -1})
-	w.pending = append(w.pending, len(w.h.Rebalances)-1)
+	w.pending = append(w.pending, pendingRebalance{len(w.h.Rebalances) - 1, changes})
 }
 
 // settle ends the pending rebalances whose groups settled (w.mu held):
-// every live member at a generation after the one the change began in,
-// and every partition owned by exactly one of them.
+// every live member got a new generation since the change began (not
+// necessarily a higher number: a coordinator that failed over before it
+// wrote a generation hands that number out again), all the same one, and
+// every partition is owned by exactly one of them.
 func (w *groupWorkload) settle(at time.Time) {
-	w.pending = slices.DeleteFunc(w.pending, func(i int) bool {
-		r := &w.h.Rebalances[i]
+	w.pending = slices.DeleteFunc(w.pending, func(pr pendingRebalance) bool {
+		r := &w.h.Rebalances[pr.i]
 		owners := map[TP]int{}
 		gen, live := int32(-1), 0
 		for _, m := range w.members {
 			if m.group != r.Group || m.leaving {
 				continue
 			}
-			live++
-			if m.gen <= r.FromGen {
+			if m.changes <= pr.changes[m.name] || m.gen < 0 || (live > 0 && m.gen != gen) {
 				return false
 			}
-			gen = max(gen, m.gen)
+			live++
+			gen = m.gen
 			for tp := range m.owned {
 				owners[tp]++
 			}
@@ -204,8 +215,8 @@ func (w *groupWorkload) stop(ctx context.Context, limit time.Duration) *GroupHis
 	// A rebalance still pending was cut off by the end (the churn
 	// stopped with the workload): not a rebalance that never settled.
 	cut := map[int]bool{}
-	for _, i := range w.pending {
-		cut[i] = true
+	for _, pr := range w.pending {
+		cut[pr.i] = true
 	}
 	w.pending = nil
 	var kept []Rebalance

@@ -98,6 +98,12 @@ func PrintSummary(w io.Writer, r *Report) {
 	printWritable(w, r)
 	if g := r.Groups; g != nil {
 		fmt.Fprintf(w, "consumer groups: rebalance time %s; commit latency %s; final lag %v\n", g.RebalanceTime, g.CommitLatency, g.Lag)
+		if g.GenRegressions > 0 {
+			fmt.Fprintf(w, "consumer groups: %d generation(s) handed out below one already synced (a lost group record?), e.g.:\n", g.GenRegressions)
+			for _, e := range g.GenExamples {
+				fmt.Fprintf(w, "  %s\n", e)
+			}
+		}
 	}
 	printPowerLosses(w, r)
 	printLosses(w, r)
