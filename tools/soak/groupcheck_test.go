@@ -268,3 +268,15 @@ func TestCommitParts(t *testing.T) {
 		}
 	}
 }
+
+// A generation handed out below one already assigned in is counted (a
+// lost group record?), not a violation; one within a second is not
+// counted (members see a new generation at slightly different times).
+func TestGroupGenerationRegression(t *testing.T) {
+	b := healthyGroup().assign("m2", 2, "assigned", 3, tpB).assign("m1", 2, "generation", 3.5, tpA).assign("m1", 1, "generation", 5, tpA)
+	r := Check(&b.h, CheckOptions{})
+	mustPass(t, r)
+	if r.Groups.GenRegressions != 1 || len(r.Groups.GenExamples) != 1 || !strings.Contains(r.Groups.GenExamples[0], "joined generation 1 at +5s") {
+		t.Errorf("regressions %d %v, want 1 saying m1 joined generation 1", r.Groups.GenRegressions, r.Groups.GenExamples)
+	}
+}
