@@ -131,6 +131,9 @@ type Rebalance struct {
 	End     time.Time `json:"end"`
 	FromGen int32     `json:"from_generation"`
 	ToGen   int32     `json:"to_generation"`
+	// Unsettled is, for one that did not settle within 30 s, each live
+	// member's generation and partitions then.
+	Unsettled string `json:"unsettled,omitempty"`
 }
 
 // GroupCounts are the group workload's numbers.

@@ -119,6 +119,20 @@ func (w *groupWorkload) settled(ctx context.Context, limit time.Duration) {
 	})
 	if !ok && ctx.Err() == nil {
 		w.mu.Lock()
+		for _, pr := range w.pending {
+			r := &w.h.Rebalances[pr.i]
+			var names []string
+			for name, m := range w.members {
+				if m.group == r.Group && !m.leaving {
+					names = append(names, name)
+				}
+			}
+			slices.Sort(names)
+			for _, name := range names {
+				m := w.members[name]
+				r.Unsettled += fmt.Sprintf("%s generation %d (changed %d times since) owns %v; ", name, m.gen, m.changes-pr.changes[name], slices.SortedFunc(mapKeysTP(m.owned), cmpTP))
+			}
+		}
 		w.pending = nil
 		w.mu.Unlock()
 	}

@@ -98,6 +98,13 @@ func PrintSummary(w io.Writer, r *Report) {
 	printWritable(w, r)
 	if g := r.Groups; g != nil {
 		fmt.Fprintf(w, "consumer groups: rebalance time %s; commit latency %s; final lag %v\n", g.RebalanceTime, g.CommitLatency, g.Lag)
+		shown := 0
+		for _, rb := range g.Rebalances {
+			if rb.End.IsZero() && shown < 3 {
+				shown++
+				fmt.Fprintf(w, "  unsettled: %s %s at +%v: %s\n", rb.Group, rb.Cause, rb.Start.Sub(r.Start).Round(100*time.Millisecond), rb.Unsettled)
+			}
+		}
 		if g.GenRegressions > 0 {
 			fmt.Fprintf(w, "consumer groups: %d generation(s) handed out below one already synced (a lost group record?), e.g.:\n", g.GenRegressions)
 			for _, e := range g.GenExamples {
