@@ -436,7 +436,7 @@ func (f *faulter) electUnclean(ctx context.Context) string {
 	if len(elected) == 0 {
 		return noElectionNeeded
 	}
-	return fmt.Sprintf("operator's unclean election of %s", strings.Join(elected, " "))
+	return fmt.Sprintf("operator's unclean election of %s", strings.Join(shortOffsets(elected), " "))
 }
 
 // waitReady waits until every node of l answers 200 on /readyz.

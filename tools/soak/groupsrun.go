@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -376,4 +377,22 @@ func (f *faulter) addOffsetsTopic(ctx context.Context, set kadm.TopicsSet) {
 	for p := range md.Topics[group.OffsetsTopic].Partitions {
 		set.Add(group.OffsetsTopic, p)
 	}
+}
+
+// shortOffsets replaces the partitions of __consumer_offsets in a list of
+// partition names by their count: an election after a power loss covers
+// most of its 50.
+func shortOffsets(names []string) []string {
+	n := 0
+	out := slices.DeleteFunc(slices.Clone(names), func(s string) bool {
+		if strings.HasPrefix(s, group.OffsetsTopic+"/") {
+			n++
+			return true
+		}
+		return false
+	})
+	if n > 0 {
+		out = append(out, fmt.Sprintf("%s (%d partitions)", group.OffsetsTopic, n))
+	}
+	return out
 }

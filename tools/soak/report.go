@@ -80,6 +80,7 @@ func PrintSummary(w io.Writer, r *Report) {
 			{"  partitions acknowledged", g.CommitAcked}, {"  partitions refused", g.CommitFailed}, {"  partitions unknown", g.CommitUnk},
 			{"offsets read back during the run", g.Snapshots}, {"assignment changes", g.Assignments},
 			{"records checked delivered before a commit", g.Checked}, {"rebalances unsettled", g.Unsettled},
+			{"losses explained by a power loss", g.Explained},
 		} {
 			fmt.Fprintf(tw, "  %s\t%d\t\n", row.name, row.n)
 		}
