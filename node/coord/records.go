@@ -80,6 +80,9 @@ func decodeBatch(out []record, h segment.BatchHeader, b []byte) ([]record, error
 	if len(b) < segment.BatchHeaderSize {
 		return out, fmt.Errorf("%w: batch at %d is shorter than its header", ErrBadBatch, h.BaseOffset)
 	}
+	if h.RecordCount < 0 {
+		return out, fmt.Errorf("%w: batch at %d has %d records", ErrBadBatch, h.BaseOffset, h.RecordCount)
+	}
 	p := b[segment.BatchHeaderSize:]
 	for i := int32(0); i < h.RecordCount; i++ {
 		n, k := binary.Varint(p)
@@ -109,6 +112,9 @@ func decodeBatch(out []record, h segment.BatchHeader, b []byte) ([]record, error
 			return out, fmt.Errorf("%w: record %d of the batch at %d: bad value", ErrBadBatch, i, h.BaseOffset)
 		}
 		out = append(out, record{Offset: h.BaseOffset + vals[1], Key: key, Value: value})
+	}
+	if len(p) != 0 {
+		return out, fmt.Errorf("%w: %d bytes after the last record of the batch at %d", ErrBadBatch, len(p), h.BaseOffset)
 	}
 	return out, nil
 }

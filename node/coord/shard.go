@@ -296,7 +296,9 @@ func (s *shard) replay(from, upTo int64) (int, error) {
 		recs = recs[:0]
 		it := segment.NewBatchIter(data)
 		for h, b, ok := it.Next(); ok; h, b, ok = it.Next() {
+			before := len(recs)
 			if recs, err = decodeBatch(recs, h, b); err != nil {
+				recs = recs[:before] // none of a bad batch
 				s.c.log.Error("coord: skipping an undecodable batch of the offsets partition", "partition", s.p, "offset", h.BaseOffset, "err", err)
 			}
 		}

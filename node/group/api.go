@@ -82,7 +82,8 @@ type Request struct {
 	// The driver has validated what needs the metadata: the partitions of
 	// an OffsetCommit or OffsetDelete exist (it answers
 	// UNKNOWN_TOPIC_OR_PARTITION for the others itself and passes the
-	// rest).
+	// rest). Topics are by name: for OffsetCommit and OffsetFetch v10+
+	// (topic ids) the driver fills in the names. Any other Body panics.
 	Body kmsg.Request
 }
 

@@ -53,6 +53,8 @@ func (h *harness) run() {
 		h.printf("loaded at %s", h.since(h.now))
 	case "restart":
 		// A new coordinator: a new shard replays the log.
+		h.cfg.MaxSize = int(h.int("max-size", int64(h.cfg.MaxSize)))
+		h.cfg.OffsetsRetention = h.dur("retention", h.cfg.OffsetsRetention)
 		h.newShardFrom(h.log)
 		h.printf("replayed %d records", len(h.log))
 	case "tick":

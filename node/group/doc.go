@@ -78,6 +78,24 @@
 // INVALID_REQUEST) and pending KIP-394 ids count toward group.max.size, so
 // that one client's joins cannot exhaust the coordinator's memory.
 //
+// # Where it differs from Kafka, on purpose
+//
+//   - Bounds Kafka lacks: MaxMemberMetadataBytes per member (INVALID_REQUEST)
+//     and MaxGroupMetadataBytes per group (GROUP_MAX_SIZE_REACHED); pending
+//     KIP-394 member ids count toward group.max.size.
+//   - A static member's restart (a new id for a known group.instance.id) is
+//     not refused by group.max.size: it replaces a member, it adds none.
+//   - A JoinGroup or SyncGroup superseded by a newer one from the same
+//     member is answered REBALANCE_IN_PROGRESS (Kafka drops it
+//     unanswered), so that the driver never holds a request forever.
+//   - A pending member id that leaves causes no rebalance.
+//   - Ties in protocol selection go to the leader's preference (Kafka's
+//     pick is a hash map's); members are ordered by id.
+//   - Awaiting members are not expired by Kafka's 5-minute new-member join
+//     timeout: the rebalance timeout ends the join phase.
+//   - A new group is written at its first generation, not at its creation
+//     (Kafka 4 writes an empty group record to commit its timeline).
+//
 // # Records
 //
 // Records are Kafka's __consumer_offsets schemas, as Kafka 4 writes them

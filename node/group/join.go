@@ -97,6 +97,12 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 		sizeID = id // a static member's restart is not a new member
 	}
 	if !s.acceptJoiningMember(g, sizeID) || !s.fitsBudget(g, sizeID, size) {
+		if m := g.members[sizeID]; m != nil {
+			// Kafka removes a member it refuses, so that the join phase
+			// can end without it.
+			s.removeMember(g, m, codeMaxSize)
+			s.afterRemoval(g, now)
+		}
 		fail(codeMaxSize)
 		return
 	}
@@ -128,11 +134,12 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 		s.addMember(now, g, nm, req.ProtocolType, w)
 		return
 	}
+	// An existing member: Kafka's classicGroupJoinExistingMember.
+	if !g.supportsProtocols(req.ProtocolType, protos) {
+		fail(codeInconsistent)
+		return
+	}
 	if _, ok := g.pending[req.MemberID]; ok && instance == "" {
-		if !g.supportsProtocols(req.ProtocolType, protos) {
-			fail(codeInconsistent)
-			return
-		}
 		delete(g.pending, req.MemberID)
 		nm.id = req.MemberID
 		s.addMember(now, g, nm, req.ProtocolType, w)
@@ -140,10 +147,6 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
 		fail(code)
-		return
-	}
-	if !g.supportsProtocols(req.ProtocolType, protos) {
-		fail(codeInconsistent)
 		return
 	}
 	m := g.members[req.MemberID]
@@ -247,8 +250,8 @@ func (s *Shard) addMember(now time.Time, g *group, m *member, protocolType strin
 	if m.instanceID != "" {
 		g.static[m.instanceID] = m.id
 	}
-	if g.state == statePreparing && g.generation == 0 {
-		g.newMemberAdded = true
+	if g.state == statePreparing && g.prevState == stateEmpty {
+		g.newMemberAdded = true // the initial delay may be extended
 	}
 	s.maybePrepareRebalanceOrCompleteJoin(g, now)
 }
@@ -412,7 +415,8 @@ func (s *Shard) replaceStatic(now time.Time, g *group, old, nm *member, w *waite
 		s.respondSyncError(old.sync, codeFenced)
 		old.sync = nil
 	}
-	oldID := old.id
+	oldID, oldLeader := old.id, g.leader
+	undo := *old // what a failed write puts back
 	s.swapMember(g, oldID, nm.id)
 	m := g.members[nm.id]
 	m.clientID, m.clientHost = nm.clientID, nm.clientHost
@@ -421,8 +425,8 @@ func (s *Shard) replaceStatic(now time.Time, g *group, old, nm *member, w *waite
 	switch g.state {
 	case stateStable:
 		if g.selectProtocol() == g.protocol {
-			s.write(&op{kind: opStaticJoin, g: g, w: *w, instance: m.instanceID, oldID: oldID, newID: m.id},
-				[]Record{groupRecord(g)})
+			s.write(&op{kind: opStaticJoin, g: g, w: *w, instance: m.instanceID, oldID: oldID, newID: m.id,
+				oldLeader: oldLeader, undo: &undo}, []Record{groupRecord(g)})
 			return
 		}
 		m.join = w
@@ -463,14 +467,26 @@ func (s *Shard) staticJoinAppended(now time.Time, o *op, code int16) {
 		return
 	}
 	if code != 0 {
-		// Kafka reverts the replacement: the old id is the member again.
+		// Kafka reverts the replacement: the old id is the member again,
+		// with its protocols and timeouts.
 		if g.static[o.instance] == o.newID {
 			s.swapMember(g, o.newID, o.oldID)
+			m.clientID, m.clientHost = o.undo.clientID, o.undo.clientHost
+			m.protocols, m.session, m.rebalance = o.undo.protocols, o.undo.session, o.undo.rebalance
+			m.deadline = now.Add(m.session)
 		}
 		s.respondJoinError(&o.w, "", code)
+		s.touch(g)
 		return
 	}
 	m.deadline = now.Add(m.session)
-	s.respond(o.w.id, s.joinResponse(g, m, o.w.version, m.id == g.leader))
+	resp := s.joinResponse(g, m, o.w.version, m.id == g.leader)
+	if o.w.version < 9 {
+		// Without SkipAssignment a restarted leader must not assign: it
+		// is told the leader is the member id it replaced, and so acts
+		// as a follower (Kafka does the same).
+		resp.LeaderID = o.oldLeader
+	}
+	s.respond(o.w.id, resp)
 	s.touch(g)
 }

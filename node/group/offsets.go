@@ -307,21 +307,30 @@ func (g *group) deleteOffset(topic string, p int32) {
 }
 
 // retentionCandidate notes the earliest check at which g may expire
-// something (a lower bound; a check that finds nothing changes nothing).
+// something: its earliest offset expiry, or the next check for an Empty
+// group without offsets (a lower bound: a check that finds nothing changes
+// nothing).
 func (s *Shard) retentionCandidate(g *group, now time.Time) {
 	if !s.loaded || s.cfg.RetentionCheckInterval <= 0 {
 		return
 	}
-	at := now
-	if len(g.offsets) > 0 {
-		at = now.Add(s.cfg.OffsetsRetention)
-		if g.state == stateEmpty && g.protocolType != "" {
-			at = g.stateTime.Add(s.cfg.OffsetsRetention)
+	var at time.Time
+	if len(g.offsets) == 0 {
+		if g.state != stateEmpty {
+			return
 		}
-	} else if g.state != stateEmpty {
-		return
+		at = now
 	}
-	s.retentionAt = earliest(s.retentionAt, s.checkAfter(at))
+	for _, ps := range g.offsets {
+		for _, o := range ps {
+			if base, ok := g.expiryBase(o); ok {
+				at = earliest(at, base.Add(s.cfg.OffsetsRetention))
+			}
+		}
+	}
+	if !at.IsZero() {
+		s.retentionAt = earliest(s.retentionAt, s.checkAfter(at))
+	}
 }
 
 // checkAfter is the first retention check at or after t.
@@ -340,6 +349,9 @@ func (s *Shard) checkAfter(t time.Time) time.Time {
 func (g *group) expiryBase(o offset) (time.Time, bool) {
 	switch {
 	case g.protocolType == "":
+		return time.UnixMilli(o.commitMs), true
+	case g.state == stateEmpty && g.stateTime.IsZero():
+		// A group record without currentStateTimestamp (before v2).
 		return time.UnixMilli(o.commitMs), true
 	case g.state == stateEmpty:
 		return g.stateTime, true

@@ -80,7 +80,10 @@ func groupRecord(g *group) Record {
 	v.Generation = g.generation
 	v.Protocol = nilIfEmpty(g.protocol)
 	v.Leader = nilIfEmpty(g.leader)
-	v.CurrentStateTimestamp = g.stateTime.UnixMilli()
+	v.CurrentStateTimestamp = -1
+	if !g.stateTime.IsZero() {
+		v.CurrentStateTimestamp = g.stateTime.UnixMilli()
+	}
 	for _, m := range g.sortedMembers() {
 		vm := kmsg.NewGroupMetadataValueMember()
 		vm.MemberID, vm.InstanceID = m.id, nilIfEmpty(m.instanceID)
@@ -185,7 +188,11 @@ func (s *Shard) replayGroup(id string, value []byte) error {
 	if err := v.ReadFrom(value); err != nil {
 		return fmt.Errorf("%w: group metadata value: %v", ErrCorruptRecord, err)
 	}
-	ng := newGroup(id, time.UnixMilli(v.CurrentStateTimestamp))
+	var since time.Time // none before v2: offsets expire from their commits
+	if v.CurrentStateTimestamp >= 0 {
+		since = time.UnixMilli(v.CurrentStateTimestamp)
+	}
+	ng := newGroup(id, since)
 	if g != nil {
 		ng.offsets = g.offsets
 	}
@@ -199,6 +206,9 @@ func (s *Shard) replayGroup(id string, value []byte) error {
 			session: durMs(vm.SessionTimeoutMillis), rebalance: durMs(vm.RebalanceTimeoutMillis),
 			protocols:  []protocol{{name: ng.protocol, metadata: vm.Subscription}},
 			assignment: vm.Assignment,
+		}
+		if vm.RebalanceTimeoutMillis == -1 { // v0 has none: the session timeout serves
+			m.rebalance = m.session
 		}
 		if vm.InstanceID != nil && *vm.InstanceID != "" {
 			m.instanceID = *vm.InstanceID

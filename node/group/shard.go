@@ -28,8 +28,10 @@ type op struct {
 
 	gen int32 // opAssignment: the generation assigned
 
-	// opStaticJoin: the replacement, to undo on failure.
-	instance, oldID, newID string
+	// opStaticJoin: the replacement, to undo on failure, and the leader
+	// before it.
+	instance, oldID, newID, oldLeader string
+	undo                              *member
 
 	// opCommit: the response, and the commits to apply on success.
 	commit  *kmsg.OffsetCommitResponse
@@ -86,6 +88,11 @@ func (s *Shard) loadDone(now time.Time) {
 			m.deadline = now.Add(m.session)
 		}
 		g.computeSubscribed()
+		if s.cfg.MaxSize > 0 && len(g.members) > s.cfg.MaxSize {
+			// group.max.size was lowered: the members rejoin, the last
+			// ones over the bound are refused (Kafka's onLoaded).
+			s.prepareRebalance(g, now)
+		}
 		s.touch(g)
 		s.retentionCandidate(g, now)
 	}

@@ -273,17 +273,31 @@ func (g *group) selectProtocol() string {
 }
 
 // computeSubscribed decodes the consumer protocol's subscriptions (Kafka's
-// ClassicGroup.computeSubscribedTopics); nil when the group does not use the
-// consumer protocol or a subscription does not decode.
+// ClassicGroup.computeSubscribedTopics): nil when the group does not use
+// the consumer protocol, has no protocol yet, or a subscription does not
+// decode. Like Kafka it reads only the version-0 prefix (topics, user
+// data) that every version of the subscription begins with.
 func (g *group) computeSubscribed() {
 	g.subscribed = nil
-	if g.protocolType != "consumer" || g.protocol == "" || len(g.members) == 0 {
+	if g.protocolType != "consumer" {
+		return
+	}
+	if len(g.members) == 0 {
+		g.subscribed = map[string]bool{}
+		return
+	}
+	if g.protocol == "" {
 		return
 	}
 	topics := map[string]bool{}
 	for _, m := range g.members {
+		b := m.metadata(g.protocol)
+		if len(b) < 2 {
+			return
+		}
+		v0 := append([]byte{0, 0}, b[2:]...)
 		var meta kmsg.ConsumerMemberMetadata
-		if err := meta.ReadFrom(m.metadata(g.protocol)); err != nil {
+		if err := meta.ReadFrom(v0); err != nil {
 			return
 		}
 		for _, t := range meta.Topics {
@@ -293,14 +307,11 @@ func (g *group) computeSubscribed() {
 	g.subscribed = topics
 }
 
-// subscribedTo is Kafka's ClassicGroup.isSubscribedToTopic, except that a
-// subscription that does not decode counts as subscribed to everything
-// (Kafka: to nothing): OffsetDelete must not remove the offsets a live
-// member may be using.
+// subscribedTo is Kafka's ClassicGroup.isSubscribedToTopic: a group that
+// does not know its subscriptions counts as subscribed to every topic if
+// it uses the consumer protocol (so OffsetDelete does not remove offsets
+// a live member may be using), to none otherwise.
 func (g *group) subscribedTo(topic string) bool {
-	if len(g.members) == 0 {
-		return false
-	}
 	if g.subscribed == nil {
 		return g.protocolType == "consumer"
 	}
@@ -330,14 +341,6 @@ func (g *group) metadataBytes() int {
 	n := 0
 	for _, m := range g.members {
 		n += protocolBytes(m.protocols)
-	}
-	return n
-}
-
-func (g *group) numOffsets() int {
-	n := 0
-	for _, ps := range g.offsets {
-		n += len(ps)
 	}
 	return n
 }
