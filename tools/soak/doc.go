@@ -192,6 +192,21 @@
 // one after its restart when no other was in the ISR) with FindCoordinator
 // naming its leader, and how long that took.
 //
+// The soak gives __consumer_offsets the run's sluice.durability and
+// min.insync.replicas (the node creates it page-cache, without a
+// min.insync.replicas: a power loss of every replica then loses
+// acknowledged commits and leaves its partitions without a leader), and
+// with page-cache durability includes it in the operator's unclean
+// elections and counts a commit a power loss took back as explained.
+//
+// Measured (shared 2-core VM, December, `sluice soak --duration 5m --seed
+// 20261201`: 3 nodes, sync, 2 groups of 3, every fault kind, 3 coordinator
+// kills): 806,714 deliveries (2,256 redelivered), 2,088 commits, 30
+// rebalances settled in p50 1.5 s, p99 21 s (rebalances during
+// coordinator failovers and power losses); commit latency p50 18 ms, p99
+// 1.6 s, max 14 s; a coordinator kill moved the group in 2.3–2.9 s
+// (broker.session.timeout.ms default); no violation.
+//
 // So that failed-visible checks real failures, a poison producer sends,
 // every --poison-every, one uncompressed record over the topic's
 // max.message.bytes (256 KiB; the workload's batches stay under 64 KiB):
