@@ -28,7 +28,8 @@ const (
 
 // Kinds lists every violation kind in report order.
 var Kinds = []string{KindLost, KindLostUnexplained, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable, KindNoEffect, KindBadAccepted,
-	KindCompactLostLatest, KindCompactPhantom, KindCompactOrder, KindCompactConflict}
+	KindCompactLostLatest, KindCompactPhantom, KindCompactOrder, KindCompactConflict,
+	KindGroupBackwards, KindGroupUndelivered, KindGroupDoubleOwner, KindGroupCommitLost}
 
 // CheckOptions tune the checker.
 type CheckOptions struct {
@@ -159,7 +160,12 @@ type Counts struct {
 	CompactPhantoms   int `json:"compaction_phantoms"`
 	CompactOrder      int `json:"compaction_offset_order"`
 	CompactConflicts  int `json:"compaction_offset_conflicts"`
-	ViolationsTotal   int `json:"violations"`
+	// The consumer-group invariants' violations (groupcheck.go).
+	GroupBackwards   int `json:"group_offset_backwards"`
+	GroupUndelivered int `json:"group_undelivered"`
+	GroupDoubleOwner int `json:"group_double_owner"`
+	GroupCommitLost  int `json:"group_commit_lost"`
+	ViolationsTotal  int `json:"violations"`
 }
 
 // Report is the checker's verdict.
@@ -191,6 +197,8 @@ type Report struct {
 	PerTP        map[string]TPCounts `json:"per_partition"`
 	// Compact: the compacted topic's numbers (nil: no compacted topic).
 	Compact *CompactCounts `json:"compacted_topic,omitempty"`
+	// Groups: the group workload's numbers (nil: no group workload).
+	Groups *GroupCounts `json:"groups,omitempty"`
 }
 
 // TPCounts are one partition's numbers.
@@ -203,10 +211,11 @@ type TPCounts struct {
 }
 
 type checker struct {
-	o     CheckOptions
-	r     *Report
-	per   map[TP]*TPCounts
-	power *powerWindows
+	o         CheckOptions
+	faultList []Fault // the history's
+	r         *Report
+	per       map[TP]*TPCounts
+	power     *powerWindows
 }
 
 func (c *checker) add(v Violation) {
@@ -229,7 +238,7 @@ func (c *checker) tp(tp TP) *TPCounts {
 func Check(h *History, o CheckOptions) *Report {
 	o.ensureDefaults()
 	r := &Report{ByKind: map[string]int{}, Faults: map[string]int{}, Skipped: map[string]int{}, PerTP: map[string]TPCounts{}, Quota: o.Quota, Start: h.Start, GapThreshold: o.GapThreshold, PageCache: o.PageCache}
-	c := &checker{o: o, r: r, per: map[TP]*TPCounts{}, power: newPowerWindows(h.Faults)}
+	c := &checker{o: o, r: r, per: map[TP]*TPCounts{}, power: newPowerWindows(h.Faults), faultList: h.Faults}
 	for _, tp := range h.Partitions {
 		c.tp(tp)
 	}
@@ -349,6 +358,7 @@ func Check(h *History, o CheckOptions) *Report {
 		}
 	}
 
+	c.groups(h, found)
 	c.faults(h)
 	c.badRequests(h)
 	c.windows(h)
@@ -380,6 +390,10 @@ func Check(h *History, o CheckOptions) *Report {
 	r.Counts.CompactPhantoms = r.ByKind[KindCompactPhantom]
 	r.Counts.CompactOrder = r.ByKind[KindCompactOrder]
 	r.Counts.CompactConflicts = r.ByKind[KindCompactConflict]
+	r.Counts.GroupBackwards = r.ByKind[KindGroupBackwards]
+	r.Counts.GroupUndelivered = r.ByKind[KindGroupUndelivered]
+	r.Counts.GroupDoubleOwner = r.ByKind[KindGroupDoubleOwner]
+	r.Counts.GroupCommitLost = r.ByKind[KindGroupCommitLost]
 	for _, n := range r.ByKind {
 		r.Counts.ViolationsTotal += n
 	}

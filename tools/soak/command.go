@@ -34,6 +34,9 @@ const (
 	// NegCompaction: the compacted topic's producers use acks=1 without
 	// idempotence (compact.go).
 	NegCompaction = "compaction"
+	// NegGroups: one member of the first consumer group commits offsets
+	// past what it polled and behind what it committed (groups.go).
+	NegGroups = "groups"
 )
 
 // Options of a soak run.
@@ -84,6 +87,15 @@ type Options struct {
 	CompactTopic      string
 	CompactRate       int
 	CompactKeys       int
+	// Groups is how many consumer groups read the soak topic (groups.go;
+	// 0: none), each with GroupMembers members at a time; GroupChurn the
+	// mean time between membership changes, GroupCommitEvery how often a
+	// member commits what it polled, GroupSession its session timeout.
+	Groups           int
+	GroupMembers     int
+	GroupChurn       time.Duration
+	GroupCommitEvery time.Duration
+	GroupSession     time.Duration
 }
 
 func (o *Options) acks1() bool { return o.NegativeControl == NegAcks1 }
@@ -106,8 +118,12 @@ nothing read at or above the high watermark, every partition writable again
 within --recovery-bound of the last heal. Beside it, keyed records and
 tombstones go to a compacted topic (--compacted-partitions; 0: none) whose
 cleaners run during the run: every key's latest acknowledged value must
-survive compaction, and nothing else may appear. It prints a summary table
-and writes a JSON report.
+survive compaction, and nothing else may appear. Consumer groups
+(--groups; kgo group consumers that commit after processing, leave and
+join) read the soak topic: committed offsets never go backwards, every
+record below an acknowledged commit was delivered first, no partition has
+two owners in one generation, and the final offsets are the last
+acknowledged commits. It prints a summary table and writes a JSON report.
 
 Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 --negative-control, the control lost nothing: the checker caught nothing);
@@ -162,7 +178,7 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.BoolVar(&o.PowerLoss, "power-loss", true, "run nodes on the power-loss filesystem (tools/soak/powerfs) and inject power-loss faults")
 	f.BoolVar(&o.NetFaults, "net-faults", true, "inject network partitions (needs root and iptables; skipped with a message otherwise)")
 	f.StringVar(&o.Durability, "durability", "sync", "the topic's sluice.durability: sync (fsync before ack, group commit) or page-cache")
-	f.StringVar(&o.NegativeControl, "negative-control", "", "acks1, unclean, page-cache or compaction: a run that must lose records (exit 0 only if the checker reports loss)")
+	f.StringVar(&o.NegativeControl, "negative-control", "", "acks1, unclean, page-cache, compaction or groups: a run that must lose records or break a group invariant (exit 0 only if the checker reports it)")
 	f.StringVar(&o.Report, "report", "", "JSON report path (default DIR/soak-report.json)")
 	f.BoolVar(&o.Keep, "keep", false, "leave the cluster running at the end")
 	f.StringArrayVar(&topicConfigs, "topic-config", nil, "extra topic config KEY=VALUE (repeatable; applied after the ones the flags imply)")
@@ -172,6 +188,11 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.StringVar(&o.CompactTopic, "compacted-topic", "soak-compacted", "name of the compacted topic")
 	f.IntVar(&o.CompactRate, "compacted-rate", 300, "records per second to the compacted topic")
 	f.IntVar(&o.CompactKeys, "compacted-keys", 1000, "distinct keys written to the compacted topic (each overwritten about rate×duration/keys times)")
+	f.IntVar(&o.Groups, "groups", 2, "consumer groups reading the soak topic (kgo group consumers, balancers cooperative-sticky, range, sticky, round-robin in turn); 0: none")
+	f.IntVar(&o.GroupMembers, "group-members", 3, "members of each group at a time")
+	f.DurationVar(&o.GroupChurn, "group-churn", 15*time.Second, "mean time between a member leaving a group (and a new one joining)")
+	f.DurationVar(&o.GroupCommitEvery, "group-commit-every", 500*time.Millisecond, "a member commits what it polled this often (and when partitions are revoked)")
+	f.DurationVar(&o.GroupSession, "group-session-timeout", 10*time.Second, "session timeout of the group members")
 	f.DurationVar(&o.BadClientEvery, "bad-client-every", 2*time.Second, "send a forged replica fetch, a future-epoch fetch or a poison batch this often (each must be refused); 0: never")
 	return cmd
 }
@@ -232,8 +253,17 @@ func (o *Options) validate() error {
 		// overwrite every key it lost (and the cleaner removes what
 		// refilled its offsets).
 		o.CompactKeys = max(o.CompactKeys, minControlKeys)
+	case NegGroups:
+		o.Groups, o.GroupMembers = max(o.Groups, 1), max(o.GroupMembers, 2)
 	default:
-		return fmt.Errorf("--negative-control %q: want acks1, unclean, page-cache or compaction", o.NegativeControl)
+		return fmt.Errorf("--negative-control %q: want acks1, unclean, page-cache, compaction or groups", o.NegativeControl)
+	}
+	switch {
+	case o.Groups < 0 || (o.Groups > 0 && (o.GroupMembers < 1 || o.GroupChurn <= 0 || o.GroupCommitEvery <= 0 || o.GroupSession <= 0)):
+		return fmt.Errorf("--groups %d, --group-members %d, --group-churn %v, --group-commit-every %v, --group-session-timeout %v: want groups ≥ 0 and the rest positive",
+			o.Groups, o.GroupMembers, o.GroupChurn, o.GroupCommitEvery, o.GroupSession)
+	case o.Groups > 26:
+		return fmt.Errorf("--groups %d: at most 26", o.Groups)
 	}
 	switch {
 	case o.CompactPartitions < 0:
@@ -242,8 +272,17 @@ func (o *Options) validate() error {
 		return fmt.Errorf("--compacted-rate %d, --compacted-keys %d, --compacted-topic %q: want ≥ 1, ≥ 1 and a name other than --topic", o.CompactRate, o.CompactKeys, o.CompactTopic)
 	}
 	if o.NegativeControl != "" {
-		// The control's scripted scenario replaces the random schedule.
-		o.Faults = []string{scenarioOf(o.NegativeControl)}
+		// The control's scripted scenario replaces the random schedule
+		// (the groups control has none: its wrong member is the fault).
+		o.Faults = nil
+		if sc := scenarioOf(o.NegativeControl); sc != "" {
+			o.Faults = []string{sc}
+		}
+	}
+	if o.Groups == 0 {
+		// No coordinator to kill; not in the schedule, so that its quota
+		// goes to no one.
+		o.Faults = slices.DeleteFunc(slices.Clone(o.Faults), func(k string) bool { return k == FaultKillCoordinator })
 	}
 	if o.MinISR > int(o.RF) {
 		o.MinISR = int(o.RF)
@@ -292,6 +331,14 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		// durability the ones a power loss explains are no violation, and
 		// still the loss the control must show.
 		c := r.Counts
+		if o.NegativeControl == NegGroups {
+			if c.GroupUndelivered+c.GroupBackwards+c.GroupCommitLost == 0 {
+				fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported no broken group invariant: the control did not do its job\n", o.NegativeControl)
+				return errViolated
+			}
+			fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported the wrong member's commits, as it must\n", o.NegativeControl)
+			return nil
+		}
 		if c.Lost+c.Vanished+c.VanishedExplained+c.Conflicts+c.ConflictsExplained+c.CompactLostLatest+c.CompactConflicts == 0 {
 			fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported no loss: the control did not do its job\n", o.NegativeControl)
 			return errViolated
@@ -342,8 +389,12 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		fmt.Fprintf(w, "soak: compacted topic %s: %d partitions, %d records/s over %d keys, configs %s\n",
 			o.CompactTopic, o.CompactPartitions, o.CompactRate, o.CompactKeys, strings.Join(ccfgs, " "))
 	}
+	if o.Groups > 0 {
+		fmt.Fprintf(w, "soak: consumer groups %v: %d members each, a member leaves and one joins every ~%v, commits every %v, session timeout %v\n",
+			groupNames(o.Groups), o.GroupMembers, o.GroupChurn, o.GroupCommitEvery, o.GroupSession)
+	}
 	if o.NegativeControl != "" {
-		fmt.Fprintf(w, "soak: NEGATIVE CONTROL %s: this run must lose acknowledged records\n", o.NegativeControl)
+		fmt.Fprintf(w, "soak: NEGATIVE CONTROL %s: this run must lose acknowledged records or break a group invariant\n", o.NegativeControl)
 	}
 	exe := o.Executable
 	if exe == "" {
@@ -452,7 +503,7 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	}
 	f := &faulter{l: l, exe: exe, adm: adm, cl: admCl, tps: tps, ctps: ctps, out: w, power: power, net: net,
 		sched:          newSchedule(o.Seed, o.Faults, o.FaultGap, o.Duration, len(tps)),
-		operatorElects: o.Durability == "page-cache", acks: byTP}
+		operatorElects: o.Durability == "page-cache", acks: byTP, groups: groupNames(o.Groups)}
 	control := scenarioOf(o.NegativeControl)
 	switch {
 	case control != "":
@@ -492,6 +543,18 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		wg.Go(func() { drive(wctx, p.produceKeyed, o.CompactRate/len(cprods)) })
 	}
 	cwg.Go(func() { cons.live(cctx) })
+	var groups *groupWorkload
+	gctx, stopGroups := context.WithCancel(ctx)
+	defer stopGroups()
+	if o.Groups > 0 {
+		groups = newGroupWorkload(seeds, tps, adm, w, &o)
+		if err := groups.start(gctx); err != nil {
+			return nil, err
+		}
+		cwg.Go(func() { groups.watchGenerations(gctx) })
+		cwg.Go(func() { groups.snapshots(gctx, time.Second) })
+		wg.Go(func() { groups.churn(wctx) })
+	}
 	var bad *badClient
 	if o.BadClientEvery > 0 {
 		bad = newBadClient(admCl, tps, o.BadClientEvery, int64(o.Seed))
@@ -521,6 +584,9 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	for _, p := range append(slices.Clone(prods), cprods...) {
 		fwg.Go(func() { p.finish(dctx) })
 	}
+	if groups != nil {
+		fwg.Go(func() { h.Groups = groups.stop(post, 30*time.Second) })
+	}
 	fwg.Wait()
 	cancel()
 	stopCleans()
@@ -529,6 +595,7 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		h.Compact.Cleans, h.Compact.CleanFailures = cleans.total[0], cleans.total[1]
 	}
 	stopCons()
+	stopGroups()
 	cwg.Wait()
 	cons.cl.Close()
 	h.Live = cons.reads

@@ -26,13 +26,16 @@ const (
 	FaultPause          = "pause"
 	FaultPowerLoss      = "power-loss"
 	FaultPartition      = "net-partition"
+	// FaultKillCoordinator kills the coordinator of a consumer group
+	// (groupsrun.go); only in runs with groups.
+	FaultKillCoordinator = "kill-coordinator"
 	// NodeExited is not a fault the schedule injects: a node found dead
 	// between faults, which the faulter restarts.
 	NodeExited = "node-exited"
 )
 
 // AllFaults is every fault kind, the default of --faults.
-var AllFaults = []string{FaultKillLeader, FaultKillController, FaultPause, FaultPowerLoss, FaultPartition}
+var AllFaults = []string{FaultKillLeader, FaultKillController, FaultPause, FaultPowerLoss, FaultPartition, FaultKillCoordinator}
 
 // faulter injects faults one at a time: rest, inject, hold, heal, next.
 // The schedule (seeded) fixes the sequence of kinds, partitions and
@@ -62,7 +65,10 @@ type faulter struct {
 	operatorElects bool
 	// acks counts acknowledged records by partition (the scenarios wait
 	// on it).
-	acks   *ackCounts
+	acks *ackCounts
+	// groups are the consumer groups whose coordinators
+	// kill-coordinator picks from.
+	groups []string
 	faults []Fault
 }
 
@@ -172,6 +178,12 @@ func (f *faulter) inject(ctx context.Context, st step, hold time.Duration) Fault
 			provedFailover(&fl, "active controller", <-seen)
 		}
 		f.electAfterKill(ctx, &fl, err)
+	case FaultKillCoordinator:
+		why, cerr := f.killCoordinator(ctx, &fl, st, hold)
+		if why != "" {
+			return skip(why)
+		}
+		err = cerr
 	case FaultPowerLoss:
 		if f.power == nil {
 			return skip("power loss is off (--power-loss=false)")
@@ -392,6 +404,7 @@ func (f *faulter) electUnclean(ctx context.Context) string {
 	for _, tp := range f.allTPs() {
 		set.Add(tp.Topic, tp.Partition)
 	}
+	f.addOffsetsTopic(ectx, set)
 	var elected []string
 	for {
 		res, err := f.adm.ElectLeaders(ectx, kadm.ElectLiveReplica, set)
@@ -423,7 +436,7 @@ func (f *faulter) electUnclean(ctx context.Context) string {
 	if len(elected) == 0 {
 		return noElectionNeeded
 	}
-	return fmt.Sprintf("operator's unclean election of %s", strings.Join(elected, " "))
+	return fmt.Sprintf("operator's unclean election of %s", strings.Join(shortOffsets(elected), " "))
 }
 
 // waitReady waits until every node of l answers 200 on /readyz.

@@ -166,6 +166,9 @@ type History struct {
 	// Compact is the compacted topic's workload (nil: none); the
 	// compaction invariants check it (compactcheck.go).
 	Compact *CompactHistory `json:"compact,omitempty"`
+	// Groups is the consumer-group workload (nil: none); the group
+	// invariants check it (groupcheck.go).
+	Groups *GroupHistory `json:"groups,omitempty"`
 }
 
 // CompactHistory is what the compacted-topic workload observed.

@@ -69,6 +69,22 @@ func PrintSummary(w io.Writer, r *Report) {
 			fmt.Fprintf(tw, "  %s\t%d\t\n", row.name, row.n)
 		}
 	}
+	if g := r.Groups; g != nil {
+		fmt.Fprintln(tw, "CONSUMER GROUPS\t\t")
+		for _, row := range []struct {
+			name string
+			n    int
+		}{
+			{"groups", g.Groups}, {"member incarnations", g.Members}, {"records delivered", g.Deliveries},
+			{"  redelivered (at-least-once)", g.Redelivered}, {"commits", g.Commits},
+			{"  partitions acknowledged", g.CommitAcked}, {"  partitions refused", g.CommitFailed}, {"  partitions unknown", g.CommitUnk},
+			{"offsets read back during the run", g.Snapshots}, {"assignment changes", g.Assignments},
+			{"records checked delivered before a commit", g.Checked}, {"rebalances unsettled", g.Unsettled},
+			{"losses explained by a power loss", g.Explained},
+		} {
+			fmt.Fprintf(tw, "  %s\t%d\t\n", row.name, row.n)
+		}
+	}
 	fmt.Fprintln(tw, "INVARIANTS\tVIOLATIONS\t")
 	for _, k := range Kinds {
 		mark := "ok"
@@ -81,6 +97,22 @@ func PrintSummary(w io.Writer, r *Report) {
 
 	printWindows(w, r)
 	printWritable(w, r)
+	if g := r.Groups; g != nil {
+		fmt.Fprintf(w, "consumer groups: rebalance time %s; commit latency %s; final lag %v\n", g.RebalanceTime, g.CommitLatency, g.Lag)
+		shown := 0
+		for _, rb := range g.Rebalances {
+			if rb.End.IsZero() && shown < 3 {
+				shown++
+				fmt.Fprintf(w, "  unsettled: %s %s at +%v: %s\n", rb.Group, rb.Cause, rb.Start.Sub(r.Start).Round(100*time.Millisecond), rb.Unsettled)
+			}
+		}
+		if g.GenRegressions > 0 {
+			fmt.Fprintf(w, "consumer groups: %d generation(s) handed out below one already synced (a lost group record?), e.g.:\n", g.GenRegressions)
+			for _, e := range g.GenExamples {
+				fmt.Fprintf(w, "  %s\n", e)
+			}
+		}
+	}
 	printPowerLosses(w, r)
 	printLosses(w, r)
 	var slow time.Duration

@@ -42,6 +42,7 @@ func TestSoakShort(t *testing.T) {
 		NodeConfigs:       map[string]string{"broker.session.timeout.ms": "3000"},
 		Executable:        exe,
 		CompactPartitions: 2, CompactTopic: "soak-compacted", CompactRate: 200, CompactKeys: 500,
+		Groups: 2, GroupMembers: 2, GroupChurn: 10 * time.Second, GroupCommitEvery: 500 * time.Millisecond, GroupSession: 6 * time.Second,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -53,7 +54,7 @@ func TestSoakShort(t *testing.T) {
 		return
 	}
 	t.Logf("soak output:\n%s", out.String())
-	want := []string{FaultKillLeader, FaultKillController, FaultPause, FaultPowerLoss}
+	want := []string{FaultKillLeader, FaultKillController, FaultPause, FaultPowerLoss, FaultKillCoordinator}
 	switch {
 	case fr.NetFaultsOff != "" && os.Getenv("CI") != "":
 		t.Errorf("network partitions not injected, and CI is set (.ci/run installs iptables): %s", fr.NetFaultsOff)
@@ -94,6 +95,13 @@ func TestSoakShort(t *testing.T) {
 	// something.
 	if cc := fr.Compact; cc == nil || cc.Acked == 0 || cc.Tombstones == 0 || cc.Holes == 0 || cc.LatestPresent == 0 || cc.Cleans == 0 {
 		t.Errorf("compacted topic: %+v: want acknowledged records and tombstones, offsets compacted away, cleans counted, latest values present", cc)
+	}
+	// The consumer groups consumed and committed, and rebalanced, so that
+	// their invariants checked something.
+	if g := fr.Groups; g == nil || g.Deliveries == 0 || g.CommitAcked == 0 || g.Checked == 0 || g.Snapshots == 0 || g.RebalanceTime.N == 0 {
+		t.Errorf("consumer groups: %+v: want deliveries, acknowledged commits, checked records, offsets read back and settled rebalances", g)
+	} else {
+		t.Logf("consumer groups: rebalance time %s, commit latency %s", g.RebalanceTime, g.CommitLatency)
 	}
 	// The live consumer read every partition during the run, so that the
 	// vanished, above-hw and live-conflict checks checked something.
