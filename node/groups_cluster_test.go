@@ -251,6 +251,7 @@ func TestGroupsCoordinatorFailover(t *testing.T) {
 		coordID = t.Partitions[group.Partition(groupID, int32(len(t.Partitions)))].Leader
 	})
 	victim := c.nodes[coordID-1]
+	t.Logf("killing node %d, coordinator of %s (active controller: %v)", coordID, groupID, victim.ctrl.IsLeader())
 	start := time.Now()
 	c.kill(victim)
 	produceRound(ctx, t, c, topic, parts, round, round)
