@@ -233,6 +233,9 @@ func (h *harness) ack(err error) {
 }
 
 func (h *harness) writeMarkers(failed []TopicPartition) {
+	if len(h.markers) == 0 {
+		h.t.Fatalf("%s: no markers to write", h.d.Pos)
+	}
 	m := h.markers[0]
 	h.markers = h.markers[1:]
 	if len(failed) > 0 {

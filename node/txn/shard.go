@@ -94,6 +94,7 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 		code = appendErrorCode(err)
 	}
 	if code != 0 {
+		t.failedAt = now
 		if t.epoch < 0 && !o.remove {
 			// A new id whose first record failed: it never existed.
 			delete(s.txns, t.id)
@@ -112,6 +113,7 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 		}
 		return
 	}
+	t.failedAt = time.Time{}
 	if o.remove {
 		delete(s.txns, t.id)
 		return

@@ -69,6 +69,10 @@ type txn struct {
 	retry       []TopicPartition
 	retryAt     time.Time
 	markersDone bool
+	// failedAt is when the last write for t failed (zero after one
+	// succeeded): a failed timeout abort or expiry waits for the next
+	// periodic check after it.
+	failedAt time.Time
 }
 
 // busy: a write or markers are in flight or due: requests that would

@@ -38,15 +38,26 @@ func (s *Shard) dueOf(t *txn) time.Time {
 	if t.busy() {
 		return time.Time{}
 	}
+	var d time.Time
+	var interval time.Duration
 	switch {
 	case t.state == Ongoing:
 		// Kafka aborts at the first check after start + timeout.
-		return s.checkAfter(t.start.Add(t.timeout), s.cfg.AbortInterval, true)
+		interval = s.cfg.AbortInterval
+		d = s.checkAfter(t.start.Add(t.timeout), interval, true)
 	case t.state.idle():
 		// Removed at the first check at or after updated + expiration.
-		return s.checkAfter(t.updated.Add(s.cfg.IDExpiration), s.cfg.RemoveInterval, false)
+		interval = s.cfg.RemoveInterval
+		d = s.checkAfter(t.updated.Add(s.cfg.IDExpiration), interval, false)
+	default:
+		return time.Time{}
 	}
-	return time.Time{}
+	if !t.failedAt.IsZero() {
+		if r := s.checkAfter(t.failedAt, interval, true); r.After(d) {
+			d = r
+		}
+	}
+	return d
 }
 
 func (s *Shard) nextDue() time.Time {
