@@ -101,12 +101,9 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 		}
 		if o.next.state == CompleteCommit || o.next.state == CompleteAbort {
 			// Markers are written; only the record is missing: write it
-			// again after the backoff (Kafka retries the append unless
-			// the coordinator moved).
-			t.markersDone = true
-			if code != codeNotCoordinator {
-				t.retryAt = now.Add(s.cfg.RetryBackoff)
-			}
+			// again after the backoff (as Kafka retries the append; if
+			// the coordinator moved, the driver drops the shard).
+			t.markersDone, t.retryAt = true, now.Add(s.cfg.RetryBackoff)
 		}
 		if o.done != nil {
 			o.done(code)
