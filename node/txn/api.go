@@ -242,7 +242,8 @@ func (s *Shard) Ready() Ready {
 	return rd
 }
 
-// Loaded reports whether LoadDone was called.
+// Loaded reports whether LoadDone was called (before it, the driver
+// answers ListTransactions COORDINATOR_LOAD_IN_PROGRESS).
 func (s *Shard) Loaded() bool { return s.loaded }
 
 // ListTransactions is the shard's part of a ListTransactions answer:
