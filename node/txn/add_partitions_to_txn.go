@@ -21,6 +21,7 @@ package txn
 // Version notes: before v2, PRODUCER_FENCED is INVALID_PRODUCER_EPOCH.
 
 import (
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,7 +42,8 @@ func (s *Shard) addCheck(id string, pid int64, epoch int16) (*txn, int16) {
 	switch {
 	case t == nil || t.epoch < 0 || t.pid != pid:
 		return nil, codeInvalidMapping
-	case t.epoch != epoch:
+	case t.epoch != epoch || epoch == math.MaxInt16:
+		// 32767 is the fencing epoch, never given to a producer.
 		return nil, codeFenced
 	case t.busy() || t.state == PrepareCommit || t.state == PrepareAbort:
 		return nil, codeConcurrent
