@@ -153,6 +153,9 @@ type Shard struct {
 	asked           bool            // NeedProducerIDs given, no answer yet
 	pidNext, pidEnd int64           // the producer id block: [pidNext, pidEnd)
 
+	timers timerHeap     // the ids with a due time, earliest first
+	dirty  map[*txn]bool // ids changed by this event: their due times to recompute
+
 	// anchor is the load time: the abort and removal checks run every
 	// AbortInterval and RemoveInterval from it, as Kafka schedules them.
 	anchor time.Time
@@ -163,7 +166,7 @@ type Shard struct {
 // NewShard is an empty, loading shard for partition p.
 func NewShard(p int32, cfg Config) *Shard {
 	return &Shard{partition: p, cfg: cfg, txns: map[string]*txn{}, ops: map[uint64]*op{},
-		markers: map[uint64]*txn{}}
+		markers: map[uint64]*txn{}, dirty: map[*txn]bool{}}
 }
 
 // Replay applies one record of the partition, in offset order, while
@@ -227,7 +230,7 @@ func (s *Shard) TickTo(now time.Time) {
 }
 
 // NextDue is when the clock alone would next change anything (zero:
-// never). It looks at every id of the shard.
+// never).
 func (s *Shard) NextDue() time.Time {
 	if !s.loaded {
 		return time.Time{}

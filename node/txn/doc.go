@@ -61,8 +61,9 @@
 //     schedules it) after start + timeout; ids idle for IDExpiration are
 //     removed with a tombstone at the removal check (every
 //     RemoveInterval); a failed abort or tombstone waits for the next
-//     check. NextDue is exact: a tick before it changes nothing. It looks
-//     at every id (no heap yet: fine for thousands of ids per shard).
+//     check. One heap entry per id at its due time, recomputed at the end
+//     of each event for the ids it changed; NextDue is exact: a tick
+//     before it changes nothing.
 //   - admin.go: DescribeTransactions, ListTransactions, Stats.
 //
 // Transaction version: this coordinator is Kafka's transaction.version 1

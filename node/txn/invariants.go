@@ -7,6 +7,7 @@ import (
 )
 
 func (s *Shard) check(what string) {
+	s.flushTimers()
 	if !invariantsOn {
 		return
 	}
@@ -66,6 +67,19 @@ func (s *Shard) checkInvariants() error {
 		}
 		if t.pending != nil && writes[t] == 0 && !markerWork {
 			return fmt.Errorf("%q is busy with nothing in flight", id)
+		}
+	}
+	for i, t := range s.timers {
+		if t.at != i+1 || s.txns[t.id] != t {
+			return fmt.Errorf("timer %d is %q at %d", i, t.id, t.at)
+		}
+	}
+	for id, t := range s.txns {
+		if t.at > len(s.timers) || t.at > 0 && s.timers[t.at-1] != t {
+			return fmt.Errorf("%q due %v is not at heap slot %d", id, t.due, t.at)
+		}
+		if d := s.dueOf(t); !d.Equal(t.due) || d.IsZero() != (t.at == 0) {
+			return fmt.Errorf("%q due %v, timer at %v (heap slot %d)", id, d, t.due, t.at)
 		}
 	}
 	if len(s.waitPID) > 0 && s.pidNext < s.pidEnd {

@@ -13,6 +13,8 @@ func TestCheckInvariantsReportsBadStates(t *testing.T) {
 		s.LoadDone(t0)
 		s.txns["x"] = &txn{id: "x", lastEpoch: -1, meta: meta{pid: 1, epoch: 0, lastPid: -1, timeout: time.Minute,
 			state: Ongoing, parts: []TopicPartition{{"t", 0}, {"t", 1}}, start: t0, updated: t0}}
+		s.touch(s.txns["x"])
+		s.flushTimers()
 		return s
 	}
 	if err := good().checkInvariants(); err != nil {
@@ -29,6 +31,8 @@ func TestCheckInvariantsReportsBadStates(t *testing.T) {
 		{"prepared without markers", func(s *Shard) { s.txns["x"].state = PrepareCommit }, "no markers"},
 		{"busy with nothing", func(s *Shard) { s.txns["x"].pending = &op{} }, "busy with nothing"},
 		{"held under another id", func(s *Shard) { s.txns["y"] = s.txns["x"] }, "held as"},
+		{"timer lost", func(s *Shard) { s.timers = nil }, "due"},
+		{"timer stale", func(s *Shard) { s.txns["x"].timeout = time.Hour }, "due"},
 		{"waiting with ids left", func(s *Shard) { s.waitPID = []Request{{}}; s.pidEnd = 5 }, "wait for producer ids"},
 	} {
 		s := good()

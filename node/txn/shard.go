@@ -30,6 +30,7 @@ func (s *Shard) write(o *op) {
 	s.nextID++
 	s.ops[s.nextID] = o
 	o.t.pending = o
+	s.touch(o.t)
 	rec := tombstone(o.t.id)
 	if !o.remove {
 		rec = metaRecord(o.t.id, o.next)
@@ -44,6 +45,7 @@ func (s *Shard) loadDone(now time.Time) {
 	s.loaded = true
 	s.anchor = now
 	for _, id := range sortedIDs(s.txns) {
+		s.touch(s.txns[id])
 		if t := s.txns[id]; t.state == PrepareCommit || t.state == PrepareAbort {
 			// Kafka's loadTransactionsForTxnTopicPartition: the markers of
 			// a prepared transaction are sent again.
@@ -89,6 +91,7 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 	delete(s.ops, id)
 	t := o.t
 	t.pending = nil
+	s.touch(t)
 	code := int16(0)
 	if err != nil {
 		code = appendErrorCode(err)
@@ -142,6 +145,7 @@ func (s *Shard) sendMarkers(t *txn, parts []TopicPartition) {
 	s.nextID++
 	s.markers[s.nextID] = t
 	t.markersID = s.nextID
+	s.touch(t)
 	t.pending = &op{t: t} // busy until the transaction completes
 	s.ready.Markers = append(s.ready.Markers, Markers{ID: s.nextID, TransactionalID: t.id,
 		ProducerID: t.pid, ProducerEpoch: t.epoch, Commit: t.state == PrepareCommit,
@@ -155,6 +159,7 @@ func (s *Shard) markersWritten(now time.Time, id uint64, failed []TopicPartition
 	}
 	delete(s.markers, id)
 	t.markersID = 0
+	s.touch(t)
 	var retry []TopicPartition
 	for _, p := range failed {
 		if contains(t.parts, p) && !contains(retry, p) {

@@ -73,6 +73,11 @@ type txn struct {
 	// succeeded): a failed timeout abort or expiry waits for the next
 	// periodic check after it.
 	failedAt time.Time
+
+	// due is when the clock next changes t (zero: never); at is t's
+	// place in the shard's timer heap plus one (0: not in it).
+	due time.Time
+	at  int
 }
 
 // busy: a write or markers are in flight or due: requests that would

@@ -1,8 +1,10 @@
 package txn
 
 import (
+	"container/heap"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -61,22 +63,51 @@ func (s *Shard) dueOf(t *txn) time.Time {
 }
 
 func (s *Shard) nextDue() time.Time {
-	var due time.Time
-	for _, t := range s.txns {
-		if d := s.dueOf(t); !d.IsZero() && (due.IsZero() || d.Before(due)) {
-			due = d
+	if len(s.timers) == 0 {
+		return time.Time{}
+	}
+	return s.timers[0].due
+}
+
+// touch marks t changed: its due time is recomputed at the end of the
+// event (flushTimers).
+func (s *Shard) touch(t *txn) { s.dirty[t] = true }
+
+// flushTimers puts the changed ids at their due times in the heap (or
+// out of it, and out of it if they are gone).
+func (s *Shard) flushTimers() {
+	if !s.loaded {
+		return
+	}
+	for t := range s.dirty {
+		delete(s.dirty, t)
+		due := time.Time{}
+		if s.txns[t.id] == t {
+			due = s.dueOf(t)
+		}
+		t.due = due
+		switch {
+		case due.IsZero() && t.at > 0:
+			heap.Remove(&s.timers, t.at-1)
+		case !due.IsZero() && t.at > 0:
+			heap.Fix(&s.timers, t.at-1)
+		case !due.IsZero():
+			heap.Push(&s.timers, t)
 		}
 	}
-	return due
 }
 
 func (s *Shard) tick(now time.Time) {
-	for _, id := range sortedIDs(s.txns) {
-		t := s.txns[id]
-		d := s.dueOf(t)
-		if d.IsZero() || d.After(now) {
-			continue
-		}
+	s.flushTimers()
+	var fire []*txn
+	for len(s.timers) > 0 && !s.timers[0].due.After(now) {
+		t := heap.Pop(&s.timers).(*txn)
+		t.due = time.Time{}
+		s.touch(t)
+		fire = append(fire, t)
+	}
+	slices.SortFunc(fire, func(a, b *txn) int { return strings.Compare(a.id, b.id) })
+	for _, t := range fire {
 		switch {
 		case !t.retryAt.IsZero():
 			if t.markersDone {
@@ -92,6 +123,33 @@ func (s *Shard) tick(now time.Time) {
 			s.write(&op{t: t, remove: true})
 		}
 	}
+}
+
+// timerHeap orders ids by due time, then id.
+type timerHeap []*txn
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if !h[i].due.Equal(h[j].due) {
+		return h[i].due.Before(h[j].due)
+	}
+	return h[i].id < h[j].id
+}
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].at, h[j].at = i+1, j+1
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*txn)
+	t.at = len(*h) + 1
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	*h = old[:len(old)-1]
+	t.at = 0
+	return t
 }
 
 // fenceAbort aborts t's ongoing transaction with the epoch bumped (Kafka's
