@@ -84,6 +84,10 @@
 //   - A failed timeout abort or expiry is tried again at the next periodic
 //     check after the failure, so NextDue never lies in the past.
 //
+// A write that timed out may still reach the log: like Kafka's
+// coordinator, this one cannot know, and the next coordinator loads what
+// the log holds.
+//
 // # Records
 //
 // Kafka's __transaction_state schemas (records.go draws them):
