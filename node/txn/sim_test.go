@@ -29,7 +29,7 @@ type sim struct {
 	open  map[uint64]bool
 	prods map[string]*simProducer
 	inits map[uint64]string // open InitProducerId requests: their producer
-	stats struct{ answered, commits, aborts, fenced int }
+	stats struct{ answered, commits, aborts, fenced, rotations int }
 }
 
 type simProducer struct {
@@ -48,10 +48,20 @@ func newSim(t *testing.T, seed int64) *sim {
 	x := &sim{t: t, rng: rand.New(rand.NewSource(seed)), cfg: cfg, now: t0, pid: 1000,
 		open: map[uint64]bool{}, inits: map[uint64]string{}, prods: map[string]*simProducer{}}
 	x.s = NewShard(0, cfg)
-	x.s.LoadDone(x.now)
 	for _, id := range simIDs {
 		x.prods[id] = &simProducer{}
+		if seed%2 == 1 {
+			// Near the last epoch: rotations to new producer ids happen
+			// within the run.
+			r := metaRecord(id, meta{pid: 100 + int64(len(x.log)), epoch: 32760, lastPid: -1, timeout: time.Minute, updated: t0})
+			x.log = append(x.log, r)
+			if err := x.s.Replay(0, r.Key, r.Value); err != nil {
+				t.Fatal(err)
+			}
+			x.prods[id] = &simProducer{pid: 100 + int64(len(x.log)-1), epoch: 32760, known: true}
+		}
 	}
+	x.s.LoadDone(x.now)
 	x.collect()
 	return x
 }
@@ -85,6 +95,9 @@ func (x *sim) learn(r Response) {
 		delete(x.inits, r.ID)
 		if ok && b.ErrorCode == 0 {
 			p := x.prods[id]
+			if p.known && p.pid != b.ProducerID && x.s.txns[id] != nil && x.s.txns[id].lastPid == p.pid {
+				x.stats.rotations++ // the epoch ran out: a new producer id
+			}
 			p.pid, p.epoch, p.known = b.ProducerID, b.ProducerEpoch, true
 		}
 	case *kmsg.EndTxnResponse:
@@ -325,10 +338,14 @@ func TestRandom(t *testing.T) {
 			total.stats.answered += x.stats.answered
 			total.stats.commits += x.stats.commits
 			total.stats.aborts += x.stats.aborts
+			total.stats.rotations += x.stats.rotations
 		})
 	}
 	if total.stats.commits == 0 || total.stats.aborts == 0 {
 		t.Fatalf("the random producers never committed (%d) or aborted (%d): the test tests nothing", total.stats.commits, total.stats.aborts)
 	}
-	t.Logf("%d answers, %d commits, %d aborts", total.stats.answered, total.stats.commits, total.stats.aborts)
+	if total.stats.rotations == 0 {
+		t.Fatalf("no producer id was ever rotated at the last epoch")
+	}
+	t.Logf("%d answers, %d commits, %d aborts, %d rotations", total.stats.answered, total.stats.commits, total.stats.aborts, total.stats.rotations)
 }
