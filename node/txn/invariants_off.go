@@ -1,0 +1,6 @@
+//go:build !invariants
+
+package txn
+
+// invariantsOn is off in production builds; see invariants_on.go.
+const invariantsOn = false
