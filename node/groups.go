@@ -66,7 +66,7 @@ func (b *broker) FindGroupCoordinator(ctx context.Context, listener, groupID str
 
 // createOffsetsTopic creates __consumer_offsets: offsets.topic.* shaped,
 // compacted, its replication factor clamped to the live brokers (with a
-// warning). Another node creating it at the same time is no error.
+// warning), min.insync.replicas 2 (1 when it has one replica). Another node creating it at the same time is no error.
 func (n *Node) createOffsetsTopic(ctx context.Context) {
 	g := n.cfg.Groups
 	rf := g.OffsetsTopicReplicationFactor
@@ -87,7 +87,10 @@ func (n *Node) createOffsetsTopic(ctx context.Context) {
 		rf = int16(live)
 	}
 	spec := quorum.TopicSpec{Name: group.OffsetsTopic, Partitions: g.OffsetsTopicNumPartitions, ReplicationFactor: rf,
-		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(int(g.OffsetsTopicSegmentBytes))}}
+		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(int(g.OffsetsTopicSegmentBytes)),
+			// A commit is acknowledged once in the ISR; with two copies
+			// required, one lost disk never loses an acknowledged commit.
+			"min.insync.replicas": strconv.Itoa(int(min(rf, 2)))}}
 	res, err := n.decideTopics(ctx, &quorum.CreateTopics{Topics: []quorum.TopicSpec{spec}}, false)
 	switch {
 	case err != nil:

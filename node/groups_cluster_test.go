@@ -221,6 +221,28 @@ func TestGroupsThreeNodes(t *testing.T) {
 			fresh.mu.Unlock()
 		})
 	}
+	// The offsets topic: compacted, and two copies before a commit is
+	// acknowledged.
+	rcs, err := adm.DescribeTopicConfigs(ctx, "__consumer_offsets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("__consumer_offsets", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"cleanup.policy": "compact", "min.insync.replicas": "2"}
+	for _, cfg := range rc.Configs {
+		if w, ok := want[cfg.Key]; ok {
+			if cfg.Value == nil || *cfg.Value != w {
+				t.Errorf("__consumer_offsets %s = %v, want %s", cfg.Key, cfg.Value, w)
+			}
+			delete(want, cfg.Key)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("__consumer_offsets configs missing: %v", want)
+	}
 }
 
 // TestGroupsCoordinatorFailover: the node coordinating a group is killed
