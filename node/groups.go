@@ -66,7 +66,8 @@ func (b *broker) FindGroupCoordinator(ctx context.Context, listener, groupID str
 
 // createOffsetsTopic creates __consumer_offsets: offsets.topic.* shaped,
 // compacted, its replication factor clamped to the live brokers (with a
-// warning), min.insync.replicas 2 (1 when it has one replica). Another node creating it at the same time is no error.
+// warning), min.insync.replicas 2 (1 when it has one replica). Another
+// node creating it at the same time is no error.
 func (n *Node) createOffsetsTopic(ctx context.Context) {
 	g := n.cfg.Groups
 	rf := g.OffsetsTopicReplicationFactor
