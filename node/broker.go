@@ -33,7 +33,7 @@ func (b *broker) Metadata(ctx context.Context, q kafka.MetadataQuery) (kafka.Clu
 		var missing []quorum.TopicSpec
 		n.ctrl.View(func(im *quorum.Image) {
 			for _, t := range q.Topics {
-				if t.Name != "" && t.ID == (kafka.TopicID{}) && im.Topics[t.Name] == nil && kafka.ValidTopicName(t.Name) {
+				if t.Name != "" && t.ID == (kafka.TopicID{}) && im.Topics[t.Name] == nil && kafka.ValidTopicName(t.Name) && !isInternal(t.Name) {
 					missing = append(missing, quorum.TopicSpec{Name: t.Name, Partitions: n.cfg.NumPartitions, ReplicationFactor: n.cfg.DefaultReplicationFactor})
 				}
 			}
@@ -69,7 +69,7 @@ func (b *broker) Metadata(ctx context.Context, q kafka.MetadataQuery) (kafka.Clu
 			}
 		}
 		add := func(t *quorum.Topic) {
-			tm := kafka.TopicMetadata{Name: t.Name, ID: kafka.TopicID(t.ID)}
+			tm := kafka.TopicMetadata{Name: t.Name, ID: kafka.TopicID(t.ID), Internal: isInternal(t.Name)}
 			for i, p := range t.Partitions {
 				pm := kafka.PartitionMetadata{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR}
 				for _, r := range p.Replicas {
@@ -114,6 +114,10 @@ func (b *broker) CreateTopics(ctx context.Context, topics []kafka.NewTopic, vali
 	var idx []int // out index of each topic in cmd
 	for i, t := range topics {
 		out[i] = kafka.CreatedTopic{NumPartitions: -1, ReplicationFactor: -1}
+		if isInternal(t.Name) {
+			out[i].Err, out[i].ErrMessage = internalTopicError(t.Name, "create")
+			continue
+		}
 		if err := validateTopicConfigs(n.cfg, t.Configs); err != nil {
 			out[i].Err, out[i].ErrMessage = kerr.InvalidConfig, err.Error()
 			continue
@@ -195,6 +199,10 @@ func (b *broker) DeleteTopics(ctx context.Context, refs []kafka.TopicRef) ([]kaf
 				}
 				out[i].Name = t.Name
 			}
+			if isInternal(out[i].Name) {
+				out[i].Err, out[i].ErrMessage = internalTopicError(out[i].Name, "delete")
+				continue
+			}
 			cmd.Names = append(cmd.Names, out[i].Name)
 			idx = append(idx, i)
 		}
@@ -271,7 +279,14 @@ func (b *broker) lookup(topic string, partition int32) (*replica.Replica, error)
 }
 
 // Produce implements kafka.Logs.
+//
+// Clients may not write to internal topics: INVALID_TOPIC_EXCEPTION, as
+// Kafka answers (the group coordinator writes __consumer_offsets through
+// coordHost, not here).
 func (b *broker) Produce(ctx context.Context, p kafka.ProducePartition) kafka.ProduceResult {
+	if isInternal(p.Topic) {
+		return kafka.ProduceResult{Err: kerr.InvalidTopicException, ErrMessage: "Cannot append to internal topic " + p.Topic, BaseOffset: -1, LogStartOffset: -1}
+	}
 	r, err := b.lookup(p.Topic, p.Partition)
 	if err != nil {
 		return kafka.ProduceResult{Err: err, BaseOffset: -1, LogStartOffset: -1}

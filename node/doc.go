@@ -109,6 +109,21 @@
 // the pool (a running Clean cancelled and waited for) before its log is
 // closed or deleted.
 //
+// # Consumer groups
+//
+// groups.go: the broker serves kafka.Groups through node/coord. The first
+// FindCoordinator for a group creates __consumer_offsets
+// (offsets.topic.num.partitions, offsets.topic.replication.factor clamped
+// to the live brokers with a warning, cleanup.policy=compact,
+// offsets.topic.segment.bytes); a group's coordinator is the leader of
+// its partition. After each reconciliation (the replicas became leaders or
+// followers) syncGroups tells the coordinator which offsets partitions
+// this node leads, at which epoch, and which topics were deleted.
+// coordHost writes the shards' records through the replica's Produce,
+// acks=all, the path clients take, which itself refuses clients' writes
+// to internal topics; CreateTopics, DeleteTopics and CreatePartitions
+// refuse them too, and Metadata marks them internal.
+//
 // # Admin writes
 //
 // CreateTopics, CreatePartitions, DeleteTopics and IncrementalAlterConfigs

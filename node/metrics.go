@@ -253,3 +253,31 @@ func (c *isrChanges) counts() (shrinks, expands int64) {
 	defer c.mu.Unlock()
 	return c.mu.shrinks, c.mu.expands
 }
+
+var _ metrics.GroupSource = (*metricsSource)(nil)
+
+// Groups implements metrics.GroupSource from the coordinator's loaded
+// shards; the lag of a committed offset is taken against the high
+// watermark of the local replica of its partition, where there is one.
+func (s *metricsSource) Groups() metrics.GroupStat {
+	n := (*Node)(s)
+	loaded, _ := n.coord.Stats()
+	gs := metrics.GroupStat{ByState: map[string]int{}, OffsetCommits: n.coord.OffsetsCommitted()}
+	for _, sh := range loaded {
+		for state, c := range sh.Groups {
+			gs.ByState[state] += c
+		}
+		gs.Expired += sh.Expired
+		for g, topics := range sh.Offsets {
+			for topic, parts := range topics {
+				for p, off := range parts {
+					gs.Offsets++
+					if r := n.replica(topic, p); r != nil {
+						gs.Lag = append(gs.Lag, metrics.GroupLag{Group: g, Topic: topic, Partition: p, Records: max(r.HighWatermark()-off, 0)})
+					}
+				}
+			}
+		}
+	}
+	return gs
+}

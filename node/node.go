@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluice-log/sluice/node/cleaner"
 	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/node/coord"
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/node/replica"
@@ -91,6 +92,11 @@ type Node struct {
 
 	// rm runs the replicas of the partitions hosted here (node/replica).
 	rm *replica.Manager
+	// coord runs the group coordinator's shards (node/coord, groups.go);
+	// topicsSeen are the topics of the last reconciliation (under
+	// reconcileMu), to tell it which were deleted.
+	coord      *coord.Coordinator
+	topicsSeen map[string]bool
 
 	mu struct {
 		sync.RWMutex
@@ -271,6 +277,10 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("node: %w", err)
 	}
+	n.coord = coord.New(coordHost{n}, coord.Options{Config: n.cfg.Groups.Coordinator,
+		CommitTimeout: n.cfg.Groups.OffsetsCommitTimeout, Logger: n.log})
+	n.topicsSeen = map[string]bool{}
+	*undo = append(*undo, n.coord.Close)
 	return clean, nil
 }
 
@@ -542,6 +552,7 @@ func (n *Node) Close(ctx context.Context) error {
 	n.stopLoops()
 	n.cleaner.Close()
 	n.reconcileMu.Lock()
+	n.coord.Close()
 	if err := n.rm.WriteHWCheckpoint(); err != nil {
 		errs = append(errs, fmt.Errorf("high-watermark checkpoint: %w", err))
 	}
@@ -828,6 +839,7 @@ func (n *Node) reconcile() {
 			n.dropReplica(key)
 		}
 	}
+	n.syncGroups(im)
 	n.sig.Lock()
 	n.sig.reconciled = max(n.sig.reconciled, index)
 	n.sig.Unlock()

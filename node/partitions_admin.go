@@ -15,7 +15,36 @@ var _ kafka.PartitionAdmin = (*broker)(nil)
 // counts to the quorum (or, with validateOnly, only plans them against the
 // local image) and answers once every live broker has the new partitions
 // in effect, as CreateTopics does.
+//
+// Internal topics keep the partitions they were created with (a group's
+// coordinator is its hash mod the partition count): INVALID_REQUEST.
 func (b *broker) CreatePartitions(ctx context.Context, topics []kafka.NewPartitions, validateOnly bool) ([]kafka.PartitionsResult, error) {
+	out := make([]kafka.PartitionsResult, len(topics))
+	var rest []kafka.NewPartitions
+	var at []int
+	for i, t := range topics {
+		if isInternal(t.Topic) {
+			out[i].Err, out[i].ErrMessage = internalTopicError(t.Topic, "add partitions to")
+			continue
+		}
+		rest = append(rest, t)
+		at = append(at, i)
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	res, err := b.createPartitions(ctx, rest, validateOnly)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range at {
+		out[i] = res[j]
+	}
+	return out, nil
+}
+
+// createPartitions is CreatePartitions of topics that are not internal.
+func (b *broker) createPartitions(ctx context.Context, topics []kafka.NewPartitions, validateOnly bool) ([]kafka.PartitionsResult, error) {
 	n := b.node()
 	cmd := &quorum.CreatePartitions{}
 	for _, t := range topics {

@@ -312,6 +312,7 @@ func (n *Node) abort() {
 	n.cleaner.Close()
 	_ = n.ctrl.Close()
 	n.reconcileMu.Lock()
+	n.coord.Close()
 	_ = n.rm.CloseLogs()
 	n.reconcileMu.Unlock()
 	_ = n.idx.Close()

@@ -246,6 +246,8 @@ type Config struct {
 	LogCleanerMaxCompactionLag  time.Duration
 	LogCleanerDeleteRetention   time.Duration
 
+	// Groups configures the group coordinator and __consumer_offsets.
+	Groups Groups
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
 	Values    map[string]string
@@ -279,7 +281,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable())
+var keys = slices.Concat(baseKeys, sslKeyTable(), groupKeys())
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{
@@ -587,6 +589,9 @@ func (c *Config) validate(v *viper.Viper) error {
 		return fmt.Errorf("%w: initial.controllers formats an empty log.dirs on first start and needs the cluster's id: set cluster.id (make one with `sluice init random-uuid`)", ErrInvalid)
 	}
 	if err := c.validateListeners(); err != nil {
+		return err
+	}
+	if err := c.validateGroups(); err != nil {
 		return err
 	}
 	if per := c.LogCleanerDedupeBufferSize / int64(c.LogCleanerThreads); per < 1<<20 {

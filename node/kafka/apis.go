@@ -76,7 +76,17 @@ func newTable(b Broker) *table {
 		{key: kmsg.ElectLeaders, min: 0, max: 2, handle: handleElectLeaders, needs: has[Elector]},
 		{key: kmsg.DescribeQuorum, min: 0, max: 2, handle: handleDescribeQuorum, needs: has[QuorumDescriber]},
 		{key: kmsg.CreatePartitions, min: 0, max: 3, handle: handleCreatePartitions, needs: has[PartitionAdmin]},
-		{key: kmsg.FindCoordinator, min: 0, max: 4, handle: handleFindCoordinator},
+		{key: kmsg.FindCoordinator, min: 0, max: 6, handle: handleFindCoordinator},
+		{key: kmsg.JoinGroup, min: 2, max: 9, handle: handleJoinGroup, needs: has[Groups]},
+		{key: kmsg.SyncGroup, min: 0, max: 5, handle: handleSyncGroup, needs: has[Groups]},
+		{key: kmsg.Heartbeat, min: 0, max: 4, handle: handleHeartbeat, needs: has[Groups]},
+		{key: kmsg.LeaveGroup, min: 0, max: 5, handle: handleLeaveGroup, needs: has[Groups]},
+		{key: kmsg.OffsetCommit, min: 2, max: 9, handle: handleOffsetCommit, needs: has[Groups]},
+		{key: kmsg.OffsetFetch, min: 1, max: 9, handle: handleOffsetFetch, needs: has[Groups]},
+		{key: kmsg.DescribeGroups, min: 0, max: 6, handle: handleDescribeGroups, needs: has[Groups]},
+		{key: kmsg.ListGroups, min: 0, max: 5, handle: handleListGroups, needs: has[Groups]},
+		{key: kmsg.DeleteGroups, min: 0, max: 2, handle: handleDeleteGroups, needs: has[Groups]},
+		{key: kmsg.OffsetDelete, min: 0, max: 0, handle: handleOffsetDelete, needs: has[Groups]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needs != nil && !a.needs(b)

@@ -54,6 +54,11 @@ func TestTableRowsFollowCapabilities(t *testing.T) {
 			Broker
 			PartitionAdmin
 		}{}, []kmsg.Key{kmsg.CreatePartitions}, 0},
+		{"Groups", struct {
+			Broker
+			Groups
+		}{}, []kmsg.Key{kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.JoinGroup, kmsg.Heartbeat, kmsg.LeaveGroup, kmsg.SyncGroup,
+			kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups, kmsg.OffsetDelete}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tab := newTable(tc.b)

@@ -44,8 +44,11 @@ type conn struct {
 	// listener is the name of the listener the connection came in on
 	// (ServeListener), "" for Serve.
 	listener string
-	log      *slog.Logger
-	queue    chan *request
+	// host is the peer's IP address (or its whole address when it has no
+	// port), for GroupRequest.ClientHost.
+	host  string
+	log   *slog.Logger
+	queue chan *request
 	// fin holds the answers in request order, each a function that returns
 	// the encoded response (waiting first for a deferred one); the
 	// finisher calls them in order and passes the responses to out.
@@ -100,6 +103,10 @@ func newConn(s *Server, nc net.Conn) *conn {
 		free:     make(chan []byte, outQueueLen+1),
 		answered: make(chan struct{}, 1),
 		obs:      s.opts.Observer,
+	}
+	c.host = nc.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(c.host); err == nil {
+		c.host = h
 	}
 	ctx := context.Background()
 	if c.obs != nil {
@@ -287,7 +294,7 @@ func (c *conn) readLoop() {
 		}
 		r, err := decodeRequest(frame, c.s.table)
 		if r != nil {
-			r.listener = c.listener
+			r.listener, r.host = c.listener, c.host
 		}
 		if err != nil {
 			attrs := []any{"err", err}

@@ -6,7 +6,8 @@
 // optional capabilities of it (TopicAdmin) that switch their APIs on.
 //
 // APIs spoken today: ApiVersions 0-3, Metadata 0-12, DescribeCluster 0-1,
-// FindCoordinator 0-4 (refusing every key: no groups or transactions);
+// FindCoordinator 0-6 (groups with a Groups, refusing them without it;
+// refusing transactional ids);
 // with a TopicAdmin CreateTopics 0-7 and DeleteTopics 0-6 (request
 // validation here, the work in the Broker); with Logs Produce 3-9 (listed
 // from 0 for librdkafka's sake), Fetch 4-12 (4-15 when the Logs is also a
@@ -14,7 +15,12 @@
 // OffsetForLeaderEpoch 0-4; with ProducerIDs InitProducerId 0-4; with
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
 // Elector ElectLeaders 0-2; with a QuorumDescriber DescribeQuorum 0-2; with
-// a PartitionAdmin CreatePartitions 0-3.
+// a PartitionAdmin CreatePartitions 0-3; with Groups (groups.go: each
+// group lives in one shard, a partition of __consumer_offsets; multi-group
+// requests are split by shard and the answers merged in request order)
+// JoinGroup 2-9, SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5,
+// OffsetCommit 2-9, OffsetFetch 1-9, DescribeGroups 0-6, ListGroups 0-5,
+// DeleteGroups 0-2 and OffsetDelete 0 (Kafka 4.1's ranges, KIP-896).
 //
 // # Connection model
 //

@@ -7,41 +7,76 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// FindCoordinator (key 10), versions 0-4; always served.
+// FindCoordinator (key 10), versions 0-6 (v4: several keys at once,
+// KIP-699); always served.
 //
-// Sluice has no group or transaction coordinator: consumers assign
-// partitions themselves and producers are at most idempotent. The API is
-// listed anyway because librdkafka enables features by the APIs a broker
-// advertises and ties LZ4 compression to FindCoordinator v0 (LZ4 predates
-// any API version that would say so): without it, a librdkafka producer
-// set to compression.type=lz4 sends its batches uncompressed, saying so
-// only in a debug log. Every key is refused as a Kafka broker refuses one
-// its ACLs deny, which clients treat as final rather than retrying:
-// GROUP_AUTHORIZATION_FAILED for a group (key type 0),
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED for a transactional id (type 1,
-// what Produce answers a transactional request), INVALID_REQUEST for any
-// other type; node id -1, and from v1 a message saying why. v4 (KIP-699)
-// answers each of its keys the same way.
-func handleFindCoordinator(_ context.Context, _ *Server, r *request) (kmsg.Response, error) {
+// Behavior:
+//   - Groups (key type 0), when the Broker implements Groups: the broker
+//     leading the group's partition of __consumer_offsets, at its endpoint
+//     for the request's listener (Groups.FindGroupCoordinator; the first
+//     ask creates the topic, and until its partition has a leader the
+//     answer is COORDINATOR_NOT_AVAILABLE, which clients retry). An empty
+//     key is placed like any other, as Kafka does: the group APIs then
+//     answer it INVALID_GROUP_ID. Without Groups the key is refused as
+//     below with GROUP_AUTHORIZATION_FAILED.
+//   - Transactional ids (type 1): refused with
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what a Kafka broker answers
+//     when its ACLs deny the id and clients treat as final rather than
+//     retrying (Sluice serves no transactions; Produce answers a
+//     transactional request the same). Any other type: INVALID_REQUEST.
+//   - Errors carry node id -1, port -1 and, from v1, a message saying why.
+//     v4+ answers each of its keys on its own.
+//
+// Version notes: the API is listed even without Groups because librdkafka
+// enables features by the APIs a broker advertises and ties LZ4
+// compression to FindCoordinator v0 (LZ4 predates any API version that
+// would say so): without it, a librdkafka producer set to
+// compression.type=lz4 sends its batches uncompressed, saying so only in a
+// debug log. v5 and v6 add error codes (TRANSACTION_ABORTABLE, share
+// groups' key type 2) that Sluice never answers.
+func handleFindCoordinator(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	code, msg := kerr.InvalidRequest.Code, "unknown coordinator type"
-	switch req.CoordinatorType {
-	case 0:
-		code, msg = kerr.GroupAuthorizationFailed.Code, "Sluice serves no consumer groups: assign partitions directly"
-	case 1:
-		code, msg = kerr.TransactionalIDAuthorizationFailed.Code, "Sluice serves no transactions"
+	groups, serves := s.broker.(Groups)
+	find := func(key string) (BrokerInfo, int16, string) {
+		switch req.CoordinatorType {
+		case 0:
+			if !serves {
+				return BrokerInfo{}, kerr.GroupAuthorizationFailed.Code, "this broker serves no consumer groups: assign partitions directly"
+			}
+			b, err := groups.FindGroupCoordinator(ctx, r.listener, key)
+			if err != nil {
+				return BrokerInfo{}, groupCode(err), err.Error()
+			}
+			return b, 0, ""
+		case 1:
+			return BrokerInfo{}, kerr.TransactionalIDAuthorizationFailed.Code, "Sluice serves no transactions"
+		}
+		return BrokerInfo{}, kerr.InvalidRequest.Code, "unknown coordinator type"
 	}
 	if req.Version < 4 {
-		resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
-		if req.Version >= 1 {
-			resp.ErrorMessage = kmsg.StringPtr(msg)
+		b, code, msg := find(req.CoordinatorKey)
+		resp.ErrorCode = code
+		if code != 0 {
+			resp.NodeID, resp.Port = -1, -1
+			if req.Version >= 1 {
+				resp.ErrorMessage = kmsg.StringPtr(msg)
+			}
+			return resp, nil
 		}
+		resp.NodeID, resp.Host, resp.Port = b.NodeID, b.Host, b.Port
 		return resp, nil
 	}
 	for _, key := range req.CoordinatorKeys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
-		c.Key, c.NodeID, c.Port, c.ErrorCode, c.ErrorMessage = key, -1, -1, code, kmsg.StringPtr(msg)
+		c.Key = key
+		b, code, msg := find(key)
+		c.ErrorCode = code
+		if code != 0 {
+			c.NodeID, c.Port, c.ErrorMessage = -1, -1, kmsg.StringPtr(msg)
+		} else {
+			c.NodeID, c.Host, c.Port = b.NodeID, b.Host, b.Port
+		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	return resp, nil

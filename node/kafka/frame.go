@@ -161,6 +161,8 @@ type request struct {
 	stamps stamps
 	// listener is the connection's listener name (conn.listener).
 	listener string
+	// host is the peer's IP address (Groups show it per member).
+	host string
 }
 
 // decodeRequest parses a frame payload: the request header (v1, or v2 for

@@ -24,7 +24,7 @@ func TestApiVersionsEveryVersion(t *testing.T) {
 		}
 		want := []kmsg.ApiVersionsResponseApiKey{
 			{ApiKey: kmsg.Metadata.Int16(), MinVersion: 0, MaxVersion: 12},
-			{ApiKey: kmsg.FindCoordinator.Int16(), MinVersion: 0, MaxVersion: 4},
+			{ApiKey: kmsg.FindCoordinator.Int16(), MinVersion: 0, MaxVersion: 6},
 			{ApiKey: kmsg.ApiVersions.Int16(), MinVersion: 0, MaxVersion: 3},
 			{ApiKey: kmsg.DescribeCluster.Int16(), MinVersion: 0, MaxVersion: 1},
 		}

@@ -41,6 +41,11 @@
 //	  current-epoch, high-watermark, log-end-offset, commit-latency-avg  _current_epoch, _high_watermark, _log_end_offset, _commit_latency_avg
 //	kafka.server:type=broker-metadata-metrics last-applied-record-offset kafka_server_brokermetadatametrics_last_applied_record_offset
 //	kafka.server:type=socket-server-metrics,listener=L connection-count  kafka_server_socket_server_metrics_connection_count{listener}
+//	kafka.coordinator.group:type=GroupMetadataManager,name=NumGroups kafka_coordinator_group_groupmetadatamanager_numgroups
+//	  also NumGroups<State> for PreparingRebalance, CompletingRebalance, Stable, Dead, Empty (_numgroupsstable, ...), NumOffsets
+//	kafka.coordinator.group:type=group-coordinator-metrics offset-commit-count, offset-expiration-count
+//	                                                              kafka_coordinator_group_group_coordinator_metrics_offset_commit_total, _offset_expiration_total
+//	  (the group metrics come from a Source that is a GroupSource: the groups of the offsets partitions this node leads)
 //
 // Ours:
 //
@@ -59,6 +64,7 @@
 //	sluice_log_cleaner_cleans_total, _failures_total   cleans that moved a log's checkpoint, and failed cleans, since the node started
 //	sluice_log_corrupt_batches_total{topic,partition}  bad batches the scrub or a read found in a local log
 //	sluice_raft_commits_total, sluice_raft_commit_seconds_total  metadata commit latency, as counters
+//	sluice_group_lag_records{group,topic,partition}    high watermark minus the group's committed offset, by its coordinator
 //	sluice_memory_dirty_bytes, sluice_memory_writeback_bytes     /proc/meminfo Dirty, Writeback
 //	sluice_vm_dirty_setting{name}                      each vm.dirty_* sysctl (name without "vm.")
 //	sluice_vm_dirty_threshold_bytes{threshold}         effective background and throttle thresholds

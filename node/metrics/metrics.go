@@ -64,6 +64,9 @@ func New(src Source, opts Options) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	if gs, ok := src.(GroupSource); ok {
+		reg.MustRegister(groupCollector{gs})
+	}
 	return m
 }
 

@@ -258,6 +258,13 @@ func TestQuantileLabels(t *testing.T) {
 // metricName matches the metric names of this package in a PromQL query.
 var metricName = regexp.MustCompile(`\b(?:kafka|sluice)_[a-z0-9_]+\b`)
 
+// groupsSource is a Source with groups.
+type groupsSource struct{ *staticSource }
+
+func (groupsSource) Groups() GroupStat {
+	return GroupStat{ByState: map[string]int{"Stable": 1}, Offsets: 1, Lag: []GroupLag{{Group: "g", Topic: "a", Records: 3}}}
+}
+
 // TestDashboardNames: every metric a query of the Grafana dashboard names
 // is one the registry exports (a summary's _count and _sum included), so
 // renaming a metric breaks this test rather than the dashboard.
@@ -276,7 +283,7 @@ func TestDashboardNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &staticSource{parts: []PartitionStat{{Topic: "a", Leader: true, Replicas: 1, ISR: 1, MinISR: 1, UnwrittenKnown: true}}, c: ControllerStat{Raft: RaftStat{State: "leader"}}}
-	m := newTestMetrics(t, src)
+	m := newTestMetrics(t, groupsSource{src})
 	m.Requests.Produced("a", 1, 1, nil)
 	m.Requests.ObserveRequest(&kafka.RequestTiming{Key: int16(kmsg.Produce), Version: 9}) // series appear on first use
 	m.ObserveFlush(time.Millisecond)

@@ -1,0 +1,298 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/node/group"
+	"github.com/sluice-log/sluice/node/kafka"
+)
+
+// Host is what the coordinator needs from the node. Every method may be
+// called from any goroutine, with a shard's lock held (lock order:
+// shard.mu before anything the node takes inside them).
+type Host interface {
+	// Append writes one batch to offsets partition p as its leader with
+	// acks=all, through the path clients' Produce takes (validation,
+	// replication); ctx bounds the wait. The result's Err, or else the
+	// value its Pending delivers, is the outcome.
+	Append(ctx context.Context, p int32, batch []byte) kafka.ProduceResult
+	// Read returns whole batches of the local replica of offsets
+	// partition p from offset, none at or past upTo, at least one when
+	// there is one (buf is reused when large enough), and the offset
+	// after the last batch returned.
+	Read(p int32, offset, upTo int64, maxBytes int, buf []byte) (data []byte, next int64, err error)
+	// Offsets are the log start, high watermark and log end of the local
+	// replica of p; ok is false unless it leads p at epoch.
+	Offsets(p, epoch int32) (start, hw, leo int64, ok bool)
+	// Changed returns a channel closed at the next append or high
+	// watermark change of any local partition.
+	Changed() <-chan struct{}
+}
+
+// Machine is one shard's state machine: *group.Shard (see node/group for
+// the contract); tests may put a smaller one in its place.
+type Machine interface {
+	Replay(offset int64, key, value []byte) error
+	LoadDone(now time.Time)
+	Step(now time.Time, r group.Request)
+	Appended(now time.Time, id uint64, err error)
+	TickTo(now time.Time)
+	NextDue() time.Time
+	Ready() group.Ready
+	ListGroups(states, types []string) []kmsg.ListGroupsResponseGroup
+	TopicsDeleted(now time.Time, topics []string)
+	Stats() group.Stats
+}
+
+// Options configure a Coordinator.
+type Options struct {
+	// Config is every shard's.
+	Config group.Config
+	// CommitTimeout is offsets.commit.timeout.ms: the bound of each
+	// append's wait for acks=all (5 s when zero).
+	CommitTimeout time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// NewMachine makes a shard's machine; nil: group.NewShard.
+	NewMachine func(p int32, cfg group.Config) Machine
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// Coordinator runs the shards of the offsets partitions this node leads.
+type Coordinator struct {
+	host Host
+	opts Options
+	log  *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		shards map[int32]*shard
+		closed bool
+	}
+	// commits counts offsets passed to OffsetCommit (metrics); wakeups
+	// the shards' timer firings (tests of idle shards).
+	commits, wakeups atomic.Int64
+	wg      sync.WaitGroup
+}
+
+// New returns a Coordinator leading no shard.
+func New(h Host, opts Options) *Coordinator {
+	if opts.CommitTimeout <= 0 {
+		opts.CommitTimeout = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.NewMachine == nil {
+		opts.NewMachine = func(p int32, cfg group.Config) Machine { return group.NewShard(p, cfg) }
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	c := &Coordinator{host: h, opts: opts, log: opts.Logger}
+	c.mu.shards = map[int32]*shard{}
+	return c
+}
+
+// Sync makes the shards match led, the offsets partitions this node leads
+// with their leader epochs: a shard is made (and starts loading) for each
+// newly led partition or new epoch, and dropped for each no longer led.
+// The reconciler calls it after the replicas became leaders.
+func (c *Coordinator) Sync(led map[int32]int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return
+	}
+	for p, s := range c.mu.shards {
+		if e, ok := led[p]; !ok || e != s.epoch {
+			delete(c.mu.shards, p)
+			s.drop()
+		}
+	}
+	for p, e := range led {
+		if c.mu.shards[p] != nil {
+			continue
+		}
+		s := newShard(c, p, e)
+		c.mu.shards[p] = s
+		c.wg.Go(s.load)
+	}
+}
+
+// Close drops every shard and waits for their loads.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	c.mu.closed = true
+	for p, s := range c.mu.shards {
+		delete(c.mu.shards, p)
+		s.drop()
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+func (c *Coordinator) shard(p int32) *shard {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.shards[p]
+}
+
+func (c *Coordinator) shards() []*shard {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*shard, 0, len(c.mu.shards))
+	for _, s := range c.mu.shards {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *shard) int { return int(a.p - b.p) })
+	return out
+}
+
+// Do passes one request for groups of shard p and waits for its answer:
+// see kafka.Groups.Coordinate. ctx ending gives up the wait (the shard
+// still completes the request).
+func (c *Coordinator) Do(ctx context.Context, p int32, req kafka.GroupRequest) (kmsg.Response, error) {
+	s := c.shard(p)
+	if s == nil {
+		return nil, kerr.NotCoordinator
+	}
+	if oc, ok := req.Body.(*kmsg.OffsetCommitRequest); ok {
+		for _, t := range oc.Topics {
+			c.commits.Add(int64(len(t.Partitions)))
+		}
+	}
+	ch, id, err := s.step(req)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, kerr.NotCoordinator
+		}
+		return resp, nil
+	case <-ctx.Done():
+		s.forget(id)
+		return nil, kerr.RequestTimedOut
+	}
+}
+
+// ListGroups merges the groups of every shard; a shard still loading
+// answers COORDINATOR_LOAD_IN_PROGRESS for all.
+func (c *Coordinator) ListGroups(states, types []string) ([]kmsg.ListGroupsResponseGroup, error) {
+	var out []kmsg.ListGroupsResponseGroup
+	for _, s := range c.shards() {
+		s.mu.Lock()
+		if !s.mu.loaded {
+			s.mu.Unlock()
+			return nil, kerr.CoordinatorLoadInProgress
+		}
+		out = append(out, s.mu.m.ListGroups(states, types)...)
+		s.mu.Unlock()
+	}
+	return out, nil
+}
+
+// TopicsDeleted tells every loaded shard that topics are gone.
+func (c *Coordinator) TopicsDeleted(topics []string) {
+	for _, s := range c.shards() {
+		s.mu.Lock()
+		if s.mu.loaded && !s.mu.gone {
+			now := c.opts.Now()
+			s.mu.m.TopicsDeleted(now, topics)
+			s.processLocked(now)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// ShardStats is one loaded shard's Stats, with its partition.
+type ShardStats struct {
+	Partition int32
+	group.Stats
+}
+
+// Stats reads every loaded shard (metrics); Loading counts the others.
+func (c *Coordinator) Stats() (loaded []ShardStats, loading int) {
+	for _, s := range c.shards() {
+		s.mu.Lock()
+		if s.mu.loaded {
+			loaded = append(loaded, ShardStats{Partition: s.p, Stats: s.mu.m.Stats()})
+		} else {
+			loading++
+		}
+		s.mu.Unlock()
+	}
+	return loaded, loading
+}
+
+// OffsetsCommitted counts the offsets OffsetCommit requests asked to
+// commit here since the start (Kafka's offset-commit-rate is its rate).
+func (c *Coordinator) OffsetsCommitted() int64 { return c.commits.Load() }
+
+// Wakeups counts the shards' timer firings since the start.
+func (c *Coordinator) Wakeups() int64 { return c.wakeups.Load() }
+
+// Scheduled counts the shards with a timer set.
+func (c *Coordinator) Scheduled() int {
+	n := 0
+	for _, s := range c.shards() {
+		s.mu.Lock()
+		if !s.mu.due.IsZero() {
+			n++
+		}
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// Led lists the shards by partition: true once loaded.
+func (c *Coordinator) Led() map[int32]bool {
+	out := map[int32]bool{}
+	for _, s := range c.shards() {
+		s.mu.Lock()
+		out[s.p] = s.mu.loaded
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// WaitLoaded waits until this node leads offsets partition p and has
+// loaded it, or ctx ends.
+func (c *Coordinator) WaitLoaded(ctx context.Context, p int32) error {
+	for {
+		s := c.shard(p)
+		if s == nil {
+			return kerr.NotCoordinator
+		}
+		select {
+		case <-s.loadedCh:
+			return nil
+		case <-s.ctx.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// appendError is the outcome of an append for Machine.Appended: nil, or
+// the Kafka error of the write (the machine maps it as Kafka does).
+func appendError(err error) error {
+	var ke *kerr.Error
+	if err == nil || errors.As(err, &ke) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
+}

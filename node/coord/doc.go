@@ -1,0 +1,35 @@
+// Package coord is the group coordinator's driver: it runs one node/group
+// Shard for each partition of __consumer_offsets this node leads, and does
+// the I/O the pure state machine asks for, the way node/replica drives
+// partition/. It sees the node through a small Host: appends through the
+// path clients' Produce takes, reads of the local replica, its offsets.
+//
+// # A shard's life
+//
+//	reconciler: replicas become leaders → Coordinator.Sync(led partitions → epochs)
+//	new (partition, epoch): shard{Machine: group.NewShard} ─ load goroutine:
+//	    wait until HW ≥ the log end this leader started with (what the old
+//	    leader committed is committed here too), read log start → there
+//	    (Host.Read; batches decoded here, records.go), Replay each record,
+//	    LoadDone ─ requests meanwhile: COORDINATOR_LOAD_IN_PROGRESS
+//	request (node/kafka handler → Groups.Coordinate → Do):
+//	    shard.mu: TickTo, Step, then Ready: each Append written at once, in
+//	    order, as one uncompressed batch (Host.Append, acks=all, bounded by
+//	    offsets.commit.timeout.ms); each Response to its waiting request
+//	append acknowledged (or failed): reported to the machine with Appended
+//	    in write order (a queue of in-flight appends), then Ready again
+//	clock: one time.AfterFunc per shard at the machine's NextDue; none while
+//	    nothing is due, so an idle shard costs no wake-ups
+//	partition no longer led (or a new epoch): the shard is dropped: waiting
+//	    requests answer NOT_COORDINATOR, its timer stops, its load and
+//	    appends are abandoned (a new epoch loads again from scratch)
+//
+// Lock order: Coordinator.mu → shard.mu → whatever Host takes (the
+// replica's lock, in Append). Machine methods run only under shard.mu.
+//
+// Records: Kafka's __consumer_offsets schemas, made and read by node/group;
+// this package only frames them (records.go: RecordBatch v2, no
+// compression, no producer id; a compressed batch is logged and skipped,
+// since this coordinator writes none and clients cannot produce to the
+// topic). FuzzDecodeBatch covers the decoder.
+package coord

@@ -1,0 +1,209 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/node/coord"
+	"github.com/sluice-log/sluice/node/group"
+	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/quorum"
+)
+
+// The group coordinator on the node: the broker serves kafka.Groups
+// through node/coord, whose Host is coordHost; the reconciler tells the
+// coordinator which offsets partitions this node leads (syncGroups).
+
+var _ kafka.Groups = (*broker)(nil)
+
+// isInternal says whether topic is one of Sluice's internal topics: shown
+// as internal in Metadata, refused to clients' Produce, DeleteTopics,
+// CreateTopics and CreatePartitions.
+func isInternal(topic string) bool { return topic == group.OffsetsTopic }
+
+// internalTopicError is the answer to an admin request on an internal
+// topic: INVALID_REQUEST with a message saying why.
+func internalTopicError(topic, what string) (error, string) {
+	return kerr.InvalidRequest, fmt.Sprintf("%s is an internal topic: clients may not %s it", topic, what)
+}
+
+// FindGroupCoordinator implements kafka.Groups: the leader of the group's
+// partition of __consumer_offsets, created on first use.
+func (b *broker) FindGroupCoordinator(ctx context.Context, listener, groupID string) (kafka.BrokerInfo, error) {
+	n := b.node()
+	if listener == "" {
+		listener = n.cfg.InterBrokerListener
+	}
+	var exists bool
+	var info kafka.BrokerInfo
+	err := error(kerr.CoordinatorNotAvailable)
+	n.ctrl.View(func(im *quorum.Image) {
+		t := im.Topics[group.OffsetsTopic]
+		if exists = t != nil; !exists || len(t.Partitions) == 0 {
+			return
+		}
+		p := t.Partitions[group.Partition(groupID, int32(len(t.Partitions)))]
+		br := im.Brokers[p.Leader]
+		if p.Leader == quorum.NoLeader || !br.Alive() {
+			return
+		}
+		for _, e := range br.Endpoints {
+			if e.Name == listener {
+				info, err = kafka.BrokerInfo{NodeID: p.Leader, Host: e.Host, Port: e.Port, Rack: br.Rack}, nil
+			}
+		}
+	})
+	if !exists {
+		n.createOffsetsTopic(ctx)
+	}
+	return info, err
+}
+
+// createOffsetsTopic creates __consumer_offsets: offsets.topic.* shaped,
+// compacted, its replication factor clamped to the live brokers (with a
+// warning). Another node creating it at the same time is no error.
+func (n *Node) createOffsetsTopic(ctx context.Context) {
+	g := n.cfg.Groups
+	rf := g.OffsetsTopicReplicationFactor
+	live := 0
+	n.ctrl.View(func(im *quorum.Image) {
+		for _, b := range im.Brokers {
+			if b.Alive() {
+				live++
+			}
+		}
+	})
+	if live == 0 {
+		return
+	}
+	if int(rf) > live {
+		n.log.Warn("node: creating "+group.OffsetsTopic+" with fewer replicas than offsets.topic.replication.factor: not enough live brokers",
+			"offsets.topic.replication.factor", rf, "live_brokers", live)
+		rf = int16(live)
+	}
+	spec := quorum.TopicSpec{Name: group.OffsetsTopic, Partitions: g.OffsetsTopicNumPartitions, ReplicationFactor: rf,
+		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(int(g.OffsetsTopicSegmentBytes))}}
+	res, err := n.decideTopics(ctx, &quorum.CreateTopics{Topics: []quorum.TopicSpec{spec}}, false)
+	switch {
+	case err != nil:
+		n.log.Warn("node: creating "+group.OffsetsTopic, "err", err)
+	case len(res) == 1 && res[0].Code != 0 && res[0].Code != kerr.TopicAlreadyExists.Code:
+		n.log.Warn("node: creating "+group.OffsetsTopic, "code", res[0].Code, "message", res[0].Message)
+	case len(res) == 1 && res[0].Code == 0:
+		n.log.Info("node: created "+group.OffsetsTopic, "partitions", spec.Partitions, "replication_factor", rf)
+	}
+}
+
+// GroupShard implements kafka.Groups.
+func (b *broker) GroupShard(groupID string) (int32, bool) {
+	var np int
+	b.node().ctrl.View(func(im *quorum.Image) {
+		if t := im.Topics[group.OffsetsTopic]; t != nil {
+			np = len(t.Partitions)
+		}
+	})
+	if np == 0 {
+		return 0, false
+	}
+	return group.Partition(groupID, int32(np)), true
+}
+
+// Coordinate implements kafka.Groups through node/coord.
+func (b *broker) Coordinate(ctx context.Context, shard int32, req kafka.GroupRequest) (kmsg.Response, error) {
+	return b.coord.Do(ctx, shard, req)
+}
+
+// ListGroups implements kafka.Groups.
+func (b *broker) ListGroups(_ context.Context, states, types []string) ([]kmsg.ListGroupsResponseGroup, error) {
+	return b.coord.ListGroups(states, types)
+}
+
+// PartitionExists implements kafka.Groups from the metadata image.
+func (b *broker) PartitionExists(topic string, partition int32) bool {
+	var ok bool
+	b.node().ctrl.View(func(im *quorum.Image) {
+		t := im.Topics[topic]
+		ok = t != nil && partition >= 0 && int(partition) < len(t.Partitions)
+	})
+	return ok
+}
+
+// syncGroups tells the coordinator which offsets partitions this node
+// leads (after the replicas became leaders) and which topics were deleted
+// since the last call. n.reconcileMu must be held.
+func (n *Node) syncGroups(im *quorum.Image) {
+	led := map[int32]int32{}
+	if t := im.Topics[group.OffsetsTopic]; t != nil {
+		for i, p := range t.Partitions {
+			if p.Leader == n.cfg.NodeID {
+				led[int32(i)] = p.LeaderEpoch
+			}
+		}
+	}
+	n.coord.Sync(led)
+	var deleted []string
+	for name := range n.topicsSeen {
+		if im.Topics[name] == nil {
+			deleted = append(deleted, name)
+			delete(n.topicsSeen, name)
+		}
+	}
+	for name := range im.Topics {
+		n.topicsSeen[name] = true
+	}
+	if len(deleted) > 0 {
+		n.coord.TopicsDeleted(deleted)
+	}
+}
+
+// coordHost is the node seen by the group coordinator (coord.Host).
+type coordHost struct{ n *Node }
+
+var _ coord.Host = coordHost{}
+
+// Append implements coord.Host: the leader's produce path, as clients'.
+func (h coordHost) Append(ctx context.Context, p int32, batch []byte) kafka.ProduceResult {
+	r, err := (*broker)(h.n).lookup(group.OffsetsTopic, p)
+	if err != nil {
+		return kafka.ProduceResult{Err: err}
+	}
+	res := r.Produce(ctx, kafka.ProducePartition{Topic: group.OffsetsTopic, Partition: p, Acks: -1, Records: batch})
+	if res.Err == nil {
+		h.n.signal()
+	}
+	return res
+}
+
+// Read implements coord.Host from the local replica's log.
+func (h coordHost) Read(p int32, offset, upTo int64, maxBytes int, buf []byte) ([]byte, int64, error) {
+	r := h.n.replica(group.OffsetsTopic, p)
+	if r == nil {
+		return nil, offset, kerr.NotLeaderForPartition
+	}
+	c, err := r.Log().Read(offset, maxBytes, upTo, buf)
+	if err != nil {
+		return nil, offset, err
+	}
+	return c.Data, c.Next, nil
+}
+
+// Offsets implements coord.Host.
+func (h coordHost) Offsets(p, epoch int32) (start, hw, leo int64, ok bool) {
+	r := h.n.replica(group.OffsetsTopic, p)
+	if r == nil {
+		return 0, 0, 0, false
+	}
+	st := r.Status()
+	if st.Leader != h.n.cfg.NodeID || st.LeaderEpoch != epoch {
+		return 0, 0, 0, false
+	}
+	return r.Log().LogStartOffset(), r.HighWatermark(), st.LEO, true
+}
+
+// Changed implements coord.Host.
+func (h coordHost) Changed() <-chan struct{} { return (*broker)(h.n).Appended() }

@@ -1,0 +1,45 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeGroups (key 15), versions 0-6; served when the Broker implements
+// Groups.
+//
+// Behavior: the groups are split by shard, each shard asked once for its
+// groups, at the same time, and the groups answered in request order; a
+// group of a shard that cannot answer gets its error (NOT_COORDINATOR from
+// a broker that does not coordinate it). A group id given twice is
+// described twice, as Kafka does. An unknown group is the shard's to
+// answer (state Dead, v6+: GROUP_ID_NOT_FOUND).
+func handleDescribeGroups(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.body.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	answers := coordinateMany(ctx, s, r, req.Groups, func(idx []int) kmsg.Request {
+		sub := *req
+		sub.Groups = make([]string, len(idx))
+		for j, i := range idx {
+			sub.Groups[j] = req.Groups[i]
+		}
+		return &sub
+	})
+	for i, id := range req.Groups {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group = id
+		rg.AuthorizedOperations = -2147483648
+		a := answers[i]
+		if a.err != nil {
+			rg.ErrorCode = groupCode(a.err)
+		} else if found, ok := findGroup(a.resp.(*kmsg.DescribeGroupsResponse).Groups, id,
+			func(g kmsg.DescribeGroupsResponseGroup) string { return g.Group }); ok {
+			rg = found
+		} else {
+			rg.ErrorCode = groupCode(nil)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}

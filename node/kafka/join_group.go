@@ -1,0 +1,36 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// JoinGroup (key 11), versions 2-9 (Kafka 4 dropped 0-1, KIP-896); served
+// when the Broker implements Groups.
+//
+// Behavior:
+//   - An empty group id answers INVALID_GROUP_ID without asking anyone, as
+//     Kafka's GroupCoordinatorService does.
+//   - The rest goes to the group's shard (Groups.Coordinate), which answers
+//     when the rebalance completes: the handler blocks its connection
+//     meanwhile, as Kafka's muted channel does.
+//   - A shard that cannot answer (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+//     ...) answers with generation -1 and the member id sent.
+func handleJoinGroup(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
+	req := r.body.(*kmsg.JoinGroupRequest)
+	fail := func(code int16) (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
+		return resp, nil
+	}
+	if req.Group == "" {
+		return fail(kerr.InvalidGroupID.Code)
+	}
+	resp, err := coordinateOne(ctx, s, r, req.Group)
+	if err != nil {
+		return fail(groupCode(err))
+	}
+	return resp, nil
+}
