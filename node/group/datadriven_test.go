@@ -123,7 +123,9 @@ func (h *harness) run() {
 		h.s.TopicsDeleted(h.now, h.list("topics"))
 		h.drain()
 	default:
-		h.t.Fatalf("%s: unknown command %q", h.d.Pos, h.d.Cmd)
+		if !h.runConsumer() {
+			h.t.Fatalf("%s: unknown command %q", h.d.Pos, h.d.Cmd)
+		}
 	}
 }
 
@@ -184,6 +186,9 @@ func persistedState(s *Shard) string {
 			st = "Stable"
 		}
 		fmt.Fprintf(&b, "%s: %s gen=%d type=%q protocol=%q leader=%s\n", id, st, g.generation, g.protocolType, g.protocol, short(g.leader))
+		if g.consumer != nil {
+			dumpConsumer(&b, g.consumer, nil)
+		}
 		for _, m := range g.sortedMembers() {
 			fmt.Fprintf(&b, "  %s instance=%q client=%s/%s session=%s rebalance=%s meta=%s assignment=%s\n", short(m.id), m.instanceID,
 				m.clientID, m.clientHost, m.session, m.rebalance, fmtMeta(m.metadata(g.protocol)), fmtMeta(m.assignment))

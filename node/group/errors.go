@@ -39,6 +39,13 @@ var (
 	codeNotEmpty         = kerr.NonEmptyGroup.Code
 	codeSubscribed       = kerr.GroupSubscribedToTopic.Code
 	codeUnknownServer    = kerr.UnknownServerError.Code
+
+	codeFencedEpoch         = kerr.FencedMemberEpoch.Code
+	codeStaleEpoch          = kerr.StaleMemberEpoch.Code
+	codeUnreleasedInstance  = kerr.UnreleasedInstanceID.Code
+	codeUnsupportedAssignor = kerr.UnsupportedAssignor.Code
+	codeInvalidRegex        = kerr.InvalidRegularExpression.Code
+	codeUnsupportedVersion  = kerr.UnsupportedVersion.Code
 )
 
 // appendErrorCode is the code a client gets when the write it waited on

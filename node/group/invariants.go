@@ -55,6 +55,9 @@ func (s *Shard) checkInvariants() error {
 }
 
 func (g *group) checkInvariants(id string, loaded bool) error {
+	if g.consumer != nil {
+		return g.consumer.checkInvariants(g)
+	}
 	switch {
 	case g.id != id:
 		return fmt.Errorf("filed under another id (%q)", g.id)

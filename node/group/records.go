@@ -122,6 +122,8 @@ func (s *Shard) replay(key, value []byte) error {
 			return fmt.Errorf("%w: group metadata key: %v", ErrCorruptRecord, err)
 		}
 		return s.replayGroup(k.Group, value)
+	case recConsumerGroup, recPartitionMetadata, recMember, recTargetMetadata, recTargetMember, recCurrentAssignment:
+		return s.replayConsumer(kv, key, value)
 	default:
 		return fmt.Errorf("%w: key version %d", ErrUnsupportedRecord, kv)
 	}
