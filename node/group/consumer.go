@@ -267,10 +267,14 @@ func (s *Shard) consumerHeartbeat(now time.Time, r Request, req *kmsg.ConsumerGr
 		g = newGroup(req.Group, now)
 		s.groups[g.id] = g
 		g.makeConsumer()
-	case g.consumer == nil: // an empty classic group: becomes a consumer group
-		g.makeConsumer()
 	}
 	w := &cgWrite{g: g}
+	if g.consumer == nil { // an empty classic group becomes a consumer group, its offsets kept
+		if g.generation > 0 || g.protocolType != "" {
+			w.add(groupTombstone(g.id))
+		}
+		g.makeConsumer()
+	}
 	switch {
 	case req.MemberEpoch < 0:
 		s.cgLeave(now, g, req, w, wt)
@@ -376,7 +380,7 @@ func (s *Shard) cgHeartbeat(now time.Time, g *group, r Request, req *kmsg.Consum
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	resp.Version, resp.MemberID, resp.MemberEpoch = req.Version, strp(m.id), m.epoch
 	resp.HeartbeatIntervalMillis = ms(s.cfg.ConsumerHeartbeatInterval)
-	if joining || beforeEpoch != m.epoch || !equalTPs(before, m.assigned) || (owned != nil && !equalTPs(owned, m.assigned)) {
+	if joining || beforeEpoch != m.epoch || req.MemberEpoch != m.epoch || !equalTPs(before, m.assigned) || (owned != nil && !equalTPs(owned, m.assigned)) {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		for _, id := range sortedIDs(m.assigned) {
 			t := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()

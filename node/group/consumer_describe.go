@@ -63,6 +63,9 @@ func (s *Shard) consumerDescribe(r Request, req *kmsg.ConsumerGroupDescribeReque
 func (s *Shard) describeAssignment(m tps) kmsg.Assignment {
 	a := kmsg.NewAssignment()
 	for _, id := range sortedIDs(m) {
+		if _, ok := s.topicNames[id]; !ok {
+			continue // a deleted topic, still being revoked
+		}
 		tp := kmsg.NewAssignmentTopicPartition()
 		tp.TopicID, tp.Topic, tp.Partitions = id, s.topicNames[id], append([]int32{}, m[id]...)
 		a.TopicPartitions = append(a.TopicPartitions, tp)

@@ -136,6 +136,7 @@ func (h *harness) newShard() {
 	h.cfg.OffsetsRetention = h.dur("retention", h.cfg.OffsetsRetention)
 	h.cfg.RetentionCheckInterval = h.dur("check-interval", h.cfg.RetentionCheckInterval)
 	h.cfg.OffsetMetadataMaxBytes = int(h.int("metadata-max", int64(h.cfg.OffsetMetadataMaxBytes)))
+	h.cfg.ConsumerMaxSize = int(h.int("consumer-max-size", 0))
 	h.autoAck = h.str("auto-ack", "true") == "true"
 	h.log, h.pending = nil, nil
 	h.s = NewShard(0, h.cfg)
@@ -361,6 +362,9 @@ func (h *harness) fetch() {
 	for _, g := range groups {
 		rg := kmsg.NewOffsetFetchRequestGroup()
 		rg.Group = g
+		if m, ok := h.arg("member"); ok {
+			rg.MemberID, rg.MemberEpoch = &m, int32(h.int("epoch", -1))
+		}
 		if hasTopics {
 			rg.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
 			for _, t := range sortedKeys(parts) {
