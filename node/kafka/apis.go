@@ -87,6 +87,8 @@ func newTable(b Broker) *table {
 		{key: kmsg.ListGroups, min: 0, max: 5, handle: handleListGroups, needs: has[Groups]},
 		{key: kmsg.DeleteGroups, min: 0, max: 2, handle: handleDeleteGroups, needs: has[Groups]},
 		{key: kmsg.OffsetDelete, min: 0, max: 0, handle: handleOffsetDelete, needs: has[Groups]},
+		{key: kmsg.ConsumerGroupHeartbeat, min: 0, max: 1, handle: handleConsumerGroupHeartbeat, needs: has[Groups]},
+		{key: kmsg.ConsumerGroupDescribe, min: 0, max: 1, handle: handleConsumerGroupDescribe, needs: has[Groups]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needs != nil && !a.needs(b)
