@@ -619,6 +619,7 @@ func appendInt(b []byte, n int) []byte {
 // starts now (a revocation in progress gets its rebalance timeout again).
 func (s *Shard) consumerLoaded(g *group, now time.Time) {
 	c := g.consumer
+	c.repair()
 	g.transition(stateEmpty, g.stateTime)
 	if len(c.members) > 0 {
 		g.transition(stateStable, g.stateTime)
@@ -634,4 +635,36 @@ func (s *Shard) consumerLoaded(g *group, now time.Time) {
 	}
 	s.touch(g)
 	s.retentionCandidate(g, now)
+}
+
+// repair makes a loaded group keep the rules the coordinator relies on,
+// whatever the log said (records this coordinator wrote keep them
+// already; a log written by another, or damaged, may not): epochs in
+// order, one owner per partition (the member first by id keeps it),
+// revoking members in UNREVOKED, the static index from the members.
+func (c *cgroup) repair() {
+	c.epoch = max(c.epoch, c.assignmentEpoch)
+	owned := map[tpID]bool{}
+	for _, m := range c.sortedMembers() {
+		m.epoch = min(m.epoch, c.assignmentEpoch)
+		for _, set := range []tps{m.assigned, m.revoking} {
+			for id, ps := range set {
+				kept := ps[:0]
+				for _, p := range ps {
+					if !owned[tpID{id, p}] {
+						owned[tpID{id, p}] = true
+						kept = append(kept, p)
+					}
+				}
+				set[id] = kept
+			}
+		}
+		switch revoking := len(sortedIDs(m.revoking)) > 0; {
+		case revoking:
+			m.state = mUnrevoked
+		case m.state == mUnrevoked || m.state < 0 || m.state > mUnreleased:
+			m.state = mUnreleased
+		}
+	}
+	c.indexStatic()
 }
