@@ -10,7 +10,7 @@ package group
 //   - DeleteGroups: NON_EMPTY_GROUP unless Empty; else tombstones for
 //     every offset and the group, answered when Appended.
 //   - ListGroups filters by state (Kafka's names, any case) and type
-//     ("classic": every group here).
+//     ("classic" or "consumer", consumer groups with their own states).
 
 import (
 	"cmp"

@@ -13,9 +13,8 @@ var (
 	// as Kafka's schema says it must.
 	ErrCorruptRecord = errors.New("group: corrupt record")
 	// ErrUnsupportedRecord: a record type this coordinator does not keep
-	// (the KIP-848, share group and transaction records of Kafka 4's
-	// coordinator: key versions 3 and up), or a value version it does not
-	// know.
+	// (the share and streams group records of Kafka 4's coordinator: key
+	// versions 9 and up), or a value version it does not know.
 	ErrUnsupportedRecord = errors.New("group: unsupported record")
 )
 

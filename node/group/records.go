@@ -16,7 +16,8 @@ package group
 //	                                                    rebalanceTimeout,
 //	                                                    sessionTimeout,
 //	                                                    subscription, assignment]}
-//	  3+  Kafka 4's other coordinator records (KIP-848 groups, share
+//	  3-8 KIP-848 consumer groups: records848.go
+//	  9+  Kafka 4's other coordinator records (share and streams
 //	      groups): not kept here (ErrUnsupportedRecord)
 //
 // A group metadata record is the whole group: written when the leader's
