@@ -3,8 +3,8 @@ package node
 import (
 	"context"
 	"errors"
-	"runtime"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -218,6 +218,87 @@ func TestGroupsOneNode(t *testing.T) {
 		if resp.ErrorCode != kerr.InvalidGroupID.Code {
 			t.Errorf("JoinGroup with an empty group id: code %d, want INVALID_GROUP_ID", resp.ErrorCode)
 		}
+	})
+
+	t.Run("admin", func(t *testing.T) {
+		listed, err := adm.ListGroups(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, ok := listed["g1"]; !ok || g.State != "Empty" || g.ProtocolType != "consumer" {
+			t.Errorf("ListGroups: %+v, want g1 Empty, consumer", listed)
+		}
+		d, err := adm.DescribeGroups(ctx, "g1", "unknown-group")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := d["g1"]; g.Err != nil || g.State != "Empty" || g.Coordinator.NodeID != 1 {
+			t.Errorf("DescribeGroups g1: %+v", g)
+		}
+		if g := d["unknown-group"]; g.State != "Dead" && !errors.Is(g.Err, kerr.GroupIDNotFound) {
+			t.Errorf("DescribeGroups of an unknown group: %+v, want Dead or GROUP_ID_NOT_FOUND", g)
+		}
+		// OffsetDelete of a group without members, then DeleteGroups of
+		// g1: gone. (OffsetDelete of g1's topic answers
+		// GROUP_SUBSCRIBED_TO_TOPIC though g1 is Empty: node/group keeps
+		// the subscriptions of its last generation; Kafka's classic group
+		// has none once Empty.)
+		toCommit := kadm.Offsets{}
+		toCommit.Add(kadm.Offset{Topic: "events", Partition: 1, At: 3, LeaderEpoch: -1})
+		if cr, err := adm.CommitOffsets(ctx, "standalone", toCommit); err != nil || cr.Error() != nil {
+			t.Fatalf("CommitOffsets: %v %v", err, cr.Error())
+		}
+		del := kadm.TopicsSet{}
+		del.Add("events", 1)
+		dr, err := adm.DeleteOffsets(ctx, "standalone", del)
+		if err != nil || dr.Error() != nil {
+			t.Fatalf("DeleteOffsets: %v %v", err, dr.Error())
+		}
+		after, err := adm.FetchOffsets(ctx, "standalone")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := after.Lookup("events", 1); ok && o.At >= 0 {
+			t.Errorf("offset events/1 still committed after OffsetDelete: %d", o.At)
+		}
+		gr, err := adm.DeleteGroups(ctx, "g1")
+		if err != nil || gr.Error() != nil {
+			t.Fatalf("DeleteGroups: %v %v", err, gr.Error())
+		}
+		listed, err = adm.ListGroups(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := listed["g1"]; ok {
+			t.Errorf("g1 listed after DeleteGroups: %v", listed.Groups())
+		}
+	})
+
+	t.Run("restart", func(t *testing.T) {
+		// The simple consumer's commit is read back from the log by the
+		// restarted node.
+		tn.close(t)
+		tn2 := startNode(t, tn.dir, "group.initial.rebalance.delay.ms=0", "offset.metadata.max.bytes=64")
+		adm2 := kadm.NewClient(newClient(t, tn2))
+		offs, err := adm2.FetchOffsets(ctx, "simple")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := offs.Lookup("events", 0); !ok || o.At != 7 {
+			t.Errorf("after a restart, the simple consumer's commit: %+v, want offset 7", o)
+		}
+		// Deleting the topic drops its committed offsets.
+		if _, err := adm2.DeleteTopics(ctx, "events"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(ctx, t, "the deleted topic's offsets dropped", func() bool {
+			offs, err := adm2.FetchOffsets(ctx, "simple")
+			if err != nil {
+				return false
+			}
+			o, ok := offs.Lookup("events", 0)
+			return !ok || o.At < 0
+		})
 	})
 }
 

@@ -541,6 +541,10 @@ func (n *Node) Close(ctx context.Context) error {
 	n.mu.closed = true
 	n.mu.Unlock()
 	var errs []error
+	// Requests waiting in the group coordinator (a JoinGroup waits for
+	// its rebalance) are answered NOT_COORDINATOR now, and their clients
+	// go to the new coordinators, instead of holding the shutdown.
+	n.coord.Close()
 	if err := n.srv.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("kafka server: %w", err))
 	}

@@ -97,7 +97,7 @@ type Coordinator struct {
 	// commits counts offsets passed to OffsetCommit (metrics); wakeups
 	// the shards' timer firings (tests of idle shards).
 	commits, wakeups atomic.Int64
-	wg      sync.WaitGroup
+	wg               sync.WaitGroup
 }
 
 // New returns a Coordinator leading no shard.

@@ -1,0 +1,161 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// BenchmarkOffsetCommit: on 3 nodes, RF=3, the latency of one
+// OffsetCommit (a standalone commit of one partition, acks=all to
+// __consumer_offsets) at a time, beside its baseline in the same run: one
+// acks=all ProduceSync of a small record to an RF=3 topic, the write an
+// OffsetCommit is made of. Reports p50/p99 in µs.
+func BenchmarkOffsetCommit(b *testing.B) {
+	c := startReplCluster(b, 3, groupSettings...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c.createTopic(ctx, "commits", 1, nil)
+	report := func(b *testing.B, lat []time.Duration) {
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	}
+	b.Run("produce-acks-all", func(b *testing.B) {
+		cl := c.client(kgo.DefaultProduceTopic("commits"), kgo.RequiredAcks(kgo.AllISRAcks()))
+		lat := make([]time.Duration, 0, b.N)
+		for i := 0; b.Loop(); i++ {
+			start := time.Now()
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "%d", i)}).FirstErr(); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		report(b, lat)
+	})
+	b.Run("offset-commit", func(b *testing.B) {
+		cl := c.client()
+		adm := kadm.NewClient(cl)
+		// The first commit creates __consumer_offsets and finds the
+		// coordinator; it is not measured.
+		waitFor(ctx, b, "a first commit", func() bool {
+			o := kadm.Offsets{}
+			o.Add(kadm.Offset{Topic: "commits", Partition: 0, At: 0, LeaderEpoch: -1})
+			r, err := adm.CommitOffsets(ctx, "bench", o)
+			return err == nil && r.Error() == nil
+		})
+		lat := make([]time.Duration, 0, b.N)
+		for i := 0; b.Loop(); i++ {
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Group, req.Generation = "bench", -1
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = "commits"
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Offset = int64(i)
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			start := time.Now()
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+				b.Fatalf("commit: %v %+v", err, resp)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		report(b, lat)
+	})
+}
+
+// BenchmarkGroupConsume: issue 17's throughput bar, on 3 nodes, RF=3, a
+// 6-partition topic of 100-byte records: six direct-assignment consumers
+// (one partition each) read it from the start, then a group of six kgo
+// members (range balancer, 500 ms heartbeats) reads it. records/s counts
+// from the clients' start to the last record, joins included; join-ms is
+// the time to the first record (for the group: group.initial.rebalance.delay.ms
+// of 1 s gathers the six into one generation, then the rebalance);
+// x-direct is the group's rate over the direct one in the same run (the
+// issue asks ≥ 0.9). Use -benchtime 2x or more: each cell reports its
+// last run, and the first read of the log is slower than the next.
+// (Rates counted from the first record mislead: kgo prefetches while the
+// first poll is being answered.)
+func BenchmarkGroupConsume(b *testing.B) {
+	c := startReplCluster(b, 3, "group.initial.rebalance.delay.ms=1000", "offsets.topic.num.partitions=3")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	const parts, total = 6, 1_000_000
+	c.createTopic(ctx, "gc", parts, nil)
+	prod := c.client(kgo.DefaultProduceTopic("gc"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
+	value := make([]byte, 100)
+	for range total {
+		prod.Produce(ctx, &kgo.Record{Value: value}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	run := func(b *testing.B, clients func(i int) *kgo.Client) float64 {
+		var rate float64
+		var join time.Duration
+		for b.Loop() {
+			start := time.Now()
+			done := make(chan int, parts)
+			var cls []*kgo.Client
+			for i := range parts {
+				cl := clients(i)
+				cls = append(cls, cl)
+				go func() {
+					n := 0
+					for {
+						fs := cl.PollFetches(ctx)
+						if fs.IsClientClosed() || ctx.Err() != nil {
+							done <- n
+							return
+						}
+						n += fs.NumRecords()
+						done <- fs.NumRecords()
+					}
+				}()
+			}
+			got := 0
+			var first time.Time
+			for got < total {
+				n := <-done
+				if n > 0 && first.IsZero() {
+					first = time.Now()
+				}
+				got += n
+			}
+			rate = float64(total) / time.Since(start).Seconds()
+			join = first.Sub(start)
+			for _, cl := range cls {
+				cl.Close()
+			}
+		}
+		b.ReportMetric(rate, "records/s")
+		b.ReportMetric(float64(join.Milliseconds()), "join-ms")
+		return rate
+	}
+	var direct float64
+	b.Run("direct", func(b *testing.B) {
+		direct = run(b, func(i int) *kgo.Client {
+			return c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"gc": {int32(i): kgo.NewOffset().AtStart()}}))
+		})
+	})
+	round := 0
+	b.Run("group", func(b *testing.B) {
+		rate := run(b, func(i int) *kgo.Client {
+			if i == 0 {
+				round++ // a new group for each run: the last one committed
+			}
+			return c.client(kgo.ConsumerGroup(fmt.Sprintf("bench-%d", round)), kgo.ConsumeTopics("gc"), kgo.Balancers(kgo.RangeBalancer()), kgo.HeartbeatInterval(500*time.Millisecond),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		})
+		if direct > 0 {
+			b.ReportMetric(rate/direct, "x-direct")
+		}
+	})
+}
