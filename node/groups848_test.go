@@ -8,6 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/node/group"
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // settings848 let KIP-848 groups rebalance quickly in tests: short
@@ -129,4 +132,68 @@ func TestConsumerGroups848ThreeNodes(t *testing.T) {
 			fresh.mu.Unlock()
 		})
 	}
+}
+
+// TestConsumerGroups848CoordinatorFailover: the node coordinating a
+// KIP-848 group is killed while two members consume and commit; the new
+// coordinator loads the group from __consumer_offsets (members, epochs,
+// assignments), the members heartbeat on at their epochs, no committed
+// offset goes back, and every record is consumed.
+func TestConsumerGroups848CoordinatorFailover(t *testing.T) {
+	c := startReplCluster(t, 3, settings848...)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	const parts, round, groupID, topic = 4, 150, "gf848", "fail848"
+	c.createTopic(ctx, topic, parts, nil)
+	adm := kadm.NewClient(c.client(kgo.MetadataMinAge(500*time.Millisecond), kgo.MetadataMaxAge(2*time.Second)))
+	seen := newSeenSet()
+	opts := []kgo.Opt{kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer()}
+	produceRound(ctx, t, c, topic, parts, 0, round)
+	a := startMember(t, c, "a", groupID, topic, seen, opts...)
+	b := startMember(t, c, "b", groupID, topic, seen, opts...)
+	d := waitConsumerGroup(ctx, t, adm, groupID, topic, 2, parts)
+	waitFor(ctx, t, "the first round consumed and committed", func() bool {
+		sum, _ := committedSum(ctx, t, adm, groupID, topic)
+		return seen.count() >= round && sum == round
+	})
+	_, before := committedSum(ctx, t, adm, groupID, topic)
+
+	var coordID int32 = -1
+	c.live().ctrl.View(func(im *quorum.Image) {
+		t := im.Topics[group.OffsetsTopic]
+		coordID = t.Partitions[group.Partition(groupID, int32(len(t.Partitions)))].Leader
+	})
+	victim := c.nodes[coordID-1]
+	start := time.Now()
+	c.kill(victim)
+	produceRound(ctx, t, c, topic, parts, round, round)
+	waitFor(ctx, t, "the group at a new coordinator, the second round committed", func() bool {
+		dd, err := adm.DescribeConsumerGroups(ctx, groupID)
+		if err != nil || dd[groupID].Err != nil || dd[groupID].Coordinator.NodeID == coordID {
+			return false
+		}
+		sum, _ := committedSum(ctx, t, adm, groupID, topic)
+		return sum == 2*round
+	})
+	took := time.Since(start)
+	t.Logf("coordinator node %d killed: the KIP-848 group committed everything at its new coordinator after %v", coordID, took)
+	if limit := 6*time.Second + 10*time.Second; took > limit {
+		t.Errorf("the group took %v to move, more than the session timeout plus 10 s (%v)", took, limit)
+	}
+	after := waitConsumerGroup(ctx, t, adm, groupID, topic, 2, parts)
+	if after.Epoch < d.Epoch {
+		t.Errorf("group epoch went back from %d to %d", d.Epoch, after.Epoch)
+	}
+	_, offs := committedSum(ctx, t, adm, groupID, topic)
+	for p, off := range before {
+		if offs[p] < off {
+			t.Errorf("partition %d: committed offset went back from %d to %d", p, off, offs[p])
+		}
+	}
+	a.stop(ctx, t)
+	b.stop(ctx, t)
+	if n := seen.count(); n != 2*round {
+		t.Errorf("consumed %d distinct records, want %d", n, 2*round)
+	}
+	c.restart(victim)
 }
