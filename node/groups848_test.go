@@ -91,6 +91,27 @@ func TestConsumerGroups848ThreeNodes(t *testing.T) {
 					t.Errorf("member %s at epoch %d (type %d), group assignment epoch %d", m.MemberID, m.MemberEpoch, m.MemberType, d.AssignmentEpoch)
 				}
 			}
+			// DescribeGroups answers in the classic shape, with the
+			// members' assignments in the consumer protocol's encoding.
+			classic, err := adm.DescribeGroups(ctx, groupID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := classic[groupID]; g.ProtocolType != "consumer" || g.State != "Stable" || len(g.Members) != 3 {
+				t.Errorf("DescribeGroups: %+v", g)
+			} else {
+				for _, m := range g.Members {
+					a, _ := m.Assigned.AsConsumer()
+					if n := 0; a != nil {
+						for _, at := range a.Topics {
+							n += len(at.Partitions)
+						}
+						if n != parts/3 {
+							t.Errorf("DescribeGroups: member %s assigned %d partitions, want %d", m.MemberID, n, parts/3)
+						}
+					}
+				}
+			}
 			listed, err := adm.ListGroupsByType(ctx, []string{"consumer"})
 			if err != nil {
 				t.Fatal(err)

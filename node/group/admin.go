@@ -49,7 +49,7 @@ func (s *Shard) describeGroups(r Request, req *kmsg.DescribeGroupsRequest) {
 				rg.ErrorMessage = strp("Group " + id + " not found.")
 			}
 		case g.consumer != nil:
-			describeConsumer(g, &rg)
+			s.describeConsumer(g, &rg)
 		default:
 			rg.State = g.state.String()
 			rg.ProtocolType = g.protocolType

@@ -73,15 +73,33 @@ func (s *Shard) describeAssignment(m tps) kmsg.Assignment {
 	return a
 }
 
-// describeConsumer fills a DescribeGroups answer for a consumer group.
-func describeConsumer(g *group, rg *kmsg.DescribeGroupsResponseGroup) {
+// describeConsumer fills a DescribeGroups answer for a consumer group:
+// each member's subscription (the topics it resolves to) and current
+// assignment in the consumer protocol's encodings (version 0), as
+// kafka-consumer-groups and kadm read them.
+func (s *Shard) describeConsumer(g *group, rg *kmsg.DescribeGroupsResponseGroup) {
 	c := g.consumer
 	rg.State, rg.ProtocolType = c.stateName(), "consumer"
 	for _, m := range c.sortedMembers() {
 		rm := kmsg.NewDescribeGroupsResponseGroupMember()
 		rm.MemberID, rm.ClientID, rm.ClientHost = m.id, m.clientID, m.clientHost
 		rm.InstanceID = nilIfEmpty(m.instanceID)
-		rm.ProtocolMetadata, rm.MemberAssignment = []byte{}, []byte{}
+		meta := kmsg.NewConsumerMemberMetadata()
+		meta.Version, meta.Topics = 0, s.resolve(m)
+		if meta.Topics == nil {
+			meta.Topics = []string{}
+		}
+		rm.ProtocolMetadata = meta.AppendTo(nil)
+		a := kmsg.NewConsumerMemberAssignment()
+		a.Version = 0
+		for _, id := range sortedIDs(m.assigned) {
+			if name, ok := s.topicNames[id]; ok {
+				t := kmsg.NewConsumerMemberAssignmentTopic()
+				t.Topic, t.Partitions = name, append([]int32{}, m.assigned[id]...)
+				a.Topics = append(a.Topics, t)
+			}
+		}
+		rm.MemberAssignment = a.AppendTo(nil)
 		rg.Members = append(rg.Members, rm)
 	}
 }
