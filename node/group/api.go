@@ -146,6 +146,11 @@ type Shard struct {
 	ready  Ready
 
 	nextAppend uint64
+	// parked are KIP-848 answers that wrote nothing but read what an
+	// Append still in flight wrote: each waits for the Append with the
+	// key's id (the last in flight when it was made), as Kafka's
+	// coordinator answers only from committed state.
+	parked map[uint64][]parkedAnswer
 	ops        map[uint64]*op // Appends in flight
 
 	// Member ids are prefix-UUID as Kafka's, the UUID made of idSeed (the

@@ -155,9 +155,17 @@ func (w *cgWrite) add(r ...Record) { w.recs = append(w.recs, r...) }
 // answered with resp; it answers at once when nothing is to be written.
 func (s *Shard) flushCG(w *cgWrite, wt *waiter, resp kmsg.Response) {
 	if len(w.recs) == 0 {
-		if wt != nil {
-			s.respond(wt.id, resp)
+		if wt == nil {
+			return
 		}
+		if _, inFlight := s.ops[s.nextAppend]; inFlight {
+			if s.parked == nil {
+				s.parked = map[uint64][]parkedAnswer{}
+			}
+			s.parked[s.nextAppend] = append(s.parked[s.nextAppend], parkedAnswer{wt.id, resp})
+			return
+		}
+		s.respond(wt.id, resp)
 		return
 	}
 	o := &op{kind: opConsumer, g: w.g, cgResp: resp, cgRemoved: w.removed}
@@ -667,4 +675,27 @@ func (c *cgroup) repair() {
 		}
 	}
 	c.indexStatic()
+}
+
+// parkedAnswer is an answer waiting for an Append (Shard.parked).
+type parkedAnswer struct {
+	id   uint64
+	resp kmsg.Response
+}
+
+// releaseParked answers what waited for Append id: as it was, or, if the
+// write failed, with its error (what the answer read may not be in the
+// log).
+func (s *Shard) releaseParked(id uint64, code int16) {
+	ps, ok := s.parked[id]
+	if !ok {
+		return
+	}
+	delete(s.parked, id)
+	for _, p := range ps {
+		if r, ok := p.resp.(*kmsg.ConsumerGroupHeartbeatResponse); ok && code != 0 {
+			p.resp = cgError(r.Version, code, "")
+		}
+		s.respond(p.id, p.resp)
+	}
 }

@@ -157,6 +157,7 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 	if err != nil {
 		code = appendErrorCode(err)
 	}
+	defer s.releaseParked(id, code)
 	switch o.kind {
 	case opExpire:
 		if code != 0 {
