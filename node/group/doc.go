@@ -116,7 +116,9 @@
 // target assignments.
 //
 // Writes are Kafka's records (records848.go), applied in memory at once
-// and answered when Appended, as Kafka 4's timeline does; a failed write
+// and answered when Appended, as Kafka 4's timeline does; an answer that
+// wrote nothing waits for the Appends in flight before it (it may have
+// read what they wrote) and gets their error if one fails. A failed write
 // is answered with the mapped error and the whole group written again
 // (the records are upserts by key), so that log and memory meet.
 // Differences from Kafka: no classic members inside a consumer group (no
