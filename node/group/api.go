@@ -151,7 +151,7 @@ type Shard struct {
 	// key's id (the last in flight when it was made), as Kafka's
 	// coordinator answers only from committed state.
 	parked map[uint64][]parkedAnswer
-	ops        map[uint64]*op // Appends in flight
+	ops    map[uint64]*op // Appends in flight
 
 	// Member ids are prefix-UUID as Kafka's, the UUID made of idSeed (the
 	// load time: ids of an earlier coordinator of the partition do not

@@ -34,6 +34,7 @@ package group
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -259,6 +260,10 @@ func (s *Shard) consumerHeartbeat(now time.Time, r Request, req *kmsg.ConsumerGr
 			return
 		}
 	}
+	if subscriptionBytes(req) > MaxMemberMetadataBytes {
+		fail(codeInvalidRequest, "The subscription is over "+strconv.Itoa(MaxMemberMetadataBytes)+" bytes.")
+		return
+	}
 	if req.ServerAssignor != nil && !slices.Contains(s.cfg.ConsumerAssignors, *req.ServerAssignor) {
 		fail(codeUnsupportedAssignor, "ServerAssignor "+*req.ServerAssignor+" is not supported.")
 		return
@@ -438,7 +443,13 @@ func (s *Shard) cgJoin(now time.Time, g *group, req *kmsg.ConsumerGroupHeartbeat
 		return m, false, 0, ""
 	}
 	if s.cfg.ConsumerMaxSize > 0 && len(c.members) >= s.cfg.ConsumerMaxSize {
-		return nil, false, codeMaxSize, "The consumer group has reached its maximum capacity of " + itoa(s.cfg.ConsumerMaxSize) + " members."
+		return nil, false, codeMaxSize, "The consumer group has reached its maximum capacity of " + strconv.Itoa(s.cfg.ConsumerMaxSize) + " members."
+	}
+	if c.bytes()+subscriptionBytes(req) > s.groupBudget {
+		// As for classic groups: thousands of joins cannot exhaust the
+		// coordinator's memory even when group.consumer.max.size is
+		// unbounded (Kafka's default).
+		return nil, false, codeMaxSize, "The consumer group's members are over " + strconv.Itoa(s.groupBudget) + " bytes."
 	}
 	m = c.member(id)
 	if req.InstanceID != nil {
@@ -612,15 +623,29 @@ func (c *cgroup) due() time.Time {
 	return d
 }
 
-func itoa(n int) string {
-	return string(appendInt(nil, n))
+// subscriptionBytes is what a heartbeat's subscription weighs (with its
+// member id), against MaxMemberMetadataBytes and the group's budget.
+func subscriptionBytes(req *kmsg.ConsumerGroupHeartbeatRequest) int {
+	n := 64 + len(req.MemberID)
+	for _, t := range req.SubscribedTopicNames {
+		n += len(t)
+	}
+	if req.SubscribedTopicRegex != nil {
+		n += len(*req.SubscribedTopicRegex)
+	}
+	return n
 }
 
-func appendInt(b []byte, n int) []byte {
-	if n >= 10 {
-		b = appendInt(b, n/10)
+// bytes is what the group's members weigh (subscriptionBytes' measure).
+func (c *cgroup) bytes() int {
+	n := 0
+	for _, m := range c.members {
+		n += 64 + len(m.id) + len(m.regex)
+		for _, t := range m.topicNames {
+			n += len(t)
+		}
 	}
-	return append(b, byte('0'+n%10))
+	return n
 }
 
 // consumerLoaded starts a loaded consumer group: every member's session

@@ -15,7 +15,7 @@ import (
 //
 //	topics t=3 u=2            SetTopics (a topic's id is its name, padded)
 //	hb member=a epoch=0 topics=t,u regex=re assignor=range instance=i
-//	   owned=t/0,t/1 rebalance=30s v=1 g=g
+//	   owned=t/0,t/1 rebalance=30s v=1 g=g regex-size=N
 //	cg-describe groups=g
 func (h *harness) runConsumer() bool {
 	switch h.d.Cmd {
@@ -44,6 +44,10 @@ func (h *harness) runConsumer() bool {
 			}
 		}
 		req.SubscribedTopicRegex = h.strp("regex")
+		if n := h.int("regex-size", -1); n >= 0 {
+			re := strings.Repeat("a", int(n))
+			req.SubscribedTopicRegex = &re
+		}
 		req.ServerAssignor = h.strp("assignor")
 		if _, ok := h.arg("owned"); ok {
 			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
