@@ -254,15 +254,15 @@ func (s *Shard) consumerHeartbeat(now time.Time, r Request, req *kmsg.ConsumerGr
 		fail(codeInvalidRequest, msg)
 		return
 	}
+	if subscriptionBytes(req) > MaxMemberMetadataBytes {
+		fail(codeInvalidRequest, "The subscription is over "+strconv.Itoa(MaxMemberMetadataBytes)+" bytes.")
+		return
+	}
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
 		if _, err := regexp.Compile(*req.SubscribedTopicRegex); err != nil {
 			fail(codeInvalidRegex, "SubscribedTopicRegex "+*req.SubscribedTopicRegex+" is not a valid regular expression: "+err.Error())
 			return
 		}
-	}
-	if subscriptionBytes(req) > MaxMemberMetadataBytes {
-		fail(codeInvalidRequest, "The subscription is over "+strconv.Itoa(MaxMemberMetadataBytes)+" bytes.")
-		return
 	}
 	if req.ServerAssignor != nil && !slices.Contains(s.cfg.ConsumerAssignors, *req.ServerAssignor) {
 		fail(codeUnsupportedAssignor, "ServerAssignor "+*req.ServerAssignor+" is not supported.")
