@@ -207,8 +207,17 @@ func (s *Shard) stats() Stats {
 	for _, n := range stateNames {
 		st.Groups[n] = 0
 	}
+	st.ConsumerGroups = map[string]int{}
+	for _, n := range ConsumerGroupStates {
+		st.ConsumerGroups[n] = 0
+	}
 	for id, g := range s.groups {
-		st.Groups[g.state.String()]++
+		if g.consumer != nil {
+			st.ConsumerGroups[g.consumer.stateName()]++
+			st.Members += len(g.consumer.members)
+		} else {
+			st.Groups[g.state.String()]++
+		}
 		st.Members += len(g.members)
 		if len(g.offsets) == 0 {
 			continue

@@ -263,11 +263,17 @@ func (s *Shard) SetTopics(now time.Time, topics map[string]TopicInfo) {
 // answers ListGroups COORDINATOR_LOAD_IN_PROGRESS, as Kafka does).
 func (s *Shard) Loaded() bool { return s.loaded }
 
+// ConsumerGroupStates are Kafka's names of a KIP-848 group's states.
+var ConsumerGroupStates = []string{"Empty", "Assigning", "Reconciling", "Stable"}
+
 // Stats is a snapshot for metrics.
 type Stats struct {
-	// Groups by state name (Kafka's: Empty, PreparingRebalance,
-	// CompletingRebalance, Stable, Dead).
+	// Groups are the classic groups by state name (Kafka's: Empty,
+	// PreparingRebalance, CompletingRebalance, Stable, Dead).
 	Groups map[string]int
+	// ConsumerGroups are the KIP-848 groups by state name
+	// (ConsumerGroupStates).
+	ConsumerGroups map[string]int
 	// Offsets are the committed offsets: group → topic → partition →
 	// offset.
 	Offsets map[string]map[string]map[int32]int64

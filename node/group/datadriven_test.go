@@ -118,6 +118,11 @@ func (h *harness) run() {
 		for _, n := range stateNames {
 			h.printf("%s=%d", n, st.Groups[n])
 		}
+		for _, n := range ConsumerGroupStates {
+			if c := st.ConsumerGroups[n]; c > 0 {
+				h.printf("consumer %s=%d", n, c)
+			}
+		}
 		h.printf("expired=%d commits=%d rebalances=%d members=%d", st.Expired, st.Commits, st.Rebalances, st.Members)
 	case "topics-deleted":
 		h.s.TopicsDeleted(h.now, h.list("topics"))
