@@ -69,19 +69,23 @@ func startMember(t *testing.T, c *replCluster, name, groupID, topic string, seen
 		kgo.MetadataMinAge(500 * time.Millisecond), kgo.MetadataMaxAge(2 * time.Second)}, opts...)...)
 	go func() {
 		defer close(m.done)
-		ctx := context.Background()
 		for {
+			// Polls end every second without records too, so that a
+			// commit that failed (its coordinator just died) is retried
+			// even when nothing more arrives, as kgo's autocommit would.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			fs := m.cl.PollFetches(ctx)
+			cancel()
 			if fs.IsClientClosed() {
 				return
 			}
 			fs.EachError(func(topic string, p int32, err error) {
-				if !errors.Is(err, context.Canceled) {
+				if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 					t.Logf("%s: fetch %s/%d: %v", name, topic, p, err)
 				}
 			})
 			fs.EachRecord(func(r *kgo.Record) { seen.add(name, r.Value) })
-			if err := m.cl.CommitUncommittedOffsets(ctx); err != nil && !errors.Is(err, kgo.ErrClientClosed) {
+			if err := m.cl.CommitUncommittedOffsets(context.Background()); err != nil && !errors.Is(err, kgo.ErrClientClosed) {
 				t.Logf("%s: commit: %v", name, err)
 			}
 		}
@@ -251,6 +255,7 @@ func TestGroupsCoordinatorFailover(t *testing.T) {
 		coordID = t.Partitions[group.Partition(groupID, int32(len(t.Partitions)))].Leader
 	})
 	victim := c.nodes[coordID-1]
+	t.Logf("killing node %d, coordinator of %s (active controller: %v)", coordID, groupID, victim.ctrl.IsLeader())
 	start := time.Now()
 	c.kill(victim)
 	produceRound(ctx, t, c, topic, parts, round, round)

@@ -238,11 +238,8 @@ func TestGroupsOneNode(t *testing.T) {
 		if g := d["unknown-group"]; g.State != "Dead" && !errors.Is(g.Err, kerr.GroupIDNotFound) {
 			t.Errorf("DescribeGroups of an unknown group: %+v, want Dead or GROUP_ID_NOT_FOUND", g)
 		}
-		// OffsetDelete of a group without members, then DeleteGroups of
-		// g1: gone. (OffsetDelete of g1's topic answers
-		// GROUP_SUBSCRIBED_TO_TOPIC though g1 is Empty: node/group keeps
-		// the subscriptions of its last generation; Kafka's classic group
-		// has none once Empty.)
+		// OffsetDelete of a standalone group's commit, then DeleteGroups
+		// of g1: gone.
 		toCommit := kadm.Offsets{}
 		toCommit.Add(kadm.Offset{Topic: "events", Partition: 1, At: 3, LeaderEpoch: -1})
 		if cr, err := adm.CommitOffsets(ctx, "standalone", toCommit); err != nil || cr.Error() != nil {
