@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -163,6 +164,40 @@ func (n *Node) syncGroups(im *quorum.Image) {
 	if len(deleted) > 0 {
 		n.coord.TopicsDeleted(deleted)
 	}
+	n.syncGroupTopics(im)
+}
+
+// syncGroupTopics gives the coordinator the topics (name, id, partition
+// count; internal topics left out, as Kafka's regex subscriptions do) when
+// they differ from the last it got. n.reconcileMu must be held.
+func (n *Node) syncGroupTopics(im *quorum.Image) {
+	same := n.groupTopics != nil && len(n.groupTopics) == len(im.Topics)-countInternal(im)
+	topics := make(map[string]group.TopicInfo, len(im.Topics))
+	for name, t := range im.Topics {
+		if strings.HasPrefix(name, "__") {
+			continue
+		}
+		ti := group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions))}
+		if same && n.groupTopics[name] != ti {
+			same = false
+		}
+		topics[name] = ti
+	}
+	if same {
+		return
+	}
+	n.groupTopics = topics
+	n.coord.SetTopics(topics)
+}
+
+func countInternal(im *quorum.Image) int {
+	k := 0
+	for name := range im.Topics {
+		if strings.HasPrefix(name, "__") {
+			k++
+		}
+	}
+	return k
 }
 
 // coordHost is the node seen by the group coordinator (coord.Host).

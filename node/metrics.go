@@ -271,10 +271,13 @@ var _ metrics.GroupSource = (*metricsSource)(nil)
 func (s *metricsSource) Groups() metrics.GroupStat {
 	n := (*Node)(s)
 	loaded, _ := n.coord.Stats()
-	gs := metrics.GroupStat{ByState: map[string]int{}, OffsetCommits: n.coord.OffsetsCommitted()}
+	gs := metrics.GroupStat{ByState: map[string]int{}, ConsumerByState: map[string]int{}, OffsetCommits: n.coord.OffsetsCommitted()}
 	for _, sh := range loaded {
 		for state, c := range sh.Groups {
 			gs.ByState[state] += c
+		}
+		for state, c := range sh.ConsumerGroups {
+			gs.ConsumerByState[state] += c
 		}
 		gs.Expired += sh.Expired
 		for g, topics := range sh.Offsets {

@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-log/sluice/node/cleaner"
 	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/coord"
+	"github.com/sluice-log/sluice/node/group"
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/node/replica"
@@ -97,6 +98,9 @@ type Node struct {
 	// reconcileMu), to tell it which were deleted.
 	coord      *coord.Coordinator
 	topicsSeen map[string]bool
+	// groupTopics are the topics last given to the coordinator (under
+	// reconcileMu): SetTopics only when they change.
+	groupTopics map[string]group.TopicInfo
 
 	mu struct {
 		sync.RWMutex

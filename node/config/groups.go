@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/sluice-log/sluice/node/group"
@@ -31,6 +32,12 @@ type Groups struct {
 	// wait for a write to __consumer_offsets to be committed (acks=all):
 	// past it the request is answered REQUEST_TIMED_OUT.
 	OffsetsCommitTimeout time.Duration
+	// The bounds of the KIP-848 session timeout and heartbeat interval
+	// (group.consumer.{min,max}.session.timeout.ms 45000/60000,
+	// group.consumer.{min,max}.heartbeat.interval.ms 5000/15000): the
+	// broker's values must lie within them.
+	ConsumerMinSession, ConsumerMaxSession     time.Duration
+	ConsumerMinHeartbeat, ConsumerMaxHeartbeat time.Duration
 }
 
 // groupKeys are the group coordinator's keys.
@@ -88,6 +95,49 @@ func groupKeys() []key {
 			}
 			return err
 		}},
+		{"group.consumer.session.timeout.ms", "45000", "a KIP-848 consumer group member without a heartbeat this long is removed", func(c *Config, v string) error {
+			return parseMs(&c.Groups.Coordinator.ConsumerSessionTimeout, v, 1)
+		}},
+		{"group.consumer.min.session.timeout.ms", "45000", "lower bound of group.consumer.session.timeout.ms", func(c *Config, v string) error {
+			return parseMs(&c.Groups.ConsumerMinSession, v, 1)
+		}},
+		{"group.consumer.max.session.timeout.ms", "60000", "upper bound of group.consumer.session.timeout.ms", func(c *Config, v string) error {
+			return parseMs(&c.Groups.ConsumerMaxSession, v, 1)
+		}},
+		{"group.consumer.heartbeat.interval.ms", "5000", "how often KIP-848 consumer group members are told to heartbeat", func(c *Config, v string) error {
+			return parseMs(&c.Groups.Coordinator.ConsumerHeartbeatInterval, v, 1)
+		}},
+		{"group.consumer.min.heartbeat.interval.ms", "5000", "lower bound of group.consumer.heartbeat.interval.ms", func(c *Config, v string) error {
+			return parseMs(&c.Groups.ConsumerMinHeartbeat, v, 1)
+		}},
+		{"group.consumer.max.heartbeat.interval.ms", "15000", "upper bound of group.consumer.heartbeat.interval.ms", func(c *Config, v string) error {
+			return parseMs(&c.Groups.ConsumerMaxHeartbeat, v, 1)
+		}},
+		{"group.consumer.max.size", "2147483647", "most members of one KIP-848 consumer group (GROUP_MAX_SIZE_REACHED)", func(c *Config, v string) error {
+			var n int32
+			err := parseInt32(&n, v, 1, math.MaxInt32)
+			c.Groups.Coordinator.ConsumerMaxSize = int(n)
+			if n == math.MaxInt32 {
+				c.Groups.Coordinator.ConsumerMaxSize = 0 // no bound
+			}
+			return err
+		}},
+		{"group.consumer.assignors", "uniform,range", "the server-side assignors of KIP-848 consumer groups (uniform, range; the first is the default)", func(c *Config, v string) error {
+			var names []string
+			for _, a := range strings.Split(v, ",") {
+				a = strings.TrimSpace(a)
+				switch a {
+				case "uniform", "org.apache.kafka.coordinator.group.assignor.UniformAssignor":
+					names = append(names, "uniform")
+				case "range", "org.apache.kafka.coordinator.group.assignor.RangeAssignor":
+					names = append(names, "range")
+				default:
+					return fmt.Errorf("%w: unknown assignor %q (uniform, range)", ErrInvalid, a)
+				}
+			}
+			c.Groups.Coordinator.ConsumerAssignors = names
+			return nil
+		}},
 	}
 }
 
@@ -97,6 +147,17 @@ func (c *Config) validateGroups() error {
 	if g.MinSessionTimeout > g.MaxSessionTimeout {
 		return fmt.Errorf("%w: group.min.session.timeout.ms (%d) is above group.max.session.timeout.ms (%d)",
 			ErrInvalid, g.MinSessionTimeout.Milliseconds(), g.MaxSessionTimeout.Milliseconds())
+	}
+	if s := g.ConsumerSessionTimeout; s < c.Groups.ConsumerMinSession || s > c.Groups.ConsumerMaxSession {
+		return fmt.Errorf("%w: group.consumer.session.timeout.ms (%d) is outside [%d, %d]", ErrInvalid,
+			s.Milliseconds(), c.Groups.ConsumerMinSession.Milliseconds(), c.Groups.ConsumerMaxSession.Milliseconds())
+	}
+	if h := g.ConsumerHeartbeatInterval; h < c.Groups.ConsumerMinHeartbeat || h > c.Groups.ConsumerMaxHeartbeat {
+		return fmt.Errorf("%w: group.consumer.heartbeat.interval.ms (%d) is outside [%d, %d]", ErrInvalid,
+			h.Milliseconds(), c.Groups.ConsumerMinHeartbeat.Milliseconds(), c.Groups.ConsumerMaxHeartbeat.Milliseconds())
+	}
+	if g.ConsumerHeartbeatInterval >= g.ConsumerSessionTimeout {
+		return fmt.Errorf("%w: group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms", ErrInvalid)
 	}
 	return nil
 }

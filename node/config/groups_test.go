@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ func TestGroupsDefaults(t *testing.T) {
 		g.OffsetsCommitTimeout != 5*time.Second {
 		t.Errorf("offsets topic defaults: %+v", g)
 	}
-	if want := group.DefaultConfig(); g.Coordinator != want {
+	if want := group.DefaultConfig(); !reflect.DeepEqual(g.Coordinator, want) {
 		t.Errorf("coordinator defaults %+v, want %+v", g.Coordinator, want)
 	}
 }
@@ -40,7 +41,20 @@ func TestGroupsKeys(t *testing.T) {
 		g.Coordinator.OffsetsRetention != 2*time.Minute || g.Coordinator.OffsetMetadataMaxBytes != 10 || g.OffsetsCommitTimeout != 700*time.Millisecond {
 		t.Errorf("parsed %+v", g)
 	}
+	c, err = load(t, minimal+"group.consumer.min.session.timeout.ms=1000\ngroup.consumer.session.timeout.ms=3000\n"+
+		"group.consumer.min.heartbeat.interval.ms=100\ngroup.consumer.heartbeat.interval.ms=500\ngroup.consumer.max.size=4\n"+
+		"group.consumer.assignors=range,org.apache.kafka.coordinator.group.assignor.UniformAssignor\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := c.Groups.Coordinator; g.ConsumerSessionTimeout != 3*time.Second || g.ConsumerHeartbeatInterval != 500*time.Millisecond ||
+		g.ConsumerMaxSize != 4 || !reflect.DeepEqual(g.ConsumerAssignors, []string{"range", "uniform"}) {
+		t.Errorf("parsed consumer keys %+v", g)
+	}
 	for _, bad := range []string{
+		"group.consumer.session.timeout.ms=3000", "group.consumer.heartbeat.interval.ms=100",
+		"group.consumer.assignors=sticky", "group.consumer.max.size=0",
+		"group.consumer.min.heartbeat.interval.ms=1\ngroup.consumer.heartbeat.interval.ms=50000\ngroup.consumer.max.heartbeat.interval.ms=60000",
 		"offsets.topic.num.partitions=0", "offsets.topic.replication.factor=0", "offsets.topic.replication.factor=40000",
 		"group.max.size=0", "offsets.commit.timeout.ms=0", "offset.metadata.max.bytes=-1",
 		"group.min.session.timeout.ms=7000\ngroup.max.session.timeout.ms=6000",

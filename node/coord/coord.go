@@ -54,6 +54,14 @@ type Machine interface {
 	Stats() group.Stats
 }
 
+// TopicSetter is a Machine's optional capability to take the cluster's
+// topics (KIP-848 consumer groups resolve subscriptions and assign
+// partitions from them): *group.Shard has it. The coordinator calls it
+// when a shard has loaded and whenever SetTopics brings new topics.
+type TopicSetter interface {
+	SetTopics(now time.Time, topics map[string]group.TopicInfo)
+}
+
 // Options configure a Coordinator.
 type Options struct {
 	// Config is every shard's.
@@ -79,6 +87,12 @@ type Coordinator struct {
 		sync.Mutex
 		shards map[int32]*shard
 		closed bool
+	}
+	// topics is the last SetTopics (nil: none yet); shards read it when
+	// they load. Not held with mu or a shard's lock taken.
+	topics struct {
+		sync.Mutex
+		m map[string]group.TopicInfo
 	}
 	// commits counts offsets passed to OffsetCommit (metrics); wakeups
 	// the shards' timer firings (tests of idle shards).
@@ -216,6 +230,30 @@ func (c *Coordinator) TopicsDeleted(topics []string) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// SetTopics gives every loaded shard (and every shard that loads later)
+// the cluster's topics; the node calls it when they change (created,
+// deleted, partitions added). topics is not modified afterwards.
+func (c *Coordinator) SetTopics(topics map[string]group.TopicInfo) {
+	c.topics.Lock()
+	c.topics.m = topics
+	c.topics.Unlock()
+	for _, s := range c.shards() {
+		s.mu.Lock()
+		if ts, ok := s.mu.m.(TopicSetter); ok && s.mu.loaded && !s.mu.gone {
+			now := c.opts.Now()
+			ts.SetTopics(now, topics)
+			s.processLocked(now)
+		}
+		s.mu.Unlock()
+	}
+}
+
+func (c *Coordinator) lastTopics() map[string]group.TopicInfo {
+	c.topics.Lock()
+	defer c.topics.Unlock()
+	return c.topics.m
 }
 
 // ShardStats is one loaded shard's Stats, with its partition.

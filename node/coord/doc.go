@@ -24,6 +24,10 @@
 //	    requests answer NOT_COORDINATOR, its timer stops, its load and
 //	    appends are abandoned (a new epoch loads again from scratch)
 //
+// Topics: SetTopics keeps the cluster's topics and hands them to every
+// loaded shard, and to each shard when it has loaded, if its machine is a
+// TopicSetter (KIP-848 groups assign from them).
+//
 // Lock order: Coordinator.mu → shard.mu → whatever Host takes (the
 // replica's lock, in Append). Machine methods run only under shard.mu.
 //

@@ -266,6 +266,11 @@ func (s *shard) load() {
 	}
 	now := s.c.opts.Now()
 	s.mu.m.LoadDone(now)
+	if ts, ok := s.mu.m.(TopicSetter); ok {
+		if topics := s.c.lastTopics(); topics != nil {
+			ts.SetTopics(now, topics)
+		}
+	}
 	s.mu.loaded = true
 	close(s.loadedCh)
 	s.c.log.Info("coord: offsets partition loaded", "partition", s.p, "epoch", s.epoch, "end", target, "took", time.Since(start))

@@ -10,7 +10,7 @@ package group
 //   - DeleteGroups: NON_EMPTY_GROUP unless Empty; else tombstones for
 //     every offset and the group, answered when Appended.
 //   - ListGroups filters by state (Kafka's names, any case) and type
-//     ("classic": every group here).
+//     ("classic" or "consumer", consumer groups with their own states).
 
 import (
 	"cmp"
@@ -48,6 +48,8 @@ func (s *Shard) describeGroups(r Request, req *kmsg.DescribeGroupsRequest) {
 				rg.ErrorCode = codeGroupNotFound
 				rg.ErrorMessage = strp("Group " + id + " not found.")
 			}
+		case g.consumer != nil:
+			s.describeConsumer(g, &rg)
 		default:
 			rg.State = g.state.String()
 			rg.ProtocolType = g.protocolType
@@ -132,7 +134,15 @@ func (s *Shard) deleteGroup(g *group, o *op) []Record {
 	g.transition(stateDead, g.stateTime)
 	delete(s.groups, g.id)
 	o.removedGroups = append(o.removedGroups, g)
-	return append(recs, groupTombstone(g.id))
+	return append(recs, groupTombstones(g)...)
+}
+
+// groupTombstones delete g's group record(s), of its type.
+func groupTombstones(g *group) []Record {
+	if g.consumer != nil {
+		return consumerTombstones(g)
+	}
+	return []Record{groupTombstone(g.id)}
 }
 
 func countOffsets(m map[string]map[int32]offset) map[string]map[int32]int {
@@ -151,16 +161,17 @@ func (s *Shard) listGroups(states, types []string) []kmsg.ListGroupsResponseGrou
 		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
 	}
 	var out []kmsg.ListGroupsResponseGroup
-	if !match(types, "classic") {
-		return out
-	}
 	for _, id := range sortedKeys(s.groups) {
 		g := s.groups[id]
-		if !match(states, g.state.String()) {
+		typ, state := "classic", g.state.String()
+		if g.consumer != nil {
+			typ, state = "consumer", g.consumer.stateName()
+		}
+		if !match(types, typ) || !match(states, state) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, g.protocolType, g.state.String(), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, g.protocolType, state, typ
 		out = append(out, lg)
 	}
 	return out
@@ -196,8 +207,17 @@ func (s *Shard) stats() Stats {
 	for _, n := range stateNames {
 		st.Groups[n] = 0
 	}
+	st.ConsumerGroups = map[string]int{}
+	for _, n := range ConsumerGroupStates {
+		st.ConsumerGroups[n] = 0
+	}
 	for id, g := range s.groups {
-		st.Groups[g.state.String()]++
+		if g.consumer != nil {
+			st.ConsumerGroups[g.consumer.stateName()]++
+			st.Members += len(g.consumer.members)
+		} else {
+			st.Groups[g.state.String()]++
+		}
 		st.Members += len(g.members)
 		if len(g.offsets) == 0 {
 			continue

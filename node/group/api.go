@@ -34,6 +34,18 @@ type Config struct {
 	// RetentionCheckInterval is offsets.retention.check.interval.ms
 	// (600000).
 	RetentionCheckInterval time.Duration
+
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms
+	// (45000): a KIP-848 member without a heartbeat that long is removed.
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms
+	// (5000), told to every member.
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerMaxSize is group.consumer.max.size (0 = no bound).
+	ConsumerMaxSize int
+	// ConsumerAssignors is group.consumer.assignors ("uniform", "range"):
+	// the server assignors members may name; the first is the default.
+	ConsumerAssignors []string
 }
 
 // DefaultConfig is Kafka's defaults.
@@ -45,6 +57,10 @@ func DefaultConfig() Config {
 		OffsetMetadataMaxBytes: 4096,
 		OffsetsRetention:       7 * 24 * time.Hour,
 		RetentionCheckInterval: 10 * time.Minute,
+
+		ConsumerSessionTimeout:    45 * time.Second,
+		ConsumerHeartbeatInterval: 5 * time.Second,
+		ConsumerAssignors:         []string{"uniform", "range"},
 	}
 }
 
@@ -76,8 +92,10 @@ type Request struct {
 	// *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest,
 	// *kmsg.OffsetCommitRequest, *kmsg.OffsetFetchRequest,
 	// *kmsg.DescribeGroupsRequest, *kmsg.DeleteGroupsRequest,
-	// *kmsg.OffsetDeleteRequest. A request that names several groups
-	// (DescribeGroups, DeleteGroups, OffsetFetch v8+) holds only the
+	// *kmsg.OffsetDeleteRequest, *kmsg.ConsumerGroupHeartbeatRequest,
+	// *kmsg.ConsumerGroupDescribeRequest. A request that names several groups
+	// (DescribeGroups, DeleteGroups, OffsetFetch v8+,
+	// ConsumerGroupDescribe) holds only the
 	// groups of this shard: the driver splits it and merges the answers.
 	// The driver has validated what needs the metadata: the partitions of
 	// an OffsetCommit or OffsetDelete exist (it answers
@@ -128,7 +146,12 @@ type Shard struct {
 	ready  Ready
 
 	nextAppend uint64
-	ops        map[uint64]*op // Appends in flight
+	// parked are KIP-848 answers that wrote nothing but read what an
+	// Append still in flight wrote: each waits for the Append with the
+	// key's id (the last in flight when it was made), as Kafka's
+	// coordinator answers only from committed state.
+	parked map[uint64][]parkedAnswer
+	ops    map[uint64]*op // Appends in flight
 
 	// Member ids are prefix-UUID as Kafka's, the UUID made of idSeed (the
 	// load time: ids of an earlier coordinator of the partition do not
@@ -143,6 +166,11 @@ type Shard struct {
 	expired, commits, rebalances int64
 
 	groupBudget int // MaxGroupMetadataBytes (tests lower it)
+
+	// The topics consumer groups subscribe to and are assigned from
+	// (SetTopics).
+	topics     map[string]TopicInfo
+	topicNames map[[16]byte]string
 }
 
 // NewShard is an empty, loading shard for partition p.
@@ -219,15 +247,33 @@ func (s *Shard) ListGroups(states, types []string) []kmsg.ListGroupsResponseGrou
 // their tombstones through Ready).
 func (s *Shard) TopicsDeleted(now time.Time, topics []string) { s.topicsDeleted(now, topics) }
 
+// SetTopics tells the shard every topic of the cluster (name → id and
+// partition count); the driver calls it after LoadDone and whenever topics
+// are created, deleted or get partitions. Consumer groups resolve their
+// subscriptions (names and regular expressions) against it, and a group
+// whose subscribed topics changed assigns its partitions again. The map is
+// not kept.
+func (s *Shard) SetTopics(now time.Time, topics map[string]TopicInfo) {
+	s.setTopics(now, topics)
+	s.fireTimers(now)
+	s.check("SetTopics")
+}
+
 // Loaded reports whether LoadDone was called (before it, the driver
 // answers ListGroups COORDINATOR_LOAD_IN_PROGRESS, as Kafka does).
 func (s *Shard) Loaded() bool { return s.loaded }
 
+// ConsumerGroupStates are Kafka's names of a KIP-848 group's states.
+var ConsumerGroupStates = []string{"Empty", "Assigning", "Reconciling", "Stable"}
+
 // Stats is a snapshot for metrics.
 type Stats struct {
-	// Groups by state name (Kafka's: Empty, PreparingRebalance,
-	// CompletingRebalance, Stable, Dead).
+	// Groups are the classic groups by state name (Kafka's: Empty,
+	// PreparingRebalance, CompletingRebalance, Stable, Dead).
 	Groups map[string]int
+	// ConsumerGroups are the KIP-848 groups by state name
+	// (ConsumerGroupStates).
+	ConsumerGroups map[string]int
 	// Offsets are the committed offsets: group → topic → partition →
 	// offset.
 	Offsets map[string]map[string]map[int32]int64

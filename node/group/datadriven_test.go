@@ -118,12 +118,19 @@ func (h *harness) run() {
 		for _, n := range stateNames {
 			h.printf("%s=%d", n, st.Groups[n])
 		}
+		for _, n := range ConsumerGroupStates {
+			if c := st.ConsumerGroups[n]; c > 0 {
+				h.printf("consumer %s=%d", n, c)
+			}
+		}
 		h.printf("expired=%d commits=%d rebalances=%d members=%d", st.Expired, st.Commits, st.Rebalances, st.Members)
 	case "topics-deleted":
 		h.s.TopicsDeleted(h.now, h.list("topics"))
 		h.drain()
 	default:
-		h.t.Fatalf("%s: unknown command %q", h.d.Pos, h.d.Cmd)
+		if !h.runConsumer() {
+			h.t.Fatalf("%s: unknown command %q", h.d.Pos, h.d.Cmd)
+		}
 	}
 }
 
@@ -134,6 +141,7 @@ func (h *harness) newShard() {
 	h.cfg.OffsetsRetention = h.dur("retention", h.cfg.OffsetsRetention)
 	h.cfg.RetentionCheckInterval = h.dur("check-interval", h.cfg.RetentionCheckInterval)
 	h.cfg.OffsetMetadataMaxBytes = int(h.int("metadata-max", int64(h.cfg.OffsetMetadataMaxBytes)))
+	h.cfg.ConsumerMaxSize = int(h.int("consumer-max-size", 0))
 	h.autoAck = h.str("auto-ack", "true") == "true"
 	h.log, h.pending = nil, nil
 	h.s = NewShard(0, h.cfg)
@@ -184,6 +192,9 @@ func persistedState(s *Shard) string {
 			st = "Stable"
 		}
 		fmt.Fprintf(&b, "%s: %s gen=%d type=%q protocol=%q leader=%s\n", id, st, g.generation, g.protocolType, g.protocol, short(g.leader))
+		if g.consumer != nil {
+			dumpConsumer(&b, g.consumer, nil)
+		}
 		for _, m := range g.sortedMembers() {
 			fmt.Fprintf(&b, "  %s instance=%q client=%s/%s session=%s rebalance=%s meta=%s assignment=%s\n", short(m.id), m.instanceID,
 				m.clientID, m.clientHost, m.session, m.rebalance, fmtMeta(m.metadata(g.protocol)), fmtMeta(m.assignment))
@@ -356,6 +367,9 @@ func (h *harness) fetch() {
 	for _, g := range groups {
 		rg := kmsg.NewOffsetFetchRequestGroup()
 		rg.Group = g
+		if m, ok := h.arg("member"); ok {
+			rg.MemberID, rg.MemberEpoch = &m, int32(h.int("epoch", -1))
+		}
 		if hasTopics {
 			rg.Topics = []kmsg.OffsetFetchRequestGroupTopic{}
 			for _, t := range sortedKeys(parts) {

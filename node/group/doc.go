@@ -1,6 +1,7 @@
 // Package group is the consumer group coordinator's state machine (Kafka's
-// GroupCoordinator / GroupMetadataManager for the classic protocol, and the
-// committed offsets): the groups whose coordinator is one partition of the
+// GroupCoordinator / GroupMetadataManager for the classic protocol and the
+// KIP-848 consumer protocol, and the committed offsets): the groups whose
+// coordinator is one partition of the
 // internal topic __consumer_offsets, and the records that persist them. It
 // does no I/O and has no goroutines, sockets or clocks, like partition/:
 // requests go in through Step, the clock through TickTo, decisions come out
@@ -16,6 +17,7 @@
 //	for each record of the partition from its log start to its high watermark:
 //		s.Replay(offset, key, value)          // loading: requests get COORDINATOR_LOAD_IN_PROGRESS
 //	s.LoadDone(now)
+//	s.SetTopics(now, topics)                  // again whenever topics change
 //	...
 //	s.TickTo(now); s.Step(now, group.Request{ID: id, Body: req, ...})
 //	rd := s.Ready()
@@ -63,11 +65,69 @@
 //     consumer group), checked every offsets.retention.check.interval.ms.
 //   - admin.go: DescribeGroups, DeleteGroups, ListGroups, TopicsDeleted,
 //     Stats.
+//   - consumer.go, assign.go, consumer_describe.go, records848.go: KIP-848
+//     consumer groups, below.
 //   - tombstones.go: tombstones are issued before they are written, so a
 //     commit still in flight for the same partition must not reappear when
 //     it lands, and a tombstone whose write fails is undone.
 //   - timers.go: one heap entry per group at (no later than) its earliest
 //     deadline; NextDue is exact: a tick before it changes nothing.
+//
+// # KIP-848 consumer groups
+//
+// A group id is a classic group or a consumer group (group.consumer
+// records, ConsumerGroupHeartbeat): an empty group of one type becomes the
+// other on the other's first request, its offsets kept; a non-empty one
+// refuses the other protocol (JoinGroup: INCONSISTENT_GROUP_PROTOCOL;
+// ConsumerGroupHeartbeat: GROUP_ID_NOT_FOUND with a message saying that
+// the online upgrade of a group with members is not supported here).
+//
+//	heartbeat(epoch 0: join | > 0 | -1 leave | -2 static leave)
+//	  → member changed (new, subscription, assignor)? group epoch + 1
+//	  → group epoch > assignment epoch? assign (uniform | range) over
+//	    the subscribed topics (names ∪ RE2 regex over SetTopics' names):
+//	    target assignment, assignment epoch = group epoch
+//	  → reconcile the member toward its target:
+//	      owns partitions not in its target → UNREVOKED: told to give them
+//	        up, keeps its epoch until a heartbeat shows them released
+//	      else → the assignment epoch; takes the target partitions no
+//	        other member owns or revokes (UNRELEASED until it has all)
+//	  → answer: member id, epoch, heartbeat interval, its assignment
+//
+// So no partition is ever owned by two members (checked after every
+// event under the invariants tag). A heartbeat with an older epoch is
+// accepted only as the previous epoch of a member that owns nothing
+// beyond its assignment (its answer was lost); otherwise
+// FENCED_MEMBER_EPOCH. Sessions last group.consumer.session.timeout.ms
+// from the last heartbeat; a member that does not revoke within its
+// rebalance timeout is removed. A static member that leaves with -2 keeps
+// its partitions until its session ends; its restart with a new member
+// id takes them over without a new epoch; another live member with the
+// same group.instance.id is UNRELEASED_INSTANCE_ID. SetTopics bumps the
+// epoch of every group whose subscribed topics changed (created,
+// deleted, partitions added), by a hash of them. OffsetCommit v9 and
+// OffsetFetch v9 check the member epoch (STALE_MEMBER_EPOCH,
+// FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID; commits of a consumer group's
+// member below v9: UNSUPPORTED_VERSION); a commit without membership is
+// taken only while the group has no members. DescribeGroups answers a
+// consumer group in the classic shape (protocol type "consumer");
+// ListGroups gives its type and state (Empty, Assigning, Reconciling,
+// Stable); ConsumerGroupDescribe gives epochs, subscriptions, current and
+// target assignments.
+//
+// Writes are Kafka's records (records848.go), applied in memory at once
+// and answered when Appended, as Kafka 4's timeline does; an answer that
+// wrote nothing waits for the Appends in flight before it (it may have
+// read what they wrote) and gets their error if one fails. A failed write
+// is answered with the mapped error and the whole group written again
+// (the records are upserts by key), so that log and memory meet.
+// Differences from Kafka: no classic members inside a consumer group (no
+// online upgrade or downgrade with members); the metadata hash is FNV-64a,
+// not Murmur3 (a Kafka coordinator reading these records assigns once
+// more); the assignment is computed in the heartbeat that finds it stale
+// (no group.consumer.min.assignment.interval); racks are kept but not
+// used by the assignors; regular expressions are Go's RE2, matched
+// against whole names.
 //
 // Every request is checked as Kafka checks it: an empty group id is
 // INVALID_GROUP_ID; an unknown member UNKNOWN_MEMBER_ID; a fenced instance
@@ -100,7 +160,8 @@
 //
 // Records are Kafka's __consumer_offsets schemas, as Kafka 4 writes them
 // (records.go draws them): OffsetCommitKey v1 / OffsetCommitValue v3 with
-// the leader epoch, GroupMetadataKey v2 / GroupMetadataValue v3; a nil
+// the leader epoch, GroupMetadataKey v2 / GroupMetadataValue v3, and the
+// consumer group record types 3-8 (records848.go draws them); a nil
 // value is a tombstone. The group record is the whole group: written after
 // the leader's assignment, when a generation ends without members, and when
 // a static member is replaced without a rebalance. Replay rebuilds what
@@ -126,7 +187,8 @@
 // # Tests
 //
 // testdata/*.txt are datadriven scripts (a harness with a clock and
-// scripted clients, regenerated with -rewrite); TestRandom drives shards
-// with random clients, clocks and write outcomes; FuzzReplay feeds Replay
-// any record (corpus in testdata/fuzz/FuzzReplay).
+// scripted clients, regenerated with -rewrite; consumer*.txt for KIP-848);
+// TestRandom drives shards with random clients (classic and KIP-848),
+// clocks, topic changes and write outcomes; FuzzReplay feeds Replay any
+// record (seeds of every type, corpus in testdata/fuzz/FuzzReplay).
 package group

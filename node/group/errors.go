@@ -13,9 +13,8 @@ var (
 	// as Kafka's schema says it must.
 	ErrCorruptRecord = errors.New("group: corrupt record")
 	// ErrUnsupportedRecord: a record type this coordinator does not keep
-	// (the KIP-848, share group and transaction records of Kafka 4's
-	// coordinator: key versions 3 and up), or a value version it does not
-	// know.
+	// (the share and streams group records of Kafka 4's coordinator: key
+	// versions 9 and up), or a value version it does not know.
 	ErrUnsupportedRecord = errors.New("group: unsupported record")
 )
 
@@ -39,6 +38,13 @@ var (
 	codeNotEmpty         = kerr.NonEmptyGroup.Code
 	codeSubscribed       = kerr.GroupSubscribedToTopic.Code
 	codeUnknownServer    = kerr.UnknownServerError.Code
+
+	codeFencedEpoch         = kerr.FencedMemberEpoch.Code
+	codeStaleEpoch          = kerr.StaleMemberEpoch.Code
+	codeUnreleasedInstance  = kerr.UnreleasedInstanceID.Code
+	codeUnsupportedAssignor = kerr.UnsupportedAssignor.Code
+	codeInvalidRegex        = kerr.InvalidRegularExpression.Code
+	codeUnsupportedVersion  = kerr.UnsupportedVersion.Code
 )
 
 // appendErrorCode is the code a client gets when the write it waited on

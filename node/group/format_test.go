@@ -110,6 +110,9 @@ func (h *harness) fmtResponse(body kmsg.Response) string {
 			}
 		}
 	default:
+		if s, ok := fmtConsumerResponse(body); ok {
+			return s
+		}
 		fmt.Fprintf(&b, "%T", body)
 	}
 	return b.String()
@@ -118,6 +121,9 @@ func (h *harness) fmtResponse(body kmsg.Response) string {
 func fmtRecord(r Record) string {
 	s := NewShard(0, DefaultConfig())
 	var b strings.Builder
+	if len(r.Key) >= 2 && r.Key[1] >= 3 {
+		return fmtConsumerRecord(r)
+	}
 	if len(r.Key) >= 2 && r.Key[1] == 2 {
 		var k kmsg.GroupMetadataKey
 		_ = k.ReadFrom(r.Key)
@@ -172,6 +178,9 @@ func (h *harness) dump(s *Shard) string {
 			fmt.Fprintf(&b, " sync-deadline=%s pending-sync=%s", h.since(g.syncDeadline), strings.Join(shortAll(sortedKeys(g.pendingSync)), ","))
 		}
 		b.WriteString("\n")
+		if g.consumer != nil {
+			dumpConsumer(&b, g.consumer, h.since)
+		}
 		for _, pid := range sortedKeys(g.pending) {
 			fmt.Fprintf(&b, "  pending %s until %s\n", short(pid), h.since(g.pending[pid]))
 		}

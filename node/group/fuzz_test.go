@@ -18,7 +18,24 @@ func fuzzSeeds() [][2][]byte {
 	gr := groupRecord(g)
 	empty := groupRecord(newGroup("e", t0))
 	or := offsetRecord("g", "t", 1, offset{offset: 42, leaderEpoch: 3, metadata: "m", commitMs: 5})
-	return [][2][]byte{{gr.Key, gr.Value}, {empty.Key, empty.Value}, {or.Key, or.Value}, {or.Key, nil}, {gr.Key, nil}}
+	seeds := [][2][]byte{{gr.Key, gr.Value}, {empty.Key, empty.Value}, {or.Key, or.Value}, {or.Key, nil}, {gr.Key, nil}}
+	// KIP-848 records: every type, and tombstones.
+	cg := newGroup("cg", t0)
+	cg.makeConsumer()
+	c := cg.consumer
+	c.epoch, c.assignmentEpoch, c.metadataHash = 4, 3, 77
+	m := c.member("m1")
+	m.instanceID, m.rackID, m.clientID, m.clientHost, m.topicNames, m.regex, m.assignor = "i1", "r", "c", "h", []string{"t"}, "t.*", "range"
+	m.rebalance, m.epoch, m.prevEpoch, m.state = time.Minute, 3, 2, mUnrevoked
+	m.assigned, m.revoking = tps{{1}: {0, 1}}, tps{{1}: {2}}
+	c.target["m1"] = tps{{1}: {0, 1}}
+	for _, r := range cgRecords(c) {
+		seeds = append(seeds, [2][]byte{r.Key, r.Value})
+	}
+	for _, r := range append(cgMemberTombstones(c, "m1"), consumerTombstones(cg)...) {
+		seeds = append(seeds, [2][]byte{r.Key, nil})
+	}
+	return seeds
 }
 
 // FuzzReplay feeds Replay any key and value (or a tombstone): it never panics; a record it
@@ -41,7 +58,9 @@ func FuzzReplay(f *testing.F) {
 		for _, id := range sortedKeys(s.groups) {
 			g := s.groups[id]
 			recs := []Record{}
-			if len(g.members) > 0 || g.protocolType != "" || g.generation != 0 {
+			if g.consumer != nil {
+				recs = append(recs, cgRecords(g.consumer)...)
+			} else if len(g.members) > 0 || g.protocolType != "" || g.generation != 0 {
 				recs = append(recs, groupRecord(g))
 			}
 			for _, tp := range sortedKeys(g.offsets) {
@@ -59,6 +78,7 @@ func FuzzReplay(f *testing.F) {
 			t.Fatalf("round trip differs:\n%s\n---\n%s", a, b)
 		}
 		s.LoadDone(t0)
+		s.SetTopics(t0, map[string]TopicInfo{"t": {ID: [16]byte{1}, Partitions: 3}})
 		for _, id := range sortedKeys(s.groups) {
 			g := s.groups[id]
 			for _, m := range g.sortedMembers() {
@@ -73,6 +93,19 @@ func FuzzReplay(f *testing.F) {
 				jp.Name, jp.Metadata = g.protocol, m.metadata(g.protocol)
 				j.Protocols = append(j.Protocols, jp)
 				s.Step(t0, Request{ID: 2, Body: j})
+			}
+			if c := g.consumer; c != nil {
+				for _, m := range c.sortedMembers() {
+					hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+					hb.Version, hb.Group, hb.MemberID, hb.MemberEpoch = 1, id, m.id, m.epoch
+					hb.InstanceID = nilIfEmpty(m.instanceID)
+					hb.RebalanceTimeoutMillis = -1
+					hb.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+					s.Step(t0, Request{ID: 4, Body: hb})
+				}
+				cd := kmsg.NewPtrConsumerGroupDescribeRequest()
+				cd.Groups = []string{id}
+				s.Step(t0, Request{ID: 5, Body: cd})
 			}
 			d := kmsg.NewPtrDescribeGroupsRequest()
 			d.Groups = []string{id}

@@ -36,6 +36,11 @@ func (s *Shard) checkInvariants() error {
 			return fmt.Errorf("group %q: an assignment in flight in state %s", o.g.id, o.g.state)
 		}
 	}
+	for id := range s.parked {
+		if s.ops[id] == nil {
+			return fmt.Errorf("answers parked on Append %d, which is not in flight", id)
+		}
+	}
 	for id, g := range s.groups {
 		if err := g.checkInvariants(id, s.loaded); err != nil {
 			return fmt.Errorf("group %q (%s, generation %d): %w", id, g.state, g.generation, err)
@@ -55,6 +60,9 @@ func (s *Shard) checkInvariants() error {
 }
 
 func (g *group) checkInvariants(id string, loaded bool) error {
+	if g.consumer != nil {
+		return g.consumer.checkInvariants(g)
+	}
 	switch {
 	case g.id != id:
 		return fmt.Errorf("filed under another id (%q)", g.id)

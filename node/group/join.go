@@ -86,6 +86,19 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 		g = newGroup(req.Group, now)
 		s.groups[g.id] = g
 	}
+	if g.consumer != nil {
+		if len(g.consumer.members) > 0 {
+			// No classic members in a consumer group here (Kafka 4's
+			// mixed groups are not served).
+			fail(codeInconsistent)
+			return
+		}
+		// An empty consumer group becomes a classic group, its offsets
+		// kept (written as the group's first generation).
+		tombs := consumerTombstones(g)
+		g.consumer, g.protocolType, g.subscribed = nil, "", nil
+		s.write(&op{kind: opGroup, g: g}, tombs)
+	}
 	defer func() {
 		s.maybeDropEmpty(g)
 		if s.groups[g.id] == g {

@@ -62,6 +62,9 @@ func (s *Shard) validateCommit(now time.Time, req *kmsg.OffsetCommitRequest) (*g
 		s.groups[g.id] = g
 		return g, 0
 	}
+	if g.consumer != nil {
+		return g, g.consumer.validateOffsetCommit(req.MemberID, req.Generation, req.Version)
+	}
 	if req.Generation < 0 && g.state == stateEmpty {
 		return g, 0
 	}
@@ -205,6 +208,14 @@ func (s *Shard) offsetFetch(r Request, req *kmsg.OffsetFetchRequest) {
 	resp.Version = req.Version
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
+			if g := s.groups[rg.Group]; req.Version >= 9 && s.loaded && g != nil && g.consumer != nil {
+				if code := g.consumer.validateOffsetFetch(rg.MemberID, rg.MemberEpoch); code != 0 {
+					f := kmsg.NewOffsetFetchResponseGroup()
+					f.Group, f.ErrorCode = rg.Group, code
+					resp.Groups = append(resp.Groups, f)
+					continue
+				}
+			}
 			resp.Groups = append(resp.Groups, s.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil))
 		}
 		s.respond(r.ID, resp)
@@ -392,7 +403,7 @@ func (s *Shard) checkRetention(now time.Time) {
 			}
 		}
 		if g.state == stateEmpty && len(g.offsets) == 0 && len(g.inflight) == 0 && len(g.pending) == 0 {
-			recs = append(recs, groupTombstone(g.id))
+			recs = append(recs, groupTombstones(g)...)
 			ex.removedGroups = append(ex.removedGroups, g)
 			delete(s.groups, g.id)
 		}

@@ -16,7 +16,8 @@ package group
 //	                                                    rebalanceTimeout,
 //	                                                    sessionTimeout,
 //	                                                    subscription, assignment]}
-//	  3+  Kafka 4's other coordinator records (KIP-848 groups, share
+//	  3-8 KIP-848 consumer groups: records848.go
+//	  9+  Kafka 4's other coordinator records (share and streams
 //	      groups): not kept here (ErrUnsupportedRecord)
 //
 // A group metadata record is the whole group: written when the leader's
@@ -122,6 +123,8 @@ func (s *Shard) replay(key, value []byte) error {
 			return fmt.Errorf("%w: group metadata key: %v", ErrCorruptRecord, err)
 		}
 		return s.replayGroup(k.Group, value)
+	case recConsumerGroup, recPartitionMetadata, recMember, recTargetMetadata, recTargetMember, recCurrentAssignment:
+		return s.replayConsumer(kv, key, value)
 	default:
 		return fmt.Errorf("%w: key version %d", ErrUnsupportedRecord, kv)
 	}

@@ -18,6 +18,7 @@ const (
 	opDeleteGroups                // a DeleteGroups
 	opDeleteOffsets               // an OffsetDelete
 	opExpire                      // retention's tombstones
+	opConsumer                    // a consumer group's records
 )
 
 // op is an Append in flight and what to do when it is Appended.
@@ -45,6 +46,12 @@ type op struct {
 	// What tombstones removed, put back if they fail to be written.
 	removed       []removedOffset
 	removedGroups []*group
+
+	// opConsumer: the answer (if cgWaits) and the members the write
+	// removed (see consumerAppended).
+	cgResp    kmsg.Response
+	cgWaits   bool
+	cgRemoved []string
 }
 
 type removedOffset struct {
@@ -83,6 +90,10 @@ func (s *Shard) loadDone(now time.Time) {
 	s.idSeed = uint64(now.UnixNano())
 	s.retentionAnchor = now
 	for _, g := range s.groups {
+		if g.consumer != nil {
+			s.consumerLoaded(g, now)
+			continue
+		}
 		// Kafka's onLoaded: every member's session starts now.
 		for _, m := range g.members {
 			m.deadline = now.Add(m.session)
@@ -127,6 +138,10 @@ func (s *Shard) step(now time.Time, r Request) {
 		s.deleteGroups(now, r, req)
 	case *kmsg.OffsetDeleteRequest:
 		s.offsetDelete(now, r, req)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		s.consumerHeartbeat(now, r, req)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		s.consumerDescribe(r, req)
 	default:
 		panic(fmt.Sprintf("group: Step got a %T: the driver must route only group requests here", r.Body))
 	}
@@ -142,6 +157,7 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 	if err != nil {
 		code = appendErrorCode(err)
 	}
+	defer s.releaseParked(id, code)
 	switch o.kind {
 	case opExpire:
 		if code != 0 {
@@ -157,6 +173,8 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 		s.staticJoinAppended(now, o, code)
 	case opCommit:
 		s.commitAppended(now, o, code)
+	case opConsumer:
+		s.consumerAppended(o, code)
 	case opDeleteGroups:
 		if code != 0 {
 			s.restore(now, o)
@@ -176,6 +194,10 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 
 // fireGroup runs g's deadlines that passed at now.
 func (s *Shard) fireGroup(g *group, now time.Time) {
+	if g.consumer != nil {
+		s.fireConsumer(g, now)
+		return
+	}
 	expired := false
 	for id, t := range g.pending {
 		if !t.After(now) {
@@ -214,7 +236,7 @@ func (s *Shard) fireGroup(g *group, now time.Time) {
 // pending member ids, no offsets, no writes in flight, never a generation
 // (one created by a failed join or a fetch).
 func (s *Shard) maybeDropEmpty(g *group) {
-	if g.state == stateEmpty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 &&
+	if g.consumer == nil && g.state == stateEmpty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 &&
 		len(g.offsets) == 0 && len(g.inflight) == 0 && g.protocolType == "" {
 		delete(s.groups, g.id)
 	}

@@ -46,6 +46,11 @@ type simClient struct {
 	leader      bool
 	peers       []string
 	version     int16
+
+	// KIP-848 clients (sim848_test.go).
+	kip848 bool
+	epoch  int32
+	owned  tps
 }
 
 type sim struct {
@@ -89,6 +94,7 @@ func newSim(t *testing.T, seed uint64) *sim {
 		}
 		x.clients = append(x.clients, c)
 	}
+	x.add848Clients()
 	return x
 }
 
@@ -141,6 +147,8 @@ func (x *sim) learn(req kmsg.Request, resp kmsg.Response) {
 		case codeUnknownMember, codeFenced:
 			c.member, c.gen = "", -1
 		}
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		x.learn848(rq, resp.(*kmsg.ConsumerGroupHeartbeatResponse))
 	case *kmsg.HeartbeatRequest:
 		if code := resp.(*kmsg.HeartbeatResponse).ErrorCode; code == codeUnknownMember || code == codeFenced {
 			if c = x.clientOf(rq.Group, rq.InstanceID, rq.MemberID); c != nil {
@@ -207,6 +215,10 @@ func (x *sim) appended(fail bool) {
 func (x *sim) run(steps int) {
 	for range steps {
 		c := x.clients[x.pick(len(x.clients))]
+		if c.kip848 && x.pick(100) < 70 {
+			x.step848(c)
+			continue
+		}
 		switch n := x.pick(100); {
 		case n < 20:
 			x.join(c)
@@ -266,6 +278,9 @@ func (x *sim) checkReplay() {
 	live, replayed := x.s.Stats().Offsets, r.Stats().Offsets
 	if !reflect.DeepEqual(live, replayed) {
 		x.t.Errorf("replayed offsets differ:\nlive     %v\nreplayed %v", live, replayed)
+	}
+	if a, b := consumerState(x.s), consumerState(r); a != b {
+		x.t.Errorf("replayed consumer groups differ:\nlive:\n%s\nreplayed:\n%s", a, b)
 	}
 }
 

@@ -133,6 +133,11 @@ type group struct {
 	tombs    map[tp]*tombMark // see tombstones.go
 
 	heapAt time.Time // the time of this group's entry in the timer heap
+
+	// consumer is the KIP-848 group (nil: a classic group). A consumer
+	// group has no classic members; its state is Empty or Stable here
+	// (retention reads it) and its own (cgroup.stateName) elsewhere.
+	consumer *cgroup
 }
 
 func newGroup(id string, now time.Time) *group {

@@ -42,6 +42,9 @@ func earliest(d, t time.Time) time.Time {
 // waiting for its JoinGroup or SyncGroup answer does not expire (Kafka
 // keeps its heartbeat satisfied while it waits).
 func (g *group) due() time.Time {
+	if g.consumer != nil {
+		return g.consumer.due()
+	}
 	var d time.Time
 	for _, m := range g.members {
 		if m.join == nil && m.sync == nil {

@@ -91,6 +91,8 @@ func newTable(b Broker) *table {
 		{key: kmsg.SASLAuthenticate, min: 0, max: 2, handle: handleSASLAuthenticate, maxBytes: saslMaxReceive},
 		{key: kmsg.DescribeUserSCRAMCredentials, min: 0, max: 0, handle: handleDescribeUserSCRAMCredentials, needs: has[ScramAdmin]},
 		{key: kmsg.AlterUserSCRAMCredentials, min: 0, max: 0, handle: handleAlterUserSCRAMCredentials, needs: has[ScramAdmin]},
+		{key: kmsg.ConsumerGroupHeartbeat, min: 0, max: 1, handle: handleConsumerGroupHeartbeat, needs: has[Groups]},
+		{key: kmsg.ConsumerGroupDescribe, min: 0, max: 1, handle: handleConsumerGroupDescribe, needs: has[Groups]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needs != nil && !a.needs(b)

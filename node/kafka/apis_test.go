@@ -62,7 +62,8 @@ func TestTableRowsFollowCapabilities(t *testing.T) {
 			Broker
 			Groups
 		}{}, []kmsg.Key{kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.JoinGroup, kmsg.Heartbeat, kmsg.LeaveGroup, kmsg.SyncGroup,
-			kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups, kmsg.OffsetDelete}, 0},
+			kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups, kmsg.OffsetDelete,
+			kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tab := newTable(tc.b)

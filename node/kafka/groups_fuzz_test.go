@@ -58,12 +58,18 @@ func groupSeeds() [][]byte {
 		od := kmsg.NewPtrOffsetDeleteRequest()
 		od.Group = "b2"
 		od.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}, {Partition: 9}}}}
+		cgh := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		cgh.Group, cgh.MemberID, cgh.RebalanceTimeoutMillis, cgh.SubscribedTopicNames = "a1", "m", 30000, []string{"t"}
+		cgh.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{{TopicID: [16]byte{1}, Partitions: []int32{0}}}
+		cgd := kmsg.NewPtrConsumerGroupDescribeRequest()
+		cgd.Groups = []string{"a1", "c3", "", "b2"}
 		fc := kmsg.NewPtrFindCoordinatorRequest()
 		fc.CoordinatorKey, fc.CoordinatorKeys = "a1", []string{"a1", "", "c3"}
 		return []kmsg.Request{
 			at(jg, 2, 9, lowest), at(sg, 0, 5, lowest), at(hb, 0, 4, lowest), at(lg, 0, 5, lowest),
 			at(oc, 2, 9, lowest), at(of, 1, 9, lowest), at(dg, 0, 6, lowest), at(lgs, 0, 5, lowest),
 			at(del, 0, 2, lowest), at(od, 0, 0, lowest), at(fc, 0, 6, lowest),
+			at(cgh, 0, 1, lowest), at(cgd, 0, 1, lowest),
 		}
 	}
 	return [][]byte{stream(all)}

@@ -56,6 +56,14 @@ func (f *fakeGroups) Coordinate(_ context.Context, shard int32, req GroupRequest
 			rg.Group, rg.State = g, "Stable"
 			r.Groups = append(r.Groups, rg)
 		}
+	case *kmsg.ConsumerGroupDescribeRequest:
+		names = b.Groups
+		r := resp.(*kmsg.ConsumerGroupDescribeResponse)
+		for _, g := range b.Groups {
+			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.State = g, "Stable"
+			r.Groups = append(r.Groups, rg)
+		}
 	case *kmsg.OffsetFetchRequest:
 		r := resp.(*kmsg.OffsetFetchResponse)
 		for _, g := range b.Groups {

@@ -45,6 +45,9 @@
 //	  also NumGroups<State> for PreparingRebalance, CompletingRebalance, Stable, Dead, Empty (_numgroupsstable, ...), NumOffsets
 //	kafka.coordinator.group:type=group-coordinator-metrics offset-commit-count, offset-expiration-count
 //	                                                              kafka_coordinator_group_group_coordinator_metrics_offset_commit_total, _offset_expiration_total
+//	  consumer-group-count{state}, group-count{protocol}           _consumer_group_count{state: empty, assigning, reconciling, stable},
+//	                                                              _group_count{protocol: classic, consumer}; NumGroups counts both kinds,
+//	                                                              NumGroups<State> the classic groups
 //	  (the group metrics come from a Source that is a GroupSource: the groups of the offsets partitions this node leads)
 //
 // Ours:

@@ -21,6 +21,9 @@ type GroupStat struct {
 	// ByState counts the groups by Kafka's state name (Empty,
 	// PreparingRebalance, CompletingRebalance, Stable, Dead).
 	ByState map[string]int
+	// ConsumerByState counts the KIP-848 consumer groups by Kafka's
+	// state name (Empty, Assigning, Reconciling, Stable).
+	ConsumerByState map[string]int
 	// Offsets counts the committed offsets held.
 	Offsets int
 	// OffsetCommits counts the offsets OffsetCommit requests asked this
@@ -49,6 +52,10 @@ var (
 	numOffsets     = desc("kafka_coordinator_group_groupmetadatamanager_numoffsets", "Kafka GroupMetadataManager NumOffsets: committed offsets held here.")
 	offsetCommits  = desc("kafka_coordinator_group_group_coordinator_metrics_offset_commit_total", "Kafka group-coordinator-metrics offset-commit-count: offsets OffsetCommit requests asked this node to commit.")
 	offsetExpired  = desc("kafka_coordinator_group_group_coordinator_metrics_offset_expiration_total", "Kafka group-coordinator-metrics offset-expiration-count: committed offsets removed by offsets.retention.minutes.")
+	// Kafka 4's group-coordinator-metrics consumer-group-count{state}
+	// and group-count{protocol}.
+	consumerGroups = desc("kafka_coordinator_group_group_coordinator_metrics_consumer_group_count", "Kafka group-coordinator-metrics consumer-group-count: KIP-848 consumer groups coordinated here, by state.", "state")
+	groupsByProto  = desc("kafka_coordinator_group_group_coordinator_metrics_group_count", "Kafka group-coordinator-metrics group-count: groups coordinated here, by protocol (classic, consumer).", "protocol")
 	groupLag       = desc("sluice_group_lag_records", "Records between a group's committed offset and the partition's high watermark, computed by the group's coordinator (where it hosts a replica of the partition).", "group", "topic", "partition")
 )
 
@@ -66,7 +73,7 @@ func stateDescs() map[string]*prometheus.Desc {
 type groupCollector struct{ src GroupSource }
 
 func (c groupCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{numGroups, numOffsets, offsetCommits, offsetExpired, groupLag} {
+	for _, d := range []*prometheus.Desc{numGroups, numOffsets, offsetCommits, offsetExpired, groupLag, consumerGroups, groupsByProto} {
 		ch <- d
 	}
 	for _, s := range groupStates {
@@ -76,11 +83,17 @@ func (c groupCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c groupCollector) Collect(ch chan<- prometheus.Metric) {
 	g := c.src.Groups()
-	total := 0
+	classic, consumer := 0, 0
 	for _, n := range g.ByState {
-		total += n
+		classic += n
 	}
-	ch <- prometheus.MustNewConstMetric(numGroups, prometheus.GaugeValue, float64(total))
+	for s, n := range g.ConsumerByState {
+		consumer += n
+		ch <- prometheus.MustNewConstMetric(consumerGroups, prometheus.GaugeValue, float64(n), strings.ToLower(s))
+	}
+	ch <- prometheus.MustNewConstMetric(groupsByProto, prometheus.GaugeValue, float64(classic), "classic")
+	ch <- prometheus.MustNewConstMetric(groupsByProto, prometheus.GaugeValue, float64(consumer), "consumer")
+	ch <- prometheus.MustNewConstMetric(numGroups, prometheus.GaugeValue, float64(classic+consumer))
 	for _, s := range groupStates {
 		ch <- prometheus.MustNewConstMetric(numGroupsState[s], prometheus.GaugeValue, float64(g.ByState[s]))
 	}

@@ -366,3 +366,46 @@ func TestCleanerGauges(t *testing.T) {
 		t.Error("cleaner gauges exported with the cleaner off")
 	}
 }
+
+// consumerGroupsSource has classic and KIP-848 groups.
+type consumerGroupsSource struct{ *staticSource }
+
+func (consumerGroupsSource) Groups() GroupStat {
+	return GroupStat{ByState: map[string]int{"Stable": 1, "Empty": 1}, ConsumerByState: map[string]int{"Stable": 2, "Reconciling": 1}}
+}
+
+// TestConsumerGroupMetrics: KIP-848 groups are counted by state
+// (consumer-group-count) and by protocol (group-count), and NumGroups
+// counts both kinds.
+func TestConsumerGroupMetrics(t *testing.T) {
+	m := newTestMetrics(t, consumerGroupsSource{&staticSource{}})
+	mfs := gather(t, m)
+	get := func(name, label, value string) float64 {
+		for _, s := range mfs[name].GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return s.GetGauge().GetValue()
+				}
+			}
+			if label == "" {
+				return s.GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	for _, c := range []struct {
+		name, label, value string
+		want               float64
+	}{
+		{"kafka_coordinator_group_group_coordinator_metrics_consumer_group_count", "state", "stable", 2},
+		{"kafka_coordinator_group_group_coordinator_metrics_consumer_group_count", "state", "reconciling", 1},
+		{"kafka_coordinator_group_group_coordinator_metrics_group_count", "protocol", "consumer", 3},
+		{"kafka_coordinator_group_group_coordinator_metrics_group_count", "protocol", "classic", 2},
+		{"kafka_coordinator_group_groupmetadatamanager_numgroups", "", "", 5},
+		{"kafka_coordinator_group_groupmetadatamanager_numgroupsstable", "", "", 1},
+	} {
+		if got := get(c.name, c.label, c.value); got != c.want {
+			t.Errorf("%s{%s=%q} = %v, want %v", c.name, c.label, c.value, got, c.want)
+		}
+	}
+}
