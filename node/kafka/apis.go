@@ -81,6 +81,9 @@ func newTable(b Broker) *table {
 		{key: kmsg.SASLAuthenticate, min: 0, max: 2, handle: handleSASLAuthenticate, maxBytes: saslMaxReceive},
 		{key: kmsg.DescribeUserSCRAMCredentials, min: 0, max: 0, handle: handleDescribeUserSCRAMCredentials, needs: has[ScramAdmin]},
 		{key: kmsg.AlterUserSCRAMCredentials, min: 0, max: 0, handle: handleAlterUserSCRAMCredentials, needs: has[ScramAdmin]},
+		{key: kmsg.DescribeACLs, min: 0, max: 3, handle: handleDescribeACLs, needs: has[ACLAdmin]},
+		{key: kmsg.CreateACLs, min: 0, max: 3, handle: handleCreateACLs, needs: has[ACLAdmin]},
+		{key: kmsg.DeleteACLs, min: 0, max: 3, handle: handleDeleteACLs, needs: has[ACLAdmin]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needs != nil && !a.needs(b)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -65,6 +66,11 @@ type conn struct {
 	// bounded by sasl.server.max.receive.size.
 	sasl   *saslConn
 	authed atomic.Bool
+	// tlsPrincipal is the principal of the TLS client certificate
+	// (Security.MapPrincipal), set after the handshake; "" without one.
+	// host is the peer's IP address, as ACLs name hosts.
+	tlsPrincipal string
+	host         string
 	// queuedBytes counts the frame bytes of requests read and not yet
 	// answered; answered signals the reader waiting for them to drop.
 	queuedBytes atomic.Int64
@@ -106,6 +112,11 @@ func newConn(s *Server, nc net.Conn) *conn {
 		free:     make(chan []byte, outQueueLen+1),
 		answered: make(chan struct{}, 1),
 		obs:      s.opts.Observer,
+	}
+	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+		c.host = ap.Addr().Unmap().String()
+	} else {
+		c.host = nc.RemoteAddr().String()
 	}
 	ctx := context.Background()
 	if c.obs != nil {
@@ -383,7 +394,24 @@ func (c *conn) answer(r *request) bool {
 			return ok
 		}
 	}
+	r.principal, r.host = c.principal(), c.host
+	if resp := c.s.authorizeAPI(r); resp != nil {
+		return c.reply(r, resp)
+	}
 	return c.answerWith(r, r.api.handle)
+}
+
+// principal is the connection's authenticated principal: SASL's user,
+// else the mapped distinguished name of a TLS client certificate, else
+// AnonymousPrincipal.
+func (c *conn) principal() string {
+	switch {
+	case c.sasl != nil:
+		return c.sasl.principal
+	case c.tlsPrincipal != "":
+		return c.tlsPrincipal
+	}
+	return AnonymousPrincipal
 }
 
 // answerWith answers r with handler h.
