@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/sluice-log/sluice/node/meta"
+	"github.com/sluice-log/sluice/node/sasl"
 	"github.com/sluice-log/sluice/quorum"
 )
 
@@ -81,6 +82,17 @@ type Config struct {
 	FailedAuthenticationDelay time.Duration
 	// ConnectionsMaxReauth is connections.max.reauth.ms (0: none).
 	ConnectionsMaxReauth time.Duration
+	// Authorizer is authorizer.class.name set to StandardAuthorizer:
+	// every request is authorized by the ACLs (authz.go); SuperUsers
+	// (super.users) may do everything, and AllowEveryoneIfNoACLFound
+	// (allow.everyone.if.no.acl.found) decides for resources no ACL
+	// names.
+	Authorizer                bool
+	SuperUsers                []string
+	AllowEveryoneIfNoACLFound bool
+	// PrincipalRules is ssl.principal.mapping.rules: the principal of a
+	// TLS client certificate's distinguished name.
+	PrincipalRules sasl.PrincipalRules
 	// saslMechanisms is sasl.enabled.mechanisms as given.
 	saslMechanisms string
 	// ssl holds the ssl.* values and sslOverrides the
@@ -246,7 +258,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys)
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, authzKeys)
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{
