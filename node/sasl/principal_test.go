@@ -8,7 +8,7 @@ import (
 func TestPrincipalRules(t *testing.T) {
 	for _, tc := range []struct {
 		rules, dn, want string
-		err            bool
+		err             bool
 	}{
 		{rules: "DEFAULT", dn: "CN=alice,OU=eng,O=acme", want: "CN=alice,OU=eng,O=acme"},
 		{rules: "RULE:^CN=(.*?),OU=.*$/$1/L,DEFAULT", dn: "CN=Alice,OU=eng,O=acme", want: "alice"},
