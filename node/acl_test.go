@@ -205,3 +205,86 @@ func TestACLs(t *testing.T) {
 		t.Fatalf("authorization allowed: %v", v)
 	}
 }
+
+// TestACLsCluster: three nodes, SASL_PLAINTEXT between brokers too, with
+// authorization on. The brokers authenticate as User:broker, a super
+// user, so acks=all with min.insync.replicas=3 works (every follower
+// fetches); alice's forged replica fetch (no CLUSTER_ACTION) is refused
+// and counts for nothing. An ACL created on one node is in effect on
+// every node when answered, and so is its removal.
+func TestACLsCluster(t *testing.T) {
+	nodes := startClusterWith(t, 3, "SASL_PLAINTEXT", aclSettings...)
+	ctx := testCtx(t)
+	admin := newClient(t, nodes[0], plainAuth("admin", "admin-secret"))
+	adm := kadm.NewClient(admin)
+	three := "3"
+	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": &three}, "acl-rf3"); err != nil {
+		t.Fatal(err)
+	}
+	grant := kadm.NewACLs().Topics("acl-rf3").Allow("User:alice").Operations(kadm.OpWrite, kadm.OpRead)
+	if res, err := kadm.NewClient(newClient(t, nodes[1], plainAuth("admin", "admin-secret"))).CreateACLs(ctx, grant); err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("grant alice on node 2: %+v %v", res, err)
+	}
+	// In effect everywhere at once: alice describes the topic on each node.
+	named := func(i int) int16 {
+		cl := newClient(t, nodes[i], plainAuth("alice", "alice-secret"), kgo.RequestRetries(0))
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("acl-rf3")
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Topics) != 1 {
+			t.Fatalf("alice's metadata on node %d: %+v %v", i+1, resp, err)
+		}
+		return resp.Topics[0].ErrorCode
+	}
+	for i := range nodes {
+		if code := named(i); code != 0 {
+			t.Fatalf("alice describes acl-rf3 on node %d right after the grant: %v", i+1, kerr.ErrorForCode(code))
+		}
+	}
+	alice := newClient(t, nodes[2], plainAuth("alice", "alice-secret"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceConsume(ctx, t, alice, newClient(t, nodes[0], plainAuth("alice", "alice-secret")), "acl-rf3", 100)
+
+	// A replica fetch from alice, claiming to be a follower, is refused.
+	md, err := adm.Metadata(ctx, "acl-rf3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := md.Topics["acl-rf3"].Partitions[0]
+	follower := p.Replicas[0]
+	if follower == p.Leader {
+		follower = p.Replicas[1]
+	}
+	forger := newClient(t, nodes[p.Leader-1], plainAuth("alice", "alice-secret"), kgo.RequestRetries(0))
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.ReplicaID, fetch.ReplicaState.ID = follower, follower
+	fetch.MaxBytes = 1 << 20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = "acl-rf3", md.Topics["acl-rf3"].ID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 1000, 1<<20, p.LeaderEpoch
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	br := forger.Broker(int(p.Leader))
+	resp, err := br.RetriableRequest(ctx, fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := resp.(*kmsg.FetchResponse)
+	if len(fr.Topics) != 1 || fr.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code || len(fr.Topics[0].Partitions[0].RecordBatches) != 0 {
+		t.Fatalf("alice's forged replica fetch: %+v, want TOPIC_AUTHORIZATION_FAILED and no records", fr.Topics)
+	}
+
+	// Removed on node 3: refused on every node when answered.
+	del, err := kadm.NewClient(newClient(t, nodes[2], plainAuth("admin", "admin-secret"))).DeleteACLs(ctx,
+		kadm.NewACLs().Topics("acl-rf3").Allow("User:alice").AllowHosts().Operations(kadm.OpWrite, kadm.OpRead))
+	if err != nil || len(del) != 2 || del[0].Err != nil || del[1].Err != nil || len(del[0].Deleted)+len(del[1].Deleted) != 2 {
+		t.Fatalf("remove alice's ACLs on node 3: %+v %v", del, err)
+	}
+	for i := range nodes {
+		if code := named(i); code != kerr.TopicAuthorizationFailed.Code {
+			t.Fatalf("alice describes acl-rf3 on node %d right after the removal: %v, want TOPIC_AUTHORIZATION_FAILED", i+1, kerr.ErrorForCode(code))
+		}
+	}
+}

@@ -170,13 +170,13 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []s
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-			if names[ti] == "" && req.Version >= 13 {
-				rp.ErrorCode, failed = kerr.UnknownTopicID.Code, true
+			if denied != nil && denied[ti] {
+				rp.ErrorCode, failed = kerr.TopicAuthorizationFailed.Code, true
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			if denied != nil && denied[ti] {
-				rp.ErrorCode, failed = kerr.TopicAuthorizationFailed.Code, true
+			if names[ti] == "" && req.Version >= 13 {
+				rp.ErrorCode, failed = kerr.UnknownTopicID.Code, true
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
