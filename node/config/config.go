@@ -82,17 +82,12 @@ type Config struct {
 	FailedAuthenticationDelay time.Duration
 	// ConnectionsMaxReauth is connections.max.reauth.ms (0: none).
 	ConnectionsMaxReauth time.Duration
-	// Authorizer is authorizer.class.name set to StandardAuthorizer:
-	// every request is authorized by the ACLs (authz.go); SuperUsers
-	// (super.users) may do everything, and AllowEveryoneIfNoACLFound
-	// (allow.everyone.if.no.acl.found) decides for resources no ACL
-	// names.
-	Authorizer                bool
-	SuperUsers                []string
-	AllowEveryoneIfNoACLFound bool
-	// PrincipalRules is ssl.principal.mapping.rules: the principal of a
-	// TLS client certificate's distinguished name.
-	PrincipalRules sasl.PrincipalRules
+	// Authorizer, SuperUsers, AllowEveryoneIfNoACLFound and
+	// PrincipalRules: authorizer.class.name, super.users,
+	// allow.everyone.if.no.acl.found, ssl.principal.mapping.rules (authz.go).
+	Authorizer, AllowEveryoneIfNoACLFound bool
+	SuperUsers                            []string
+	PrincipalRules                        sasl.PrincipalRules
 	// saslMechanisms is sasl.enabled.mechanisms as given.
 	saslMechanisms string
 	// ssl holds the ssl.* values and sslOverrides the
