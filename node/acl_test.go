@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"slices"
@@ -286,5 +287,36 @@ func TestACLsCluster(t *testing.T) {
 		if code := named(i); code != kerr.TopicAuthorizationFailed.Code {
 			t.Fatalf("alice describes acl-rf3 on node %d right after the removal: %v, want TOPIC_AUTHORIZATION_FAILED", i+1, kerr.ErrorForCode(code))
 		}
+	}
+}
+
+// TestACLsMTLS: on an SSL listener with ssl.client.auth=required, the
+// principal is the client certificate's name through
+// ssl.principal.mapping.rules: CN=client maps to User:CLIENT (upper
+// case), which no ACL allows until one does; CN=broker maps to the
+// super user User:broker (the rules run in order: the first matches).
+// A connection without a certificate is refused by TLS before any of it.
+func TestACLsMTLS(t *testing.T) {
+	pki := newTestPKI(t)
+	tn := startNodeWith(t, t.TempDir(), Options{}, append(pki.settings("required"),
+		"listeners=SSL://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+		"advertised.listeners=SSL://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT",
+		"inter.broker.listener.name=SSL",
+		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users=User:broker",
+		`ssl.principal.mapping.rules=RULE:^CN=(broker)$/$1/,RULE:^CN=(.*?)(,.*)?$/$1/U,DEFAULT`,
+	)...)
+	ctx := testCtx(t)
+	asBroker := newClient(t, tn, kgo.DialTLSConfig(&tls.Config{RootCAs: pki.ca.Pool(), Certificates: []tls.Certificate{pki.broker.TLS()}}))
+	createTopic(ctx, t, asBroker, "mtls", 1)
+	client := newClient(t, tn, pki.clientTLS(true), kgo.RequestRetries(0))
+	if names := allTopics(ctx, t, client); len(names) != 0 {
+		t.Fatalf("User:CLIENT sees %v without ACLs", names)
+	}
+	if res, err := kadm.NewClient(asBroker).CreateACLs(ctx, kadm.NewACLs().Topics("mtls").Allow("User:CLIENT").Operations(kadm.OpDescribe)); err != nil || res[0].Err != nil {
+		t.Fatalf("grant User:CLIENT: %+v %v", res, err)
+	}
+	if names := allTopics(ctx, t, client); !slices.Equal(names, []string{"mtls"}) {
+		t.Fatalf("User:CLIENT sees %v with DESCRIBE on mtls", names)
 	}
 }
