@@ -9,7 +9,9 @@ import (
 )
 
 // denyAll refuses everything but what allow names (op on resource type).
-type denyAll struct{ allow map[kmsg.ACLOperation]kmsg.ACLResourceType }
+type denyAll struct {
+	allow map[kmsg.ACLOperation]kmsg.ACLResourceType
+}
 
 func (d denyAll) Authorize(_, _ string, op kmsg.ACLOperation, rt kmsg.ACLResourceType, _ string) bool {
 	t, ok := d.allow[op]
