@@ -200,6 +200,33 @@ func TestACLs(t *testing.T) {
 		t.Fatalf("bob's idempotent produce with WRITE on b-x (KIP-679): %v", err)
 	}
 
+	// Auto-creation through Metadata needs CREATE: alice may describe
+	// a-auto (READ on a-) but not create it, until CREATE on a- is hers.
+	autoCreate := func() int16 {
+		req := kmsg.NewPtrMetadataRequest()
+		req.AllowAutoTopicCreation = true
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("a-auto")
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, alice)
+		if err != nil || len(resp.Topics) != 1 {
+			t.Fatalf("alice's auto-creating metadata: %+v %v", resp, err)
+		}
+		return resp.Topics[0].ErrorCode
+	}
+	if code := autoCreate(); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("alice auto-creates a-auto without CREATE: %v", kerr.ErrorForCode(code))
+	}
+	if td, err := adm.ListTopics(ctx, "a-auto"); err != nil || td.Has("a-auto") && td["a-auto"].Err == nil {
+		t.Fatalf("a-auto exists after a refused auto-creation: %v", err)
+	}
+	if res, err := adm.CreateACLs(ctx, kadm.NewACLs().Topics("a-").ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:alice").Operations(kadm.OpCreate)); err != nil || res[0].Err != nil {
+		t.Fatalf("grant alice CREATE on a-*: %+v %v", res, err)
+	}
+	if code := autoCreate(); code != 0 && code != kerr.LeaderNotAvailable.Code {
+		t.Fatalf("alice auto-creates a-auto with CREATE: %v", kerr.ErrorForCode(code))
+	}
+
 	mfs := scrape(t, tn)
 	if v := value(t, mfs, "kafka_security_authorizer_metrics_authorization_denied_total"); v < 10 {
 		t.Fatalf("authorization denied: %v, want at least 10", v)
