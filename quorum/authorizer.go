@@ -12,19 +12,70 @@ import (
 // the data of Kafka's StandardAuthorizer. The image rebuilds it on
 // every ACL record, so a reader holds a consistent set without a lock.
 type ACLSet struct {
-	byType map[kmsg.ACLResourceType][]ACLBinding
+	byType map[kmsg.ACLResourceType]*aclIndex
 	n      int
+}
+
+// aclIndex holds the bindings of one resource type: all of them, and
+// by pattern name, so that a decision looks up the literal name, the
+// wildcard and each prefix of the name instead of scanning.
+type aclIndex struct {
+	all      []ACLBinding
+	literal  map[string][]ACLBinding
+	prefixed map[string][]ACLBinding
 }
 
 func newACLSet(m map[string]ACLBinding) *ACLSet {
 	if len(m) == 0 {
 		return nil
 	}
-	s := &ACLSet{byType: map[kmsg.ACLResourceType][]ACLBinding{}, n: len(m)}
+	s := &ACLSet{byType: map[kmsg.ACLResourceType]*aclIndex{}, n: len(m)}
 	for _, b := range m {
-		s.byType[b.ResourceType] = append(s.byType[b.ResourceType], b)
+		ix := s.byType[b.ResourceType]
+		if ix == nil {
+			ix = &aclIndex{literal: map[string][]ACLBinding{}, prefixed: map[string][]ACLBinding{}}
+			s.byType[b.ResourceType] = ix
+		}
+		ix.all = append(ix.all, b)
+		if b.PatternType == kmsg.ACLResourcePatternTypePrefixed {
+			ix.prefixed[b.ResourceName] = append(ix.prefixed[b.ResourceName], b)
+		} else {
+			ix.literal[b.ResourceName] = append(ix.literal[b.ResourceName], b)
+		}
 	}
 	return s
+}
+
+// applying calls fn with each binding whose pattern covers name (the
+// literal name, the wildcard, every prefix of the name), until fn
+// returns false.
+func (s *ACLSet) applying(rt kmsg.ACLResourceType, name string, fn func(ACLBinding) bool) {
+	if s == nil {
+		return
+	}
+	ix := s.byType[rt]
+	if ix == nil {
+		return
+	}
+	each := func(bs []ACLBinding) bool {
+		for _, b := range bs {
+			if !fn(b) {
+				return false
+			}
+		}
+		return true
+	}
+	if !each(ix.literal[name]) || name != ACLWildcard && !each(ix.literal[ACLWildcard]) {
+		return
+	}
+	if len(ix.prefixed) == 0 {
+		return
+	}
+	for i := 1; i <= len(name); i++ {
+		if !each(ix.prefixed[name[:i]]) {
+			return
+		}
+	}
 }
 
 // NewACLSet returns a set of the given bindings (tests, tools).
@@ -38,10 +89,10 @@ func NewACLSet(bs ...ACLBinding) *ACLSet {
 
 // of returns the bindings of resource type rt.
 func (s *ACLSet) of(rt kmsg.ACLResourceType) []ACLBinding {
-	if s == nil {
+	if s == nil || s.byType[rt] == nil {
 		return nil
 	}
-	return s.byType[rt]
+	return s.byType[rt].all
 }
 
 // Len is the number of bindings.
@@ -58,8 +109,8 @@ func (s *ACLSet) Bindings(f *ACLFilter) []ACLBinding {
 	if s == nil {
 		return nil
 	}
-	for _, bs := range s.byType {
-		for _, b := range bs {
+	for _, ix := range s.byType {
+		for _, b := range ix.all {
 			if f.Matches(b) {
 				out = append(out, b)
 			}
@@ -93,26 +144,23 @@ func (a *Authorizer) Authorize(s *ACLSet, principal, host string, op kmsg.ACLOpe
 	if slices.Contains(a.SuperUsers, principal) {
 		return true
 	}
-	found, allow := false, false
-	for _, b := range s.of(rt) {
-		if !patternApplies(b, name) {
-			continue
-		}
+	found, allow, deny := false, false, false
+	s.applying(rt, name, func(b ACLBinding) bool {
 		found = true
 		if !entryMatches(b, principal, host) {
-			continue
+			return true
 		}
 		if b.Permission == kmsg.ACLPermissionTypeDeny {
-			if b.Operation == kmsg.ACLOperationAll || b.Operation == op {
-				return false
-			}
-			continue
+			deny = b.Operation == kmsg.ACLOperationAll || b.Operation == op
+			return !deny
 		}
-		if allowImplies(b.Operation, op) {
-			allow = true
-		}
-	}
-	if allow {
+		allow = allow || allowImplies(b.Operation, op)
+		return true
+	})
+	switch {
+	case deny:
+		return false
+	case allow:
 		return true
 	}
 	return !found && a.AllowEveryoneIfNoACL
@@ -157,17 +205,6 @@ func (a *Authorizer) AuthorizeAny(s *ACLSet, principal, host string, op kmsg.ACL
 		}
 	}
 	return len(bs) == 0 && a.AllowEveryoneIfNoACL
-}
-
-// patternApplies reports whether b's resource pattern covers name.
-func patternApplies(b ACLBinding, name string) bool {
-	switch b.PatternType {
-	case kmsg.ACLResourcePatternTypeLiteral:
-		return b.ResourceName == name || b.ResourceName == ACLWildcard
-	case kmsg.ACLResourcePatternTypePrefixed:
-		return strings.HasPrefix(name, b.ResourceName)
-	}
-	return false
 }
 
 // entryMatches reports whether b's principal and host cover the request's.

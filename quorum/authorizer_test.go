@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"bytes"
+	"strconv"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -217,5 +218,25 @@ func TestACLSnapshotRoundTrip(t *testing.T) {
 		if got != b || im.ACLs[id] != b {
 			t.Fatalf("binding %+v came back as %+v", b, got)
 		}
+	}
+}
+
+// BenchmarkAuthorize: one decision among n ACLs on topics (linear in
+// the ACLs of the resource type).
+func BenchmarkAuthorize(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			var bs []ACLBinding
+			for i := range n {
+				bs = append(bs, allow(topic, lit, "t-"+strconv.Itoa(i), "User:u"+strconv.Itoa(i%50), "*", opRead))
+			}
+			s, a := NewACLSet(bs...), &Authorizer{}
+			b.ReportAllocs()
+			for b.Loop() {
+				if !a.Authorize(s, "User:u7", "10.0.0.1", opRead, topic, "t-7") {
+					b.Fatal("refused")
+				}
+			}
+		})
 	}
 }
