@@ -133,6 +133,8 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 		}
 		st.SuccessfulAuthentication = cs.SASLAuthenticatedBy
 		st.ExpiredConnectionsKilled = cs.ExpiredClosed
+		az := srv.AuthzStats()
+		st.AuthorizationAllowed, st.AuthorizationDenied = az.Allowed, az.Denied
 	}
 	return st
 }

@@ -67,6 +67,7 @@ func (n *Node) listenerSecurity(name string) kafka.Security {
 	var sec kafka.Security
 	if lt := n.cfg.TLS[name]; lt != nil {
 		sec.TLS = lt.Server
+		sec.MapPrincipal = n.cfg.PrincipalRules.Map
 	}
 	if ls := n.cfg.SASL[name]; ls != nil {
 		sec.SASL = &kafka.SASL{Mechanisms: ls.Mechanisms, Plain: ls.Plain, Scram: n.scramCredential, ReauthAfter: n.cfg.ConnectionsMaxReauth}

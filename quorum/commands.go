@@ -267,6 +267,10 @@ func newCommand(t CommandType) Command {
 		return &LogDirOffline{}
 	case CmdAlterScram:
 		return &AlterScramCredentials{}
+	case CmdCreateACLs:
+		return &CreateACLs{}
+	case CmdDeleteACLs:
+		return &DeleteACLs{}
 	}
 	return nil
 }

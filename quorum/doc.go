@@ -40,7 +40,24 @@
 // factor), log_dir_offline (a broker's log directory failed: logdir.go;
 // script testdata/log_dir_offline.txt), user_scram_credential and
 // remove_user_scram_credential (SCRAM credentials as KRaft keeps them:
-// salt, stored key, server key, iterations; scram.go).
+// salt, stored key, server key, iterations; scram.go),
+// access_control_entry and remove_access_control_entry (ACL bindings by
+// id, KRaft's AccessControlEntryRecord; CreateACLs and DeleteACLs with
+// Kafka's filter semantics; acl.go).
+//
+// # Authorization
+//
+// Authorizer (authorizer.go) decides as Kafka's StandardAuthorizer over
+// the image's ACLSet, an immutable index rebuilt on every ACL record, so
+// brokers check requests without holding the FSM lock: super users may
+// do everything; among the ACLs whose pattern covers the resource
+// (literal name, literal "*", a prefix), a matching DENY refuses, then a
+// matching ALLOW permits (READ, WRITE, DELETE, ALTER imply DESCRIBE;
+// ALTER_CONFIGS implies DESCRIBE_CONFIGS; ALL is everything; principal
+// "User:*" and host "*" match all); with no ACL on the resource at all,
+// allow.everyone.if.no.acl.found decides. AuthorizeAny is Kafka's
+// authorizeByResourceType (KIP-679: idempotent producers with WRITE on
+// any topic). Table tests: authorizer_test.go.
 //
 // # Election and ISR rules
 //

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 )
@@ -140,6 +141,10 @@ type Image struct {
 	LastProducerBlock *ProducerIDBlock `json:"last_producer_block,omitempty"`
 	// Scram holds the SCRAM credentials by user and mechanism (scram.go).
 	Scram map[string]map[string]ScramCredential `json:"scram,omitempty"`
+	// ACLs holds the ACL bindings by id (acl.go); acls indexes them for
+	// the authorizer, rebuilt (never changed) on every ACL record.
+	ACLs map[string]ACLBinding `json:"acls,omitempty"`
+	acls *ACLSet
 
 	topicsByID map[UUID]string
 }
@@ -189,6 +194,10 @@ func (im *Image) Clone() *Image {
 	c.LastBrokerEpoch = im.LastBrokerEpoch
 	c.NextProducerID = im.NextProducerID
 	c.Scram = cloneScram(im.Scram)
+	if im.ACLs != nil {
+		c.ACLs = maps.Clone(im.ACLs)
+	}
+	c.acls = im.acls
 	if im.LastProducerBlock != nil {
 		b := *im.LastProducerBlock
 		c.LastProducerBlock = &b
@@ -238,6 +247,7 @@ func (im *Image) reindex() {
 	if im.Topics == nil {
 		im.Topics = map[string]*Topic{}
 	}
+	im.acls = newACLSet(im.ACLs)
 	im.topicsByID = make(map[UUID]string, len(im.Topics))
 	for name, t := range im.Topics {
 		im.topicsByID[t.ID] = name

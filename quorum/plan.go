@@ -75,6 +75,10 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		return p.logDirOffline(c)
 	case *AlterScramCredentials:
 		return p.alterScram(c)
+	case *CreateACLs:
+		return p.createACLs(c)
+	case *DeleteACLs:
+		return p.deleteACLs(c)
 	case *AllocateProducerIDs:
 		b, err := p.broker(c.BrokerID, c.BrokerEpoch)
 		if err != nil {

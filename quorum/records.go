@@ -286,6 +286,10 @@ func newRecord(t RecordType) Record {
 		return &ScramCredentialRecord{}
 	case TypeRemoveScramCredential:
 		return &RemoveScramCredentialRecord{}
+	case TypeACL:
+		return &ACLRecord{}
+	case TypeRemoveACL:
+		return &RemoveACLRecord{}
 	}
 	return nil
 }

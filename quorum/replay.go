@@ -117,6 +117,8 @@ func (im *Image) Replay(r Record) error {
 		return im.replayLogDirOffline(r)
 	case *ScramCredentialRecord, *RemoveScramCredentialRecord:
 		return im.replayScram(r)
+	case *ACLRecord, *RemoveACLRecord:
+		return im.replayACL(r)
 	default:
 		return fmt.Errorf("%w: replay of %T", ErrUnknownCommand, r)
 	}

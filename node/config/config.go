@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/sluice-log/sluice/node/meta"
+	"github.com/sluice-log/sluice/node/sasl"
 	"github.com/sluice-log/sluice/quorum"
 )
 
@@ -81,6 +82,11 @@ type Config struct {
 	FailedAuthenticationDelay time.Duration
 	// ConnectionsMaxReauth is connections.max.reauth.ms (0: none).
 	ConnectionsMaxReauth time.Duration
+	// authorizer.class.name, allow.everyone.if.no.acl.found, super.users,
+	// ssl.principal.mapping.rules, in that order (authz.go).
+	Authorizer, AllowEveryoneIfNoACLFound bool
+	SuperUsers                            []string
+	PrincipalRules                        sasl.PrincipalRules
 	// saslMechanisms is sasl.enabled.mechanisms as given.
 	saslMechanisms string
 	// ssl holds the ssl.* values and sslOverrides the
@@ -248,7 +254,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys())
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), authzKeys)
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{

@@ -66,6 +66,13 @@
 // SLUICE_LISTENER_NAME_<NAME>_SASL_ENABLED_MECHANISMS and
 // SLUICE_LISTENER_NAME_<NAME>_<PLAIN|SCRAM_SHA_256|SCRAM_SHA_512>_SASL_JAAS_CONFIG.
 //
+// Authorization (authz.go): authorizer.class.name set to
+// org.apache.kafka.metadata.authorizer.StandardAuthorizer turns it on
+// (Config.Authorizer; empty: off, any other class refused), super.users
+// ("User:admin;User:broker"), allow.everyone.if.no.acl.found (false).
+// ssl.principal.mapping.rules (DEFAULT) maps TLS client certificates'
+// names to principals (node/sasl.ParsePrincipalRules).
+//
 // Environment variables: each key's name upper-cased with dots and
 // dashes as underscores, after SLUICE_ (advertised.listeners is
 // SLUICE_ADVERTISED_LISTENERS). SLUICE_CLI_* are the admin tools' and

@@ -93,6 +93,9 @@ func newTable(b Broker) *table {
 		{key: kmsg.AlterUserSCRAMCredentials, min: 0, max: 0, handle: handleAlterUserSCRAMCredentials, needs: has[ScramAdmin]},
 		{key: kmsg.ConsumerGroupHeartbeat, min: 0, max: 1, handle: handleConsumerGroupHeartbeat, needs: has[Groups]},
 		{key: kmsg.ConsumerGroupDescribe, min: 0, max: 1, handle: handleConsumerGroupDescribe, needs: has[Groups]},
+		{key: kmsg.DescribeACLs, min: 0, max: 3, handle: handleDescribeACLs, needs: has[ACLAdmin]},
+		{key: kmsg.CreateACLs, min: 0, max: 3, handle: handleCreateACLs, needs: has[ACLAdmin]},
+		{key: kmsg.DeleteACLs, min: 0, max: 3, handle: handleDeleteACLs, needs: has[ACLAdmin]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needs != nil && !a.needs(b)

@@ -1,6 +1,11 @@
 package kafka
 
-import "context"
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // Configs is the optional Broker capability to describe and change
 // configuration: DescribeConfigs and IncrementalAlterConfigs.
@@ -21,6 +26,22 @@ const (
 	ConfigResourceTopic  int8 = 2
 	ConfigResourceBroker int8 = 4
 )
+
+// configAllowed checks op (DESCRIBE_CONFIGS or ALTER_CONFIGS) on a
+// config resource: a topic on itself, a broker on the cluster. It
+// returns the refusal's error, nil if allowed.
+func configAllowed(s *Server, r *request, op kmsg.ACLOperation, typ int8, name string) error {
+	if typ == ConfigResourceTopic {
+		if !s.allowed(r, op, kmsg.ACLResourceTypeTopic, name) {
+			return kerr.TopicAuthorizationFailed
+		}
+		return nil
+	}
+	if !s.clusterAllowed(r, op) {
+		return kerr.ClusterAuthorizationFailed
+	}
+	return nil
+}
 
 // Config sources (Kafka's DescribeConfigsResponse.ConfigSource).
 const (

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -44,11 +45,8 @@ type conn struct {
 	// listener is the name of the listener the connection came in on
 	// (ServeListener), "" for Serve.
 	listener string
-	// host is the peer's IP address (or its whole address when it has no
-	// port), for GroupRequest.ClientHost.
-	host  string
-	log   *slog.Logger
-	queue chan *request
+	log      *slog.Logger
+	queue    chan *request
 	// fin holds the answers in request order, each a function that returns
 	// the encoded response (waiting first for a deferred one); the
 	// finisher calls them in order and passes the responses to out.
@@ -68,6 +66,12 @@ type conn struct {
 	// bounded by sasl.server.max.receive.size.
 	sasl   *saslConn
 	authed atomic.Bool
+	// tlsPrincipal is the principal of the TLS client certificate
+	// (Security.MapPrincipal), set after the handshake; "" without one.
+	// host is the peer's IP address (or its whole address when it has no
+	// port), as ACLs name hosts and GroupRequest.ClientHost shows it.
+	tlsPrincipal string
+	host         string
 	// queuedBytes counts the frame bytes of requests read and not yet
 	// answered; answered signals the reader waiting for them to drop.
 	queuedBytes atomic.Int64
@@ -110,9 +114,10 @@ func newConn(s *Server, nc net.Conn) *conn {
 		answered: make(chan struct{}, 1),
 		obs:      s.opts.Observer,
 	}
-	c.host = nc.RemoteAddr().String()
-	if h, _, err := net.SplitHostPort(c.host); err == nil {
-		c.host = h
+	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
+		c.host = ap.Addr().Unmap().String()
+	} else {
+		c.host = nc.RemoteAddr().String()
 	}
 	ctx := context.Background()
 	if c.obs != nil {
@@ -390,7 +395,24 @@ func (c *conn) answer(r *request) bool {
 			return ok
 		}
 	}
+	r.principal, r.host = c.principal(), c.host
+	if resp := c.s.authorizeAPI(r); resp != nil {
+		return c.reply(r, resp)
+	}
 	return c.answerWith(r, r.api.handle)
+}
+
+// principal is the connection's authenticated principal: SASL's user,
+// else the mapped distinguished name of a TLS client certificate, else
+// AnonymousPrincipal.
+func (c *conn) principal() string {
+	switch {
+	case c.sasl != nil:
+		return c.sasl.principal
+	case c.tlsPrincipal != "":
+		return c.tlsPrincipal
+	}
+	return AnonymousPrincipal
 }
 
 // answerWith answers r with handler h.

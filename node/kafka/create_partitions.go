@@ -24,6 +24,7 @@ import (
 // needs the metadata (unknown topic, a count that does not grow the topic,
 // an assignment of the wrong length or replication factor, unknown
 // brokers). Results keep request order (first appearance).
+// Authorization: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
@@ -34,6 +35,9 @@ func handleCreatePartitions(ctx context.Context, s *Server, r *request) (kmsg.Re
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		np, msg, bad := newPartitions(t, n)
+		if bad == nil && !s.allowed(r, kmsg.ACLOperationAlter, kmsg.ACLResourceTypeTopic, t.Topic) {
+			bad, msg = kerr.TopicAuthorizationFailed, kerr.TopicAuthorizationFailed.Message
+		}
 		if bad != nil {
 			rt.ErrorCode, rt.ErrorMessage = bad.Code, kmsg.StringPtr(msg)
 			resp.Topics = append(resp.Topics, rt)

@@ -32,12 +32,15 @@ import (
 // keep request order (first appearance). v5+ results carry the partition
 // count and replication factor; config values are not returned yet (empty
 // Configs). v7+ results carry the topic ID.
+// Authorization: CREATE on the cluster, or else on each topic
+// (TOPIC_AUTHORIZATION_FAILED).
 func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 
 	var valid []NewTopic
 	var validAt []int // index in resp.Topics of valid[i]
+	clusterCreate := !s.Authorizing() || s.visible(r, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, clusterName)
 	for i, n := range firstOfEach(req.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic }) {
 		t := &req.Topics[i]
 		rt := kmsg.NewCreateTopicsResponseTopic()
@@ -48,6 +51,9 @@ func handleCreateTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 			continue
 		}
 		nt, bad := newTopic(t)
+		if bad == nil && !clusterCreate && !s.allowed(r, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, t.Topic) {
+			bad = &refusal{kerr.TopicAuthorizationFailed, "Authorization failed."}
+		}
 		if bad != nil {
 			setCreateError(&rt, bad.err, bad.msg)
 			resp.Topics = append(resp.Topics, rt)

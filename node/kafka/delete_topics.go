@@ -20,6 +20,7 @@ import (
 // the Broker's to answer (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID).
 // Results keep request order (first appearance); error messages are sent
 // from v5, topic IDs from v6.
+// Authorization: DELETE on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
@@ -60,6 +61,8 @@ func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 			setDeleteError(&rt, kerr.InvalidRequest, e.invalid)
 		case n > 1:
 			setDeleteError(&rt, kerr.InvalidRequest, "Duplicate topic name or id.")
+		case !deleteAllowed(s, r, e.ref):
+			setDeleteError(&rt, kerr.TopicAuthorizationFailed, "")
 		default:
 			valid = append(valid, e.ref)
 			validAt = append(validAt, len(resp.Topics))
@@ -83,6 +86,25 @@ func handleDeleteTopics(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		}
 	}
 	return resp, nil
+}
+
+// deleteAllowed checks DELETE on the topic; one named by an ID the
+// Broker does not know is left to it (UNKNOWN_TOPIC_ID).
+func deleteAllowed(s *Server, r *request, ref TopicRef) bool {
+	if !s.Authorizing() {
+		return true
+	}
+	name := ref.Name
+	if name == "" {
+		tn, ok := s.broker.(TopicNames)
+		if !ok {
+			return true
+		}
+		if name, ok = tn.TopicName(ref.ID); !ok {
+			return true
+		}
+	}
+	return s.allowed(r, kmsg.ACLOperationDelete, kmsg.ACLResourceTypeTopic, name)
 }
 
 func setDeleteError(rt *kmsg.DeleteTopicsResponseTopic, err error, msg string) {

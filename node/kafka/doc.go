@@ -132,6 +132,24 @@
 //     side, ClientConn.Authenticate, runs franz-go's PLAIN and SCRAM
 //     mechanisms (the replica fetchers on a SASL inter-broker listener)
 //     and re-authenticates at nine tenths of the lifetime.
+//   - Authorization (authz.go): with Options.Authorizer every
+//     authenticated request carries its connection's principal
+//     ("User:<SASL user>", else "User:<mapped certificate name>" through
+//     Security.MapPrincipal, else User:ANONYMOUS) and peer IP. The
+//     dispatch hook (Server.authorizeAPI) checks the APIs that need one
+//     permission for the whole request before their handler runs:
+//     DescribeCluster, DescribeQuorum, the SCRAM and ACL APIs, ElectLeaders
+//     (CLUSTER_AUTHORIZATION_FAILED), and the group APIs that name one
+//     group: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit
+//     (READ), OffsetDelete (DELETE) (GROUP_AUTHORIZATION_FAILED). The
+//     handlers check their own resources (Produce, Fetch, Metadata,
+//     ListOffsets, OffsetForLeaderEpoch, topic admin, configs,
+//     InitProducerId: see each file) with Server.allowed, which counts
+//     the decision (AuthzStats) and logs a denial. Handlers of APIs that
+//     name many groups or topics (OffsetCommit's and OffsetFetch's
+//     topics, DescribeGroups, DeleteGroups, ListGroups, FindCoordinator)
+//     check each with s.allowed(r, op, kmsg.ACLResourceTypeGroup or
+//     Topic, name) (s.visible for filtering without a log line).
 //   - A frame whose size prefix is negative or above Options.MaxRequestBytes
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,

@@ -39,6 +39,12 @@ import (
 // with sendfile(2), so a replica or consumer fetch costs no copy of the
 // records through user memory on the leader.
 //
+// Authorization: a replica fetch (replica id >= 0) needs CLUSTER_ACTION
+// on the cluster, else every partition answers TOPIC_AUTHORIZATION_FAILED
+// and nothing is read or counted as the replica's (KafkaApis does the
+// same); a consumer needs READ on each topic (TOPIC_AUTHORIZATION_FAILED
+// for the partitions of one it may not read).
+//
 // Fetch sessions (KIP-227, v7+) are not kept: every answer carries session
 // id 0, which tells the client to send full requests. A request naming a
 // session (session_id not 0) answers FETCH_SESSION_ID_NOT_FOUND, so the
@@ -56,13 +62,14 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		maxBytes = int(^uint32(0) >> 1)
 	}
 	names := topicNames(s.broker, req)
+	denied := fetchDenied(s, r, req, names)
 	var deadline *time.Timer
 	var files []fetchFile
 	for {
 		// Take the signal before reading: an append that lands after
 		// the read closes it, so no wake-up is lost.
 		appended := logs.Appended()
-		total, failed := fetchOnce(ctx, logs, req, names, resp, maxBytes, &files)
+		total, failed := fetchOnce(ctx, logs, req, names, denied, resp, maxBytes, &files)
 		if failed || total >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
 			break
 		}
@@ -80,7 +87,7 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		}
 		wait.End()
 		// One last read so the answer holds what arrived meanwhile.
-		fetchOnce(ctx, logs, req, names, resp, maxBytes, &files)
+		fetchOnce(ctx, logs, req, names, denied, resp, maxBytes, &files)
 		break
 	}
 	s.fetched(req, resp, files)
@@ -89,6 +96,37 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		return &fileFetchResponse{FetchResponse: resp, files: files}, nil
 	}
 	return resp, nil
+}
+
+// fetchDenied checks the request's authorization: a replica fetch
+// needs CLUSTER_ACTION on the cluster (else every partition is
+// refused), a consumer's READ on each topic. It returns which topics
+// are refused, nil if none.
+func fetchDenied(s *Server, r *request, req *kmsg.FetchRequest, names []string) []bool {
+	if !s.Authorizing() {
+		return nil
+	}
+	var denied []bool
+	deny := func(i int) {
+		if denied == nil {
+			denied = make([]bool, len(req.Topics))
+		}
+		denied[i] = true
+	}
+	if replica, _ := fetchReplica(req); replica >= 0 {
+		if !s.clusterAllowed(r, kmsg.ACLOperationClusterAction) {
+			for i := range req.Topics {
+				deny(i)
+			}
+		}
+		return denied
+	}
+	for i, name := range names {
+		if name != "" && !s.allowed(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, name) {
+			deny(i)
+		}
+	}
+	return denied
 }
 
 // fetchReplica is the replica id and broker epoch a Fetch claims: from
@@ -118,7 +156,7 @@ func topicNames(b Broker, req *kmsg.FetchRequest) []string {
 // returns the record bytes found and whether any partition has an error.
 // *files is set to the partitions answered with FileRecords; those of an
 // earlier pass are released.
-func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []string, resp *kmsg.FetchResponse, maxBytes int, files *[]fetchFile) (total int, failed bool) {
+func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []string, denied []bool, resp *kmsg.FetchResponse, maxBytes int, files *[]fetchFile) (total int, failed bool) {
 	for _, f := range *files {
 		f.f.Release()
 	}
@@ -132,6 +170,11 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []s
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			if denied != nil && denied[ti] {
+				rp.ErrorCode, failed = kerr.TopicAuthorizationFailed.Code, true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			if names[ti] == "" && req.Version >= 13 {
 				rp.ErrorCode, failed = kerr.UnknownTopicID.Code, true
 				rt.Partitions = append(rt.Partitions, rp)

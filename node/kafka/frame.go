@@ -166,8 +166,10 @@ type request struct {
 	// session's expiry is judged by it (sasl.go), not by when the
 	// request's turn came.
 	readAt time.Time
-	// host is the peer's IP address (Groups show it per member).
-	host string
+	// principal and host are the connection's (conn.principal,
+	// conn.host), set once the request is authenticated: the
+	// authorizer's subject; Groups show the host per member.
+	principal, host string
 }
 
 // decodeRequest parses a frame payload: the request header (v1, or v2 for

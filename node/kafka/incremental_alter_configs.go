@@ -17,6 +17,8 @@ import (
 // Configs.AlterConfigs (validate_only honoured). APPEND and SUBTRACT (list
 // configs) answer INVALID_REQUEST for their resource, as does a key given
 // twice in one resource or a SET with a null value.
+// Authorization: ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED)
+// or, for a broker, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 func handleIncrementalAlterConfigs(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
@@ -27,7 +29,11 @@ func handleIncrementalAlterConfigs(ctx context.Context, s *Server, r *request) (
 	for i, res := range req.Resources {
 		a := ConfigAlteration{Type: int8(res.ResourceType), Name: res.ResourceName, Set: map[string]string{}}
 		seen := map[string]bool{}
+		errs[i] = configAllowed(s, r, kmsg.ACLOperationAlterConfigs, int8(res.ResourceType), res.ResourceName)
 		for _, c := range res.Configs {
+			if errs[i] != nil {
+				break
+			}
 			if seen[c.Name] {
 				errs[i], msgs[i] = kerr.InvalidRequest, fmt.Sprintf("config %s given twice", c.Name)
 				break

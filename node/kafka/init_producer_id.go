@@ -17,12 +17,19 @@ import (
 // bumped, through ProducerIDs.InitProducerID. Transactions are not served:
 // a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which
 // clients report instead of retrying forever.
+// Authorization (idempotent producers, KIP-679): IDEMPOTENT_WRITE on the
+// cluster or WRITE on any topic, else CLUSTER_AUTHORIZATION_FAILED.
 func handleInitProducerID(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp, nil
+	}
+	if s.Authorizing() && !s.visible(r, kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, clusterName) &&
+		!s.allowedAny(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
 	id, epoch, err := s.broker.(ProducerIDs).InitProducerID(ctx, req.ProducerID, req.ProducerEpoch)

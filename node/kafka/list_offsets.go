@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-log/sluice/quorum"
@@ -17,6 +18,7 @@ import (
 // record whose timestamp is at or after it (offset -1 when none). v0 answers old_style_offsets with the one
 // offset found (max_num_offsets is not honoured beyond one). The current
 // leader epoch (v4+) is checked by the Broker.
+// Authorization: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
 func handleListOffsets(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -24,9 +26,16 @@ func handleListOffsets(ctx context.Context, s *Server, r *request) (kmsg.Respons
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
+		denied := !s.allowed(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
+			if denied {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rp.Offset, rp.Timestamp, rp.LeaderEpoch = -1, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			res := logs.ListOffset(ctx, ListOffsetPartition{Topic: t.Topic, Partition: p.Partition,
 				CurrentLeaderEpoch: p.CurrentLeaderEpoch, Timestamp: p.Timestamp})
 			rp.ErrorCode = quorum.ErrorCode(res.Err)

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,8 +26,16 @@ import (
 // A requested topic missing from the Broker's answer is UNKNOWN_TOPIC_OR_PARTITION
 // (by name) or UNKNOWN_TOPIC_ID with a null name (by ID). Auto-creation is the
 // Broker's decision; the server passes allow_auto_topic_creation (true before
-// v4, as in Kafka). Authorized operations are not computed (no ACLs yet):
-// they stay at Kafka's "not provided" value, INT32_MIN. A Broker error closes
+// v4, as in Kafka). Authorized operations are not computed: they stay
+// at Kafka's "not provided" value, INT32_MIN.
+//
+// Authorization (metadataAuthorized): every topic the principal may not
+// DESCRIBE is left out of an all-topics answer, and answered
+// TOPIC_AUTHORIZATION_FAILED when named; a missing topic the client lets
+// the broker auto-create needs CREATE on the cluster or the topic, else
+// it is not created and answers TOPIC_AUTHORIZATION_FAILED (also when
+// auto.create.topics.enable is off, where Kafka says
+// UNKNOWN_TOPIC_OR_PARTITION). A Broker error closes
 // the connection: before v13 Metadata has no top-level error to carry it.
 //
 // Requests over 8 MiB (about 200,000 topic names of 40 bytes) close the
@@ -55,7 +64,8 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 		}
 	}
 
-	md, err := s.broker.Metadata(ctx, q)
+	denied := map[TopicRef]int16{}
+	md, err := metadataAuthorized(ctx, s, r, q, denied)
 	if err != nil {
 		return nil, fmt.Errorf("broker metadata: %w", err)
 	}
@@ -75,7 +85,9 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 
 	if q.AllTopics {
 		for i := range md.Topics {
-			resp.Topics = append(resp.Topics, metadataTopic(&md.Topics[i]))
+			if s.visible(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, md.Topics[i].Name) {
+				resp.Topics = append(resp.Topics, metadataTopic(&md.Topics[i]))
+			}
 		}
 		return resp, nil
 	}
@@ -89,6 +101,15 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 		}
 	}
 	for _, ref := range q.Topics {
+		if code, ok := denied[ref]; ok {
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.TopicID, rt.ErrorCode = ref.ID, code
+			if ref.ID == (TopicID{}) {
+				rt.Topic = kmsg.StringPtr(ref.Name)
+			}
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		t := byName[ref.Name]
 		if ref.ID != (TopicID{}) {
 			t = byID[ref.ID]
@@ -108,6 +129,67 @@ func handleMetadata(ctx context.Context, s *Server, r *request) (kmsg.Response, 
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// metadataAuthorized asks the Broker for the topics of q that the
+// request may see, as KafkaApis.handleTopicMetadataRequest does: a named
+// topic without DESCRIBE is not looked up (TOPIC_AUTHORIZATION_FAILED in
+// denied), and one that would be auto-created needs CREATE on the
+// cluster or the topic: without it, it is asked for without
+// auto-creation and answered TOPIC_AUTHORIZATION_FAILED if missing. A
+// topic named by ID is checked once its name is known.
+func metadataAuthorized(ctx context.Context, s *Server, r *request, q MetadataQuery, denied map[TopicRef]int16) (ClusterMetadata, error) {
+	if !s.Authorizing() || q.AllTopics {
+		return s.broker.Metadata(ctx, q)
+	}
+	failed := kerr.TopicAuthorizationFailed.Code
+	var asked, noCreate []TopicRef
+	clusterCreate := q.AllowAutoCreate && s.visible(r, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeCluster, clusterName)
+	for _, ref := range q.Topics {
+		switch {
+		case ref.Name != "" && !s.allowed(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, ref.Name):
+			denied[ref] = failed
+		case ref.Name != "" && q.AllowAutoCreate && !clusterCreate &&
+			!s.visible(r, kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, ref.Name):
+			noCreate = append(noCreate, ref)
+		default:
+			asked = append(asked, ref)
+		}
+	}
+	q.Topics = asked
+	md, err := s.broker.Metadata(ctx, q)
+	if err != nil {
+		return md, err
+	}
+	if len(noCreate) > 0 {
+		q.Topics, q.AllowAutoCreate = noCreate, false
+		more, err := s.broker.Metadata(ctx, q)
+		if err != nil {
+			return md, err
+		}
+		have := map[string]bool{}
+		for _, t := range more.Topics {
+			have[t.Name] = true
+		}
+		md.Topics = append(md.Topics, more.Topics...)
+		for _, ref := range noCreate {
+			if !have[ref.Name] {
+				denied[ref] = failed
+			}
+		}
+	}
+	// Topics asked by ID: DESCRIBE on the name found.
+	kept := md.Topics[:0]
+	for _, t := range md.Topics {
+		ref := TopicRef{ID: t.ID}
+		if t.ID != (TopicID{}) && slices.Contains(asked, ref) && !s.allowed(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Name) {
+			denied[ref] = failed
+			continue
+		}
+		kept = append(kept, t)
+	}
+	md.Topics = kept
+	return md, nil
 }
 
 // metadataMaxBytes bounds a Metadata request frame.

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-log/sluice/quorum"
@@ -16,16 +17,27 @@ import (
 // epoch), from the partition's leader-epoch cache (KIP-101, KIP-279). The
 // current leader epoch (v2+) is checked by the Broker. Unknown epochs
 // answer epoch -1 and end offset -1.
+// Authorization: a replica (v3+ replica id >= 0) needs CLUSTER_ACTION on
+// the cluster, a consumer DESCRIBE on each topic; refused partitions
+// answer TOPIC_AUTHORIZATION_FAILED.
 func handleOffsetForLeaderEpoch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	logs := s.broker.(Logs)
+	replica := req.Version >= 3 && req.ReplicaID >= 0
+	clusterOK := replica && s.clusterAllowed(r, kmsg.ACLOperationClusterAction)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
+		denied := !clusterOK && (replica || !s.allowed(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, t.Topic))
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
+			if denied {
+				rp.ErrorCode, rp.LeaderEpoch, rp.EndOffset = kerr.TopicAuthorizationFailed.Code, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			res := logs.EndOffsetForEpoch(ctx, EpochPartition{Topic: t.Topic, Partition: p.Partition,
 				CurrentLeaderEpoch: p.CurrentLeaderEpoch, LeaderEpoch: p.LeaderEpoch})
 			rp.ErrorCode = quorum.ErrorCode(res.Err)

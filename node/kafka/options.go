@@ -61,6 +61,9 @@ type Options struct {
 	// authentication and the close that follows
 	// (connection.failed.authentication.delay.ms). Zero: none.
 	FailedAuthenticationDelay time.Duration
+	// Authorizer, when set, authorizes every request as Kafka's
+	// authorizer does (authz.go); nil allows everything.
+	Authorizer Authorizer
 	// Observer, when set, receives the timing of every request, and its
 	// TopicObserver capability, if any, the per-topic traffic (metrics).
 	// Nil takes no timestamps.

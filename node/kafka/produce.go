@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -31,6 +32,9 @@ import (
 // a request with a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 // Kafka's answer when the id may not be used. log_append_time is always -1
 // (CreateTime topics).
+//
+// Authorization: WRITE on each topic; a topic without it answers its
+// partitions TOPIC_AUTHORIZATION_FAILED and nothing of it is appended.
 func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -55,13 +59,18 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
+		var denied error
+		if reject == nil && !s.allowed(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, t.Topic) {
+			denied = kerr.TopicAuthorizationFailed
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-			if reject != nil {
-				s.produced(t.Topic, 0, len(p.Records), reject)
-				rp.ErrorCode = quorum.ErrorCode(reject)
+			if reject != nil || denied != nil {
+				err := cmp.Or(reject, denied)
+				s.produced(t.Topic, 0, len(p.Records), err)
+				rp.ErrorCode = quorum.ErrorCode(err)
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

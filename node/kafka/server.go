@@ -41,6 +41,8 @@ type Server struct {
 	refused refusedCounts
 	// wg counts live connections (their goroutines).
 	wg sync.WaitGroup
+	// authz counts the authorizer's decisions (authz.go).
+	authz struct{ allowed, denied atomic.Int64 }
 	// scramSecret makes up the SCRAM salts of unknown users (sasl.go).
 	scramSecret [32]byte
 }
@@ -102,6 +104,12 @@ func (s *Server) ServeListenerTLS(name string, ln net.Listener, cfg *tls.Config)
 type Security struct {
 	TLS  *tls.Config
 	SASL *SASL
+	// MapPrincipal turns the distinguished name of a verified TLS client
+	// certificate (RFC 2253 form, as Kafka's X500Principal.getName())
+	// into the connection's principal name (ssl.principal.mapping.rules);
+	// the principal is "User:" + the result. Nil: the name as is. Not
+	// used with SASL, whose user is the principal.
+	MapPrincipal func(dn string) (string, error)
 }
 
 // ServeListenerSecure is ServeListener for a listener with any security
@@ -191,7 +199,7 @@ func (s *Server) startConn(nc net.Conn, listener string, sec Security) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if c.handshake() {
+		if c.handshake() && c.mapTLSPrincipal(sec.MapPrincipal) {
 			c.serve()
 		}
 		s.mu.Lock()

@@ -47,3 +47,31 @@ func (c *conn) handshake() bool {
 	c.abort()
 	return false
 }
+
+// mapTLSPrincipal sets the connection's principal from its verified
+// client certificate, if any, through mapPrincipal (nil: the
+// distinguished name as is). A name no rule maps closes the connection,
+// as Kafka's SslPrincipalMapper does (logged). It reports whether the
+// connection may be served.
+func (c *conn) mapTLSPrincipal(mapPrincipal func(string) (string, error)) bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok || c.sasl != nil {
+		return true
+	}
+	st := tc.ConnectionState()
+	if len(st.PeerCertificates) == 0 {
+		return true
+	}
+	dn := st.PeerCertificates[0].Subject.String()
+	name := dn
+	if mapPrincipal != nil {
+		var err error
+		if name, err = mapPrincipal(dn); err != nil {
+			c.log.Info("kafka: closing connection: ssl.principal.mapping.rules map no principal from the client certificate", "listener", c.listener, "dn", dn, "err", err)
+			c.abort()
+			return false
+		}
+	}
+	c.tlsPrincipal = "User:" + name
+	return true
+}

@@ -26,6 +26,8 @@ var (
 	connRefused     = desc("sluice_kafka_connections_refused_total", "Client connections closed when accepted, by the limit they were over (max.connections, max.connections.per.ip).", "listener", "limit")
 	failedAuth      = desc("kafka_server_socket_server_metrics_failed_authentication_total", "Kafka socket-server-metrics failed-authentication-total: connections closed by a failed TLS handshake (a plaintext client, an untrusted or missing client certificate, a timeout) or a failed SASL authentication (a wrong password, an unknown user or mechanism, a request before authenticating).", "listener")
 	expiredKilled   = desc("kafka_server_socket_server_metrics_expired_connections_killed_count", "Kafka socket-server-metrics expired-connections-killed-count: connections closed because their SASL session (connections.max.reauth.ms) ended without re-authentication.")
+	authzAllowed    = desc("kafka_security_authorizer_metrics_authorization_allowed_total", "Kafka authorizer-metrics authorization-allowed: authorization checks the ACLs allowed (a request checks one or more resources).")
+	authzDenied     = desc("kafka_security_authorizer_metrics_authorization_denied_total", "Kafka authorizer-metrics authorization-denied: authorization checks the ACLs refused.")
 	okAuth          = desc("kafka_server_socket_server_metrics_successful_authentication_total", "Kafka socket-server-metrics successful-authentication-total: SASL authentications that succeeded.", "listener")
 	connIdleClosed  = desc("sluice_kafka_connections_idle_closed_total", "Client connections closed by connections.max.idle.ms.", "listener")
 	lostOnRecovery  = desc("sluice_log_lost_on_recovery_records_total", "Committed records the local logs no longer held when opened (below their checkpointed high watermark): a power cut took unflushed data.")
@@ -86,7 +88,7 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unwrittenBytes, unflushedAge, dirtyRatio,
 		cleanerMaxDirty, cleanerRecopy, cleanerMaxTime, cleanerUncleanable, cleanerSinceRun, cleanerCleans, cleanerFailures,
 		activeController, offlinePartitions, activeBrokers, fencedBrokers, uncleanElections,
-		raftState, raftLeader, raftEpoch, raftHW, raftLEO, raftApplied, raftCommitAvg, raftCommitsTotal, raftCommitSecs, raftRefused} {
+		raftState, raftLeader, raftEpoch, raftHW, raftLEO, raftApplied, raftCommitAvg, raftCommitsTotal, raftCommitSecs, raftRefused, authzAllowed, authzDenied} {
 		ch <- d
 	}
 }
@@ -159,6 +161,8 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(failedAuth, prometheus.CounterValue, float64(n), l)
 	}
 	ch <- prometheus.MustNewConstMetric(expiredKilled, prometheus.CounterValue, float64(b.ExpiredConnectionsKilled))
+	ch <- prometheus.MustNewConstMetric(authzAllowed, prometheus.CounterValue, float64(b.AuthorizationAllowed))
+	ch <- prometheus.MustNewConstMetric(authzDenied, prometheus.CounterValue, float64(b.AuthorizationDenied))
 	for l, n := range b.SuccessfulAuthentication {
 		ch <- prometheus.MustNewConstMetric(okAuth, prometheus.CounterValue, float64(n), l)
 	}

@@ -63,6 +63,8 @@
 //	kafka_server_socket_server_metrics_failed_authentication_total{listener}  connections closed by a failed TLS handshake or SASL authentication
 //	kafka_server_socket_server_metrics_successful_authentication_total{listener}  SASL authentications that succeeded
 //	kafka_server_socket_server_metrics_expired_connections_killed_count  connections closed at the end of their SASL session
+//	kafka_security_authorizer_metrics_authorization_allowed_total  authorization checks allowed (authorizer.class.name)
+//	kafka_security_authorizer_metrics_authorization_denied_total   authorization checks refused (each also logged)
 //	sluice_log_writeback_requested_bytes_total         bytes the logs asked the kernel to write back (batched writeback)
 //	sluice_log_writeback_errors_total                  such requests that failed
 //	sluice_log_cleaner_dirty_ratio{topic,partition}    a compacted log's dirty share (0-1) as the cleaner last measured it

@@ -88,6 +88,9 @@ type BrokerStat struct {
 	// ExpiredConnectionsKilled counts the connections closed because
 	// their SASL session ended without re-authentication.
 	ExpiredConnectionsKilled int64
+	// AuthorizationAllowed and AuthorizationDenied count the
+	// authorizer's decisions (authorizer.class.name set).
+	AuthorizationAllowed, AuthorizationDenied int64
 	// Cleaner is the log cleaner; nil when log.cleaner.enable is false.
 	Cleaner *CleanerStat
 }

@@ -49,6 +49,15 @@
 // listener are its user_<name>="password" options, and the broker's own
 // credentials for the inter-broker listener its username and password.
 //
-// The parsers (ParseJAAS, ParsePlain, the SCRAM messages) are fuzzed with
-// corpora under testdata/fuzz.
+// # Principal mapping rules
+//
+// ParsePrincipalRules reads Kafka's ssl.principal.mapping.rules (KIP-371):
+// `RULE:pattern/replacement/[L|U],...,DEFAULT`; PrincipalRules.Map gives
+// the principal name of a TLS client certificate's distinguished name
+// under the first rule whose pattern matches it whole ($1... in the
+// replacement, lower- or upper-cased), ErrNoPrincipalRule if none does.
+// Patterns are RE2: Java's back-references are refused when parsed.
+//
+// The parsers (ParseJAAS, ParsePlain, the SCRAM messages, the principal
+// rules) are fuzzed with corpora under testdata/fuzz.
 package sasl
