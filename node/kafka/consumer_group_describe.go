@@ -16,7 +16,7 @@ import (
 func handleConsumerGroupDescribe(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	answers := coordinateMany(ctx, s, r, req.Groups, func(idx []int) kmsg.Request {
+	answers := coordinateAuthorized(ctx, s, r, kmsg.ACLOperationDescribe, req.Groups, func(idx []int) kmsg.Request {
 		sub := *req
 		sub.Groups = make([]string, len(idx))
 		for j, i := range idx {

@@ -28,6 +28,15 @@ func handleConsumerGroupHeartbeat(ctx context.Context, s *Server, r *request) (k
 	if req.Group == "" {
 		return fail(kerr.InvalidRequest.Code, "GroupId can't be empty.")
 	}
+	if !s.allowed(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {
+		return fail(kerr.GroupAuthorizationFailed.Code, "")
+	}
+	describable := topicCheck(s, r, kmsg.ACLOperationDescribe)
+	for _, t := range req.SubscribedTopicNames {
+		if !describable(t) {
+			return fail(kerr.TopicAuthorizationFailed.Code, "not authorized to describe topic "+t)
+		}
+	}
 	resp, err := coordinateOne(ctx, s, r, req.Group)
 	if err != nil {
 		return fail(groupCode(err), "")

@@ -27,7 +27,7 @@ func handleDeleteGroups(ctx context.Context, s *Server, r *request) (kmsg.Respon
 			at = append(at, i)
 		}
 	}
-	answers := coordinateMany(ctx, s, r, ids, func(idx []int) kmsg.Request {
+	answers := coordinateAuthorized(ctx, s, r, kmsg.ACLOperationDelete, ids, func(idx []int) kmsg.Request {
 		sub := *req
 		sub.Groups = make([]string, len(idx))
 		for j, i := range idx {

@@ -18,7 +18,7 @@ import (
 func handleDescribeGroups(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	answers := coordinateMany(ctx, s, r, req.Groups, func(idx []int) kmsg.Request {
+	answers := coordinateAuthorized(ctx, s, r, kmsg.ACLOperationDescribe, req.Groups, func(idx []int) kmsg.Request {
 		sub := *req
 		sub.Groups = make([]string, len(idx))
 		for j, i := range idx {

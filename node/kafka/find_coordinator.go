@@ -44,6 +44,9 @@ func handleFindCoordinator(ctx context.Context, s *Server, r *request) (kmsg.Res
 			if !serves {
 				return BrokerInfo{}, kerr.GroupAuthorizationFailed.Code, "this broker serves no consumer groups: assign partitions directly"
 			}
+			if !s.allowed(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, key) {
+				return BrokerInfo{}, kerr.GroupAuthorizationFailed.Code, "not authorized to describe group " + key
+			}
 			b, err := groups.FindGroupCoordinator(ctx, r.listener, key)
 			if err != nil {
 				return BrokerInfo{}, groupCode(err), err.Error()

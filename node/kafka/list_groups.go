@@ -21,6 +21,6 @@ func handleListGroups(ctx context.Context, s *Server, r *request) (kmsg.Response
 		resp.ErrorCode = groupCode(err)
 		return resp, nil
 	}
-	resp.Groups = groups
+	resp.Groups = visibleGroups(s, r, groups)
 	return resp, nil
 }

@@ -28,6 +28,7 @@ func handleOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		partition int32
 	}
 	codes := map[tp]int16{}
+	readable := topicCheck(s, r, kmsg.ACLOperationRead)
 	sub := *req
 	sub.Topics = nil
 	for _, t := range req.Topics {
@@ -37,6 +38,8 @@ func handleOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Respon
 			switch {
 			case req.Group == "":
 				codes[tp{t.Topic, p.Partition}] = kerr.InvalidGroupID.Code
+			case !readable(t.Topic):
+				codes[tp{t.Topic, p.Partition}] = kerr.TopicAuthorizationFailed.Code
 			case !g.PartitionExists(t.Topic, p.Partition):
 				codes[tp{t.Topic, p.Partition}] = kerr.UnknownTopicOrPartition.Code
 			default:

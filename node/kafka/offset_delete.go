@@ -30,12 +30,17 @@ func handleOffsetDelete(ctx context.Context, s *Server, r *request) (kmsg.Respon
 		partition int32
 	}
 	codes := map[tp]int16{}
+	readable := topicCheck(s, r, kmsg.ACLOperationRead)
 	sub := *req
 	sub.Topics = nil
 	for _, t := range req.Topics {
 		st := t
 		st.Partitions = nil
 		for _, p := range t.Partitions {
+			if !readable(t.Topic) {
+				codes[tp{t.Topic, p.Partition}] = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if !g.PartitionExists(t.Topic, p.Partition) {
 				codes[tp{t.Topic, p.Partition}] = kerr.UnknownTopicOrPartition.Code
 				continue

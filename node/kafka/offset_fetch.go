@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -23,9 +24,22 @@ import (
 func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.OffsetFetchRequest)
 	if req.Version < 8 {
-		answer, err := coordinateOne(ctx, s, r, req.Group)
+		var answer kmsg.Response
+		err := error(kerr.GroupAuthorizationFailed)
+		if s.allowed(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeGroup, req.Group) {
+			answer, err = coordinateOne(ctx, s, r, req.Group)
+		}
 		if err == nil {
-			return answer, nil
+			a := answer.(*kmsg.OffsetFetchResponse)
+			a.Topics = authorizeOffsetTopics(s, r, a.Topics, req.Topics != nil,
+				func(t *kmsg.OffsetFetchResponseTopic) string { return t.Topic },
+				func(t *kmsg.OffsetFetchResponseTopic) {
+					for i := range t.Partitions {
+						p := &t.Partitions[i]
+						p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.TopicAuthorizationFailed.Code
+					}
+				})
+			return a, nil
 		}
 		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 		resp.ErrorCode = groupCode(err)
@@ -48,7 +62,7 @@ func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Respons
 	for i, g := range req.Groups {
 		ids[i] = g.Group
 	}
-	answers := coordinateMany(ctx, s, r, ids, func(idx []int) kmsg.Request {
+	answers := coordinateAuthorized(ctx, s, r, kmsg.ACLOperationDescribe, ids, func(idx []int) kmsg.Request {
 		sub := *req
 		sub.Groups = make([]kmsg.OffsetFetchRequestGroup, len(idx))
 		for j, i := range idx {
@@ -65,6 +79,14 @@ func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Respons
 		} else if found, ok := findGroup(a.resp.(*kmsg.OffsetFetchResponse).Groups, id,
 			func(g kmsg.OffsetFetchResponseGroup) string { return g.Group }); ok {
 			rg = found
+			rg.Topics = authorizeOffsetTopics(s, r, rg.Topics, req.Groups[i].Topics != nil,
+				func(t *kmsg.OffsetFetchResponseGroupTopic) string { return t.Topic },
+				func(t *kmsg.OffsetFetchResponseGroupTopic) {
+					for i := range t.Partitions {
+						p := &t.Partitions[i]
+						p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.TopicAuthorizationFailed.Code
+					}
+				})
 		} else {
 			rg.ErrorCode = groupCode(nil)
 		}
