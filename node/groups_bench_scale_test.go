@@ -26,16 +26,18 @@ import (
 // takes GROUPS_N standalone groups (default 10,000) each committing one
 // offset once a second (OffsetCommit, generation -1, the offset counting
 // up) for GROUPS_SECONDS (600), from GROUPS_WORKERS (64) goroutines over
-// 4 kgo clients. Every GROUPS_SAMPLE_SECONDS (30) it prints the commits
-// answered in the window (rate; errors), the process's Go heap in use
-// after a GC and RSS (the three nodes and the load together), the
-// coordinators' Shard.Stats summed (groups, committed offsets, commits),
-// the cleaner pools' cleans, and __consumer_offsets on disk: bytes and
-// segment files over every node's replicas, against the live data the
-// latest commits make (one record per group). Bounded means the bytes
-// level off while the commits go on. GROUPS_SEGMENT_BYTES overrides
-// offsets.topic.segment.bytes (the active segment is never cleaned, so
-// it sets the floor of the bound: 50 × segment.bytes per replica set).
+// 4 kgo clients; when the cluster answers slower than that, the pacer
+// falls behind (counted) and the run takes longer. Every
+// GROUPS_SAMPLE_SECONDS (30) it prints the commits answered in the window
+// (rate; errors), the process's Go heap in use after a GC, RSS and open
+// descriptors (the three nodes and the load together), the coordinators'
+// Shard.Stats summed (groups, committed offsets, commits), the cleaner
+// pools' cleans, and __consumer_offsets on disk: bytes and segment files
+// over every node's replicas. Bounded means these level off while the
+// commits go on. The cleaner never cleans the active segment, so until
+// segments roll the topic grows by every commit: GROUPS_SEGMENT_BYTES
+// overrides offsets.topic.segment.bytes to see compaction within a short
+// run (the bytes' bound is about partitions × segment.bytes per replica).
 func TestBenchGroupsScale(t *testing.T) {
 	if os.Getenv("SLUICE_BENCH_GROUPS_SCALE") == "" {
 		t.Skip("make bench-groups-scale runs this (SLUICE_BENCH_GROUPS_SCALE=1)")
@@ -128,8 +130,8 @@ func TestBenchGroupsScale(t *testing.T) {
 		}
 	}()
 	t.Logf("%d groups committing once a second for %d s; samples every %v", groups, seconds, sample)
-	fmt.Printf("%-6s %-10s %-7s %-7s %-9s %-9s %-8s %-9s %-10s %-7s %-12s %-6s\n",
-		"t(s)", "commits/s", "errors", "behind", "heap-MiB", "rss-MiB", "groups", "offsets", "co-commits", "cleans", "offsets-MiB", "segs")
+	fmt.Printf("%-6s %-10s %-7s %-7s %-9s %-9s %-6s %-8s %-9s %-10s %-7s %-12s %-6s\n",
+		"t(s)", "commits/s", "errors", "behind", "heap-MiB", "rss-MiB", "fds", "groups", "offsets", "co-commits", "cleans", "offsets-MiB", "segs")
 	start, last, lastOK := time.Now(), time.Now(), int64(0)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -161,9 +163,9 @@ func TestBenchGroupsScale(t *testing.T) {
 			cleans += rn.cleaner.Stats(nil).Cleans
 		}
 		bytes, segs := offsetsOnDisk(t, c)
-		fmt.Printf("%-6.0f %-10.0f %-7d %-7d %-9.1f %-9.1f %-8d %-9d %-10d %-7d %-12.1f %-6d\n",
+		fmt.Printf("%-6.0f %-10.0f %-7d %-7d %-9.1f %-9.1f %-6d %-8d %-9d %-10d %-7d %-12.1f %-6d\n",
 			now.Sub(start).Seconds(), float64(n-lastOK)/now.Sub(last).Seconds(), failed.Load(), behind.Load(),
-			float64(ps.heap)/(1<<20), float64(ps.rss)/(1<<20), gs, offs, commits, cleans, float64(bytes)/(1<<20), segs)
+			float64(ps.heap)/(1<<20), float64(ps.rss)/(1<<20), ps.fds, gs, offs, commits, cleans, float64(bytes)/(1<<20), segs)
 		last, lastOK = now, n
 	}
 	if e := firstErr.Load(); e != nil {
