@@ -8,7 +8,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -tags invariants -count=1 -timeout 12m
 FUZZTIME  ?= 15s
 
-.PHONY: all build test test-short bench bench-cluster bench-failover bench-scale bench-writeback fuzz lint demo crash e2e soak clean image cluster-up cluster-down test-docker
+.PHONY: all build test test-short bench bench-cluster bench-failover bench-scale bench-groups bench-groups-scale bench-writeback fuzz lint demo crash e2e soak clean image cluster-up cluster-down test-docker
 
 all: build
 
@@ -106,6 +106,31 @@ bench-failover: build
 bench-scale:
 	@mkdir -p bin
 	SLUICE_BENCH_SCALE=1 $(GO) test -count=1 -timeout 30m -run '^TestBenchScale$$' ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-scale.txt
+
+# bench-groups measures consumer groups on 3 in-process nodes, RF=3
+# (issue 17, node/groups_bench*_test.go), each against a baseline in the
+# same run: a group of six kgo members reading a 6-partition topic against
+# six direct-assignment consumers (x-direct, the bar is >= 0.9); OffsetCommit
+# p50/p99 at 1,000 commits/s over 100 groups against acks=all produces at
+# the same pace (x-produce-p99); the rebalance of a 10-member group after
+# one leaves, range and cooperative-sticky (x-heartbeat: over the 500 ms
+# heartbeat interval, the floor). Kept in bin/bench-groups.txt.
+bench-groups:
+	@mkdir -p bin
+	$(GO) test -run '^$$' -bench '^Benchmark(GroupConsume|GroupRebalance)$$' -benchtime 6x -count=1 -timeout 30m ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-groups.txt
+	$(GO) test -run '^$$' -bench '^BenchmarkOffsetCommitRate$$' -benchtime 20000x -count=1 -timeout 30m ./node/ 2>&1 | grep -v '^time=' | tee -a bin/bench-groups.txt
+
+# bench-groups-scale is issue 17's scale run: GROUPS_N (10000) standalone
+# groups each committing once a second for GROUPS_SECONDS (600) to 3
+# in-process nodes on the real disk; every GROUPS_SAMPLE_SECONDS (30) the
+# commit rate, Go heap and RSS, the coordinators' group and offset counts,
+# the cleaners' runs and __consumer_offsets' bytes and segment files on
+# disk. GROUPS_SEGMENT_BYTES sets offsets.topic.segment.bytes (default
+# Kafka's 100 MiB), GROUPS_WORKERS the committers in flight (64). Kept in
+# bin/bench-groups-scale.txt; not part of make test (node/groups_bench_scale_test.go).
+bench-groups-scale:
+	@mkdir -p bin
+	SLUICE_BENCH_GROUPS_SCALE=1 $(GO) test -count=1 -timeout 40m -run '^TestBenchGroupsScale$$' -v ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-groups-scale.txt
 
 # bench-writeback measures batched writeback (sluice.log.writeback.interval.bytes):
 # one in-process node on the real disk, a paced producer, rounds with it off

@@ -194,7 +194,15 @@
 // Python clients, one scenario each on 3 nodes. BenchmarkProduce (RF=1, acks=1, kgo's default
 // batching) runs beside the segment append in the same run and reports
 // their ratio (x-segment); `make bench` tables the best of three;
-// BenchmarkReplicatedProduce is its RF=3 peer.
+// BenchmarkReplicatedProduce is its RF=3 peer. Consumer groups (issue 17,
+// `make bench-groups`, groups_bench*_test.go), each beside a baseline in
+// the same run: BenchmarkGroupConsume (six group members against six
+// direct-assignment consumers, x-direct), BenchmarkOffsetCommitRate
+// (commits at 1,000/s over 100 groups against acks=all produces at that
+// pace, x-produce-p99), BenchmarkGroupRebalance (a 10-member group after
+// a leave, range and cooperative-sticky, x-heartbeat); `make
+// bench-groups-scale` (TestBenchGroupsScale) watches memory and
+// __consumer_offsets on disk under thousands of committing groups.
 //
 // # Goroutines and locks
 //
