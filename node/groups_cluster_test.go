@@ -271,29 +271,13 @@ func TestGroupsCoordinatorFailover(t *testing.T) {
 	})
 	_, before := committedSum(ctx, t, adm, groupID, topic)
 
-	var coordID int32 = -1
-	c.live().ctrl.View(func(im *quorum.Image) {
-		t := im.Topics[group.OffsetsTopic]
-		coordID = t.Partitions[group.Partition(groupID, int32(len(t.Partitions)))].Leader
-	})
-	victim := c.nodes[coordID-1]
-	t.Logf("killing node %d, coordinator of %s (active controller: %v)", coordID, groupID, victim.ctrl.IsLeader())
-	start := time.Now()
-	c.kill(victim)
-	produceRound(ctx, t, c, topic, parts, round, round)
-	waitFor(ctx, t, "the group at a new coordinator, the second round committed", func() bool {
+	victim := killCoordinator(ctx, t, c, groupID, topic, parts, round, func() (int32, error) {
 		d, err := adm.DescribeGroups(ctx, groupID)
-		if err != nil || d[groupID].Err != nil || d[groupID].Coordinator.NodeID == coordID {
-			return false
+		if err == nil {
+			err = d[groupID].Err
 		}
-		sum, _ := committedSum(ctx, t, adm, groupID, topic)
-		return sum == 2*round
+		return d[groupID].Coordinator.NodeID, err
 	})
-	took := time.Since(start)
-	t.Logf("coordinator node %d killed: the group committed everything at its new coordinator after %v", coordID, took)
-	if limit := 6*time.Second + 10*time.Second; took > limit {
-		t.Errorf("the group took %v to move, more than the session timeout plus 10 s (%v)", took, limit)
-	}
 	_, after := committedSum(ctx, t, adm, groupID, topic)
 	for p, off := range before {
 		if after[p] < off {
@@ -306,4 +290,37 @@ func TestGroupsCoordinatorFailover(t *testing.T) {
 		t.Errorf("consumed %d distinct records, want %d", n, 2*round)
 	}
 	c.restart(victim)
+}
+
+// killCoordinator kills the node coordinating groupID (no clean
+// shutdown), produces the second round of records, and waits until
+// describe names another coordinator and the group committed both rounds;
+// the move may take the session timeout (6 s) plus 10 s at most. It
+// returns the killed node.
+func killCoordinator(ctx context.Context, t *testing.T, c *replCluster, groupID, topic string, parts, round int, describe func() (int32, error)) *replNode {
+	t.Helper()
+	var coordID int32 = -1
+	c.live().ctrl.View(func(im *quorum.Image) {
+		t := im.Topics[group.OffsetsTopic]
+		coordID = t.Partitions[group.Partition(groupID, int32(len(t.Partitions)))].Leader
+	})
+	victim := c.nodes[coordID-1]
+	t.Logf("killing node %d, coordinator of %s (active controller: %v)", coordID, groupID, victim.ctrl.IsLeader())
+	start := time.Now()
+	c.kill(victim)
+	produceRound(ctx, t, c, topic, parts, round, round)
+	adm := kadm.NewClient(c.client())
+	waitFor(ctx, t, "the group at a new coordinator, the second round committed", func() bool {
+		if id, err := describe(); err != nil || id == coordID {
+			return false
+		}
+		sum, _ := committedSum(ctx, t, adm, groupID, topic)
+		return sum == int64(2*round)
+	})
+	took := time.Since(start)
+	t.Logf("coordinator node %d killed: %s committed everything at its new coordinator after %v", coordID, groupID, took)
+	if limit := 6*time.Second + 10*time.Second; took > limit {
+		t.Errorf("the group took %v to move, more than the session timeout plus 10 s (%v)", took, limit)
+	}
+	return victim
 }

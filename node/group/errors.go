@@ -47,15 +47,16 @@ var (
 	codeUnsupportedVersion  = kerr.UnsupportedVersion.Code
 )
 
-// appendErrorCode is the code a client gets when the write it waited on
-// failed, as Kafka 4's GroupCoordinatorService.normalizeException maps it:
+// AppendErrorCode is the code a client gets when the write it waited on
+// failed, as Kafka 4's GroupCoordinatorService.normalizeException maps it
+// (and Kafka's TransactionStateManager the same way: node/txn uses it):
 // a lost leadership (NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR) is
 // NOT_COORDINATOR; a partition that is missing, short of replicas or timed
 // out is COORDINATOR_NOT_AVAILABLE; a batch too large is
 // UNKNOWN_SERVER_ERROR. An error that carries no Kafka code counts as
 // COORDINATOR_NOT_AVAILABLE (retriable: the client looks the coordinator up
 // again).
-func appendErrorCode(err error) int16 {
+func AppendErrorCode(err error) int16 {
 	var ke *kerr.Error
 	if !errors.As(err, &ke) {
 		return codeNotAvailable

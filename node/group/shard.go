@@ -155,7 +155,7 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 	delete(s.ops, id)
 	code := int16(0)
 	if err != nil {
-		code = appendErrorCode(err)
+		code = AppendErrorCode(err)
 	}
 	defer s.releaseParked(id, code)
 	switch o.kind {

@@ -24,20 +24,15 @@ func handleConsumerGroupDescribe(ctx context.Context, s *Server, r *request) (km
 		}
 		return &sub
 	})
-	for i, id := range req.Groups {
-		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
-		rg.Group = id
-		rg.AuthorizedOperations = -2147483648
-		a := answers[i]
-		if a.err != nil {
-			rg.ErrorCode = groupCode(a.err)
-		} else if found, ok := findGroup(a.resp.(*kmsg.ConsumerGroupDescribeResponse).Groups, id,
-			func(g kmsg.ConsumerGroupDescribeResponseGroup) string { return g.Group }); ok {
-			rg = found
-		} else {
-			rg.ErrorCode = groupCode(nil)
-		}
-		resp.Groups = append(resp.Groups, rg)
-	}
+	resp.Groups = mergeGroups(req.Groups, answers,
+		func(a kmsg.Response) []kmsg.ConsumerGroupDescribeResponseGroup {
+			return a.(*kmsg.ConsumerGroupDescribeResponse).Groups
+		},
+		func(g kmsg.ConsumerGroupDescribeResponseGroup) string { return g.Group },
+		func(id string, code int16) kmsg.ConsumerGroupDescribeResponseGroup {
+			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode, rg.AuthorizedOperations = id, code, -2147483648
+			return rg
+		})
 	return resp, nil
 }

@@ -26,20 +26,15 @@ func handleDescribeGroups(ctx context.Context, s *Server, r *request) (kmsg.Resp
 		}
 		return &sub
 	})
-	for i, id := range req.Groups {
-		rg := kmsg.NewDescribeGroupsResponseGroup()
-		rg.Group = id
-		rg.AuthorizedOperations = -2147483648
-		a := answers[i]
-		if a.err != nil {
-			rg.ErrorCode = groupCode(a.err)
-		} else if found, ok := findGroup(a.resp.(*kmsg.DescribeGroupsResponse).Groups, id,
-			func(g kmsg.DescribeGroupsResponseGroup) string { return g.Group }); ok {
-			rg = found
-		} else {
-			rg.ErrorCode = groupCode(nil)
-		}
-		resp.Groups = append(resp.Groups, rg)
-	}
+	resp.Groups = mergeGroups(req.Groups, answers,
+		func(a kmsg.Response) []kmsg.DescribeGroupsResponseGroup {
+			return a.(*kmsg.DescribeGroupsResponse).Groups
+		},
+		func(g kmsg.DescribeGroupsResponseGroup) string { return g.Group },
+		func(id string, code int16) kmsg.DescribeGroupsResponseGroup {
+			rg := kmsg.NewDescribeGroupsResponseGroup()
+			rg.Group, rg.ErrorCode, rg.AuthorizedOperations = id, code, -2147483648
+			return rg
+		})
 	return resp, nil
 }

@@ -94,6 +94,46 @@ func coordinateOne(ctx context.Context, s *Server, r *request, group string) (km
 	return resp, err
 }
 
+// coordinateGroup answers a request for one group (JoinGroup, SyncGroup,
+// Heartbeat, LeaveGroup): INVALID_GROUP_ID for an empty group id, else
+// its shard's answer, or the shard's error on a response of the
+// request's kind made by failed (which sets the code and whatever else
+// an error answer carries).
+func coordinateGroup[R kmsg.Response](ctx context.Context, s *Server, r *request, group string, failed func(R, int16)) (kmsg.Response, error) {
+	fail := func(code int16) (kmsg.Response, error) {
+		resp := r.body.ResponseKind().(R)
+		failed(resp, code)
+		return resp, nil
+	}
+	if group == "" {
+		return fail(kerr.InvalidGroupID.Code)
+	}
+	resp, err := coordinateOne(ctx, s, r, group)
+	if err != nil {
+		return fail(groupCode(err))
+	}
+	return resp, nil
+}
+
+// mergeGroups is the answer for each of ids (in order) from its shard's
+// answer (answers[i]): the shard's entry for it, else missing(id, code)
+// with the shard's error (COORDINATOR_NOT_AVAILABLE when the shard left
+// the group out).
+func mergeGroups[G any](ids []string, answers []shardAnswer, groups func(kmsg.Response) []G, name func(G) string, missing func(id string, code int16) G) []G {
+	out := make([]G, 0, len(ids))
+	for i, id := range ids {
+		a := answers[i]
+		if a.err == nil {
+			if g, ok := findGroup(groups(a.resp), id, name); ok {
+				out = append(out, g)
+				continue
+			}
+		}
+		out = append(out, missing(id, groupCode(a.err)))
+	}
+	return out
+}
+
 // shardAnswer is one shard's answer to its part of a multi-group request.
 type shardAnswer struct {
 	resp kmsg.Response

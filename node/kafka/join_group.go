@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,17 +19,7 @@ import (
 //     ...) answers with generation -1 and the member id sent.
 func handleJoinGroup(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.JoinGroupRequest)
-	fail := func(code int16) (kmsg.Response, error) {
-		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	return coordinateGroup(ctx, s, r, req.Group, func(resp *kmsg.JoinGroupResponse, code int16) {
 		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, req.MemberID
-		return resp, nil
-	}
-	if req.Group == "" {
-		return fail(kerr.InvalidGroupID.Code)
-	}
-	resp, err := coordinateOne(ctx, s, r, req.Group)
-	if err != nil {
-		return fail(groupCode(err))
-	}
-	return resp, nil
+	})
 }

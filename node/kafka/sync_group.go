@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -16,17 +15,5 @@ import (
 // no assignment.
 func handleSyncGroup(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.SyncGroupRequest)
-	fail := func(code int16) (kmsg.Response, error) {
-		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-		resp.ErrorCode = code
-		return resp, nil
-	}
-	if req.Group == "" {
-		return fail(kerr.InvalidGroupID.Code)
-	}
-	resp, err := coordinateOne(ctx, s, r, req.Group)
-	if err != nil {
-		return fail(groupCode(err))
-	}
-	return resp, nil
+	return coordinateGroup(ctx, s, r, req.Group, func(resp *kmsg.SyncGroupResponse, code int16) { resp.ErrorCode = code })
 }

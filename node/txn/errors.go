@@ -34,28 +34,6 @@ var (
 	codeUnknownServer  = kerr.UnknownServerError.Code
 )
 
-// appendErrorCode is the code a client gets when the write it waited on
-// failed, as Kafka's TransactionStateManager maps it: a lost leadership
-// is NOT_COORDINATOR; a missing partition, too few replicas or a timeout
-// COORDINATOR_NOT_AVAILABLE; a batch too large UNKNOWN_SERVER_ERROR. An
-// error without a Kafka code counts as COORDINATOR_NOT_AVAILABLE.
-func appendErrorCode(err error) int16 {
-	var ke *kerr.Error
-	if !errors.As(err, &ke) {
-		return codeNotAvailable
-	}
-	switch ke {
-	case kerr.NotLeaderForPartition, kerr.KafkaStorageError, kerr.NotCoordinator:
-		return codeNotCoordinator
-	case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend,
-		kerr.RequestTimedOut, kerr.CoordinatorNotAvailable:
-		return codeNotAvailable
-	case kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidFetchSize:
-		return codeUnknownServer
-	}
-	return ke.Code
-}
-
 // fencedFor is code as a client of this version understands it: before
 // PRODUCER_FENCED (KIP-588) clients knew INVALID_PRODUCER_EPOCH, as
 // Kafka's KafkaApis translates it (InitProducerId v<4, the other

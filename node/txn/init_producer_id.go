@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/node/group"
 )
 
 func (s *Shard) initProducerID(now time.Time, r Request, req *kmsg.InitProducerIDRequest) {
@@ -145,7 +147,7 @@ func (s *Shard) producerIDs(now time.Time, first, n int64) {
 
 func (s *Shard) producerIDsFailed(err error) {
 	s.asked = false
-	code := appendErrorCode(err)
+	code := group.AppendErrorCode(err)
 	waiting := s.waitPID
 	s.waitPID = nil
 	for _, r := range waiting {

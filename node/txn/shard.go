@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/node/group"
 )
 
 // op is an Append in flight: the id's record (next) or tombstone, and
@@ -94,7 +96,7 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 	s.touch(t)
 	code := int16(0)
 	if err != nil {
-		code = appendErrorCode(err)
+		code = group.AppendErrorCode(err)
 	}
 	if code != 0 {
 		t.failedAt = now
