@@ -81,8 +81,14 @@ func benchShard(b testing.TB, n, members int) (*Shard, [][]string) {
 
 // BenchmarkCommit is one member's OffsetCommit of one partition, with its
 // Append Appended, among 10,000 Stable groups of 3 members.
+// benchGroups is how many groups the benchmarks load: 10,000, or 100
+// under the invariants tag (make test runs each benchmark once to see it
+// works, and the shard's self-checks scan every group after each event:
+// 10,000 groups took over ten minutes there).
+var benchGroups = map[bool]int{false: 10000, true: 100}[invariantsOn]
+
 func BenchmarkCommit(b *testing.B) {
-	s, ids := benchShard(b, 10000, 3)
+	s, ids := benchShard(b, benchGroups, 3)
 	b.ReportAllocs()
 	b.ResetTimer()
 	now := t0
@@ -101,7 +107,7 @@ func BenchmarkCommit(b *testing.B) {
 // BenchmarkHeartbeat is one member's Heartbeat and the NextDue the driver
 // asks after it, among 10,000 Stable groups of 3 members.
 func BenchmarkHeartbeat(b *testing.B) {
-	s, ids := benchShard(b, 10000, 3)
+	s, ids := benchShard(b, benchGroups, 3)
 	b.ReportAllocs()
 	b.ResetTimer()
 	now := t0
@@ -142,7 +148,7 @@ func TestMemoryPerGroup(t *testing.T) {
 // BenchmarkNextDueScan is the baseline the timer heap replaces: NextDue
 // as a scan of every group's deadlines (10,000 Stable groups of 3).
 func BenchmarkNextDueScan(b *testing.B) {
-	s, _ := benchShard(b, 10000, 3)
+	s, _ := benchShard(b, benchGroups, 3)
 	b.ResetTimer()
 	for b.Loop() {
 		var d time.Time
