@@ -128,6 +128,15 @@ func (s *producerState) update(h BatchHeader, nowMs int64) {
 	e.lastTs = nowMs
 }
 
+// forgetBefore forgets the producers whose last batch ends below off.
+func (s *producerState) forgetBefore(off int64) {
+	for pid, e := range s.producers {
+		if n := len(e.batches); n == 0 || e.batches[n-1].lastOffset < off {
+			delete(s.producers, pid)
+		}
+	}
+}
+
 // expire forgets the producers whose latest batch was written ttlMs or
 // more before nowMs (producer.id.expiration.ms); only pid when pid >= 0. A
 // non-positive ttlMs expires nothing.

@@ -212,7 +212,14 @@ func (l *Log) rebuildProducersLocked() ProducerRecovery {
 			continue
 		}
 		if off < l.logStart {
-			s.lossy = true // the batches in [off, log start) are gone
+			// The batches in [off, log start) are gone: what the snapshot
+			// says of a producer may be stale (its later batches went with
+			// them), so every producer whose last batch lies below the log
+			// start is forgotten, as Kafka's ProducerStateManager drops
+			// them when the log start passes them, and the state is lossy
+			// (a producer it does not know may go on at its sequence).
+			s.lossy = true
+			s.forgetBefore(l.logStart)
 		}
 		st, from, rec.Snapshot = s, off, off
 		break

@@ -91,3 +91,68 @@ func TestSnapshotsWhileAppending(t *testing.T) {
 		t.Fatalf("%d snapshots kept for %d segments", n, len(l.Segments()))
 	}
 }
+
+// TestProducerSnapshotBelowLogStart: a crash recovers producer state from
+// a snapshot older than the log start, whose later batches of the same
+// producer went with AdvanceLogStart. The snapshot's entry is stale (it
+// expects the sequence after its last batch, not after the deleted
+// ones): it is forgotten, as Kafka drops producers below the log start,
+// and the producer goes on at its own sequence. (Found by
+// TestCrashPointsAfterRecovery, seed 1, in CI.)
+func TestProducerSnapshotBelowLogStart(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	idx, err := OpenIndex(mem, "/d/index", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{RetentionBytes: -1, ProducerIDExpiration: -1}
+	l, _, err := Open(mem, "/d/t-0", "t-0", idx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendSeq := func(l *Log, seq int32) error {
+		b := BuildBatch(1000, []byte("v"))
+		setProducer(b, 7, 0, seq, 0)
+		_, err := l.Append(b, 0)
+		return err
+	}
+	if err := appendSeq(l, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Checkpoint(); err != nil { // a snapshot at offset 1
+		t.Fatal(err)
+	}
+	for seq := int32(1); seq <= 3; seq++ {
+		if err := appendSeq(l, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AdvanceLogStart(4); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	cidx, err := OpenIndex(crashed, "/d/index", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cidx.Close()
+	cl, _, err := Open(crashed, "/d/t-0", "t-0", cidx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if cl.LogStartOffset() != 4 || cl.LogEndOffset() != 4 {
+		t.Fatalf("the crash image holds [%d, %d), want [4, 4)", cl.LogStartOffset(), cl.LogEndOffset())
+	}
+	if err := appendSeq(cl, 4); err != nil {
+		t.Fatalf("the producer's next batch after recovery: %v", err)
+	}
+	_ = l.Close()
+	_ = idx.Close()
+}
