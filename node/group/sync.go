@@ -151,16 +151,9 @@ func (s *Shard) heartbeat(now time.Time, r Request, req *kmsg.HeartbeatRequest) 
 	resp := kmsg.NewPtrHeartbeatResponse()
 	resp.Version = req.Version
 	defer s.respond(r.ID, resp)
-	g := s.groups[req.Group]
-	switch {
-	case !s.loaded:
-		resp.ErrorCode = codeLoading
-		return
-	case req.Group == "":
-		resp.ErrorCode = codeInvalidGroupID
-		return
-	case g == nil:
-		resp.ErrorCode = codeUnknownMember
+	g, code := s.memberGroup(req.Group)
+	if code != 0 {
+		resp.ErrorCode = code
 		return
 	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != 0 {
@@ -186,16 +179,9 @@ func (s *Shard) leaveGroup(now time.Time, r Request, req *kmsg.LeaveGroupRequest
 	resp := kmsg.NewPtrLeaveGroupResponse()
 	resp.Version = req.Version
 	defer s.respond(r.ID, resp)
-	g := s.groups[req.Group]
-	switch {
-	case !s.loaded:
-		resp.ErrorCode = codeLoading
-		return
-	case req.Group == "":
-		resp.ErrorCode = codeInvalidGroupID
-		return
-	case g == nil:
-		resp.ErrorCode = codeUnknownMember
+	g, code := s.memberGroup(req.Group)
+	if code != 0 {
+		resp.ErrorCode = code
 		return
 	}
 	defer s.touch(g)
@@ -281,5 +267,22 @@ func (s *Shard) afterRemoval(g *group, now time.Time) {
 		s.prepareRebalance(g, now)
 	case statePreparing:
 		s.maybeCompleteJoin(g, now)
+	}
+}
+
+// memberGroup is the group a member's Heartbeat or LeaveGroup names, or
+// the code that refuses it: COORDINATOR_LOAD_IN_PROGRESS while loading,
+// INVALID_GROUP_ID for an empty id, UNKNOWN_MEMBER_ID for a group this
+// shard does not know.
+func (s *Shard) memberGroup(id string) (*group, int16) {
+	switch g := s.groups[id]; {
+	case !s.loaded:
+		return nil, codeLoading
+	case id == "":
+		return nil, codeInvalidGroupID
+	case g == nil:
+		return nil, codeUnknownMember
+	default:
+		return g, 0
 	}
 }
