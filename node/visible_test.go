@@ -23,7 +23,11 @@ import (
 // alters a config and checks both on every broker.
 func TestAdminWritesVisibleWhenAnswered(t *testing.T) {
 	nodes := startCluster(t, 3)
-	ctx := testCtx(t)
+	// 100 rounds of creates and deletes: about 20 s on a quiet machine,
+	// over testCtx's minute on a loaded one. Each request still gets its
+	// own bound (TimeoutMillis, kgo's request timeout).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	seeds := make([]string, len(nodes))
 	for i, tn := range nodes {
 		seeds[i] = tn.KafkaAddr()
