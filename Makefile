@@ -5,7 +5,8 @@ GO        ?= go
 BIN       := bin/sluice
 PKGS      := ./...
 # make test runs the race detector and the costly invariant checks.
-TESTFLAGS ?= -race -tags invariants -count=1 -timeout 12m
+TESTBUILD ?= -race -tags invariants
+TESTFLAGS ?= $(TESTBUILD) -count=1 -timeout 12m
 FUZZTIME  ?= 15s
 
 .PHONY: all build test test-short bench bench-cluster bench-failover bench-scale bench-groups bench-groups-scale bench-writeback fuzz lint demo crash e2e soak clean image cluster-up cluster-down test-docker
@@ -18,11 +19,14 @@ build:
 # test also runs every benchmark once (-benchtime 1x, in the same test
 # binaries, after the tests), so that a broken benchmark is noticed; the
 # numbers mean nothing under -race (make bench measures).
-# node (about 6 minutes, mostly waiting on clusters) runs in its own go
-# test beside the rest: one go test started the soak's binary only after
-# node's, and the run took 17 minutes on 2 cores.
+# node's tests (about 6 minutes in one process, mostly waiting on
+# clusters of real nodes) run from one test binary in NODE_SHARDS
+# processes at once (node/shards.sh), beside the go test of the rest: one
+# go test of everything took 17 minutes on 2 cores.
+NODE_SHARDS ?= 2
 test: lint
-	@$(GO) test $(TESTFLAGS) -bench . -benchtime 1x ./node/ & node=$$!; \
+	@mkdir -p bin; ($(GO) test -c $(TESTBUILD) -o bin/node.test ./node/ && \
+	node/shards.sh $(CURDIR)/bin/node.test $(NODE_SHARDS) -test.timeout 12m) & node=$$!; \
 	$(GO) test $(TESTFLAGS) -bench . -benchtime 1x $$($(GO) list $(PKGS) | grep -v '/sluice/node$$'); rc=$$?; \
 	wait $$node || rc=1; exit $$rc
 
