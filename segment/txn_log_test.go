@@ -250,7 +250,10 @@ func TestTxnFollowerAndTruncation(t *testing.T) {
 
 func txnFollowerRun(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, seed))
-	fail := func(format string, args ...any) { t.Helper(); t.Fatalf("seed %d: %s", seed, fmt.Sprintf(format, args...)) }
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("seed %d: %s", seed, fmt.Sprintf(format, args...))
+	}
 	mem := vfs.NewCrashableMem()
 	idx, err := OpenIndex(mem, "/d/index", 1<<20)
 	if err != nil {
