@@ -29,7 +29,7 @@ type Marker struct {
 	ProducerEpoch    int16
 	Commit           bool  // commit; false: abort
 	CoordinatorEpoch int32 // the coordinator's partition leader epoch
-	Timestamp        int64 // ms: the batch's base and max timestamp
+	Timestamp        int64 // ms: the batch's base and max timestamp; 0: the log's clock
 }
 
 // AbortedTxn is an aborted transaction: producer ProducerID's data from
@@ -165,6 +165,9 @@ func (l *Log) AppendMarker(m Marker, leaderEpoch int32) (int64, error) {
 	if err := l.pstate.checkMarker(m); err != nil {
 		l.mu.Unlock()
 		return -1, err
+	}
+	if m.Timestamp == 0 {
+		m.Timestamp = l.opts.Now().UnixMilli() // as Kafka's markers: the broker's time
 	}
 	l.markerBuf = appendMarkerBatch(l.markerBuf[:0], m)
 	b := l.markerBuf
