@@ -478,3 +478,17 @@ func TestAbortedIndexRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzParseControl: parseControl never panics on a control batch's bytes,
+// and reads back every marker appendMarkerBatch writes.
+func FuzzParseControl(f *testing.F) {
+	f.Add(appendMarkerBatch(nil, Marker{ProducerID: 1, Commit: true, CoordinatorEpoch: 3}), int64(1), true, int32(3))
+	f.Add(appendMarkerBatch(nil, Marker{ProducerID: 9, CoordinatorEpoch: -1})[:BatchHeaderSize+5], int64(9), false, int32(-1))
+	f.Fuzz(func(t *testing.T, b []byte, pid int64, commit bool, coord int32) {
+		parseControl(b)
+		m := appendMarkerBatch(nil, Marker{ProducerID: pid, Commit: commit, CoordinatorEpoch: coord})
+		if c, ok := parseControl(m); !ok || c.commit != commit || c.coordEpoch != coord {
+			t.Fatalf("marker %v %d read back as %+v %v", commit, coord, c, ok)
+		}
+	})
+}
