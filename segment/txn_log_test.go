@@ -58,7 +58,9 @@ func replayTxns(batches [][]byte, leo int64) txnReplay {
 // in Kafka), so an open transaction that began below the log start may
 // also be known from its producer's first batch at or after it: the log
 // must agree with the replay of all batches or with that of the batches
-// from the log start. The first unstable offset is the smallest open
+// from the log start, or, for one that began below the log start, name a
+// first offset below it too (where the state learnt of it depends on where
+// the log started when it was rebuilt). The first unstable offset is the smallest open
 // transaction's first offset, clamped to the log start.
 func checkTxns(fail func(string, ...any), l *Log, batches [][]byte) {
 	start, leo := l.LogStartOffset(), l.LogEndOffset()
@@ -83,14 +85,16 @@ func checkTxns(fail func(string, ...any), l *Log, batches [][]byte) {
 		g, ok := got[id]
 		w1, ok1 := full.open[id]
 		w2, ok2 := part.open[id]
-		if ok != (ok1 || ok2) || ok && !(ok1 && g == w1 || ok2 && g == w2) {
+		below := ok && ok1 && w1 < start && g < start // learnt where the log started then
+		if ok != (ok1 || ok2) || ok && !(ok1 && g == w1 || ok2 && g == w2 || below) {
 			fail("producer %d's open transaction: log says %d (%v), replay %d (%v) or from the log start %d (%v); log [%d, %d)",
 				id, g, ok, w1, ok1, w2, ok2, start, leo)
 		}
 	}
 	minOpen := int64(-1)
 	for id, g := range got {
-		if w1, w2 := full.open[id], part.open[id]; g != w1 && g != w2 {
+		w1, ok1 := full.open[id]
+		if w2, ok2 := part.open[id]; !(ok1 && g == w1 || ok2 && g == w2 || ok1 && w1 < start && g < start) {
 			fail("log has producer %d's transaction open at %d; replay %v, from the log start %v", id, g, full.open, part.open)
 		}
 		if minOpen < 0 || g < minOpen {
@@ -104,13 +108,19 @@ func checkTxns(fail func(string, ...any), l *Log, batches [][]byte) {
 	// Every aborted transaction the log lists is one of a replay's; every
 	// one the full replay finds that began at or after the log start is
 	// listed, once.
+	// One that began below the log start may name a later first offset:
+	// where the state learnt of it depends on where the log started then.
 	all := map[AbortedTxn]bool{}
 	for _, a := range append(full.aborted, part.aborted...) {
 		all[a] = true
+		if a.FirstOffset < start {
+			all[AbortedTxn{ProducerID: a.ProducerID, FirstOffset: -1, LastOffset: a.LastOffset}] = true
+		}
 	}
 	listed := map[int64]AbortedTxn{}
 	for _, a := range l.AbortedTxns(start, leo, nil) {
-		if !all[a] {
+		below := AbortedTxn{ProducerID: a.ProducerID, FirstOffset: -1, LastOffset: a.LastOffset}
+		if !all[a] && !(a.FirstOffset < start && all[below]) {
 			fail("aborted transaction %+v is not in the log's batches (replay %v)", a, full.aborted)
 		}
 		if b, dup := listed[a.LastOffset]; dup {
