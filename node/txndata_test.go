@@ -29,7 +29,7 @@ func txnBatchOf(pid int64, epoch int16, seq int32, values ...string) []byte {
 	}
 	b := segment.BuildBatch(time.Now().UnixMilli(), vs...)
 	binary.BigEndian.PutUint16(b[21:], binary.BigEndian.Uint16(b[21:])|0x10) // transactional
-	return idempotent(b, pid, epoch, seq)                                     // producer, CRC
+	return idempotent(b, pid, epoch, seq)                                    // producer, CRC
 }
 
 // txnWire is a client that sends raw requests to one broker.
