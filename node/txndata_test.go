@@ -302,3 +302,104 @@ func TestTxnDataPath(t *testing.T) {
 		t.Fatalf("kgo read_uncommitted read %q", got)
 	}
 }
+
+// fakeVerifier stands in for the transaction coordinator's KIP-890
+// verification: it answers by transactional id, counts the calls, and
+// for "block" waits until released (telling entered first).
+type fakeVerifier struct {
+	calls   chan string
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (f *fakeVerifier) VerifyTxn(ctx context.Context, txnID string, _ int64, _ int16, _ string, _ int32) error {
+	f.calls <- txnID
+	switch txnID {
+	case "not-added":
+		return kerr.InvalidTxnState
+	case "zombie":
+		return kerr.ProducerFenced
+	case "coordinator-moving":
+		return kerr.NotCoordinator
+	case "block":
+		f.entered <- struct{}{}
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// TestTxnVerification (KIP-890 part 1): a transactional batch that would
+// open a transaction is verified with the coordinator, and only that one;
+// the coordinator's refusals answer INVALID_TXN_STATE,
+// INVALID_PRODUCER_EPOCH or (retriable) NOT_ENOUGH_REPLICAS and write
+// nothing; a marker written while a batch is being verified makes the
+// batch fail (INVALID_TXN_STATE) instead of opening a transaction no
+// coordinator would end.
+func TestTxnVerification(t *testing.T) {
+	fv := &fakeVerifier{calls: make(chan string, 16), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	tn := startNodeWith(t, t.TempDir(), Options{txnVerifier: fv})
+	ctx := testCtx(t)
+	cl := newClient(t, tn)
+	createTopic(ctx, t, cl, "vtx", 1)
+	w := newTxnWire(ctx, t, cl, "vtx", 1)
+	calls := func() []string {
+		var out []string
+		for {
+			select {
+			case c := <-fv.calls:
+				out = append(out, c)
+			default:
+				return out
+			}
+		}
+	}
+	leo := func() int64 { return tn.replica("vtx", 0).Log().LogEndOffset() }
+
+	if p := w.produce("ok", txnBatchOf(1, 0, 0, "a")); p.ErrorCode != 0 {
+		t.Fatalf("verified batch: %+v", p)
+	}
+	if p := w.produce("ok", txnBatchOf(1, 0, 1, "b")); p.ErrorCode != 0 {
+		t.Fatalf("second batch of the transaction: %+v", p)
+	}
+	if got := calls(); !slices.Equal(got, []string{"ok"}) {
+		t.Fatalf("verifications %q, want one for the batch that opened the transaction", got)
+	}
+	for txnID, want := range map[string]*kerr.Error{"not-added": kerr.InvalidTxnState, "zombie": kerr.InvalidProducerEpoch,
+		"coordinator-moving": kerr.NotEnoughReplicas} {
+		before := leo()
+		if p := w.produce(txnID, txnBatchOf(2, 0, 0, "x")); p.ErrorCode != want.Code {
+			t.Fatalf("%s: error %d, want %s", txnID, p.ErrorCode, want.Message)
+		}
+		if leo() != before {
+			t.Fatalf("%s: the refused batch was written", txnID)
+		}
+	}
+	calls()
+
+	// The guard: an abort marker lands while the batch is verified.
+	answer := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() { answer <- w.produce("block", txnBatchOf(3, 0, 0, "late")) }()
+	select {
+	case <-fv.entered:
+	case <-ctx.Done():
+		t.Fatal("the batch was never verified")
+	}
+	if code := w.marker(3, 0, false, 0); code != 0 {
+		t.Fatalf("abort marker: error %d", code)
+	}
+	before := leo()
+	close(fv.release)
+	if p := <-answer; p.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("batch verified across a marker: %+v", p)
+	}
+	if leo() != before {
+		t.Fatal("the late batch was written")
+	}
+	if _, _, open := tn.replica("vtx", 0).Log().OngoingTxn(3); open {
+		t.Fatal("the late batch opened a transaction")
+	}
+}
