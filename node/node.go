@@ -101,7 +101,8 @@ type Node struct {
 	// txnVerifier verifies transactional batches that open a transaction
 	// with their coordinator (KIP-890 part 1, txndata.go); set in Open
 	// before the listeners serve, nil: every batch is accepted.
-	txnVerifier kafka.TxnVerifier
+	// testVerifier (Options.txnVerifier) stands in for it in tests.
+	txnVerifier, testVerifier kafka.TxnVerifier
 	// coord runs the group coordinator's shards (node/coord, groups.go);
 	// topicsSeen are the topics of the last reconciliation (under
 	// reconcileMu), to tell it which were deleted.
@@ -183,8 +184,8 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}
 	n := &Node{
 		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID, skipRecordCheck: opts.skipRecordCheck,
-		txnVerifier: opts.txnVerifier,
-		wake:        make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
+		testVerifier: opts.txnVerifier,
+		wake:         make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
 		dirFailed: make(chan struct{}),
 	}
 	n.mu.openErrs = map[replica.TP]error{}

@@ -234,7 +234,7 @@ func (r *Replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 		}
 		return res
 	case a.Diverging != nil:
-		res.HighWatermark, res.LogStartOffset = a.HW, r.log.LogStartOffset()
+		res.HighWatermark, res.LastStableOffset, res.LogStartOffset = a.HW, r.LastStable(a.HW), r.log.LogStartOffset()
 		res.Diverging = &kafka.EpochEnd{Epoch: a.Diverging.Epoch, EndOffset: a.Diverging.EndOffset}
 		return res
 	}
