@@ -65,11 +65,11 @@ func (r *Replica) Produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.canProduceLocked(p.Acks); err != nil {
+	if err := r.checkGuard(first.ProducerID, guard); err != nil {
 		res.Err = err
 		return res
 	}
-	if err := r.checkGuard(first.ProducerID, guard); err != nil {
+	if err := r.canProduceLocked(p.Acks); err != nil {
 		res.Err = err
 		return res
 	}
