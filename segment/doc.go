@@ -38,6 +38,9 @@
 //	'c'                    cleaner checkpoint: the first dirty offset
 //	'w'                    a committed swap of cleaned segments: their bases
 //	                       (8, BE each), removed once their files are renamed
+//	'a' offset(8, BE)      aborted-transaction index: the abort marker's
+//	                       offset -> producer id (8), first offset (8), the
+//	                       LSO after the abort (8); see Transactions
 //
 // Index entries past the recovery point are rebuilt by recovery, so they are
 // written without an fsync. The checkpoint and the segment records that cut a
@@ -118,18 +121,16 @@
 // an allocation per record — and must match the header (count, offset
 // deltas 0..n-1, varint framing, no trailing bytes), carry CreateTime
 // timestamps within Options.TimestampBeforeMaxMs/AfterMaxMs of now
-// (KIP-937), and be neither control nor transactional batches. The
+// (KIP-937); no control batch (AppendMarker writes those), and a
+// transactional batch carries a producer id. The
 // errors (ErrInvalidRecord, ErrInvalidTimestamp, ErrCorruptBatch,
-// ErrUnsupportedCompression, ErrTransactionalBatch) name the Kafka code
-// each maps to. Compressed batches go through pooled decoders: gzip, lz4,
+// ErrUnsupportedCompression) name the Kafka code each maps to. Compressed batches go through pooled decoders: gzip, lz4,
 // xerial snappy and zstd past 1 MiB are streamed, raw snappy blocks and
 // smaller zstd bodies decoded whole; at most 256 MiB decompressed, snappy
 // strict, zstd windows up to 128 MiB (as zstd-jni allows). Kafka 4's
 // timestamp defaults: unbounded before, 1 h after. Kafka rewrites a
 // compressed batch whose inner offsets are not 0..n-1; we store batches
-// verbatim and refuse it. A transactional batch is refused until
-// transactions exist (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, Kafka's
-// answer to a transactional write it cannot authorize). AppendReplicated
+// verbatim and refuse it. AppendReplicated
 // trusts the leader and checks framing and CRC only. Both return the headers they parsed (AppendInfo.Headers);
 // outside this package BatchIter is the one walker of batch headers.
 // Append is Check (the checks, no lock, no log state) then AppendChecked
@@ -199,7 +200,15 @@
 //     that one stays, empty and uncompressed, for idempotence (Kafka); so
 //     does the log's last batch when the active segment is empty, so that
 //     the log end stays a batch's end (a follower below it finds one);
-//   - control batches, and batches whose records do not decode, stay whole.
+//   - batches whose records do not decode stay whole;
+//   - transactions (txnclean.go): the cleanable end is clamped to the
+//     first unstable offset; an aborted transaction's batches lose every
+//     record (and count for nothing in the map); a marker goes once a
+//     pass read no data batch of its transaction and delete.retention.ms
+//     has passed since its segment was first cleaned, else stays whole.
+//     Before a pass that removes markers swaps, the snapshots at or below
+//     the last one it removes are deleted, durably, so that no rebuild
+//     loads a state with a transaction open that nothing left ends.
 //
 // The swap: the .cleaned files are fsynced and the directory too; one
 // synced Pebble batch writes the new seals ('s', marked cleaned), the new
@@ -256,14 +265,18 @@
 // <name>.tmp, fsynced, renamed, and the directory fsynced. Format, all
 // big-endian:
 //
-//	magic "SLPS" (4) | version 1 (1) | crc (4) CRC-32C of every byte after it
+//	magic "SLPS" (4) | version 2 (1) | crc (4) CRC-32C of every byte after it
 //	offset (8) | flags (1) bit 0: may miss producers | count (4)
 //	count × { producer id (8) | epoch (2) | latest write, ms (8)
+//	          open transaction's first offset, -1 none (8)   version 2
+//	          coordinator epoch of the last marker, -1 none (4)   version 2
 //	          n (1, at most 5) | n × { first seq (4) | last seq (4)
 //	                                   first offset (8) | last offset (8) } }
 //
-// Open loads the newest snapshot at or below the recovered log end that
-// decodes (a corrupt one is removed and the one before tried) and scans
+// Version 1 snapshots (no transaction fields) still load.
+// Open loads the newest snapshot at or below the recovered log end (after
+// an unclean shutdown: at or below the recovery point, see Transactions)
+// that decodes (a corrupt one is removed and the one before tried) and scans
 // batch headers from its offset to the log end; with none it scans from
 // the log start. Snapshots past the log end (a lost tail) are removed
 // first, durably. A truncation removes, durably, the snapshots past the
@@ -272,6 +285,47 @@
 // all before recording its new log start. Kept: the two newest snapshots
 // and those at the base of a segment still in the log; retention deletes
 // the others with the segments they describe.
+//
+// # Transactions
+//
+// Kafka's exactly-once log side (ProducerStateManager, TransactionIndex;
+// txn.go). A transactional producer's batch opens its transaction on the
+// partition (the producer's entry records its first offset, Kafka's
+// currentTxnFirstOffset); the marker the transaction coordinator has the
+// leader write (AppendMarker: one control batch, Kafka's
+// EndTransactionMarker record: key version 0 + type 0 abort / 1 commit,
+// value version 0 + coordinator epoch, encoded with kmsg) ends it and
+// records the coordinator epoch. AppendReplicated and every rebuild apply
+// the same from the leader's batches, reading the one record of each
+// control batch; a control batch that is not a marker ends nothing.
+//
+//   - Append refuses a producer's non-transactional batch while its
+//     transaction is open (ErrInvalidTxnState, after the duplicate,
+//     epoch and sequence checks); AppendMarker refuses an epoch older
+//     than the producer's (ErrInvalidProducerEpoch) and a coordinator
+//     epoch older than its last marker's (ErrTransactionCoordinatorFenced).
+//     A marker for a producer with nothing open is written and ends
+//     nothing (coordinators retry markers).
+//   - FirstUnstableOffset is the oldest open transaction's first offset,
+//     at least the log start: the root of a min-heap of the open
+//     transactions (O(1) to read, O(log n) to open or end one). The LSO
+//     is min(high watermark, it); the caller computes it.
+//   - Producers with an open transaction never expire.
+//   - An abort writes an 'a' entry with the marker, in the append's index
+//     batch (no fsync, as the offset index). AbortedTxns(from, upTo)
+//     scans the entries from from and stops after the first whose LSO
+//     reaches upTo: every transaction aborted later began at or after
+//     that LSO. Truncation deletes the entries past the cut in its synced
+//     batch; retention those below the new log start; Delete all of them.
+//   - Rebuilds (Open, truncation) rewrite the entries from their snapshot
+//     on, in one Pebble batch with a range deletion of what was there.
+//     After an unclean shutdown Open takes a snapshot at or below the
+//     recovery point, so every entry it cannot trust is rewritten from the
+//     markers scanned (the walk is headers only, plus the ~80 bytes of each
+//     control batch).
+//   - What a log start passed cannot be rebuilt: a transaction that began
+//     below it is known, after a rebuild from the log start or from a
+//     snapshot below it, from its first batch at or after it (as Kafka).
 //
 // # The filesystem contract
 //
@@ -285,7 +339,8 @@
 //
 // TestCrashPoints cuts power at 1,000 or more points per run on
 // vfs.NewCrashableMem and checks each image for a valid prefix, fsynced
-// durability and batch validity; TestCrashPointsAfterRecovery cuts a
+// durability, batch validity, and its open transactions, first unstable
+// offset and aborted transactions against a replay of its batches; TestCrashPointsAfterRecovery cuts a
 // recovered log again (330 points in `make test`, 1,100 under `make
 // crash`). Datadriven scripts are in testdata/scripts/, the fuzz corpus in
 // testdata/fuzz/ (with the poison batches of FuzzValidateRecords); errorfs

@@ -29,7 +29,7 @@ type Marker struct {
 	ProducerEpoch    int16
 	Commit           bool  // commit; false: abort
 	CoordinatorEpoch int32 // the coordinator's partition leader epoch
-	Timestamp        int64 // ms: the batch's base and max timestamp
+	Timestamp        int64 // ms: the batch's base and max timestamp; 0: the log's clock
 }
 
 // AbortedTxn is an aborted transaction: producer ProducerID's data from
@@ -120,7 +120,7 @@ func parseControl(b []byte) (c controlRecord, ok bool) {
 	cur.varint()
 	cur.varint()
 	kl := cur.varint()
-	if cur.bad || kl < 4 || cur.p+int(kl) > len(cur.b) {
+	if cur.bad || kl < 4 || kl > int64(len(cur.b)-cur.p) {
 		return c, false
 	}
 	var key kmsg.ControlRecordKey
@@ -131,7 +131,7 @@ func parseControl(b []byte) (c controlRecord, ok bool) {
 	c.commit = key.Type == controlCommit
 	c.coordEpoch = -1
 	var val kmsg.EndTxnMarker
-	if vl := cur.varint(); !cur.bad && vl >= 6 && cur.p+int(vl) <= len(cur.b) && val.ReadFrom(cur.b[cur.p:cur.p+int(vl)]) == nil {
+	if vl := cur.varint(); !cur.bad && vl >= 6 && vl <= int64(len(cur.b)-cur.p) && val.ReadFrom(cur.b[cur.p:cur.p+int(vl)]) == nil {
 		c.coordEpoch = val.CoordinatorEpoch
 	}
 	return c, true
@@ -166,14 +166,17 @@ func (l *Log) AppendMarker(m Marker, leaderEpoch int32) (int64, error) {
 		l.mu.Unlock()
 		return -1, err
 	}
+	if m.Timestamp == 0 {
+		m.Timestamp = l.opts.Now().UnixMilli() // as Kafka's markers: the broker's time
+	}
 	l.markerBuf = appendMarkerBatch(l.markerBuf[:0], m)
 	b := l.markerBuf
 	h := parseHeader(b)
 	setBaseOffset(b, l.leo)
 	setLeaderEpoch(b, leaderEpoch)
 	h.BaseOffset, h.LeaderEpoch = l.leo, leaderEpoch
-	info := AppendInfo{MaxTimestamp: h.MaxTimestamp, Bytes: len(b), Batches: 1, Records: 1, Headers: l.markerHdr[:0]}
-	info.Headers = append(info.Headers, h)
+	l.markerHdr = append(l.markerHdr[:0], h)
+	info := AppendInfo{MaxTimestamp: h.MaxTimestamp, Bytes: len(b), Batches: 1, Records: 1, Headers: l.markerHdr}
 	info, err := l.appendLocked(b, info) // unlocks
 	if err != nil {
 		return -1, err
