@@ -56,7 +56,7 @@ type inflight struct {
 func newShard(c *Coordinator, p, epoch int32) *shard {
 	s := &shard{c: c, p: p, epoch: epoch, loadedCh: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.mu.m = c.opts.NewMachine(p, c.opts.Config)
+	s.mu.m = c.opts.NewMachine(p, epoch, c.opts.Config)
 	s.mu.waiting = map[uint64]chan kmsg.Response{}
 	return s
 }
@@ -172,7 +172,7 @@ func (s *shard) complete(f *inflight, err error) {
 		h := s.mu.inflight[0]
 		s.mu.inflight = s.mu.inflight[1:]
 		if h.err != nil {
-			s.c.log.Warn("coord: write to the offsets partition failed", "partition", s.p, "err", h.err)
+			s.c.log.Warn("coord: write to the partition failed", "topic", s.c.opts.Topic, "partition", s.p, "err", h.err)
 		}
 		s.mu.m.Appended(now, h.id, h.err)
 		reported = true
@@ -232,7 +232,7 @@ func (s *shard) load() {
 		if !ok {
 			// The replica stopped leading at this epoch: the next Sync
 			// drops this shard.
-			s.c.log.Info("coord: offsets partition no longer led here; not loading", "partition", s.p, "epoch", s.epoch)
+			s.c.log.Info("coord: partition no longer led here; not loading", "topic", s.c.opts.Topic, "partition", s.p, "epoch", s.epoch)
 			return
 		}
 		if target == 0 {
@@ -243,7 +243,7 @@ func (s *shard) load() {
 				if s.ctx.Err() != nil {
 					return
 				}
-				s.c.log.Warn("coord: reading the offsets partition failed; retrying", "partition", s.p, "records", n, "err", err)
+				s.c.log.Warn("coord: reading the partition failed; retrying", "topic", s.c.opts.Topic, "partition", s.p, "records", n, "err", err)
 				select {
 				case <-s.ctx.Done():
 					return
@@ -273,7 +273,10 @@ func (s *shard) load() {
 	}
 	s.mu.loaded = true
 	close(s.loadedCh)
-	s.c.log.Info("coord: offsets partition loaded", "partition", s.p, "epoch", s.epoch, "end", target, "took", time.Since(start))
+	s.c.log.Info("coord: partition loaded", "topic", s.c.opts.Topic, "partition", s.p, "epoch", s.epoch, "end", target, "took", time.Since(start))
+	if s.c.opts.OnLoaded != nil {
+		s.c.opts.OnLoaded(s.p, time.Since(start))
+	}
 	s.processLocked(now)
 }
 
@@ -281,7 +284,7 @@ func (s *shard) load() {
 // from scratch (a retried load starts over with a new machine).
 func (s *shard) replay(from, upTo int64) (int, error) {
 	s.mu.Lock()
-	s.mu.m = s.c.opts.NewMachine(s.p, s.c.opts.Config)
+	s.mu.m = s.c.opts.NewMachine(s.p, s.epoch, s.c.opts.Config)
 	s.mu.Unlock()
 	var recs []record
 	n := 0
@@ -304,7 +307,7 @@ func (s *shard) replay(from, upTo int64) (int, error) {
 			before := len(recs)
 			if recs, err = decodeBatch(recs, h, b); err != nil {
 				recs = recs[:before] // none of a bad batch
-				s.c.log.Error("coord: skipping an undecodable batch of the offsets partition", "partition", s.p, "offset", h.BaseOffset, "err", err)
+				s.c.log.Error("coord: skipping an undecodable batch", "topic", s.c.opts.Topic, "partition", s.p, "offset", h.BaseOffset, "err", err)
 			}
 		}
 		s.mu.Lock()
@@ -314,7 +317,7 @@ func (s *shard) replay(from, upTo int64) (int, error) {
 			}
 			n++
 			if err := s.mu.m.Replay(r.Offset, r.Key, r.Value); err != nil {
-				s.c.log.Error("coord: skipping an undecodable record of the offsets partition", "partition", s.p, "offset", r.Offset, "err", err)
+				s.c.log.Error("coord: skipping an undecodable record", "topic", s.c.opts.Topic, "partition", s.p, "offset", r.Offset, "err", err)
 			}
 		}
 		s.mu.Unlock()
