@@ -282,7 +282,9 @@ func (ms *markerSender) roundTrip(d *dest, req *kmsg.WriteTxnMarkersRequest) (*k
 		d.conn = c
 	}
 	resp := kmsg.NewPtrWriteTxnMarkersResponse()
-	if err := d.conn.RoundTrip(req, resp, ms.c.opts.WriteTimeout); err != nil {
+	// The leader waits up to its request.timeout.ms for the markers to be
+	// replicated: wait a little longer than that.
+	if err := d.conn.RoundTrip(req, resp, ms.c.opts.WriteTimeout+5*time.Second); err != nil {
 		d.conn.Close()
 		d.conn = nil
 		return nil, err

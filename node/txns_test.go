@@ -1,0 +1,167 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/node/txn"
+)
+
+// txnSettings keep transaction tests fast: three state partitions (and
+// three offsets partitions).
+var txnSettings = []string{"transaction.state.log.num.partitions=3", "offsets.topic.num.partitions=3",
+	"group.initial.rebalance.delay.ms=0"}
+
+// txnRequest sends req through cl (kgo routes the transaction APIs to the
+// id's coordinator) until it is answered with a code other than the
+// retriable coordinator ones, and returns the answer.
+func txnRequest[R kmsg.Response](ctx context.Context, t *testing.T, cl *kgo.Client, req kmsg.Request, code func(R) int16) R {
+	t.Helper()
+	for {
+		resp, err := cl.Request(ctx, req)
+		if err == nil {
+			r := resp.(R)
+			switch kerr.ErrorForCode(code(r)) {
+			case kerr.CoordinatorNotAvailable, kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.ConcurrentTransactions:
+			default:
+				return r
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v (last error %v)", kmsg.NameForKey(req.Key()), ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func initPID(ctx context.Context, t *testing.T, cl *kgo.Client, id string) (int64, int16) {
+	t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(id), 60000
+	resp := txnRequest(ctx, t, cl, req, func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode })
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatalf("InitProducerId %s: %v", id, err)
+	}
+	return resp.ProducerID, resp.ProducerEpoch
+}
+
+func addPartitions(ctx context.Context, t *testing.T, cl *kgo.Client, id string, pid int64, epoch int16, topic string, parts ...int32) error {
+	t.Helper()
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 3
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
+	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+	rt.Topic, rt.Partitions = topic, parts
+	req.Topics = append(req.Topics, rt)
+	resp := txnRequest(ctx, t, cl, req, func(r *kmsg.AddPartitionsToTxnResponse) int16 {
+		return r.Topics[0].Partitions[0].ErrorCode
+	})
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+func describeTxn(ctx context.Context, t *testing.T, cl *kgo.Client, id string) kmsg.DescribeTransactionsResponseTransactionState {
+	t.Helper()
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	resp := txnRequest(ctx, t, cl, req, func(r *kmsg.DescribeTransactionsResponse) int16 { return r.TransactionStates[0].ErrorCode })
+	return resp.TransactionStates[0]
+}
+
+// TestTxnCoordinatorThreeNodes drives the transaction coordinator with
+// the transaction APIs' requests on three nodes: FindCoordinator creates
+// __transaction_state (internal, compacted, two copies), InitProducerId
+// bumps the epoch of a known id and so fences the older incarnation,
+// AddPartitionsToTxn starts a transaction that DescribeTransactions and
+// ListTransactions show, EndTxn ends it, and the clients' write and
+// delete of the internal topic are refused.
+func TestTxnCoordinatorThreeNodes(t *testing.T) {
+	c := startReplCluster(t, 3, txnSettings...)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := c.client()
+	adm := kadm.NewClient(cl)
+	c.createTopic(ctx, "orders", 2, nil)
+
+	const id = "tx-a"
+	pid, epoch := initPID(ctx, t, cl, id)
+	if epoch != 0 {
+		t.Fatalf("a new id got epoch %d, want 0", epoch)
+	}
+	pid2, epoch2 := initPID(ctx, t, cl, id)
+	if pid2 != pid || epoch2 != 1 {
+		t.Fatalf("InitProducerId again: producer %d epoch %d, want %d epoch 1", pid2, epoch2, pid)
+	}
+	if err := addPartitions(ctx, t, cl, id, pid, 0, "orders", 0); err != kerr.ProducerFenced {
+		t.Fatalf("AddPartitionsToTxn with the fenced epoch: %v, want PRODUCER_FENCED", err)
+	}
+	if err := addPartitions(ctx, t, cl, id, pid, 1, "orders", 0, 1); err != nil {
+		t.Fatalf("AddPartitionsToTxn: %v", err)
+	}
+	if err := addPartitions(ctx, t, cl, id, pid, 1, "nope", 0); err != kerr.UnknownTopicOrPartition {
+		t.Fatalf("AddPartitionsToTxn of an unknown topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
+	}
+	st := describeTxn(ctx, t, cl, id)
+	if st.ErrorCode != 0 || st.State != "Ongoing" || st.ProducerID != pid || len(st.Topics) != 1 || len(st.Topics[0].Partitions) != 2 {
+		t.Fatalf("DescribeTransactions: %+v", st)
+	}
+	if st := describeTxn(ctx, t, cl, "never-seen"); st.ErrorCode != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("DescribeTransactions of an unknown id: %v", kerr.ErrorForCode(st.ErrorCode))
+	}
+	lt, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lt.TransactionalIDs(); len(got) != 1 || got[0] != id {
+		t.Fatalf("ListTransactions Ongoing: %v", got)
+	}
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, 1, false
+	er := txnRequest(ctx, t, cl, end, func(r *kmsg.EndTxnResponse) int16 { return r.ErrorCode })
+	if er.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(er.ErrorCode))
+	}
+	if st := describeTxn(ctx, t, cl, id); st.State != "PrepareAbort" && st.State != "CompleteAbort" {
+		t.Fatalf("after EndTxn(abort): %s", st.State)
+	}
+
+	// The state topic: internal, compacted, two copies; clients may not
+	// write or delete it.
+	rcs, err := adm.DescribeTopicConfigs(ctx, txn.StateTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(txn.StateTopic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"cleanup.policy": "compact", "min.insync.replicas": "2"}
+	for _, cfg := range rc.Configs {
+		if w, ok := want[cfg.Key]; ok && cfg.Value != nil && *cfg.Value == w {
+			delete(want, cfg.Key)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("%s configs not as expected: %v", txn.StateTopic, want)
+	}
+	tds, err := adm.ListTopicsWithInternal(ctx, txn.StateTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if td := tds[txn.StateTopic]; !td.IsInternal || len(td.Partitions) != 3 {
+		t.Errorf("%s: internal %v, %d partitions", txn.StateTopic, td.IsInternal, len(td.Partitions))
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: txn.StateTopic, Value: []byte("x")}).FirstErr(); err == nil {
+		t.Errorf("a client's produce to %s succeeded", txn.StateTopic)
+	}
+	if r, err := adm.DeleteTopics(ctx, txn.StateTopic); err == nil && r[txn.StateTopic].Err == nil {
+		t.Errorf("a client deleted %s", txn.StateTopic)
+	}
+}
