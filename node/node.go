@@ -95,6 +95,10 @@ type Node struct {
 
 	// rm runs the replicas of the partitions hosted here (node/replica).
 	rm *replica.Manager
+	// txnVerifier verifies transactional batches that open a transaction
+	// with their coordinator (KIP-890 part 1, txndata.go); set in Open
+	// before the listeners serve, nil: every batch is accepted.
+	txnVerifier kafka.TxnVerifier
 	// coord runs the group coordinator's shards (node/coord, groups.go);
 	// topicsSeen are the topics of the last reconciliation (under
 	// reconcileMu), to tell it which were deleted.
@@ -283,6 +287,7 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 		OnCorruptBatch: n.metrics.m.ObserveCorruptBatch,
 		FetchTLS:       n.interBrokerTLS(),
 		FetchSASL:      n.interBrokerSASL(),
+		TxnVerifier:    txnVerify{n},
 	})
 	if err != nil {
 		return false, fmt.Errorf("node: %w", err)
@@ -293,6 +298,7 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 	*undo = append(*undo, n.coord.Close)
 	n.txnc = txncoord.New(txnHost{coordHost{n, txn.StateTopic}}, txncoord.Options{Config: n.cfg.Transactions.Coordinator, Logger: n.log})
 	*undo = append(*undo, n.txnc.Close)
+	n.txnVerifier = (*broker)(n)
 	return clean, nil
 }
 

@@ -20,7 +20,10 @@ import (
 // leads (syncGroups), and the produce path's KIP-890 verification asks it
 // through VerifyTxn.
 
-var _ kafka.Transactions = (*broker)(nil)
+var (
+	_ kafka.Transactions = (*broker)(nil)
+	_ kafka.TxnVerifier  = (*broker)(nil)
+)
 
 // FindTxnCoordinator implements kafka.Transactions: the leader of the
 // id's partition of __transaction_state, created on first use.

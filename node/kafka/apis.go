@@ -102,6 +102,8 @@ func newTable(b Broker) *table {
 		{key: kmsg.EndTxn, min: 0, max: 4, handle: handleEndTxn, needs: has[Transactions]},
 		{key: kmsg.DescribeTransactions, min: 0, max: 0, handle: handleDescribeTransactions, needs: has[Transactions]},
 		{key: kmsg.ListTransactions, min: 0, max: 1, handle: handleListTransactions, needs: has[Transactions]},
+		{key: kmsg.WriteTxnMarkers, min: 0, max: 1, handle: handleWriteTxnMarkers, needs: has[TxnMarkers]},
+		{key: kmsg.DescribeProducers, min: 0, max: 0, handle: handleDescribeProducers, needs: has[ProducerStates]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needs != nil && !a.needs(b)
