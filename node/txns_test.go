@@ -2,6 +2,9 @@ package node
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,5 +166,128 @@ func TestTxnCoordinatorThreeNodes(t *testing.T) {
 	}
 	if r, err := adm.DeleteTopics(ctx, txn.StateTopic); err == nil && r[txn.StateTopic].Err == nil {
 		t.Errorf("a client deleted %s", txn.StateTopic)
+	}
+}
+
+// readTopic reads every partition of topic from the start with the
+// isolation level until want records arrived (or ctx ends) and a second
+// poll brings nothing more; it returns the values by count.
+func readTopic(ctx context.Context, t *testing.T, c *replCluster, topic string, level kgo.IsolationLevel, want int) map[string]int {
+	t.Helper()
+	cl := c.client(kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	defer cl.Close()
+	got := map[string]int{}
+	n := 0
+	for n < want {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: %d of %d records: %v", topic, n, want, got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got[string(r.Value)]++; n++ })
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) { got[string(r.Value)]++ })
+	cancel()
+	return got
+}
+
+// produceTxn produces n records value prefix-i in one transaction of cl
+// and ends it with commit.
+func produceTxn(ctx context.Context, t *testing.T, cl *kgo.Client, topic, prefix string, n int, commit bool) error {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	for i := range n {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "%s-%d", prefix, i)}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	return cl.EndTransaction(ctx, kgo.TransactionEndTry(commit))
+}
+
+// TestTxnProducerThreeNodes: franz-go's transactional producer commits
+// and aborts transactions over three partitions on three nodes; a
+// read_committed consumer sees every committed record once and none of
+// the aborted ones, a read_uncommitted one sees both; the coordinator
+// describes the id CompleteCommit with its producer.
+func TestTxnProducerThreeNodes(t *testing.T) {
+	c := startReplCluster(t, 3, txnSettings...)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	const topic = "txn-data"
+	c.createTopic(ctx, topic, 3, nil)
+	p := c.client(kgo.TransactionalID("tp-1"), kgo.TransactionTimeout(30*time.Second))
+	if err := produceTxn(ctx, t, p, topic, "c1", 30, true); err != nil {
+		t.Fatalf("first transaction: %v", err)
+	}
+	if err := produceTxn(ctx, t, p, topic, "a", 30, false); err != nil {
+		t.Fatalf("aborted transaction: %v", err)
+	}
+	if err := produceTxn(ctx, t, p, topic, "c2", 30, true); err != nil {
+		t.Fatalf("second transaction: %v", err)
+	}
+	committed := readTopic(ctx, t, c, topic, kgo.ReadCommitted(), 60)
+	for v, k := range committed {
+		if strings.HasPrefix(v, "a-") || k != 1 {
+			t.Errorf("read_committed got %q %d times", v, k)
+		}
+	}
+	if len(committed) != 60 {
+		t.Errorf("read_committed got %d distinct records, want 60", len(committed))
+	}
+	all := readTopic(ctx, t, c, topic, kgo.ReadUncommitted(), 90)
+	if len(all) != 90 {
+		t.Errorf("read_uncommitted got %d distinct records, want 90 (aborted included)", len(all))
+	}
+	dt, err := kadm.NewClient(c.client()).DescribeTransactions(ctx, "tp-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := dt["tp-1"]; !ok || d.State != "CompleteCommit" || d.Err != nil {
+		t.Errorf("DescribeTransactions: %+v", d)
+	}
+}
+
+// TestTxnZombieFenced: a second producer with the same transactional.id
+// fences the first: the first one's transaction is aborted and its next
+// write or commit fails with PRODUCER_FENCED or INVALID_PRODUCER_EPOCH;
+// the second one commits, and read_committed shows only its records.
+func TestTxnZombieFenced(t *testing.T) {
+	c := startReplCluster(t, 3, txnSettings...)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	const topic = "zombie"
+	c.createTopic(ctx, topic, 2, nil)
+	old := c.client(kgo.TransactionalID("z"), kgo.TransactionTimeout(30*time.Second))
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("zombie-0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := c.client(kgo.TransactionalID("z"), kgo.TransactionTimeout(30*time.Second))
+	if err := produceTxn(ctx, t, fresh, topic, "fresh", 10, true); err != nil {
+		t.Fatalf("the new incarnation: %v", err)
+	}
+	err := old.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("zombie-1")}).FirstErr()
+	if err == nil {
+		err = old.EndTransaction(ctx, kgo.TryCommit)
+	}
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("the zombie's write and commit: %v, want PRODUCER_FENCED or INVALID_PRODUCER_EPOCH", err)
+	}
+	got := readTopic(ctx, t, c, topic, kgo.ReadCommitted(), 10)
+	for v := range got {
+		if strings.HasPrefix(v, "zombie") {
+			t.Errorf("read_committed shows the zombie's %q", v)
+		}
+	}
+	if len(got) != 10 {
+		t.Errorf("read_committed: %d records, want 10", len(got))
 	}
 }
