@@ -291,3 +291,90 @@ func TestTxnZombieFenced(t *testing.T) {
 		t.Errorf("read_committed: %d records, want 10", len(got))
 	}
 }
+
+// txnCoordinator is the node coordinating id (retried until found).
+func txnCoordinator(ctx context.Context, t *testing.T, c *replCluster, adm *kadm.Client, id string) *replNode {
+	t.Helper()
+	for {
+		r := adm.FindTxnCoordinators(ctx, id)[id]
+		if r.Err == nil {
+			for _, rn := range c.nodes {
+				if rn.id == r.NodeID && rn.Node != nil {
+					return rn
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("finding the coordinator of %s: %v", id, r.Err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// TestTxnCoordinatorFailover: the node coordinating two transactional
+// ids is killed while both have a transaction open with records
+// written. The producer still running commits at the new coordinator
+// (which loaded the ongoing transaction from __transaction_state); the
+// abandoned one's transaction is aborted by the new coordinator when it
+// times out. read_committed then sees the committed records only, and
+// the last stable offset moves on (a later record is read).
+func TestTxnCoordinatorFailover(t *testing.T) {
+	c := startReplCluster(t, 3, append([]string{"transaction.abort.timed.out.transaction.cleanup.interval.ms=500"}, txnSettings...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	const topic = "failover"
+	c.createTopic(ctx, topic, 3, nil)
+	adm := kadm.NewClient(c.client(kgo.MetadataMinAge(500*time.Millisecond), kgo.MetadataMaxAge(2*time.Second)))
+	victim := txnCoordinator(ctx, t, c, adm, "fo-live")
+	// An id coordinated by the same node (three state partitions).
+	abandoned := ""
+	for i := 0; abandoned == ""; i++ {
+		id := fmt.Sprintf("fo-gone-%d", i)
+		if txnCoordinator(ctx, t, c, adm, id) == victim {
+			abandoned = id
+		}
+	}
+	opts := []kgo.Opt{kgo.MetadataMinAge(500 * time.Millisecond), kgo.MetadataMaxAge(2 * time.Second)}
+	live := c.client(append(opts, kgo.TransactionalID("fo-live"), kgo.TransactionTimeout(60*time.Second))...)
+	gone := c.client(append(opts, kgo.TransactionalID(abandoned), kgo.TransactionTimeout(3*time.Second))...)
+	for _, p := range []struct {
+		cl     *kgo.Client
+		prefix string
+	}{{live, "live"}, {gone, "gone"}} {
+		if err := p.cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			p.cl.Produce(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "%s-%d", p.prefix, i)}, nil)
+		}
+		if err := p.cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	c.kill(victim)
+	if err := live.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit after the coordinator was killed: %v", err)
+	}
+	if next := txnCoordinator(ctx, t, c, adm, "fo-live"); next == victim {
+		t.Fatalf("node %d still coordinates after its kill", victim.id)
+	}
+	waitFor(ctx, t, "the abandoned transaction aborted by the new coordinator", func() bool {
+		d, err := adm.DescribeTransactions(ctx, abandoned)
+		return err == nil && d[abandoned].State == "CompleteAbort"
+	})
+	plain := c.client()
+	if err := plain.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	got := readTopic(ctx, t, c, topic, kgo.ReadCommitted(), 21)
+	for v, k := range got {
+		if strings.HasPrefix(v, "gone-") || k != 1 {
+			t.Errorf("read_committed got %q %d times", v, k)
+		}
+	}
+	if len(got) != 21 || got["after"] != 1 {
+		t.Errorf("read_committed got %d records (want the 20 committed and the later one): %v", len(got), got)
+	}
+}
