@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/node/metrics"
 	"github.com/sluice-log/sluice/node/txn"
 	"github.com/sluice-log/sluice/node/txncoord"
 	"github.com/sluice-log/sluice/quorum"
@@ -133,4 +134,17 @@ func (h txnHost) Dial(id int32) (*kafka.ClientConn, error) {
 		}
 	}
 	return c, nil
+}
+
+var _ metrics.TxnSource = (*metricsSource)(nil)
+
+// Transactions implements metrics.TxnSource from the transaction
+// coordinator's shards and marker senders.
+func (s *metricsSource) Transactions() metrics.TxnStat {
+	st := (*Node)(s).txnc.Stats()
+	return metrics.TxnStat{Partitions: st.Shards, Loading: st.Loading, ByState: st.Transactions,
+		Committed: st.Committed, Aborted: st.Aborted, TimedOut: st.TimedOut,
+		LoadMaxMs: float64(st.MaxLoad) / float64(time.Millisecond), LoadLastMs: float64(st.LastLoad) / float64(time.Millisecond),
+		MarkersQueued: st.MarkersQueued, MarkersWritten: st.MarkersSent, MarkersFailed: st.MarkersFailed,
+		MarkerSeconds: st.MarkerLatency.Seconds(), MarkerRequests: st.MarkerRequests, MarkersInRequest: st.MarkerBatch}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -251,6 +252,40 @@ func TestTxnProducerThreeNodes(t *testing.T) {
 	if d, ok := dt["tp-1"]; !ok || d.State != "CompleteCommit" || d.Err != nil {
 		t.Errorf("DescribeTransactions: %+v", d)
 	}
+
+	// The coordinator's metrics, over the three nodes: every state
+	// partition loaded somewhere, the transactions' outcomes, markers
+	// written and none waiting.
+	var loaded, commits, aborts, written, queued, requests float64
+	for _, rn := range c.nodes {
+		mfs := gatherNode(t, rn.Node)
+		loaded += seriesValue(mfs, "sluice_txn_coordinator_partitions", "loaded")
+		commits += seriesValue(mfs, "sluice_txn_coordinator_transactions_completed_total", "commit")
+		aborts += seriesValue(mfs, "sluice_txn_coordinator_transactions_completed_total", "abort")
+		written += seriesValue(mfs, "sluice_txn_markers_total", "written")
+		queued += seriesValue(mfs, "kafka_coordinator_transaction_transactionmarkerchannelmanager_queuesize", "")
+		requests += seriesValue(mfs, "sluice_txn_marker_requests_total", "")
+	}
+	if loaded != 3 || commits != 2 || aborts != 1 || written < 3 || queued != 0 || requests < 3 {
+		t.Errorf("metrics: %v state partitions loaded, %v commits, %v aborts, %v markers written, %v queued, %v requests",
+			loaded, commits, aborts, written, queued, requests)
+	}
+}
+
+// seriesValue is the value (gauge or counter) of family name's series
+// whose one label has value label (any series when label is empty), or
+// their sum when several match.
+func seriesValue(mfs map[string]*dto.MetricFamily, name, label string) float64 {
+	var sum float64
+	if mf := mfs[name]; mf != nil {
+		for _, m := range mf.Metric {
+			if label != "" && (len(m.Label) == 0 || m.Label[0].GetValue() != label) {
+				continue
+			}
+			sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	return sum
 }
 
 // TestTxnZombieFenced: a second producer with the same transactional.id
