@@ -28,6 +28,12 @@
 // loaded shard, and to each shard when it has loaded, if its machine is a
 // TopicSetter (KIP-848 groups assign from them).
 //
+// The driver is not only the group coordinator's: any Machine runs in it
+// (Options.NewMachine gets the shard's leader epoch), and outcomes that
+// arrive from elsewhere go in through Run, which takes the shard's lock,
+// calls the machine and acts on its Ready. node/txncoord runs node/txn's
+// transaction coordinator this way.
+//
 // Lock order: Coordinator.mu → shard.mu → whatever Host takes (the
 // replica's lock, in Append). Machine methods run only under shard.mu.
 //
