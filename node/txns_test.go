@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -411,5 +412,76 @@ func TestTxnCoordinatorFailover(t *testing.T) {
 	}
 	if len(got) != 21 || got["after"] != 1 {
 		t.Errorf("read_committed got %d records (want the 20 committed and the later one): %v", len(got), got)
+	}
+}
+
+// txnBatch is one transactional record batch (value v) of producer pid
+// at epoch, first sequence seq.
+func txnBatch(pid int64, epoch int16, seq int32, v string) []byte {
+	b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: 0x10, FirstTimestamp: time.Now().UnixMilli(),
+		MaxTimestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq,
+		NumRecords: 1, Records: kRecords(v)}
+	b.Length = int32(len(b.AppendTo(nil)) - 12)
+	enc := b.AppendTo(nil)
+	b.CRC = int32(crc32.Checksum(enc[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b.AppendTo(nil)
+}
+
+// TestTxnProduceVerified: KIP-890 part 1 on three nodes. A transactional
+// batch to a partition its transaction never added is refused by the
+// partition leader after asking the coordinator (INVALID_TXN_STATE: no
+// hanging transaction); once AddPartitionsToTxn added it, the same
+// batch is appended, and the transaction commits.
+func TestTxnProduceVerified(t *testing.T) {
+	c := startReplCluster(t, 3, txnSettings...)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := c.client()
+	const topic, id = "verified", "v-1"
+	c.createTopic(ctx, topic, 1, nil)
+	pid, epoch := initPID(ctx, t, cl, id)
+	produce := func() int16 {
+		t.Helper()
+		for {
+			req := kmsg.NewPtrProduceRequest()
+			req.Acks, req.TimeoutMillis, req.TransactionID = -1, 10000, kmsg.StringPtr(id)
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Records = txnBatch(pid, epoch, 0, "v")
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			leader := c.leaderOf(topic, 0)
+			resp, err := cl.Broker(int(leader.id)).Request(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+			if code != kerr.NotEnoughReplicas.Code && code != kerr.NotLeaderForPartition.Code {
+				return code
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	if code := produce(); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("a transactional batch to a partition not in the transaction: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	if err := addPartitions(ctx, t, cl, id, pid, epoch, topic, 0); err != nil {
+		t.Fatal(err)
+	}
+	if code := produce(); code != 0 {
+		t.Fatalf("the batch once its partition was added: %v", kerr.ErrorForCode(code))
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, epoch, true
+	if r := txnRequest(ctx, t, cl, end, func(r *kmsg.EndTxnResponse) int16 { return r.ErrorCode }); r.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if got := readTopic(ctx, t, c, topic, kgo.ReadCommitted(), 1); got["v"] != 1 || len(got) != 1 {
+		t.Fatalf("read_committed: %v", got)
 	}
 }

@@ -38,7 +38,8 @@ type verifyConn struct {
 // nil means verified; otherwise the Kafka error for the produce
 // response (TRANSACTION_ABORTABLE when the partition was not added,
 // INVALID_PRODUCER_EPOCH / PRODUCER_FENCED, NOT_COORDINATOR, ...; a
-// failed connection is NETWORK_EXCEPTION).
+// failed connection is COORDINATOR_NOT_AVAILABLE, which the produce
+// path answers as retriable).
 func (c *Coordinator) Verify(ctx context.Context, leader, self, p int32, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = verifyAPIVersion
@@ -95,7 +96,7 @@ func (v *verifier) remote(c *Coordinator, ctx context.Context, id int32, req *km
 	if vc.c == nil {
 		cc, err := c.host.Dial(id)
 		if err != nil {
-			return nil, kerr.NetworkException
+			return nil, kerr.CoordinatorNotAvailable
 		}
 		cc.ClientID = "sluice-txn-verify"
 		vc.c = cc
@@ -108,7 +109,7 @@ func (v *verifier) remote(c *Coordinator, ctx context.Context, id int32, req *km
 	if err := vc.c.RoundTrip(req, resp, timeout); err != nil {
 		vc.c.Close()
 		vc.c = nil
-		return nil, kerr.NetworkException
+		return nil, kerr.CoordinatorNotAvailable
 	}
 	return resp, nil
 }
