@@ -25,9 +25,8 @@ var (
 	// ErrUnsupportedCompression: a batch's codec is none of none, gzip,
 	// snappy, lz4, zstd. Kafka: UNSUPPORTED_COMPRESSION_TYPE.
 	ErrUnsupportedCompression = errors.New("segment: unsupported compression codec")
-	// ErrTransactionalBatch: a produced transactional batch; there is no
-	// transaction coordinator yet. Kafka answers a transactional write it
-	// cannot authorize with TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+	// ErrTransactionalBatch is no longer returned: the log takes
+	// transactional batches. Kept while the node's error table names it.
 	ErrTransactionalBatch = errors.New("segment: transactional batches are not supported")
 	// ErrBatchTooLarge: a batch over message.max.bytes. Kafka: MESSAGE_TOO_LARGE.
 	ErrBatchTooLarge = errors.New("segment: record batch too large")
@@ -54,8 +53,17 @@ var (
 	ErrOutOfOrderSequence = errors.New("segment: out of order sequence number")
 	// ErrInvalidProducerEpoch: an idempotent producer's batch at an epoch
 	// older than the partition has seen from that producer id (a fenced
-	// producer). Kafka 2.7+: INVALID_PRODUCER_EPOCH.
+	// producer), or a transaction marker at such an epoch. Kafka 2.7+:
+	// INVALID_PRODUCER_EPOCH.
 	ErrInvalidProducerEpoch = errors.New("segment: producer epoch older than the partition's")
+	// ErrInvalidTxnState: a producer's non-transactional batch while it has
+	// a transaction open on the partition. Kafka: INVALID_TXN_STATE.
+	ErrInvalidTxnState = errors.New("segment: invalid transaction state")
+	// ErrTransactionCoordinatorFenced: a transaction marker from a
+	// coordinator epoch older than the last one the partition saw from the
+	// producer (a stale coordinator). Kafka:
+	// TRANSACTION_COORDINATOR_FENCED.
+	ErrTransactionCoordinatorFenced = errors.New("segment: transaction coordinator epoch older than the partition's")
 	// ErrCleanRaced: a truncation or retention changed the log while a
 	// Clean read and rewrote it; nothing was swapped. Not a fault of the
 	// log: clean it again later.

@@ -67,6 +67,7 @@ const (
 	kindSegment = 's' // closed segment record: base offset -> end, next, maxTs
 	kindCleaner = 'c' // cleaner checkpoint: the first dirty offset
 	kindSwap    = 'w' // a committed swap of cleaned segments not yet renamed
+	kindAbort   = 'a' // aborted-transaction index: marker offset -> producer, first offset, LSO
 )
 
 // keys builds the keys of one log. A log's prefix is "l" + name + 0x00; topic

@@ -76,6 +76,9 @@ type Log struct {
 	wbQueued   atomic.Bool // the log waits in its Writeback runner's queue
 
 	keysRequired atomic.Bool // Append refuses null keys (SetKeysRequired)
+
+	markerBuf []byte        // AppendMarker's batch, under mu
+	markerHdr []BatchHeader // AppendMarker's headers, under mu
 }
 
 // position names a batch boundary: offset and where it sits on disk.
@@ -322,7 +325,7 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 	p := int64(0)
 	for _, h := range info.Headers {
 		l.indexBatchLocked(l.pendBatch, act, h, act.size+p)
-		l.pstate.update(h, now.UnixMilli())
+		l.trackBatchLocked(l.pendBatch, h, records[p:p+int64(h.Size())], now.UnixMilli())
 		p += int64(h.Size())
 	}
 	act.size += int64(len(records))

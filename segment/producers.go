@@ -25,6 +25,16 @@ type producerEntry struct {
 	epoch   int16
 	lastTs  int64           // when its latest batch was written (ms, the log's clock): expiry counts from it
 	batches []producerBatch // oldest first, at most producerWindow
+	// txnFirst is the first offset of its open transaction, -1 when none
+	// (Kafka's currentTxnFirstOffset); coordEpoch the coordinator epoch of
+	// the last marker seen, -1 when none.
+	txnFirst   int64
+	coordEpoch int32
+	hi         int // its index in producerState.open while txnFirst >= 0
+}
+
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, txnFirst: -1, coordEpoch: -1, hi: -1}
 }
 
 // producerState is the idempotent-producer state of a log at one offset:
@@ -38,6 +48,9 @@ type producerState struct {
 	// was rebuilt without the batches below the log start. A producer id
 	// the state does not know may then be one it forgot.
 	lossy bool
+	// open holds the producers with an open transaction, a min-heap by
+	// txnFirst: its root is the first unstable offset.
+	open []*producerEntry
 }
 
 func newProducerState(lossy bool) producerState {
@@ -96,7 +109,36 @@ func (s *producerState) check(h BatchHeader) (dup producerBatch, isDup bool, err
 		return dup, false, fmt.Errorf("%w: producer %d epoch %d sequence %d, expected %d",
 			ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence, nextSeq(e.batches[n-1].lastSeq))
 	}
-	return dup, false, nil
+	return dup, false, txnCheck(e, h)
+}
+
+// txnCheck refuses a producer's non-transactional batch while it has a
+// transaction open on the partition (Kafka's "Expected transactional
+// write from producer").
+func txnCheck(e *producerEntry, h BatchHeader) error {
+	if e.txnFirst >= 0 && !h.IsTransactional() {
+		return fmt.Errorf("%w: producer %d has a transaction open at offset %d and sent a non-transactional batch",
+			ErrInvalidTxnState, h.ProducerID, e.txnFirst)
+	}
+	return nil
+}
+
+// checkMarker decides a leader's marker m and changes nothing: an epoch
+// older than the producer's is ErrInvalidProducerEpoch, a coordinator
+// epoch older than the last marker's ErrTransactionCoordinatorFenced.
+func (s *producerState) checkMarker(m Marker) error {
+	e := s.producers[m.ProducerID]
+	switch {
+	case e == nil:
+		return nil
+	case m.ProducerEpoch < e.epoch:
+		return fmt.Errorf("%w: marker for producer %d at epoch %d, the partition has seen epoch %d",
+			ErrInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch, e.epoch)
+	case m.CoordinatorEpoch < e.coordEpoch:
+		return fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, the partition has seen %d",
+			ErrTransactionCoordinatorFenced, m.ProducerID, m.CoordinatorEpoch, e.coordEpoch)
+	}
+	return nil
 }
 
 // update remembers the batch h, written with its final offsets at nowMs
@@ -111,11 +153,7 @@ func (s *producerState) update(h BatchHeader, nowMs int64) {
 	if !idempotent(h) {
 		return
 	}
-	e := s.producers[h.ProducerID]
-	if e == nil {
-		e = &producerEntry{epoch: h.ProducerEpoch}
-		s.producers[h.ProducerID] = e
-	}
+	e := s.entry(h.ProducerID, h.ProducerEpoch)
 	if h.ProducerEpoch != e.epoch {
 		e.epoch = h.ProducerEpoch
 		e.batches = e.batches[:0]
@@ -126,25 +164,134 @@ func (s *producerState) update(h BatchHeader, nowMs int64) {
 	e.batches = append(e.batches, producerBatch{firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
 		firstOffset: h.BaseOffset, lastOffset: h.LastOffset()})
 	e.lastTs = nowMs
+	if h.IsTransactional() && e.txnFirst < 0 {
+		e.txnFirst = h.BaseOffset
+		s.pushOpen(e)
+	}
+}
+
+// entry returns pid's entry, created at epoch when absent.
+func (s *producerState) entry(pid int64, epoch int16) *producerEntry {
+	e := s.producers[pid]
+	if e == nil {
+		e = newProducerEntry(epoch)
+		s.producers[pid] = e
+	}
+	return e
+}
+
+// endTxn applies the marker h (control record c) written at nowMs: the
+// producer's open transaction ends; first is its first offset, was says
+// whether one was open. A newer epoch replaces the producer's (its
+// remembered batches go, as Kafka's maybeUpdateProducerHigherEpoch).
+func (s *producerState) endTxn(h BatchHeader, c controlRecord, nowMs int64) (first int64, was bool) {
+	e := s.entry(h.ProducerID, h.ProducerEpoch)
+	if h.ProducerEpoch > e.epoch {
+		e.epoch = h.ProducerEpoch
+		e.batches = e.batches[:0]
+	}
+	e.coordEpoch = c.coordEpoch
+	e.lastTs = nowMs
+	if e.txnFirst < 0 {
+		return -1, false
+	}
+	first = e.txnFirst
+	s.removeOpen(e)
+	e.txnFirst = -1
+	return first, true
+}
+
+// firstUnstable is the first offset of the oldest open transaction.
+func (s *producerState) firstUnstable() (int64, bool) {
+	if len(s.open) == 0 {
+		return -1, false
+	}
+	return s.open[0].txnFirst, true
+}
+
+// The open-transaction heap (a min-heap by txnFirst, each entry knowing
+// its index, so that a transaction's end removes it in O(log n)).
+
+func (s *producerState) pushOpen(e *producerEntry) {
+	e.hi = len(s.open)
+	s.open = append(s.open, e)
+	s.heapUp(e.hi)
+}
+
+func (s *producerState) removeOpen(e *producerEntry) {
+	i := e.hi
+	if i < 0 || i >= len(s.open) || s.open[i] != e {
+		panic(fmt.Sprintf("segment: producer state: open transaction at %d not in its heap", e.txnFirst))
+	}
+	last := len(s.open) - 1
+	s.swapOpen(i, last)
+	s.open[last] = nil
+	s.open = s.open[:last]
+	e.hi = -1
+	if i < last {
+		s.heapDown(i)
+		s.heapUp(i)
+	}
+}
+
+func (s *producerState) swapOpen(i, j int) {
+	s.open[i], s.open[j] = s.open[j], s.open[i]
+	s.open[i].hi, s.open[j].hi = i, j
+}
+
+func (s *producerState) heapUp(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if s.open[p].txnFirst <= s.open[i].txnFirst {
+			return
+		}
+		s.swapOpen(i, p)
+		i = p
+	}
+}
+
+func (s *producerState) heapDown(i int) {
+	for {
+		m := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(s.open) && s.open[c].txnFirst < s.open[m].txnFirst {
+				m = c
+			}
+		}
+		if m == i {
+			return
+		}
+		s.swapOpen(i, m)
+		i = m
+	}
+}
+
+// forget drops pid's entry and its open transaction.
+func (s *producerState) forget(pid int64, e *producerEntry) {
+	if e.txnFirst >= 0 {
+		s.removeOpen(e)
+	}
+	delete(s.producers, pid)
 }
 
 // forgetBefore forgets the producers whose last batch ends below off.
 func (s *producerState) forgetBefore(off int64) {
 	for pid, e := range s.producers {
 		if n := len(e.batches); n == 0 || e.batches[n-1].lastOffset < off {
-			delete(s.producers, pid)
+			s.forget(pid, e)
 		}
 	}
 }
 
 // expire forgets the producers whose latest batch was written ttlMs or
 // more before nowMs (producer.id.expiration.ms); only pid when pid >= 0. A
-// non-positive ttlMs expires nothing.
+// non-positive ttlMs expires nothing; a producer with an open transaction
+// never expires.
 func (s *producerState) expire(nowMs, ttlMs, pid int64) {
 	if ttlMs <= 0 {
 		return
 	}
-	gone := func(e *producerEntry) bool { return nowMs-e.lastTs >= ttlMs }
+	gone := func(e *producerEntry) bool { return e.txnFirst < 0 && nowMs-e.lastTs >= ttlMs }
 	if pid >= 0 {
 		if e := s.producers[pid]; e != nil && gone(e) {
 			delete(s.producers, pid)
@@ -163,7 +310,7 @@ func (s *producerState) expire(nowMs, ttlMs, pid int64) {
 // Producer-state snapshot format (see the package doc), big-endian.
 const (
 	snapMagic      = "SLPS"
-	snapVersion    = 1
+	snapVersion    = 2                     // 2 adds the open transaction and coordinator epoch; 1 still loads
 	snapHeaderSize = 4 + 1 + 4 + 8 + 1 + 4 // magic, version, crc, offset, flags, count
 	snapFlagLossy  = 1
 )
@@ -176,7 +323,7 @@ func (s *producerState) encode(off int64) []byte {
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	be := binary.BigEndian
-	b := make([]byte, snapHeaderSize, snapHeaderSize+len(ids)*(19+producerWindow*24))
+	b := make([]byte, snapHeaderSize, snapHeaderSize+len(ids)*(31+producerWindow*24))
 	copy(b, snapMagic)
 	b[4] = snapVersion
 	be.PutUint64(b[9:], uint64(off))
@@ -189,6 +336,8 @@ func (s *producerState) encode(off int64) []byte {
 		b = be.AppendUint64(b, uint64(id))
 		b = be.AppendUint16(b, uint16(e.epoch))
 		b = be.AppendUint64(b, uint64(e.lastTs))
+		b = be.AppendUint64(b, uint64(e.txnFirst))
+		b = be.AppendUint32(b, uint32(e.coordEpoch))
 		b = append(b, byte(len(e.batches)))
 		for _, pb := range e.batches {
 			b = be.AppendUint32(b, uint32(pb.firstSeq))
@@ -211,8 +360,13 @@ func decodeProducerState(b []byte, off int64) (producerState, error) {
 	if len(b) < snapHeaderSize || string(b[:4]) != snapMagic {
 		return bad("no snapshot header")
 	}
-	if b[4] != snapVersion {
-		return bad("version %d", b[4])
+	v := b[4]
+	if v != 1 && v != snapVersion {
+		return bad("version %d", v)
+	}
+	fixed := 19 // id, epoch, latest write, n
+	if v >= 2 {
+		fixed += 12 // open transaction's first offset, coordinator epoch
 	}
 	if got, want := crc32.Checksum(b[9:], castagnoli), be.Uint32(b[5:]); got != want {
 		return bad("CRC-32C %08x, header says %08x", got, want)
@@ -224,13 +378,23 @@ func decodeProducerState(b []byte, off int64) (producerState, error) {
 	n := int(be.Uint32(b[18:]))
 	p := snapHeaderSize
 	for range n {
-		if len(b)-p < 19 {
+		if len(b)-p < fixed {
 			return bad("truncated producer entry")
 		}
 		id := int64(be.Uint64(b[p:]))
-		e := &producerEntry{epoch: int16(be.Uint16(b[p+8:])), lastTs: int64(be.Uint64(b[p+10:]))}
-		k := int(b[p+18])
-		p += 19
+		if s.producers[id] != nil {
+			return bad("producer %d twice", id)
+		}
+		e := newProducerEntry(int16(be.Uint16(b[p+8:])))
+		e.lastTs = int64(be.Uint64(b[p+10:]))
+		if v >= 2 {
+			e.txnFirst, e.coordEpoch = int64(be.Uint64(b[p+18:])), int32(be.Uint32(b[p+26:]))
+			if e.txnFirst < -1 || e.txnFirst >= off {
+				return bad("producer %d: open transaction at %d", id, e.txnFirst)
+			}
+		}
+		k := int(b[p+fixed-1])
+		p += fixed
 		if k > producerWindow || len(b)-p < k*24 {
 			return bad("producer %d: %d batches", id, k)
 		}
@@ -240,6 +404,9 @@ func decodeProducerState(b []byte, off int64) (producerState, error) {
 			p += 24
 		}
 		s.producers[id] = e
+		if e.txnFirst >= 0 {
+			s.pushOpen(e)
+		}
 	}
 	if p != len(b) {
 		return bad("%d bytes after the last entry", len(b)-p)

@@ -22,8 +22,9 @@ import (
 // (AppendReplicated checks framing and CRC only).
 //
 // Per batch: at least one record and lastOffsetDelta = recordCount-1; no
-// control batch (clients may not write them: INVALID_RECORD); no
-// transactional batch (no transaction coordinator yet); no LogAppendTime
+// control batch (clients may not write them: INVALID_RECORD; the leader
+// writes markers with AppendMarker); a transactional batch carries a
+// producer id; no LogAppendTime
 // flag from a producer; an idempotent batch (producerId >= 0) has a
 // sequence >= 0; a known codec; a maxTimestamp inside the timestamp bounds.
 // Per record, in order: its length varint frames it exactly; its offset
@@ -87,8 +88,8 @@ func (rc *recordCheck) batch(b []byte, h BatchHeader) error {
 		return fmt.Errorf("%w: %d records but lastOffsetDelta %d", ErrInvalidRecord, h.RecordCount, h.LastOffsetDelta)
 	case h.IsControl():
 		return fmt.Errorf("%w: clients may not write control batches", ErrInvalidRecord)
-	case h.IsTransactional():
-		return ErrTransactionalBatch
+	case h.IsTransactional() && h.ProducerID < 0:
+		return fmt.Errorf("%w: a transactional batch without a producer id", ErrInvalidRecord)
 	case h.Attributes&attrLogAppendTime != 0:
 		return fmt.Errorf("%w: a producer may not set the LogAppendTime flag", ErrInvalidTimestamp)
 	case h.ProducerID >= 0 && h.BaseSequence < 0:

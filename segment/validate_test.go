@@ -98,7 +98,7 @@ func poisonBatches(t testing.TB) []poison {
 		poison{"value-past-record", rawBatch(0, 1, now, now, []byte{5, 0, 0, 0, 1, 40}), ErrInvalidRecord},
 		poison{"negative-headers", rawBatch(0, 1, now, now, []byte{6, 0, 0, 0, 1, 0, 1}), ErrInvalidRecord},
 		poison{"control", rawBatch(0x20, 1, now, now, one), ErrInvalidRecord},
-		poison{"transactional", rawBatch(0x10, 1, now, now, one), ErrTransactionalBatch},
+		poison{"transactional-no-producer-id", rawBatch(0x10, 1, now, now, one), ErrInvalidRecord},
 		poison{"log-append-time-flag", rawBatch(attrLogAppendTime, 1, now, now, one), ErrInvalidTimestamp},
 		poison{"year-9999", rawBatch(0, 1, 253402300799000, 253402300799000, one), ErrInvalidTimestamp},
 		poison{"year-9999-record-only", rawBatch(0, 2, now, now, append(rec(0, 0, nil, 0), rec(1, 253402300799000-now, nil, 0)...)), ErrInvalidTimestamp},
