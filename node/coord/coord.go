@@ -37,12 +37,21 @@ type Host interface {
 	// Changed returns a channel closed at the next append or high
 	// watermark change of any local partition.
 	Changed() <-chan struct{}
+	// NextSequence is the base sequence the next batch of producer pid
+	// at epoch must carry in offsets partition p, as the log's producer
+	// state expects it (0 for a producer it does not know, or a new
+	// epoch): a TxnOffsetCommit's offsets are a transactional batch of
+	// the client's producer, checked like the client's own batches.
+	NextSequence(p int32, pid int64, epoch int16) int32
 }
 
 // Machine is one shard's state machine: *group.Shard (see node/group for
 // the contract); tests may put a smaller one in its place.
 type Machine interface {
 	Replay(offset int64, key, value []byte) error
+	ReplayTxn(offset, producerID int64, key, value []byte) error
+	ReplayMarker(producerID int64, commit bool)
+	CompleteTxn(now time.Time, producerID int64, commit bool)
 	LoadDone(now time.Time)
 	Step(now time.Time, r group.Request)
 	Appended(now time.Time, id uint64, err error)
@@ -217,6 +226,32 @@ func (c *Coordinator) ListGroups(states, types []string) ([]kmsg.ListGroupsRespo
 		s.mu.Unlock()
 	}
 	return out, nil
+}
+
+// CompleteTxn tells the shard of offsets partition p, if this node runs
+// it, that the marker ending producerID's transaction is committed in
+// the partition (the node calls it once WriteTxnMarkers' marker is below
+// the high watermark): the producer's pending transactional offsets are
+// committed or dropped. A shard still loading applies it when loaded.
+func (c *Coordinator) CompleteTxn(p int32, producerID int64, commit bool) {
+	s := c.shard(p)
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.gone {
+		return
+	}
+	if !s.mu.loaded {
+		// The load may start over with a new machine: kept here and
+		// handed to the machine that loads.
+		s.mu.lateTxns = append(s.mu.lateTxns, lateTxn{producerID, commit})
+		return
+	}
+	now := c.opts.Now()
+	s.mu.m.CompleteTxn(now, producerID, commit)
+	s.processLocked(now)
 }
 
 // TopicsDeleted tells every loaded shard that topics are gone.
