@@ -3,8 +3,8 @@ package coord
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"fmt"
+	"hash/crc32"
 	"sync"
 	"testing"
 	"time"
