@@ -50,13 +50,6 @@ type Groups interface {
 	// TxnOffsetCommit or OffsetDelete of any other gets
 	// UNKNOWN_TOPIC_OR_PARTITION.
 	PartitionExists(topic string, partition int32) bool
-	// CompleteTxn tells the coordinator of offsets partition shard that
-	// the marker ending producerID's transaction (commit or abort) is
-	// committed there (the WriteTxnMarkers handler calls it once the
-	// marker is below the high watermark): the producer's pending
-	// TxnOffsetCommit offsets are committed or dropped. A shard this
-	// broker does not lead ignores it.
-	CompleteTxn(shard int32, producerID int64, commit bool)
 }
 
 // GroupRequest is one request for the groups of one shard.
