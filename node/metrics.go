@@ -77,6 +77,12 @@ func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.Partit
 			Flushed: u.Offset, Size: l.Size(), UnflushedBytes: u.Bytes, UnflushedSince: u.Since,
 		}
 		ps.UnwrittenBytes, ps.UnwrittenKnown = s.unwritten(r)
+		if ps.Leader {
+			ps.LastStable = r.LastStable(st.HW)
+			if since, _, ok := r.OpenTxnSince(); ok {
+				ps.OpenTxnSince = since
+			}
+		}
 		if ls, ok := r.Cleanup().Stat(); ok {
 			ps.DirtyRatio, ps.Compacted = ls.DirtyRatio, true
 		}

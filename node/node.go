@@ -57,6 +57,11 @@ type Options struct {
 	// tool wraps the disk to forget unsynced writes.
 	FS vfs.FS
 
+	// txnVerifier, when set, verifies transactional batches in place of
+	// the transaction coordinator (KIP-890 part 1): tests fake the
+	// coordinator's answers with it. Test-only.
+	txnVerifier kafka.TxnVerifier
+
 	// skipRecordCheck turns off the leader's record validation on every
 	// log (segment.Options.SkipRecordCheck): BenchmarkProduceValidation
 	// measures its cost with it. Test-only: no config key sets it.
@@ -93,6 +98,10 @@ type Node struct {
 
 	// rm runs the replicas of the partitions hosted here (node/replica).
 	rm *replica.Manager
+	// txnVerifier verifies transactional batches that open a transaction
+	// with their coordinator (KIP-890 part 1, txndata.go); set in Open
+	// before the listeners serve, nil: every batch is accepted.
+	txnVerifier kafka.TxnVerifier
 	// coord runs the group coordinator's shards (node/coord, groups.go);
 	// topicsSeen are the topics of the last reconciliation (under
 	// reconcileMu), to tell it which were deleted.
@@ -174,7 +183,8 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}
 	n := &Node{
 		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID, skipRecordCheck: opts.skipRecordCheck,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
+		txnVerifier: opts.txnVerifier,
+		wake:        make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
 		dirFailed: make(chan struct{}),
 	}
 	n.mu.openErrs = map[replica.TP]error{}
@@ -278,6 +288,7 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 		OnCorruptBatch: n.metrics.m.ObserveCorruptBatch,
 		FetchTLS:       n.interBrokerTLS(),
 		FetchSASL:      n.interBrokerSASL(),
+		TxnVerifier:    txnVerify{n},
 	})
 	if err != nil {
 		return false, fmt.Errorf("node: %w", err)

@@ -97,6 +97,8 @@ func newTable(b Broker) *table {
 		{key: kmsg.DescribeACLs, min: 0, max: 3, handle: handleDescribeACLs, needs: has[ACLAdmin]},
 		{key: kmsg.CreateACLs, min: 0, max: 3, handle: handleCreateACLs, needs: has[ACLAdmin]},
 		{key: kmsg.DeleteACLs, min: 0, max: 3, handle: handleDeleteACLs, needs: has[ACLAdmin]},
+		{key: kmsg.WriteTxnMarkers, min: 0, max: 1, handle: handleWriteTxnMarkers, needs: has[TxnMarkers]},
+		{key: kmsg.DescribeProducers, min: 0, max: 0, handle: handleDescribeProducers, needs: has[ProducerStates]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needs != nil && !a.needs(b)

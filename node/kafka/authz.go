@@ -193,6 +193,27 @@ func (s *Server) authorizeAPI(r *request) kmsg.Response {
 			}
 			return resp
 		}
+	case *kmsg.WriteTxnMarkersRequest:
+		// Brokers only (the transaction coordinator's markers).
+		if !s.clusterAllowed(r, kmsg.ACLOperationClusterAction) {
+			resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+			for _, m := range req.Markers {
+				rm := kmsg.NewWriteTxnMarkersResponseMarker()
+				rm.ProducerID = m.ProducerID
+				for _, t := range m.Topics {
+					rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+					rt.Topic = t.Topic
+					for _, p := range t.Partitions {
+						rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+						rp.Partition, rp.ErrorCode = p, clusterDenied
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					rm.Topics = append(rm.Topics, rt)
+				}
+				resp.Markers = append(resp.Markers, rm)
+			}
+			return resp
+		}
 	// The group APIs that name one group (Kafka: READ on the group).
 	case *kmsg.JoinGroupRequest:
 		if !s.allowed(r, kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group) {

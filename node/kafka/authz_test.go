@@ -51,6 +51,13 @@ func TestAuthorizeAPIRefusals(t *testing.T) {
 			return resp.Results[0].ErrorCode
 		}},
 		{&kmsg.DescribeACLsRequest{}, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeACLsResponse).ErrorCode }},
+		{&kmsg.WriteTxnMarkersRequest{Markers: []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 7, Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "t", Partitions: []int32{0, 1}}}}}}, func(r kmsg.Response) int16 {
+			resp := r.(*kmsg.WriteTxnMarkersResponse)
+			if len(resp.Markers) != 1 || resp.Markers[0].ProducerID != 7 || len(resp.Markers[0].Topics[0].Partitions) != 2 {
+				return -1
+			}
+			return resp.Markers[0].Topics[0].Partitions[1].ErrorCode
+		}},
 		{&kmsg.CreateACLsRequest{Creations: []kmsg.CreateACLsRequestCreation{{}}}, func(r kmsg.Response) int16 { return r.(*kmsg.CreateACLsResponse).Results[0].ErrorCode }},
 		{&kmsg.DeleteACLsRequest{Filters: []kmsg.DeleteACLsRequestFilter{{}}}, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteACLsResponse).Results[0].ErrorCode }},
 		{&kmsg.JoinGroupRequest{Group: "g"}, func(r kmsg.Response) int16 { return r.(*kmsg.JoinGroupResponse).ErrorCode }},

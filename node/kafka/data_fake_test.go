@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,6 +21,11 @@ type fakeData struct {
 	logs    map[int32][][]byte // batches by partition
 	nextPID int64
 	sig     chan struct{}
+	// Transactions: the produces' transactional ids, the markers
+	// written, the CompleteTxn calls ("partition/producer/commit").
+	txnIDs    []string
+	markers   []TxnMarker
+	completed []string
 }
 
 func newFakeData(addr string) *fakeData {
@@ -41,6 +47,7 @@ func (f *fakeData) Produce(_ context.Context, p ProducePartition) ProduceResult 
 	base := int64(len(f.logs[p.Partition]))
 	// A copy: the server reuses p.Records' buffer once Produce returns.
 	f.logs[p.Partition] = append(f.logs[p.Partition], bytes.Clone(p.Records))
+	f.txnIDs = append(f.txnIDs, p.TransactionalID)
 	close(f.sig)
 	f.sig = make(chan struct{})
 	return ProduceResult{BaseOffset: base, Records: records}
@@ -56,11 +63,48 @@ func (f *fakeData) Fetch(_ context.Context, p FetchPartition) FetchResult {
 	if p.Offset < 0 || p.Offset > int64(len(l)) {
 		return FetchResult{Err: kerr.OffsetOutOfRange, HighWatermark: -1, LogStartOffset: -1}
 	}
-	res := FetchResult{HighWatermark: int64(len(l))}
+	res := FetchResult{HighWatermark: int64(len(l)), LastStableOffset: int64(len(l))}
 	if p.Offset < int64(len(l)) {
 		res.Records = l[p.Offset]
+		if p.ReadCommitted {
+			// The FAKE says every batch's producer 7 aborted at 0.
+			res.Aborted = []AbortedTxn{{ProducerID: 7, FirstOffset: 0}}
+		}
 	}
 	return res
+}
+
+// WriteTxnMarker records the marker and acknowledges it at once; an
+// unknown partition or a negative epoch is refused. __consumer_offsets
+// partition 0 exists for markers.
+func (f *fakeData) WriteTxnMarker(_ context.Context, m TxnMarker) ProduceResult {
+	if !f.known(m.Topic, m.Partition) && (m.Topic != offsetsTopic || m.Partition != 0) {
+		return ProduceResult{Err: kerr.UnknownTopicOrPartition, BaseOffset: -1, LogStartOffset: -1}
+	}
+	if m.ProducerEpoch < 0 {
+		return ProduceResult{Err: kerr.InvalidProducerEpoch, BaseOffset: -1, LogStartOffset: -1}
+	}
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	f.markers = append(f.markers, m)
+	ch := make(chan error, 1)
+	ch <- nil
+	return ProduceResult{BaseOffset: int64(len(f.markers)), Pending: ch}
+}
+
+// DescribeProducers answers one FAKE producer with an open transaction.
+func (f *fakeData) DescribeProducers(_ context.Context, topic string, p int32) ([]ProducerState, error) {
+	if !f.known(topic, p) {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	return []ProducerState{{ProducerID: 7, ProducerEpoch: 2, LastSequence: 9, LastTimestamp: 1000, CoordinatorEpoch: 3, CurrentTxnStartOffset: 4}}, nil
+}
+
+// CompleteTxn records the call.
+func (f *fakeData) CompleteTxn(partition int32, producerID int64, commit bool) {
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	f.completed = append(f.completed, fmt.Sprintf("%d/%d/%v", partition, producerID, commit))
 }
 
 func (f *fakeData) Appended() <-chan struct{} {

@@ -32,8 +32,8 @@ func produceReq(acks int16, partition int32, batch []byte) *kmsg.ProduceRequest 
 	return req
 }
 
-// TestProduceWire: bad acks and transactional produce are refused per
-// partition without reaching the log; acks=0 gets no response, and the
+// TestProduceWire: bad acks and a transactional batch without a
+// transactional id are refused per partition without reaching the log; acks=0 gets no response, and the
 // next request on the connection is answered in order.
 func TestProduceWire(t *testing.T) {
 	ts, fd := startDataServer(t)
@@ -44,11 +44,10 @@ func TestProduceWire(t *testing.T) {
 	if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.InvalidRequiredAcks.Code {
 		t.Fatalf("acks=2: error %d", got)
 	}
-	txn := produceReq(-1, 0, batch)
-	txn.TransactionID = kmsg.StringPtr("tx")
-	resp = c.roundTrip(txn).(*kmsg.ProduceResponse)
+	// A transactional batch without a transactional id.
+	resp = c.roundTrip(produceReq(-1, 0, txnBatch(7, 1, "v"))).(*kmsg.ProduceResponse)
 	if got := resp.Topics[0].Partitions[0].ErrorCode; got != kerr.TransactionalIDAuthorizationFailed.Code {
-		t.Fatalf("transactional: error %d", got)
+		t.Fatalf("transactional without an id: error %d", got)
 	}
 	fd.dmu.Lock()
 	n := len(fd.logs[0])

@@ -30,8 +30,21 @@ import (
 // leader epoch (v9+) is checked by the Broker (FENCED_LEADER_EPOCH,
 // UNKNOWN_LEADER_EPOCH). A replica fetch (replica id >= 0) reads up to the
 // leader's log end and carries last_fetched_epoch (v12); a diverging epoch
-// in the answer (KIP-320/595) ends the wait at once. The last stable offset is the high watermark (no
-// transactions); no aborted transactions; no preferred read replica.
+// in the answer (KIP-320/595) ends the wait at once. No preferred read
+// replica.
+//
+// Isolation (v4+): a consumer with isolation_level 1 (read_committed)
+// reads only below the last stable offset (LSO: the high watermark, or
+// the first offset of the partition's oldest open transaction when that
+// is lower), and its answer lists the aborted transactions whose data
+// overlaps the batches returned (an empty list when none), from which
+// the client drops their records; the control batches (markers) are
+// returned as they lie in the log, as Kafka does. Every answer, for
+// either isolation level, carries the LSO in last_stable_offset. A
+// read_committed long poll is woken by the same signal as others
+// (Logs.Appended): the LSO moves only when a marker is appended or the
+// high watermark moves, and both signal. Replica fetches ignore the
+// isolation level.
 //
 // Records a partition answers as FileRecords (Logs.Fetch's File) are not
 // copied into the response: the response is encoded around them
@@ -163,6 +176,7 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []s
 	*files = (*files)[:0]
 	resp.Topics = resp.Topics[:0]
 	replica, brokerEpoch := fetchReplica(req)
+	readCommitted := req.IsolationLevel == 1 && replica < 0
 	for ti, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = names[ti], t.TopicID // each encoded where its version has it
@@ -186,7 +200,7 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []s
 			}
 			fp := FetchPartition{Topic: names[ti], Partition: p.Partition, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
 				Offset: p.FetchOffset, MaxBytes: max(room, 1), ReplicaID: replica, BrokerEpoch: brokerEpoch,
-				LastFetchedEpoch: p.LastFetchedEpoch}
+				LastFetchedEpoch: p.LastFetchedEpoch, ReadCommitted: readCommitted}
 			if req.Version < 12 {
 				fp.LastFetchedEpoch = -1
 			}
@@ -203,10 +217,13 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []s
 				// The follower must truncate before it fetches on:
 				// answer now.
 				failed = true
-				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 				rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.Diverging.Epoch, res.Diverging.EndOffset
 			default:
-				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+				if readCommitted {
+					rp.AbortedTransactions = abortedTxns(res.Aborted)
+				}
 				switch {
 				case res.File != nil:
 					*files = append(*files, fetchFile{topic: len(resp.Topics), partition: len(rt.Partitions), f: res.File})
@@ -221,6 +238,20 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []s
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return total, failed
+}
+
+// abortedTxns is a read_committed answer's aborted transactions: never
+// null (Kafka sends an empty list when none).
+func abortedTxns(aborted []AbortedTxn) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	if len(aborted) == 0 {
+		return []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	}
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(aborted))
+	for i, a := range aborted {
+		out[i] = kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		out[i].ProducerID, out[i].FirstOffset = a.ProducerID, a.FirstOffset
+	}
+	return out
 }
 
 // emptyNotNull gives every partition without records an empty record set

@@ -86,11 +86,18 @@ func appendFetchFrame(dst []byte, correlationID int32, r *fileFetchResponse) ([]
 			if v >= 5 {
 				dst = kbin.AppendInt64(dst, p.LogStartOffset)
 			}
-			// Aborted transactions: none (null).
+			// Aborted transactions (read_committed): null, or the list.
 			if flex {
-				dst = append(dst, 0)
+				dst = kbin.AppendCompactNullableArrayLen(dst, len(p.AbortedTransactions), p.AbortedTransactions == nil)
 			} else {
-				dst = kbin.AppendInt32(dst, -1)
+				dst = kbin.AppendNullableArrayLen(dst, len(p.AbortedTransactions), p.AbortedTransactions == nil)
+			}
+			for _, a := range p.AbortedTransactions {
+				dst = kbin.AppendInt64(dst, a.ProducerID)
+				dst = kbin.AppendInt64(dst, a.FirstOffset)
+				if flex {
+					dst = append(dst, 0) // no tagged fields
+				}
 			}
 			if v >= 11 {
 				dst = kbin.AppendInt32(dst, p.PreferredReadReplica)
@@ -135,8 +142,8 @@ func appendFetchFrame(dst []byte, correlationID int32, r *fileFetchResponse) ([]
 }
 
 // canEncodeFetch says whether appendFetchFrame encodes r as kmsg would: a
-// version from 4 to 15, no aborted transactions, current leader, snapshot
-// id, node endpoints or unknown tagged fields, and files in response order.
+// version from 4 to 15, no current leader, snapshot id, node endpoints or
+// unknown tagged fields, and files in response order.
 func canEncodeFetch(r *fileFetchResponse) bool {
 	resp := r.FetchResponse
 	if resp.Version < 4 || resp.Version > 15 || resp.UnknownTags.Len() > 0 || len(resp.Brokers) > 0 {
@@ -149,7 +156,12 @@ func canEncodeFetch(r *fileFetchResponse) bool {
 		}
 		for pi := range t.Partitions {
 			p := &t.Partitions[pi]
-			if p.AbortedTransactions != nil || p.UnknownTags.Len() > 0 || p.DivergingEpoch.UnknownTags.Len() > 0 ||
+			for _, a := range p.AbortedTransactions {
+				if a.UnknownTags.Len() > 0 {
+					return false
+				}
+			}
+			if p.UnknownTags.Len() > 0 || p.DivergingEpoch.UnknownTags.Len() > 0 ||
 				p.CurrentLeader.LeaderID != -1 || p.CurrentLeader.LeaderEpoch != -1 || p.CurrentLeader.UnknownTags.Len() > 0 ||
 				p.SnapshotID.EndOffset != -1 || p.SnapshotID.Epoch != -1 || p.SnapshotID.UnknownTags.Len() > 0 {
 				return false

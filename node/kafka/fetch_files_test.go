@@ -28,7 +28,8 @@ func (m *memRecords) Release()                            { m.released++ }
 
 // TestFetchFrameMatchesKmsg checks that appendFetchFrame, files inserted,
 // gives kmsg's bytes for every version the server serves, with records
-// inline and in files, errors, a diverging epoch and empty topics.
+// inline and in files, errors, a diverging epoch, aborted transactions
+// (null, empty, listed) and empty topics.
 func TestFetchFrameMatchesKmsg(t *testing.T) {
 	for v := int16(4); v <= 15; v++ {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
@@ -43,7 +44,17 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 				for pi := range ti + 2 {
 					rp := kmsg.NewFetchResponseTopicPartition()
 					rp.Partition = int32(pi)
-					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(100*pi+ti), int64(100*pi+ti), 3
+					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = int64(100*pi+ti), int64(90*pi+ti), 3
+					switch pi % 3 { // read_committed answers: none, empty, two aborted
+					case 1:
+						rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+					case 2:
+						for k := range 2 {
+							a := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+							a.ProducerID, a.FirstOffset = int64(7+k), int64(40*k+ti)
+							rp.AbortedTransactions = append(rp.AbortedTransactions, a)
+						}
+					}
 					data := bytes.Repeat([]byte{byte('a' + pi)}, 10+300*pi*ti)
 					switch (pi + ti) % 4 {
 					case 0:

@@ -224,7 +224,46 @@ func fuzzSeeds() []fuzzSeed {
 		req.CoordinatorKey, req.CoordinatorKeys = "group", []string{"group", "other"}
 		return enc(req, 1600+int32(v))
 	}
+	txnProduce := func(v int16) []byte {
+		req := kmsg.NewPtrProduceRequest()
+		req.Version, req.Acks, req.TimeoutMillis, req.TransactionID = v, -1, 1000, kmsg.StringPtr("tx")
+		t := kmsg.NewProduceRequestTopic()
+		t.Topic = "orders"
+		t.Partitions = []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: txnBatch(7, 1, "a")}, {Partition: 1, Records: batch}}
+		req.Topics = []kmsg.ProduceRequestTopic{t}
+		return enc(req, 1700+int32(v))
+	}
+	readCommitted := func(v int16) []byte {
+		f := kmsg.NewPtrFetchRequest()
+		f.Version, f.MaxBytes, f.IsolationLevel = v, 1<<20, 1
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic = "orders"
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.PartitionMaxBytes = 1 << 16
+		t.Partitions = []kmsg.FetchRequestTopicPartition{p}
+		f.Topics = []kmsg.FetchRequestTopic{t}
+		return enc(f, 1800+int32(v))
+	}
+	markers := func(v int16) []byte {
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Version = v
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = 7, 1, true, 3
+		m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "orders", Partitions: []int32{0, 9}}, {Topic: offsetsTopic, Partitions: []int32{0}}}
+		req.Markers = []kmsg.WriteTxnMarkersRequestMarker{m}
+		return enc(req, 1900+int32(v))
+	}
+	describeProducers := func() []byte {
+		req := kmsg.NewPtrDescribeProducersRequest()
+		req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "orders", Partitions: []int32{0, 3}}, {Topic: "nope", Partitions: []int32{0}}}
+		return enc(req, 2000)
+	}
 	return []fuzzSeed{
+		{"produce-v9-transactional", txnProduce(9)},
+		{"fetch-v12-read-committed", readCommitted(12)},
+		{"writetxnmarkers-v0", markers(0)},
+		{"writetxnmarkers-v1", markers(1)},
+		{"describeproducers-v0", describeProducers()},
 		{"findcoordinator-v0", findCoordinator(0, 0)},
 		{"findcoordinator-v2-txn", findCoordinator(2, 1)},
 		{"findcoordinator-v4", findCoordinator(4, 0)},

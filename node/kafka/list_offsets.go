@@ -12,10 +12,11 @@ import (
 // ListOffsets (key 2), versions 0-8; served when the Broker implements Logs.
 //
 // Timestamp -2 answers the log start offset, -1 the high watermark (the
-// latest committed offset; isolation levels are the same without
-// transactions), -3 (v7+) the offset of the record with the largest
-// timestamp below the high watermark (KIP-734), anything else the first
-// record whose timestamp is at or after it (offset -1 when none). v0 answers old_style_offsets with the one
+// latest committed offset) or, with isolation_level 1 (read_committed,
+// v2+), the last stable offset, -3 (v7+) the offset of the record with
+// the largest timestamp below the high watermark (KIP-734), anything else
+// the first record whose timestamp is at or after it (offset -1 when
+// none; below the last stable offset for read_committed). v0 answers old_style_offsets with the one
 // offset found (max_num_offsets is not honoured beyond one). The current
 // leader epoch (v4+) is checked by the Broker.
 // Authorization: DESCRIBE on each topic (TOPIC_AUTHORIZATION_FAILED).
@@ -37,7 +38,7 @@ func handleListOffsets(ctx context.Context, s *Server, r *request) (kmsg.Respons
 				continue
 			}
 			res := logs.ListOffset(ctx, ListOffsetPartition{Topic: t.Topic, Partition: p.Partition,
-				CurrentLeaderEpoch: p.CurrentLeaderEpoch, Timestamp: p.Timestamp})
+				CurrentLeaderEpoch: p.CurrentLeaderEpoch, Timestamp: p.Timestamp, ReadCommitted: req.IsolationLevel == 1})
 			rp.ErrorCode = quorum.ErrorCode(res.Err)
 			if res.Err == nil {
 				rp.Offset, rp.Timestamp, rp.LeaderEpoch = res.Offset, res.Timestamp, res.LeaderEpoch

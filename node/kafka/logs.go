@@ -35,7 +35,8 @@ type Logs interface {
 	// fetches wait on it instead of polling.
 	Appended() <-chan struct{}
 	// ListOffset answers one partition of ListOffsets: Timestamp -2 is
-	// the log start, -1 the high watermark, -3 the offset of the largest
+	// the log start, -1 the high watermark (the last stable offset when
+	// ReadCommitted), -3 the offset of the largest
 	// timestamp (KIP-734); otherwise the first record whose timestamp is
 	// at or after Timestamp (Offset -1 and Timestamp -1 when there is none).
 	ListOffset(ctx context.Context, p ListOffsetPartition) ListOffsetResult
@@ -71,6 +72,12 @@ type ProducePartition struct {
 	// Acks is 0, 1 or -1 (all).
 	Acks    int16
 	Records []byte
+	// TransactionalID is the request's transactional id, "" when it has
+	// none. A transactional batch that would open a transaction on the
+	// partition is verified with the transaction coordinator first
+	// (KIP-890 part 1: TxnVerifier); the server has already checked that
+	// such batches come with an id the client may use.
+	TransactionalID string
 }
 
 // ProduceResult is the outcome for one ProducePartition.
@@ -113,6 +120,10 @@ type FetchPartition struct {
 	// replica holds, -1: not sent; the leader answers a diverging epoch
 	// when its log differs there (KIP-320/595).
 	LastFetchedEpoch int32
+	// ReadCommitted is the consumer's isolation_level 1: batches only
+	// below the last stable offset, with the aborted transactions among
+	// them (FetchResult.Aborted). Replica fetches read uncommitted.
+	ReadCommitted bool
 }
 
 // EpochEnd is a diverging-epoch answer to a replica fetch: the leader's
@@ -127,7 +138,16 @@ type FetchResult struct {
 	Err            error
 	HighWatermark  int64
 	LogStartOffset int64
-	Records        []byte
+	// LastStableOffset is the partition's LSO: min(high watermark, the
+	// first offset of its oldest open transaction). Set wherever the high
+	// watermark is, for either isolation level (Kafka sends it to all).
+	LastStableOffset int64
+	// Aborted, for a read_committed fetch, lists the aborted
+	// transactions whose data overlaps the batches returned (Kafka's
+	// AbortedTransactions), in the log's order; nil when there are none.
+	// The server reads it only until the response is encoded.
+	Aborted []AbortedTxn
+	Records []byte
 	// File, when not nil, holds the records instead of Records: the
 	// connection sends them from the file (sendfile) and releases it.
 	File FileRecords
@@ -159,6 +179,17 @@ type ListOffsetPartition struct {
 	Partition          int32
 	CurrentLeaderEpoch int32
 	Timestamp          int64
+	// ReadCommitted is isolation_level 1 (v2+): the latest offset (-1)
+	// is the last stable offset instead of the high watermark, and the
+	// other lookups stay below it.
+	ReadCommitted bool
+}
+
+// AbortedTxn is one aborted transaction of a read_committed Fetch: the
+// producer and the offset of its first batch in the partition.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
 }
 
 // ListOffsetResult is the outcome for one ListOffsetPartition.

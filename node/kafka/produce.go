@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-log/sluice/quorum"
+	"github.com/sluice-log/sluice/segment"
 )
 
 // Produce (key 0), versions 3-9; served when the Broker implements Logs.
@@ -21,20 +22,33 @@ import (
 // code (a batch with a bad CRC or a payload that does not decompress:
 // CORRUPT_MESSAGE; records that do not match their header, or a control
 // batch: INVALID_RECORD; a timestamp out of bounds: INVALID_TIMESTAMP; an
-// unknown codec: UNSUPPORTED_COMPRESSION_TYPE; a transactional batch:
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; nothing written for any of
+// unknown codec: UNSUPPORTED_COMPRESSION_TYPE; nothing written for any of
 // them; a partition this broker does not lead: NOT_LEADER_OR_FOLLOWER); then the
 // acknowledgements of all its partitions are waited for together
 // (ProduceResult.Pending), after the handler returned (deferredResponse),
 // so that pipelined requests append while earlier ones wait. With acks=0
 // no response is sent, as the protocol says. timeout_ms bounds the wait
-// for acks=all (REQUEST_TIMED_OUT). Transactional produce is not served:
-// a request with a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-// Kafka's answer when the id may not be used. log_append_time is always -1
+// for acks=all (REQUEST_TIMED_OUT). log_append_time is always -1
 // (CreateTime topics).
+//
+// Transactional batches (issue 18) are appended like others, with the
+// request's transactional id: the log keeps each producer's open
+// transaction and refuses misuse (a plain batch from a producer with an
+// open transaction or the reverse: INVALID_TXN_STATE; an old epoch:
+// INVALID_PRODUCER_EPOCH), and a batch that would open a transaction on
+// the partition is first verified with the transaction coordinator
+// (KIP-890 part 1, TxnVerifier; its failure answers INVALID_TXN_STATE or
+// INVALID_PRODUCER_EPOCH, a coordinator that cannot answer
+// NOT_ENOUGH_REPLICAS, which the producer retries). A request with
+// transactional batches but no transactional id answers every partition
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka does. Whether a request
+// has any is read from each partition's first batch header (Kafka's
+// hasTransactionalRecords): no per-record work.
 //
 // Authorization: WRITE on each topic; a topic without it answers its
 // partitions TOPIC_AUTHORIZATION_FAILED and nothing of it is appended.
+// A request with transactional batches needs WRITE on its transactional
+// id, else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -44,8 +58,13 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		reject = kerr.InvalidRequiredAcks
-	case req.TransactionID != nil:
+	case hasTransactionalRecords(req) && (req.TransactionID == nil ||
+		!s.allowed(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionID)):
 		reject = kerr.TransactionalIDAuthorizationFailed
+	}
+	var txnID string
+	if req.TransactionID != nil {
+		txnID = *req.TransactionID
 	}
 	cancel := context.CancelFunc(func() {})
 	if req.Acks == -1 && req.TimeoutMillis > 0 {
@@ -74,7 +93,8 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			res := logs.Produce(ctx, ProducePartition{Topic: t.Topic, Partition: p.Partition, Acks: req.Acks, Records: p.Records})
+			res := logs.Produce(ctx, ProducePartition{Topic: t.Topic, Partition: p.Partition, Acks: req.Acks,
+				Records: p.Records, TransactionalID: txnID})
 			s.produced(t.Topic, res.Records, len(p.Records), res.Err)
 			rp.ErrorCode = quorum.ErrorCode(res.Err)
 			if res.Err == nil {
@@ -118,6 +138,22 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 			}
 		}
 	}}, nil
+}
+
+// hasTransactionalRecords says whether any partition's first batch is
+// transactional (Kafka's ProduceRequest.hasTransactionalRecords: clients
+// send one batch per partition). A header that does not parse is left to
+// the log's checks.
+func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			it := segment.NewBatchIter(p.Records)
+			if h, _, ok := it.Next(); ok && h.IsTransactional() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // deferredResponse is a response that is complete only once wait returns.

@@ -45,6 +45,9 @@ var (
 	unflushedBytes      = desc("sluice_log_unflushed_bytes", "Bytes of the local log past the flushed offset: what a power cut of this node would take from this replica.", "topic", "partition")
 	unwrittenBytes      = desc("sluice_log_unwritten_bytes", "Page-cache bytes of the local log not yet written to disk by the kernel (dirty or under writeback): what a power cut of this node would take now, as opposed to sluice_log_unflushed_bytes, which counts since the last fsync. Absent where the kernel cannot tell (cachestat(2), Linux 6.5).", "topic", "partition")
 	unflushedAge        = desc("sluice_log_unflushed_age_seconds", "Age of the oldest record of the local log not yet fsynced (0: none).", "topic", "partition")
+	lsoLag              = desc("sluice_partition_lso_lag", "Offsets between the high watermark and the last stable offset on the leader (HW - LSO): committed records read_committed consumers cannot see yet, held back by an open transaction.", "topic", "partition")
+	openTxnAge          = desc("sluice_partition_open_transaction_age_seconds", "Age of the oldest open transaction on the leader, by its first batch's timestamp (0: none): what holds the last stable offset back.", "topic", "partition")
+	lateTxns            = desc("kafka_server_replicamanager_partitionswithlatetransactionscount", "Kafka ReplicaManager PartitionsWithLateTransactionsCount: partitions led here whose oldest open transaction is older than transaction.max.timeout.ms (15 min) plus 5 min (KIP-664): likely hanging.")
 	dirtyRatio          = desc("sluice_log_cleaner_dirty_ratio", "Share of the cleanable bytes of a compacted local log not yet compacted, as the cleaner last measured it (compare min.cleanable.dirty.ratio).", "topic", "partition")
 
 	cleanerMaxDirty    = desc("kafka_log_logcleaner_max_dirty_percent", "Kafka LogCleaner max-dirty-percent: the largest dirty percentage of the compacted logs, as last measured.")
@@ -86,6 +89,7 @@ type sourceCollector struct {
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{underReplicated, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery, offlineLogDirs,
 		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unwrittenBytes, unflushedAge, dirtyRatio,
+		lsoLag, openTxnAge, lateTxns,
 		cleanerMaxDirty, cleanerRecopy, cleanerMaxTime, cleanerUncleanable, cleanerSinceRun, cleanerCleans, cleanerFailures,
 		activeController, offlinePartitions, activeBrokers, fencedBrokers, uncleanElections,
 		raftState, raftLeader, raftEpoch, raftHW, raftLEO, raftApplied, raftCommitAvg, raftCommitsTotal, raftCommitSecs, raftRefused, authzAllowed, authzDenied} {
@@ -98,7 +102,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	defer c.mu.Unlock()
 	now := c.now()
 	c.parts = c.src.Partitions(c.parts[:0])
-	var under, underMin, atMin, leaders int
+	var under, underMin, atMin, leaders, late int
 	var lag int64
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -121,6 +125,15 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(partUnderReplicated, ur, t, n)
 			gauge(partISR, float64(p.ISR), t, n)
 			gauge(partReplicas, float64(p.Replicas), t, n)
+			gauge(lsoLag, float64(max(p.HighWatermark-p.LastStable, 0)), t, n)
+			txnAge := 0.0
+			if !p.OpenTxnSince.IsZero() {
+				txnAge = max(now.Sub(p.OpenTxnSince).Seconds(), 0)
+			}
+			if txnAge > LateTransactionAge.Seconds() {
+				late++
+			}
+			gauge(openTxnAge, txnAge, t, n)
 		}
 		lag = max(lag, p.FollowerLag)
 		gauge(logEnd, float64(p.LogEnd), t, n)
@@ -147,6 +160,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(atMinISR, float64(atMin))
 	gauge(leaderCount, float64(leaders))
 	gauge(partitionCount, float64(len(c.parts)))
+	gauge(lateTxns, float64(late))
 	gauge(maxLag, float64(lag), "Replica")
 	b := c.src.Broker()
 	ch <- prometheus.MustNewConstMetric(isrShrinks, prometheus.CounterValue, float64(b.IsrShrinks))
@@ -228,3 +242,10 @@ func (w *commitWindow) avgMs(now time.Time, count int64, total time.Duration) fl
 	}
 	return ms((total - w.prev.total) / time.Duration(n))
 }
+
+// LateTransactionAge is the age past which an open transaction counts in
+// PartitionsWithLateTransactionsCount: Kafka's default
+// transaction.max.timeout.ms (15 min) plus the 5 min it adds (KIP-664).
+// A coordinator aborts a transaction past its timeout, so one older than
+// this has no coordinator that will end it.
+const LateTransactionAge = 20 * time.Minute

@@ -59,6 +59,12 @@ type PartitionStat struct {
 	// measured the log).
 	DirtyRatio float64
 	Compacted  bool
+	// LastStable is the leader's last stable offset (LSO: min(HW, the
+	// first offset of the oldest open transaction)); OpenTxnSince is when
+	// that transaction began (its first batch's timestamp), zero when
+	// none is open. Set on leaders only.
+	LastStable   int64
+	OpenTxnSince time.Time
 }
 
 // BrokerStat is this broker's own state.

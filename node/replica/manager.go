@@ -73,6 +73,10 @@ type Options struct {
 	// inter-broker listener is SASL_PLAINTEXT or SASL_SSL) before its
 	// first Fetch.
 	FetchSASL *kafka.ClientSASL
+	// TxnVerifier, when set, verifies a transactional batch that would
+	// open a transaction on a partition with its transaction coordinator
+	// before the leader appends it (KIP-890 part 1); nil accepts.
+	TxnVerifier kafka.TxnVerifier
 }
 
 // TP names a partition: the key of the replicas.
@@ -108,6 +112,8 @@ type Manager struct {
 	onCorrupt func(topic string, partition int32)
 	fetchTLS  func(addr string) *tls.Config
 	fetchSASL *kafka.ClientSASL
+	// txnVerifier is Options.TxnVerifier (txn.go).
+	txnVerifier kafka.TxnVerifier
 
 	mu struct {
 		sync.RWMutex
@@ -162,7 +168,7 @@ func NewManager(h Host, opts Options) (*Manager, error) {
 		opts.FS = vfs.Default
 	}
 	m := &Manager{host: h, nodeID: opts.NodeID, log: opts.Logger, fs: opts.FS, dir: opts.Dir,
-		onCorrupt: opts.OnCorruptBatch, fetchTLS: opts.FetchTLS, fetchSASL: opts.FetchSASL, stop: make(chan struct{})}
+		onCorrupt: opts.OnCorruptBatch, fetchTLS: opts.FetchTLS, fetchSASL: opts.FetchSASL, txnVerifier: opts.TxnVerifier, stop: make(chan struct{})}
 	m.mu.replicas = map[TP]*Replica{}
 	m.start = time.Now()
 	m.clock = func() int64 { return int64(time.Since(m.start) / TickInterval) }

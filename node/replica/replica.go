@@ -44,6 +44,9 @@ type Replica struct {
 		nextID  uint64
 		waiters map[uint64]chan error            // produce requests by ReqID
 		answers map[uint64]partition.FetchAnswer // follower fetch answers by ReqID
+		// verifying holds the KIP-890 verification guard of each
+		// producer whose transactional batch is being verified (txn.go).
+		verifying map[int64]uint64
 		// hwWaits are acks=all duplicates of batches not yet committed:
 		// they complete when the HW passes their last offset.
 		hwWaits   []hwWait
@@ -390,6 +393,8 @@ var segmentErrors = []struct {
 	{segment.ErrStaleEpoch, kerr.FencedLeaderEpoch},
 	{segment.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{segment.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{segment.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{segment.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	{segment.ErrClosed, kerr.NotLeaderForPartition},
 	{segment.ErrLogFailed, kerr.KafkaStorageError},
 }

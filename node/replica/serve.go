@@ -50,9 +50,26 @@ func (r *Replica) Produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 		res.Err, res.ErrMessage = kafkaError(err), err.Error()
 		return res
 	}
+	// A transactional batch that would open a transaction here is first
+	// verified with its coordinator (KIP-890 part 1, txn.go). Only the
+	// first batch's header is read: a producer's batch comes alone.
+	var guard uint64
+	var first segment.BatchHeader
+	if p.TransactionalID != "" {
+		it := segment.NewBatchIter(p.Records)
+		first, _, _ = it.Next()
+		if guard, err = r.verify(ctx, p, first); err != nil {
+			res.Err = err
+			return res
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.canProduceLocked(p.Acks); err != nil {
+		res.Err = err
+		return res
+	}
+	if err := r.checkGuard(first.ProducerID, guard); err != nil {
 		res.Err = err
 		return res
 	}
@@ -120,7 +137,30 @@ func (r *Replica) Fetch(p kafka.FetchPartition) kafka.FetchResult {
 		return res
 	}
 	hw := r.hw.Load()
-	return r.read(res, p.Offset, p.MaxBytes, hw, hw)
+	lso := r.LastStable(hw)
+	if !p.ReadCommitted {
+		res, _ = r.read(res, p.Offset, p.MaxBytes, hw, hw, lso)
+		return res
+	}
+	res, next := r.read(res, p.Offset, p.MaxBytes, lso, hw, lso)
+	if res.Err == nil && next > p.Offset {
+		res.Aborted = r.aborted(p.Offset, next)
+	}
+	return res
+}
+
+// aborted lists the aborted transactions whose data overlaps [from, upTo)
+// for a read_committed answer.
+func (r *Replica) aborted(from, upTo int64) []kafka.AbortedTxn {
+	txns := r.log.AbortedTxns(from, upTo, nil)
+	if len(txns) == 0 {
+		return nil
+	}
+	out := make([]kafka.AbortedTxn, len(txns))
+	for i, t := range txns {
+		out[i] = kafka.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset}
+	}
+	return out
 }
 
 // spanMinBytes is the smallest read answered from the segment file (sent
@@ -130,8 +170,9 @@ const spanMinBytes = 16 << 10
 
 // read answers a fetch with the whole batches from offset below upTo, at
 // most maxBytes but at least one: left in the segment file when they are
-// many bytes, copied otherwise.
-func (r *Replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, hw int64) kafka.FetchResult {
+// many bytes, copied otherwise. It also returns the offset after the last
+// batch read (offset when none).
+func (r *Replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, hw, lso int64) (kafka.FetchResult, int64) {
 	s, err := r.log.ReadSpan(offset, maxBytes, upTo)
 	if err != nil {
 		// Below the log start (retention): the follower or consumer
@@ -140,11 +181,13 @@ func (r *Replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, 
 		if errors.Is(err, segment.ErrCorruptBatch) {
 			r.m.scrubSoon(r) // never handed out; the scrub finds where and repairs
 		}
-		return res
+		return res, offset
 	}
-	res.HighWatermark, res.LogStartOffset = hw, s.LogStart
+	res.HighWatermark, res.LastStableOffset, res.LogStartOffset = hw, lso, s.LogStart
+	next := s.Next
 	switch {
 	case s.Size == 0:
+		next = offset
 	case s.Size >= spanMinBytes:
 		res.File = s
 	default:
@@ -154,7 +197,7 @@ func (r *Replica) read(res kafka.FetchResult, offset int64, maxBytes int, upTo, 
 			res.Err, res.Records = kafkaError(err), nil
 		}
 	}
-	return res
+	return res, next
 }
 
 // replicaFetch serves a follower's Fetch: the state machine decides (epoch
@@ -195,7 +238,8 @@ func (r *Replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 		res.Diverging = &kafka.EpochEnd{Epoch: a.Diverging.Epoch, EndOffset: a.Diverging.EndOffset}
 		return res
 	}
-	return r.read(res, a.ReadFrom, p.MaxBytes, math.MaxInt64, a.HW)
+	res, _ = r.read(res, a.ReadFrom, p.MaxBytes, math.MaxInt64, a.HW, r.LastStable(a.HW))
+	return res
 }
 
 // fetched handles this follower's fetch response for req: append the
@@ -253,6 +297,9 @@ func (r *Replica) ListOffset(p kafka.ListOffsetPartition) kafka.ListOffsetResult
 		return res
 	}
 	hw := r.hw.Load()
+	if p.ReadCommitted {
+		hw = r.LastStable(hw) // what read_committed consumers may read
+	}
 	switch p.Timestamp {
 	case -2:
 		res.Offset, res.LeaderEpoch = r.log.LogStartOffset(), epoch
