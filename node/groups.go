@@ -263,13 +263,5 @@ func (h coordHost) NextSequence(p int32, pid int64, epoch int16) int32 {
 	return 0
 }
 
-// CompleteTxn tells the group coordinator that the marker ending
-// producerID's transaction is committed in offsets partition p (the
-// WriteTxnMarkers handler calls it once the marker is below the high
-// watermark): its pending transactional offsets commit or abort.
-func (b *broker) CompleteTxn(p int32, producerID int64, commit bool) {
-	b.coord.CompleteTxn(p, producerID, commit)
-}
-
 // Changed implements coord.Host.
 func (h coordHost) Changed() <-chan struct{} { return (*broker)(h.n).Appended() }

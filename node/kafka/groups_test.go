@@ -37,7 +37,6 @@ func (f *fakeGroups) GroupShard(group string) (int32, bool) {
 }
 
 func (f *fakeGroups) PartitionExists(topic string, p int32) bool { return topic == "t" && p < 2 }
-func (f *fakeGroups) CompleteTxn(int32, int64, bool)             {}
 
 func (f *fakeGroups) ListGroups(context.Context, []string, []string) ([]kmsg.ListGroupsResponseGroup, error) {
 	g := kmsg.NewListGroupsResponseGroup()
