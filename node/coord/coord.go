@@ -49,9 +49,6 @@ type Host interface {
 // the contract); tests may put a smaller one in its place.
 type Machine interface {
 	Replay(offset int64, key, value []byte) error
-	ReplayTxn(offset, producerID int64, key, value []byte) error
-	ReplayMarker(producerID int64, commit bool)
-	CompleteTxn(now time.Time, producerID int64, commit bool)
 	LoadDone(now time.Time)
 	Step(now time.Time, r group.Request)
 	Appended(now time.Time, id uint64, err error)
@@ -70,6 +67,20 @@ type Machine interface {
 type TopicSetter interface {
 	SetTopics(now time.Time, topics map[string]group.TopicInfo)
 }
+
+// TxnMachine is a Machine's optional capability to keep transactional
+// offset commits (TxnOffsetCommit): *group.Shard has it. The coordinator
+// hands it a transactional batch's records (ReplayTxn), control batches
+// (ReplayMarker) and the node's CompleteTxn; a Machine without it
+// replays a transactional batch's records as any others, and gets no
+// markers.
+type TxnMachine interface {
+	ReplayTxn(offset, producerID int64, key, value []byte) error
+	ReplayMarker(producerID int64, commit bool)
+	CompleteTxn(now time.Time, producerID int64, commit bool)
+}
+
+var _ TxnMachine = (*group.Shard)(nil)
 
 // Options configure a Coordinator.
 type Options struct {
@@ -249,8 +260,12 @@ func (c *Coordinator) CompleteTxn(p int32, producerID int64, commit bool) {
 		s.mu.lateTxns = append(s.mu.lateTxns, lateTxn{producerID, commit})
 		return
 	}
+	tm, ok := s.mu.m.(TxnMachine)
+	if !ok {
+		return
+	}
 	now := c.opts.Now()
-	s.mu.m.CompleteTxn(now, producerID, commit)
+	tm.CompleteTxn(now, producerID, commit)
 	s.processLocked(now)
 }
 

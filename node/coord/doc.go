@@ -31,7 +31,8 @@
 // else writes under that producer id here), so the log fences an older
 // epoch as for the client's own batches. At load a transactional batch's
 // records go to ReplayTxn and a control batch (an EndTransactionMarker)
-// to ReplayMarker. CompleteTxn(partition, producer, commit), which the
+// to ReplayMarker, if the machine is a TxnMachine (*group.Shard is).
+// CompleteTxn(partition, producer, commit), which the
 // node calls when WriteTxnMarkers' marker is committed in the partition
 // (kafka.GroupTxns), reaches the shard's machine, or, while it loads,
 // the machine that loads (before LoadDone).

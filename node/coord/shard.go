@@ -282,8 +282,10 @@ func (s *shard) load() {
 		return
 	}
 	now := s.c.opts.Now()
-	for _, l := range s.mu.lateTxns {
-		s.mu.m.CompleteTxn(now, l.pid, l.commit) // kept by the machine until LoadDone
+	if tm, ok := s.mu.m.(TxnMachine); ok {
+		for _, l := range s.mu.lateTxns {
+			tm.CompleteTxn(now, l.pid, l.commit) // kept by the machine until LoadDone
+		}
 	}
 	s.mu.lateTxns = nil
 	s.mu.m.LoadDone(now)
@@ -335,11 +337,13 @@ func (s *shard) replay(from, upTo int64) (int, error) {
 			}
 			n++
 			var err error
+			tm, txns := s.mu.m.(TxnMachine)
 			switch {
+			case r.Marker && txns:
+				tm.ReplayMarker(r.ProducerID, r.Commit)
 			case r.Marker:
-				s.mu.m.ReplayMarker(r.ProducerID, r.Commit)
-			case r.ProducerID >= 0:
-				err = s.mu.m.ReplayTxn(r.Offset, r.ProducerID, r.Key, r.Value)
+			case r.ProducerID >= 0 && txns:
+				err = tm.ReplayTxn(r.Offset, r.ProducerID, r.Key, r.Value)
 			default:
 				err = s.mu.m.Replay(r.Offset, r.Key, r.Value)
 			}
