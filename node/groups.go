@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"strconv"
 	"strings"
@@ -268,6 +269,24 @@ func (h coordHost) Offsets(p, epoch int32) (start, hw, leo int64, ok bool) {
 		return 0, 0, 0, false
 	}
 	return r.Log().LogStartOffset(), r.HighWatermark(), st.LEO, true
+}
+
+// NextSequence implements coord.Host from the local replica's producer
+// state: the sequence after the producer's last batch at epoch, else 0.
+func (h coordHost) NextSequence(p int32, pid int64, epoch int16) int32 {
+	r := h.n.replica(h.topic, p)
+	if r == nil {
+		return 0
+	}
+	for _, pi := range r.Log().Producers(nil) {
+		if pi.ProducerID == pid && pi.Epoch == epoch && pi.LastSequence >= 0 {
+			if pi.LastSequence == math.MaxInt32 {
+				return 0
+			}
+			return pi.LastSequence + 1
+		}
+	}
+	return 0
 }
 
 // Changed implements coord.Host.

@@ -59,6 +59,11 @@ type Options struct {
 	// tool wraps the disk to forget unsynced writes.
 	FS vfs.FS
 
+	// txnVerifier, when set, verifies transactional batches in place of
+	// the transaction coordinator (KIP-890 part 1): tests fake the
+	// coordinator's answers with it. Test-only.
+	txnVerifier kafka.TxnVerifier
+
 	// skipRecordCheck turns off the leader's record validation on every
 	// log (segment.Options.SkipRecordCheck): BenchmarkProduceValidation
 	// measures its cost with it. Test-only: no config key sets it.
@@ -183,7 +188,8 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 	}
 	n := &Node{
 		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID, skipRecordCheck: opts.skipRecordCheck,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
+		txnVerifier: opts.txnVerifier,
+		wake:        make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
 		dirFailed: make(chan struct{}),
 	}
 	n.mu.openErrs = map[replica.TP]error{}

@@ -37,6 +37,12 @@ type Host interface {
 	// Changed returns a channel closed at the next append or high
 	// watermark change of any local partition.
 	Changed() <-chan struct{}
+	// NextSequence is the base sequence the next batch of producer pid
+	// at epoch must carry in offsets partition p, as the log's producer
+	// state expects it (0 for a producer it does not know, or a new
+	// epoch): a TxnOffsetCommit's offsets are a transactional batch of
+	// the client's producer, checked like the client's own batches.
+	NextSequence(p int32, pid int64, epoch int16) int32
 }
 
 // Machine is one shard's state machine: *group.Shard (see node/group for
@@ -61,6 +67,20 @@ type Machine interface {
 type TopicSetter interface {
 	SetTopics(now time.Time, topics map[string]group.TopicInfo)
 }
+
+// TxnMachine is a Machine's optional capability to keep transactional
+// offset commits (TxnOffsetCommit): *group.Shard has it. The coordinator
+// hands it a transactional batch's records (ReplayTxn), control batches
+// (ReplayMarker) and the node's CompleteTxn; a Machine without it
+// replays a transactional batch's records as any others, and gets no
+// markers.
+type TxnMachine interface {
+	ReplayTxn(offset, producerID int64, key, value []byte) error
+	ReplayMarker(producerID int64, commit bool)
+	CompleteTxn(now time.Time, producerID int64, commit bool)
+}
+
+var _ TxnMachine = (*group.Shard)(nil)
 
 // Options configure a Coordinator.
 type Options struct {
@@ -264,6 +284,36 @@ func (c *Coordinator) ListGroups(states, types []string) ([]kmsg.ListGroupsRespo
 		s.mu.Unlock()
 	}
 	return out, nil
+}
+
+// CompleteTxn tells the shard of offsets partition p, if this node runs
+// it, that the marker ending producerID's transaction is committed in
+// the partition (the node calls it once WriteTxnMarkers' marker is below
+// the high watermark): the producer's pending transactional offsets are
+// committed or dropped. A shard still loading applies it when loaded.
+func (c *Coordinator) CompleteTxn(p int32, producerID int64, commit bool) {
+	s := c.shard(p)
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.gone {
+		return
+	}
+	if !s.mu.loaded {
+		// The load may start over with a new machine: kept here and
+		// handed to the machine that loads.
+		s.mu.lateTxns = append(s.mu.lateTxns, lateTxn{producerID, commit})
+		return
+	}
+	tm, ok := s.mu.m.(TxnMachine)
+	if !ok {
+		return
+	}
+	now := c.opts.Now()
+	tm.CompleteTxn(now, producerID, commit)
+	s.processLocked(now)
 }
 
 // TopicsDeleted tells every loaded shard that topics are gone.

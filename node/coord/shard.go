@@ -39,11 +39,20 @@ type shard struct {
 		// inflight are the appends written and not yet reported, in
 		// order: Appended is called in that order.
 		inflight []*inflight
+		// lateTxns are CompleteTxn calls made while loading, for the
+		// machine that loads.
+		lateTxns []lateTxn
 		// timer fires at the machine's NextDue (nil: none set); due is
 		// when it is set for.
 		timer *time.Timer
 		due   time.Time
 	}
+}
+
+// lateTxn is a CompleteTxn made while the shard loads.
+type lateTxn struct {
+	pid    int64
+	commit bool
 }
 
 // inflight is one append waiting for acks=all.
@@ -138,8 +147,16 @@ func (s *shard) appendLocked(now time.Time, a group.Append) {
 		s.c.wg.Go(func() { s.complete(f, nil) })
 		return
 	}
+	var p *producer
+	if a.Transactional {
+		// Appends of one shard are written one at a time under s.mu,
+		// and nothing else writes to the partition under a producer's
+		// id: the sequence read here is the one the log expects.
+		p = &producer{id: a.ProducerID, epoch: a.ProducerEpoch,
+			seq: s.c.host.NextSequence(s.p, a.ProducerID, a.ProducerEpoch)}
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.c.opts.CommitTimeout)
-	res := s.c.host.Append(ctx, s.p, encodeBatch(now.UnixMilli(), a.Records))
+	res := s.c.host.Append(ctx, s.p, frameBatch(now.UnixMilli(), a.Records, p))
 	s.c.wg.Go(func() {
 		defer cancel()
 		err := res.Err
@@ -265,6 +282,12 @@ func (s *shard) load() {
 		return
 	}
 	now := s.c.opts.Now()
+	if tm, ok := s.mu.m.(TxnMachine); ok {
+		for _, l := range s.mu.lateTxns {
+			tm.CompleteTxn(now, l.pid, l.commit) // kept by the machine until LoadDone
+		}
+	}
+	s.mu.lateTxns = nil
 	s.mu.m.LoadDone(now)
 	if ts, ok := s.mu.m.(TopicSetter); ok {
 		if topics := s.c.lastTopics(); topics != nil {
@@ -316,7 +339,18 @@ func (s *shard) replay(from, upTo int64) (int, error) {
 				continue
 			}
 			n++
-			if err := s.mu.m.Replay(r.Offset, r.Key, r.Value); err != nil {
+			var err error
+			tm, txns := s.mu.m.(TxnMachine)
+			switch {
+			case r.Marker && txns:
+				tm.ReplayMarker(r.ProducerID, r.Commit)
+			case r.Marker:
+			case r.ProducerID >= 0 && txns:
+				err = tm.ReplayTxn(r.Offset, r.ProducerID, r.Key, r.Value)
+			default:
+				err = s.mu.m.Replay(r.Offset, r.Key, r.Value)
+			}
+			if err != nil {
 				s.c.log.Error("coord: skipping an undecodable record", "topic", s.c.opts.Topic, "partition", s.p, "offset", r.Offset, "err", err)
 			}
 		}

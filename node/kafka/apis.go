@@ -87,6 +87,7 @@ func newTable(b Broker) *table {
 		{key: kmsg.ListGroups, min: 0, max: 5, handle: handleListGroups, needs: has[Groups]},
 		{key: kmsg.DeleteGroups, min: 0, max: 2, handle: handleDeleteGroups, needs: has[Groups]},
 		{key: kmsg.OffsetDelete, min: 0, max: 0, handle: handleOffsetDelete, needs: has[Groups]},
+		{key: kmsg.TxnOffsetCommit, min: 0, max: 5, handle: handleTxnOffsetCommit, needs: has[Groups]},
 		{key: kmsg.SASLHandshake, min: 1, max: 1, handle: handleSASLHandshake, maxBytes: saslMaxReceive, listFrom0: true},
 		{key: kmsg.SASLAuthenticate, min: 0, max: 2, handle: handleSASLAuthenticate, maxBytes: saslMaxReceive},
 		{key: kmsg.DescribeUserSCRAMCredentials, min: 0, max: 0, handle: handleDescribeUserSCRAMCredentials, needs: has[ScramAdmin]},

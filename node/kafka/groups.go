@@ -12,8 +12,9 @@ import (
 // Groups is the optional Broker capability to coordinate consumer groups
 // (the classic protocol and committed offsets). With it the server serves
 // FindCoordinator for groups, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-// OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups and
-// OffsetDelete; the node implements it over node/coord.
+// OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups,
+// OffsetDelete and TxnOffsetCommit; the node implements it over
+// node/coord.
 //
 // The handlers route: each group lives in one shard (a partition of
 // __consumer_offsets); a request naming several groups is split by shard,
@@ -45,8 +46,9 @@ type Groups interface {
 	// filtered by states and types (empty: all). An error (a shard still
 	// loading: COORDINATOR_LOAD_IN_PROGRESS) is the response's.
 	ListGroups(ctx context.Context, states, types []string) ([]kmsg.ListGroupsResponseGroup, error)
-	// PartitionExists says whether topic has partition: an OffsetCommit or
-	// OffsetDelete of any other gets UNKNOWN_TOPIC_OR_PARTITION.
+	// PartitionExists says whether topic has partition: an OffsetCommit,
+	// TxnOffsetCommit or OffsetDelete of any other gets
+	// UNKNOWN_TOPIC_OR_PARTITION.
 	PartitionExists(topic string, partition int32) bool
 }
 
