@@ -68,6 +68,10 @@ type Options struct {
 	// log (segment.Options.SkipRecordCheck): BenchmarkProduceValidation
 	// measures its cost with it. Test-only: no config key sets it.
 	skipRecordCheck bool
+	// noTxnVerify leaves the replicas without KIP-890 verification
+	// (every transactional batch accepted), for tests that write
+	// transactional batches and markers by hand, with no coordinator.
+	noTxnVerify bool
 }
 
 // Node is one running Sluice process.
@@ -91,8 +95,8 @@ type Node struct {
 	epoch atomic.Int64
 
 	clusterID string
-	// skipRecordCheck: Options.skipRecordCheck.
-	skipRecordCheck bool
+	// skipRecordCheck, noTxnVerify: Options'.
+	skipRecordCheck, noTxnVerify bool
 
 	// reconcileMu serialises reconciliations (lock order: first).
 	reconcileMu sync.Mutex
@@ -187,7 +191,7 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID, skipRecordCheck: opts.skipRecordCheck,
+		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID, skipRecordCheck: opts.skipRecordCheck, noTxnVerify: opts.noTxnVerify,
 		txnVerifier: opts.txnVerifier,
 		wake:        make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
 		dirFailed: make(chan struct{}),
@@ -304,7 +308,9 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 	*undo = append(*undo, n.coord.Close)
 	n.txnc = txncoord.New(txnHost{coordHost{n, txn.StateTopic}}, txncoord.Options{Config: n.cfg.Transactions.Coordinator, Logger: n.log})
 	*undo = append(*undo, n.txnc.Close)
-	n.txnVerifier = (*broker)(n)
+	if !n.noTxnVerify {
+		n.txnVerifier = (*broker)(n)
+	}
 	return clean, nil
 }
 

@@ -197,7 +197,8 @@ func consumeValues(ctx context.Context, t testing.TB, seeds []string, topic stri
 // with the data it overlaps; marker epochs are checked; kgo consumers see
 // the committed records only (read_committed) or all (read_uncommitted).
 func TestTxnDataPath(t *testing.T) {
-	tn := startNode(t, t.TempDir())
+	// Batches and markers by hand: no coordinator verifies them.
+	tn := startNodeWith(t, t.TempDir(), Options{noTxnVerify: true})
 	ctx := testCtx(t)
 	cl := newClient(t, tn)
 	createTopic(ctx, t, cl, "tx", 1)
