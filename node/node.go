@@ -68,10 +68,6 @@ type Options struct {
 	// log (segment.Options.SkipRecordCheck): BenchmarkProduceValidation
 	// measures its cost with it. Test-only: no config key sets it.
 	skipRecordCheck bool
-	// noTxnVerify leaves the replicas without KIP-890 verification
-	// (every transactional batch accepted), for tests that write
-	// transactional batches and markers by hand, with no coordinator.
-	noTxnVerify bool
 }
 
 // Node is one running Sluice process.
@@ -95,8 +91,8 @@ type Node struct {
 	epoch atomic.Int64
 
 	clusterID string
-	// skipRecordCheck, noTxnVerify: Options'.
-	skipRecordCheck, noTxnVerify bool
+	// skipRecordCheck: Options.skipRecordCheck.
+	skipRecordCheck bool
 
 	// reconcileMu serialises reconciliations (lock order: first).
 	reconcileMu sync.Mutex
@@ -107,7 +103,8 @@ type Node struct {
 	// txnVerifier verifies transactional batches that open a transaction
 	// with their coordinator (KIP-890 part 1, txndata.go); set in Open
 	// before the listeners serve, nil: every batch is accepted.
-	txnVerifier kafka.TxnVerifier
+	// testVerifier (Options.txnVerifier) stands in for it in tests.
+	txnVerifier, testVerifier kafka.TxnVerifier
 	// coord runs the group coordinator's shards (node/coord, groups.go);
 	// topicsSeen are the topics of the last reconciliation (under
 	// reconcileMu), to tell it which were deleted.
@@ -191,9 +188,9 @@ func Open(cfg *config.Config, opts Options) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID, skipRecordCheck: opts.skipRecordCheck, noTxnVerify: opts.noTxnVerify,
-		txnVerifier: opts.txnVerifier,
-		wake:        make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
+		cfg: cfg, log: opts.Logger, fs: opts.FS, dir: cfg.LogDirs[0], clusterID: meta.ClusterID, skipRecordCheck: opts.skipRecordCheck,
+		testVerifier: opts.txnVerifier,
+		wake:         make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{}),
 		dirFailed: make(chan struct{}),
 	}
 	n.mu.openErrs = map[replica.TP]error{}
@@ -308,9 +305,7 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 	*undo = append(*undo, n.coord.Close)
 	n.txnc = txncoord.New(txnHost{coordHost{n, txn.StateTopic}}, txncoord.Options{Config: n.cfg.Transactions.Coordinator, Logger: n.log})
 	*undo = append(*undo, n.txnc.Close)
-	if !n.noTxnVerify {
-		n.txnVerifier = (*broker)(n)
-	}
+	n.txnVerifier = (*broker)(n)
 	return clean, nil
 }
 

@@ -62,13 +62,18 @@ func (b *broker) CompleteTxn(partition int32, producerID int64, commit bool) {
 
 // txnVerify is the replicas' kafka.TxnVerifier: the transaction
 // coordinator's verification (Node.txnVerifier, which the transaction
-// coordinator's wiring sets in Open before the listeners serve), or, with
-// none, acceptance of every batch.
+// coordinator's wiring sets in Open before the listeners serve; a test's
+// Options.txnVerifier before it), or, with none, acceptance of every
+// batch.
 type txnVerify struct{ n *Node }
 
 // VerifyTxn implements kafka.TxnVerifier.
 func (v txnVerify) VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error {
-	if tv := v.n.txnVerifier; tv != nil {
+	tv := v.n.txnVerifier
+	if v.n.testVerifier != nil {
+		tv = v.n.testVerifier
+	}
+	if tv != nil {
 		return tv.VerifyTxn(ctx, transactionalID, producerID, epoch, topic, partition)
 	}
 	return nil

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluice-log/sluice/node/replica"
+	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
 )
 
@@ -197,8 +199,9 @@ func consumeValues(ctx context.Context, t testing.TB, seeds []string, topic stri
 // with the data it overlaps; marker epochs are checked; kgo consumers see
 // the committed records only (read_committed) or all (read_uncommitted).
 func TestTxnDataPath(t *testing.T) {
-	// Batches and markers by hand: no coordinator verifies them.
-	tn := startNodeWith(t, t.TempDir(), Options{noTxnVerify: true})
+	// Batches and markers by hand: no coordinator knows them, so every
+	// batch is accepted without asking one.
+	tn := startNodeWith(t, t.TempDir(), Options{txnVerifier: acceptVerifier{}})
 	ctx := testCtx(t)
 	cl := newClient(t, tn)
 	createTopic(ctx, t, cl, "tx", 1)
@@ -301,5 +304,226 @@ func TestTxnDataPath(t *testing.T) {
 	}
 	if got := consumeValues(ctx, t, seeds, "tx", kgo.ReadUncommitted(), "p2"); !slices.Equal(got, []string{"p0", "a1", "a2", "p1", "b1", "p2"}) {
 		t.Fatalf("kgo read_uncommitted read %q", got)
+	}
+}
+
+// acceptVerifier accepts every transactional batch.
+type acceptVerifier struct{}
+
+func (acceptVerifier) VerifyTxn(context.Context, string, int64, int16, string, int32) error { return nil }
+
+// fakeVerifier stands in for the transaction coordinator's KIP-890
+// verification: it answers by transactional id, counts the calls, and
+// for "block" waits until released (telling entered first).
+type fakeVerifier struct {
+	calls   chan string
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (f *fakeVerifier) VerifyTxn(ctx context.Context, txnID string, _ int64, _ int16, _ string, _ int32) error {
+	f.calls <- txnID
+	switch txnID {
+	case "not-added":
+		return kerr.InvalidTxnState
+	case "zombie":
+		return kerr.ProducerFenced
+	case "coordinator-moving":
+		return kerr.NotCoordinator
+	case "block":
+		f.entered <- struct{}{}
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// TestTxnVerification (KIP-890 part 1): a transactional batch that would
+// open a transaction is verified with the coordinator, and only that one;
+// the coordinator's refusals answer INVALID_TXN_STATE,
+// INVALID_PRODUCER_EPOCH or (retriable) NOT_ENOUGH_REPLICAS and write
+// nothing; a marker written while a batch is being verified makes the
+// batch fail (INVALID_TXN_STATE) instead of opening a transaction no
+// coordinator would end.
+func TestTxnVerification(t *testing.T) {
+	fv := &fakeVerifier{calls: make(chan string, 16), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	tn := startNodeWith(t, t.TempDir(), Options{txnVerifier: fv})
+	ctx := testCtx(t)
+	cl := newClient(t, tn)
+	createTopic(ctx, t, cl, "vtx", 1)
+	w := newTxnWire(ctx, t, cl, "vtx", 1)
+	calls := func() []string {
+		var out []string
+		for {
+			select {
+			case c := <-fv.calls:
+				out = append(out, c)
+			default:
+				return out
+			}
+		}
+	}
+	leo := func() int64 { return tn.replica("vtx", 0).Log().LogEndOffset() }
+
+	if p := w.produce("ok", txnBatchOf(1, 0, 0, "a")); p.ErrorCode != 0 {
+		t.Fatalf("verified batch: %+v", p)
+	}
+	if p := w.produce("ok", txnBatchOf(1, 0, 1, "b")); p.ErrorCode != 0 {
+		t.Fatalf("second batch of the transaction: %+v", p)
+	}
+	if got := calls(); !slices.Equal(got, []string{"ok"}) {
+		t.Fatalf("verifications %q, want one for the batch that opened the transaction", got)
+	}
+	for txnID, want := range map[string]*kerr.Error{"not-added": kerr.InvalidTxnState, "zombie": kerr.InvalidProducerEpoch,
+		"coordinator-moving": kerr.NotEnoughReplicas} {
+		before := leo()
+		if p := w.produce(txnID, txnBatchOf(2, 0, 0, "x")); p.ErrorCode != want.Code {
+			t.Fatalf("%s: error %d, want %s", txnID, p.ErrorCode, want.Message)
+		}
+		if leo() != before {
+			t.Fatalf("%s: the refused batch was written", txnID)
+		}
+	}
+	calls()
+
+	// The guard: an abort marker lands while the batch is verified.
+	answer := make(chan kmsg.ProduceResponseTopicPartition, 1)
+	go func() { answer <- w.produce("block", txnBatchOf(3, 0, 0, "late")) }()
+	select {
+	case <-fv.entered:
+	case <-ctx.Done():
+		t.Fatal("the batch was never verified")
+	}
+	if code := w.marker(3, 0, false, 0); code != 0 {
+		t.Fatalf("abort marker: error %d", code)
+	}
+	before := leo()
+	close(fv.release)
+	if p := <-answer; p.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("batch verified across a marker: %+v", p)
+	}
+	if leo() != before {
+		t.Fatal("the late batch was written")
+	}
+	if _, _, open := tn.replica("vtx", 0).Log().OngoingTxn(3); open {
+		t.Fatal("the late batch opened a transaction")
+	}
+}
+
+// TestTxnMarkersReplicated: RF=3. A committed transaction and an open one
+// replicate with their marker and state; the leader is killed; the new
+// leader holds the LSO at the open transaction's first offset (its state
+// rebuilt from the replicated batches) until the coordinator's abort
+// marker, written there; read_committed consumers then see the committed
+// transaction only; the old leader restarts and its log agrees, aborted
+// index included.
+func TestTxnMarkersReplicated(t *testing.T) {
+	c := startReplCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	const topic = "rtx"
+	c.createTopic(ctx, topic, 1, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
+	var leader *replNode
+	c.waitImage(ctx, "a leader with the full ISR", func(im *quorum.Image) bool {
+		p := im.Topics[topic].Partitions[0]
+		return p.Leader >= 0 && len(p.ISR) == 3
+	})
+	leader = c.leaderOf(topic, 0)
+	cl := c.client()
+	w := newTxnWire(ctx, t, cl, topic, leader.id)
+	const pid = 9000
+	if p := w.produce("t", txnBatchOf(pid, 0, 0, "a1", "a2")); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("transaction A: %+v", p)
+	}
+	if code := w.marker(pid, 0, true, 3); code != 0 {
+		t.Fatalf("commit marker: error %d", code)
+	}
+	if p := w.produce("t", txnBatchOf(pid, 0, 2, "b1")); p.ErrorCode != 0 || p.BaseOffset != 3 {
+		t.Fatalf("transaction B: %+v", p)
+	}
+	// Every replica holds both, with B open from offset 3.
+	for _, rn := range c.nodes {
+		waitUntilFn(ctx, t, fmt.Sprintf("node %d's copy", rn.id), func() bool {
+			r := rn.replica(topic, 0)
+			if r == nil {
+				return false
+			}
+			first, _, open := r.Log().OngoingTxn(pid)
+			return r.Log().LogEndOffset() == 4 && open && first == 3
+		})
+	}
+	if c, u := w.listOffset(1), w.listOffset(0); c != 3 || u != 4 {
+		t.Fatalf("before the kill: LSO %d, HW %d", c, u)
+	}
+
+	c.kill(leader)
+	c.waitImage(ctx, "a new leader", func(im *quorum.Image) bool {
+		l := im.Topics[topic].Partitions[0].Leader
+		return l >= 0 && l != leader.id
+	})
+	next := c.leaderOf(topic, 0)
+	cl2 := c.client()
+	w2 := newTxnWire(ctx, t, cl2, topic, next.id)
+	waitUntilFn(ctx, t, "the new leader's high watermark", func() bool { return w2.listOffset(0) == 4 })
+	if got := w2.listOffset(1); got != 3 {
+		t.Fatalf("new leader's LSO with B open: %d, want 3", got)
+	}
+	dp := w2.producers()
+	if dp.ErrorCode != 0 || len(dp.ActiveProducers) != 1 || dp.ActiveProducers[0].CurrentTxnStartOffset != 3 ||
+		dp.ActiveProducers[0].CoordinatorEpoch != 3 {
+		t.Fatalf("new leader's producers: %+v", dp)
+	}
+	// The coordinator, at the same epoch, aborts B at the new leader.
+	if code := w2.marker(pid, 0, false, 3); code != 0 {
+		t.Fatalf("abort marker at the new leader: error %d", code)
+	}
+	if c, u := w2.listOffset(1), w2.listOffset(0); c != 5 || u != 5 {
+		t.Fatalf("after the abort: LSO %d, HW %d", c, u)
+	}
+	rc := w2.fetch(0, 1, 0, 0)
+	if got := batchesOf(t, rc); !slices.Equal(got, []string{"0", "c2", "3", "c4"}) || !slices.Equal(abortedOf(rc), []string{fmt.Sprintf("%d@3", pid)}) {
+		t.Fatalf("read_committed at the new leader: batches %v aborted %v", got, abortedOf(rc))
+	}
+	var seeds []string
+	for _, rn := range c.nodes {
+		if rn.Node != nil {
+			seeds = append(seeds, rn.KafkaAddr())
+		}
+	}
+	if p := w2.produce("", segment.BuildBatch(time.Now().UnixMilli(), []byte("end"))); p.ErrorCode != 0 {
+		t.Fatalf("end: %+v", p)
+	}
+	if got := consumeValues(ctx, t, seeds, topic, kgo.ReadCommitted(), "end"); !slices.Equal(got, []string{"a1", "a2", "end"}) {
+		t.Fatalf("kgo read_committed read %q", got)
+	}
+
+	c.restart(leader)
+	var r *replica.Replica
+	waitUntilFn(ctx, t, "the old leader caught up", func() bool {
+		if r = leader.replica(topic, 0); r == nil {
+			return false
+		}
+		_, _, open := r.Log().OngoingTxn(pid)
+		return r.Log().LogEndOffset() == 6 && !open
+	})
+	if got := r.Log().AbortedTxns(0, 6, nil); len(got) != 1 || got[0].ProducerID != pid || got[0].FirstOffset != 3 || got[0].LastOffset != 4 {
+		t.Fatalf("old leader's aborted index: %+v", got)
+	}
+}
+
+// waitUntilFn polls cond (every 20 ms) until it holds or ctx ends.
+func waitUntilFn(ctx context.Context, t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-tick.C:
+		}
 	}
 }

@@ -78,6 +78,9 @@ func (l *Log) CleanCandidate(p CleanPolicy, upTo int64, now time.Time) CleanCand
 // corrupt, ends the range.
 func (l *Log) candidateLocked(p CleanPolicy, upTo int64, now time.Time) CleanCandidate {
 	c := CleanCandidate{FirstDirty: max(l.cleanedTo, l.logStart)}
+	if fu, ok := l.firstUnstableLocked(); ok {
+		upTo = min(upTo, fu) // never past an open transaction
+	}
 	if !p.Compact || l.closed || len(l.segs) == 0 {
 		c.CleanableEnd = c.FirstDirty
 		return c
@@ -155,6 +158,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (st CleanStats, err err
 	}
 	c := &cleaner{l: l, o: o, ctx: ctx, st: &st, gen: gen}
 	defer c.close()
+	c.loadAborted(cand.CleanableEnd)
 	dirty := cand.FirstDirty
 	for dirty < cand.CleanableEnd {
 		if err := ctx.Err(); err != nil {

@@ -109,7 +109,7 @@ func (s *script) cleanPolicy(d *datadriven.TestData) CleanPolicy {
 
 // runClean runs the cleaner's script commands:
 //
-//	append-kv epoch=E ts=T kv=a=1,b!,-=x [codec=gzip] [pid=P seq=S]   one keyed batch (b!: tombstone, -: null key)
+//	append-kv epoch=E ts=T kv=a=1,b!,-=x [codec=gzip] [pid=P seq=S [txn]]   one keyed batch (b!: tombstone, -: null key; txn: transactional)
 //	candidate up-to=O now=T [policy]       CleanCandidate
 //	clean up-to=O now=T [map-bytes=N] [policy]  Clean: its stats, then the state
 //	dump                                   every segment's batches and records
@@ -126,7 +126,11 @@ func (s *script) runClean(d *datadriven.TestData) (string, error) {
 		}
 		b := buildKVBatch(s.arg(d, "ts", 0), codecNames[codec], parseKVs(kvs))
 		if d.HasArg("pid") {
-			setProducer(b, s.arg(d, "pid", -1), int16(s.arg(d, "pepoch", 0)), int32(s.arg(d, "seq", 0)), codecNames[codec])
+			attrs := codecNames[codec]
+			if d.HasArg("txn") {
+				attrs |= attrTransactional
+			}
+			setProducer(b, s.arg(d, "pid", -1), int16(s.arg(d, "pepoch", 0)), int32(s.arg(d, "seq", 0)), attrs)
 		}
 		info, err := s.l.Append(b, int32(s.arg(d, "epoch", 0)))
 		if err != nil {
@@ -202,6 +206,12 @@ func dumpLog(l *Log) (string, error) {
 			if h.RecordCount == 0 {
 				b.WriteString(" (empty)")
 			}
+			if h.IsControl() {
+				if c, ok := parseControl(batch); ok {
+					fmt.Fprintf(&b, " marker commit=%v coord=%d\n", c.commit, c.coordEpoch)
+					continue
+				}
+			}
 			err = eachRecord(batch, h, func(r record) bool {
 				fmt.Fprintf(&b, " %d:%s", r.offset, r.String())
 				return true
@@ -248,6 +258,8 @@ func recordValue(raw []byte) []byte {
 
 // latestValues reads the whole log through Read and returns each key's
 // latest value; a key whose latest record is a tombstone maps to "!".
+// Transaction markers are skipped; records of open and aborted
+// transactions count (read_uncommitted).
 func latestValues(l *Log) (map[string]string, error) {
 	out := map[string]string{}
 	off := l.LogStartOffset()
@@ -263,6 +275,9 @@ func latestValues(l *Log) (map[string]string, error) {
 		for h, b, ok := it.Next(); ok; h, b, ok = it.Next() {
 			if _, _, err := checkBatch(b, DefaultMaxBatchBytes); err != nil {
 				return nil, fmt.Errorf("batch %d: %w", h.BaseOffset, err)
+			}
+			if h.IsControl() {
+				continue
 			}
 			err := eachRecord(b, h, func(r record) bool {
 				if r.offset < off || r.keyNull {

@@ -22,6 +22,14 @@ type cleaner struct {
 	keys   []keyAt    // one batch's keys, before they go into latest
 	dec    decompressor
 
+	// Transactions (txnclean.go): the aborted transactions of the range
+	// cleaned, by producer; the producers whose transactional data a pass
+	// has read since their last marker; the abort markers it removed.
+	aborted    map[int64][]AbortedTxn
+	txnSeen    map[int64]bool
+	goneAborts []int64
+	goneMarker int64 // the last marker a pass removed; -1: none
+
 	rd   batchReader
 	out  []byte // the segment being written, not yet flushed
 	recs []byte // a rebuilt batch's records
@@ -65,9 +73,11 @@ func (c *cleaner) buildMap(from, end int64) (int64, error) {
 			if h.NextOffset() <= from {
 				continue
 			}
-			if !h.IsControl() {
+			if !h.IsControl() && !c.abortedBatch(h) {
 				// Only a batch whose records all decode counts (the others
-				// are kept whole, and consumers cannot read them either).
+				// are kept whole, and consumers cannot read them either);
+				// an aborted transaction's records go, and count for
+				// nothing.
 				c.keys = c.keys[:0]
 				err := c.eachRecord(b, h, func(r record) bool {
 					if r.offset >= from && !r.keyNull {
@@ -121,20 +131,31 @@ func (c *cleaner) retain(r record, cleanedAt int64) bool {
 // with its codec) when some do, an empty batch when none does but it is
 // its producer's last (kept for idempotence, as Kafka) or the log's last
 // (keep), nothing otherwise.
-// Control batches and batches whose records do not decode stay whole.
+// An aborted transaction's batch loses all its records; a transaction
+// marker goes when dropMarker says so (txnclean.go), else stays whole, as
+// do batches whose records do not decode.
 func (c *cleaner) cleanBatch(h BatchHeader, b []byte, cleanedAt int64, keep bool) error {
 	c.st.RecordsRead += int64(h.RecordCount)
 	if h.IsControl() {
+		if !keep && c.dropMarker(h, b, cleanedAt) {
+			c.st.BatchesDropped++
+			return nil
+		}
 		c.out = append(c.out, b...)
 		c.st.RecordsKept += int64(h.RecordCount)
 		return nil
+	}
+	abort := false
+	if h.IsTransactional() && h.ProducerID >= 0 {
+		c.txnSeen[h.ProducerID] = true
+		abort = c.abortedBatch(h)
 	}
 	c.recs = c.recs[:0]
 	kept, total := 0, 0
 	maxDelta := int64(-1 << 63)
 	err := c.eachRecord(b, h, func(r record) bool {
 		total++
-		if c.retain(r, cleanedAt) {
+		if !abort && c.retain(r, cleanedAt) {
 			kept++
 			c.recs = append(c.recs, r.raw...)
 			maxDelta = max(maxDelta, r.tsDelta)

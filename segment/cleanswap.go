@@ -65,6 +65,8 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 			}
 		}
 	}()
+	clear(c.txnSeen)
+	c.goneAborts, c.goneMarker = c.goneAborts[:0], -1
 	for i, s := range segs {
 		wasCleaned := cleanedAt[i]
 		if !s.cleaned {
@@ -79,10 +81,14 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 			return err
 		}
 	}
+	if err := c.dropStaleSnapshots(); err != nil {
+		return err
+	}
 	if err := l.swapCleaned(outs, mapEnd, c.gen); err != nil {
 		return err
 	}
 	ok = true
+	c.forgetGoneAborts()
 	c.st.SegmentsCleaned += len(outs)
 	return nil
 }

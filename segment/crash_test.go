@@ -34,7 +34,7 @@ func (m *crashModel) leo() int64 {
 func (m *crashModel) nextSeq(pid int64) int32 {
 	for _, bs := range [][][]byte{m.batches, m.dropped} {
 		for i := len(bs) - 1; i >= 0; i-- {
-			if h := parseHeader(bs[i]); h.ProducerID == pid {
+			if h := parseHeader(bs[i]); h.ProducerID == pid && !h.IsControl() {
 				return nextSeq(h.LastSequence())
 			}
 		}
@@ -146,12 +146,30 @@ func crashRun(t *testing.T, seed uint64, points int, goOn bool) int {
 			if rng.IntN(20) == 0 {
 				epoch++
 			}
+			if rng.IntN(8) == 0 {
+				// A marker ends transactional producer 11's or 12's
+				// transaction (or nothing), committed or aborted.
+				mk := Marker{ProducerID: int64(11 + rng.IntN(2)), Commit: rng.IntN(2) == 0, Timestamp: 1}
+				off, err := l.AppendMarker(mk, epoch)
+				if err != nil || off != m.leo() {
+					fail("marker %+v: offset %d %v, log end was %d", mk, off, err, m.leo())
+				}
+				b := appendMarkerBatch(nil, mk)
+				setBaseOffset(b, off)
+				setLeaderEpoch(b, epoch)
+				m.batches = append(m.batches, b)
+				continue
+			}
 			if rng.IntN(3) == 0 {
 				// An idempotent producer's batch: one of three producers,
 				// at the sequence after its last batch in the log.
 				recs = recs[:frameLength(recs, DefaultMaxBatchBytes)]
-				pid := int64(1 + rng.IntN(3))
-				setProducer(recs, pid, 0, m.nextSeq(pid), 0)
+				// Producers 11 and 12 are transactional.
+				pid, attrs := int64(1+rng.IntN(3)), int16(0)
+				if rng.IntN(2) == 0 {
+					pid, attrs = int64(11+rng.IntN(2)), attrTransactional
+				}
+				setProducer(recs, pid, 0, m.nextSeq(pid), attrs)
 			}
 			if info, err := l.Append(recs, epoch); err != nil || info.Duplicate {
 				fail("append: %+v %v; model start %d leo %d batches %d; log %s; lastop %d", info, err, m.logStart, m.leo(), len(m.batches), l.debugString(), lastOp)
@@ -282,8 +300,9 @@ func checkCrashImage(t *testing.T, seed uint64, fs *vfs.MemFS, opts Options, m *
 	// A producer's retry of any of its last five batches in the
 	// recovered log is a duplicate: it answers the original's offsets.
 	window := map[int64][]BatchHeader{}
+	checkCrashTxns(fail, l, m)
 	for _, b := range m.batches {
-		if h := parseHeader(b); h.ProducerID >= 0 && h.NextOffset() <= leo {
+		if h := parseHeader(b); h.ProducerID >= 0 && !h.IsControl() && h.NextOffset() <= leo {
 			window[h.ProducerID] = append(window[h.ProducerID], h)
 		}
 	}

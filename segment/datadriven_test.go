@@ -31,6 +31,8 @@ import (
 //	producers                                        the idempotent-producer state
 //	snapshots | corrupt-snapshot offset=O            producer-state snapshot files
 //	producer-recovery                                how the last open rebuilt it
+//	marker pid=P [pepoch=E] [abort] [coord=C] [ts=T] [epoch=LE]   AppendMarker
+//	txns [from=O] [to=O]     first unstable offset, open transactions, AbortedTxns(from, to)
 //
 // append's pid=P [pepoch=E] [seq=S] [attrs=A] make it an idempotent
 // producer's batch (attrs: 16 transactional, 32 control). The cleaner's
@@ -256,6 +258,8 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 		return fmt.Sprintf("log end %d\n", end) + s.state(), nil
 	case "producers":
 		return s.producers(), nil
+	case "marker", "txns":
+		return s.txn(d)
 	case "snapshots":
 		l := s.l
 		l.mu.Lock()
@@ -359,6 +363,12 @@ func (s *script) producers() string {
 	for _, id := range ids {
 		e := l.pstate.producers[id]
 		fmt.Fprintf(&b, "pid=%d epoch=%d last-ts=%d:", id, e.epoch, e.lastTs)
+		if e.txnFirst >= 0 {
+			fmt.Fprintf(&b, " txn@%d", e.txnFirst)
+		}
+		if e.coordEpoch >= 0 {
+			fmt.Fprintf(&b, " coord=%d", e.coordEpoch)
+		}
 		for _, pb := range e.batches {
 			fmt.Fprintf(&b, " seq %d..%d@%d..%d", pb.firstSeq, pb.lastSeq, pb.firstOffset, pb.lastOffset)
 		}

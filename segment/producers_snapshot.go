@@ -3,6 +3,7 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"github.com/cockroachdb/pebble/v2"
 	"io"
 	"os"
 	"sort"
@@ -191,17 +192,21 @@ type ProducerRecovery struct {
 }
 
 // rebuildProducersLocked sets the producer state from the newest snapshot
-// that decodes and lies at or below the log end, then scans the batch
-// headers from its offset to the log end. Without one it scans from the
-// log start. Corrupt snapshots are removed. Called with mu held (or
-// before the log is shared).
-func (l *Log) rebuildProducersLocked() ProducerRecovery {
+// that decodes and lies at or below both the log end and limit, then scans
+// the batches from its offset to the log end (headers, and the one record
+// of each control batch). Without one it scans from the log start.
+// Corrupt snapshots are removed. The aborted-transaction index entries
+// from the scan's start on are rewritten from what it finds (and those of
+// markers past the log end dropped): Open passes the recovery point as
+// limit, so that every entry recovery cannot trust is rebuilt. Called
+// with mu held (or before the log is shared).
+func (l *Log) rebuildProducersLocked(limit int64) ProducerRecovery {
 	rec := ProducerRecovery{Snapshot: -1}
 	st := newProducerState(l.logStart > 0)
 	from := l.logStart
 	for i := len(l.snaps) - 1; i >= 0; i-- {
 		off := l.snaps[i]
-		if off > l.leo {
+		if off > l.leo || off > limit {
 			continue
 		}
 		s, err := l.readSnapshot(off)
@@ -226,28 +231,35 @@ func (l *Log) rebuildProducersLocked() ProducerRecovery {
 	}
 	now := l.opts.Now().UnixMilli()
 	next := int64(-1)
-	rec.Err = l.walkHeadersLocked(from, l.leo, func(h BatchHeader) {
+	wb := l.idx.db.NewBatch()
+	defer wb.Close()
+	wb.DeleteRange(l.k.abort(from), l.k.upper(kindAbort), nil)
+	l.pstate = st
+	rec.Err = l.walkHeadersLocked(from, l.leo, func(h BatchHeader, b []byte) {
 		if next >= 0 && h.BaseOffset > next {
 			// A damaged segment (shorter than its seal) hid batches.
-			st.lossy = true
+			l.pstate.lossy = true
 		}
 		next = h.NextOffset()
 		rec.BatchesScanned++
-		st.update(h, now)
+		l.trackBatchLocked(wb, h, b, now)
 	})
 	if rec.Err != nil {
-		st.lossy = true
+		l.pstate.lossy = true
 	}
-	l.pstate = st
+	if err := wb.Commit(pebble.NoSync); err != nil && rec.Err == nil {
+		rec.Err = fmt.Errorf("aborted-transaction index: %w", err)
+	}
 	return rec
 }
 
 // walkHeadersLocked calls fn with the header of every batch holding an
-// offset in [from, to), clamped to the log, reading headers only. A
-// segment that does not read (damage) is skipped and the walk goes on
-// with the next; the first such error is returned. Called with mu held:
-// no segment can go while it reads.
-func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader)) error {
+// offset in [from, to), clamped to the log, reading headers only, and the
+// whole batch when it is a control batch (nil otherwise, or when it does
+// not read). A segment that does not read (damage) is skipped and the
+// walk goes on with the next; the first such error is returned. Called
+// with mu held: no segment can go while it reads.
+func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader, []byte)) error {
 	from, to = max(from, l.logStart), min(to, l.leo)
 	if from >= to || len(l.segs) == 0 {
 		return nil
@@ -279,7 +291,11 @@ func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader)) error {
 				return first
 			}
 			if h.LastOffset() >= from {
-				fn(h)
+				var b []byte
+				if h.IsControl() {
+					b = r.whole(pos, h)
+				}
+				fn(h, b)
 			}
 			pos += int64(h.Size())
 		}
@@ -289,9 +305,9 @@ func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader)) error {
 
 // recoverProducers loads the producer state at open: snapshots past the
 // recovered log end (a lost tail) are removed durably, then the state is
-// rebuilt from the newest good snapshot and the batches after it, and
-// expired producers are forgotten.
-func (l *Log) recoverProducers() (ProducerRecovery, error) {
+// rebuilt from the newest good snapshot at or below limit and the batches
+// after it, and expired producers are forgotten.
+func (l *Log) recoverProducers(limit int64) (ProducerRecovery, error) {
 	snaps, err := l.listSnapshots()
 	if err != nil {
 		return ProducerRecovery{}, err
@@ -305,7 +321,7 @@ func (l *Log) recoverProducers() (ProducerRecovery, error) {
 			return ProducerRecovery{}, err
 		}
 	}
-	rec := l.rebuildProducersLocked()
+	rec := l.rebuildProducersLocked(limit)
 	l.pstate.expire(l.opts.Now().UnixMilli(), l.opts.ProducerIDExpiration.Milliseconds(), -1)
 	return rec, nil
 }

@@ -57,7 +57,14 @@ func Open(fs vfs.FS, dir, name string, idx *Index, opts Options) (*Log, Recovery
 		l.closeFiles()
 		return nil, rep, fmt.Errorf("segment: open log %s: %w", dir, err)
 	}
-	pr, err := l.recoverProducers()
+	// After an unclean shutdown the aborted-transaction index entries
+	// past the recovery point may be lost or stale: the producer state is
+	// rebuilt from a snapshot at or below it, rewriting them.
+	limit := l.leo
+	if !rep.Clean {
+		limit = l.ckpt.recoveryPoint
+	}
+	pr, err := l.recoverProducers(limit)
 	if err != nil {
 		l.closeFiles()
 		return nil, rep, fmt.Errorf("segment: open log %s: producer state: %w", dir, err)

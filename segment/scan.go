@@ -145,3 +145,21 @@ func (r *headerReader) at(pos int64) (BatchHeader, error) {
 	}
 	return parseHeader(b), nil
 }
+
+// whole returns the bytes of the batch h at pos (its header read by at)
+// when they fit in the buffer, reading them into it when needed; nil for a
+// batch larger than the buffer. For control batches, which are small.
+func (r *headerReader) whole(pos int64, h BatchHeader) []byte {
+	n := int64(h.Size())
+	if n > int64(len(r.buf)) {
+		return nil
+	}
+	if pos < r.bufPos || pos+n > r.bufPos+int64(r.bufLen) {
+		m, err := readFull(r.f.file, r.buf[:min(int64(len(r.buf)), r.end-pos)], pos)
+		if err != nil || int64(m) < n {
+			return nil
+		}
+		r.bufPos, r.bufLen = pos, m
+	}
+	return r.buf[pos-r.bufPos : pos-r.bufPos+n]
+}

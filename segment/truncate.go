@@ -71,6 +71,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		wb.Delete(l.k.segment(t.base), nil)
 	}
 	wb.DeleteRange(l.k.offset(base), l.k.upper(kindOffset), nil)
+	wb.DeleteRange(l.k.abort(base), l.k.upper(kindAbort), nil)
 	if err := l.dropTimeEntriesFrom(base, wb); err != nil {
 		return err
 	}
@@ -114,7 +115,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	// Roll the producer state back: the newest snapshot at or below the
 	// cut, then the batches after it.
-	l.rebuildProducersLocked()
+	l.rebuildProducersLocked(base)
 	return nil
 }
 
@@ -262,6 +263,9 @@ func (l *Log) deleteBelowLocked(start int64, n int) error {
 	if err := l.dropTimeEntriesBelow(l.segs[0].base, wb); err != nil {
 		return err
 	}
+	// Aborted transactions whose markers lie below the log start can
+	// overlap no fetch.
+	wb.DeleteRange(l.k.abort(0), l.k.abort(start), nil)
 	if !l.hasSegment(l.ckpt.rpBase) {
 		first := l.segs[0]
 		l.ckpt.recoveryPoint, l.ckpt.rpBase, l.ckpt.rpPos, l.ckpt.rpFirst, l.ckpt.rpMaxTs = first.base, first.base, 0, noTimestamp, noTimestamp

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Transactions on the log side (Kafka's ProducerStateManager and
@@ -72,18 +73,17 @@ type controlRecord struct {
 func appendMarkerBatch(dst []byte, m Marker) []byte {
 	p := len(dst)
 	dst = append(dst, make([]byte, BatchHeaderSize)...)
-	typ := int16(controlAbort)
+	key := kmsg.ControlRecordKey{Type: kmsg.ControlRecordKeyType(controlAbort)}
 	if m.Commit {
-		typ = controlCommit
+		key.Type = controlCommit
 	}
+	val := kmsg.EndTxnMarker{CoordinatorEpoch: m.CoordinatorEpoch}
 	dst = append(dst, markerRecordSize<<1) // length varint (zig-zag; small)
 	dst = append(dst, 0, 0, 0)             // attributes, timestampDelta 0, offsetDelta 0
 	dst = append(dst, 4<<1)                // key length 4
-	dst = binary.BigEndian.AppendUint16(dst, 0)
-	dst = binary.BigEndian.AppendUint16(dst, uint16(typ))
+	dst = key.AppendTo(dst)
 	dst = append(dst, 6<<1) // value length 6
-	dst = binary.BigEndian.AppendUint16(dst, 0)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(m.CoordinatorEpoch))
+	dst = val.AppendTo(dst)
 	dst = append(dst, 0) // headers count
 	b := dst[p:]
 	be := binary.BigEndian
@@ -123,16 +123,16 @@ func parseControl(b []byte) (c controlRecord, ok bool) {
 	if cur.bad || kl < 4 || cur.p+int(kl) > len(cur.b) {
 		return c, false
 	}
-	key := cur.b[cur.p : cur.p+int(kl)]
-	cur.p += int(kl)
-	typ := int16(binary.BigEndian.Uint16(key[2:]))
-	if typ != controlAbort && typ != controlCommit {
+	var key kmsg.ControlRecordKey
+	if key.ReadFrom(cur.b[cur.p:cur.p+int(kl)]) != nil || key.Type != controlAbort && key.Type != controlCommit {
 		return c, false
 	}
-	c.commit = typ == controlCommit
+	cur.p += int(kl)
+	c.commit = key.Type == controlCommit
 	c.coordEpoch = -1
-	if vl := cur.varint(); !cur.bad && vl >= 6 && cur.p+int(vl) <= len(cur.b) {
-		c.coordEpoch = int32(binary.BigEndian.Uint32(cur.b[cur.p+2:]))
+	var val kmsg.EndTxnMarker
+	if vl := cur.varint(); !cur.bad && vl >= 6 && cur.p+int(vl) <= len(cur.b) && val.ReadFrom(cur.b[cur.p:cur.p+int(vl)]) == nil {
+		c.coordEpoch = val.CoordinatorEpoch
 	}
 	return c, true
 }

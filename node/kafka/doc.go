@@ -10,9 +10,15 @@
 // Transactions, refusing each without);
 // with a TopicAdmin CreateTopics 0-7 and DeleteTopics 0-6 (request
 // validation here, the work in the Broker); with Logs Produce 3-9 (listed
-// from 0 for librdkafka's sake), Fetch 4-12 (4-15 when the Logs is also a
-// TopicNames: topics by ID, KIP-903's ReplicaState), ListOffsets 0-8 and
-// OffsetForLeaderEpoch 0-4; with ProducerIDs InitProducerId 0-4; with
+// from 0 for librdkafka's sake; transactional batches, verified through a
+// TxnVerifier), Fetch 4-12 (4-15 when the Logs is also a
+// TopicNames: topics by ID, KIP-903's ReplicaState; read_committed up to
+// the last stable offset with the aborted transactions), ListOffsets 0-8
+// (both isolation levels) and OffsetForLeaderEpoch 0-4; with TxnMarkers
+// WriteTxnMarkers 0-1 (brokers only; committed markers on
+// __consumer_offsets told to a GroupTxns); with ProducerStates
+// DescribeProducers 0 (txn_data.go holds the transactional
+// capabilities); with ProducerIDs InitProducerId 0-4; with
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
 // Elector ElectLeaders 0-2; with a QuorumDescriber DescribeQuorum 0-2; with
 // a PartitionAdmin CreatePartitions 0-3; SaslHandshake 1 (listed from 0)
@@ -145,13 +151,14 @@
 //     Security.MapPrincipal, else User:ANONYMOUS) and peer IP. The
 //     dispatch hook (Server.authorizeAPI) checks the APIs that need one
 //     permission for the whole request before their handler runs:
-//     DescribeCluster, DescribeQuorum, the SCRAM and ACL APIs, ElectLeaders
-//     (CLUSTER_AUTHORIZATION_FAILED), and the group APIs that name one
+//     DescribeCluster, DescribeQuorum, the SCRAM and ACL APIs, ElectLeaders,
+//     WriteTxnMarkers (CLUSTER_ACTION) (CLUSTER_AUTHORIZATION_FAILED), and the group APIs that name one
 //     group: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit
 //     (READ), OffsetDelete (DELETE) (GROUP_AUTHORIZATION_FAILED). The
 //     handlers check their own resources (Produce, Fetch, Metadata,
 //     ListOffsets, OffsetForLeaderEpoch, topic admin, configs,
-//     InitProducerId: see each file) with Server.allowed, which counts
+//     InitProducerId, DescribeProducers: see each file; Produce also
+//     WRITE on the transactional id of transactional batches) with Server.allowed, which counts
 //     the decision (AuthzStats) and logs a denial. Handlers of APIs that
 //     name many groups or topics (OffsetCommit's and OffsetFetch's
 //     topics, DescribeGroups, DeleteGroups, ListGroups, FindCoordinator)

@@ -54,6 +54,9 @@
 //	kafka.coordinator.transaction:type=TransactionMarkerChannelManager (its queues)
 //	                                                              kafka_coordinator_transaction_transactionmarkerchannelmanager_queuesize
 //	  (the transaction metrics come from a Source that is a TxnSource: the __transaction_state partitions this node leads)
+//	kafka.server:type=ReplicaManager,name=PartitionsWithLateTransactionsCount  kafka_server_replicamanager_partitionswithlatetransactionscount
+//	  (KIP-664: partitions led here whose oldest open transaction is older than LateTransactionAge, Kafka's default
+//	  transaction.max.timeout.ms plus 5 minutes: transactions no coordinator will end; see sluice transactions find-hanging)
 //
 // Ours:
 //
@@ -70,6 +73,10 @@
 //	sluice_log_unwritten_bytes{topic,partition}        of those, bytes the kernel has not written back (cachestat; Linux 6.5+)
 //	sluice_log_flushed_offset{topic,partition}         every offset below is fsynced on this node
 //	sluice_partition_high_watermark{topic,partition}   records below are committed
+//	sluice_partition_lso_lag{topic,partition}          on the leader, HW - LSO: committed records read_committed consumers
+//	                                                   cannot see yet, held back by an open transaction
+//	sluice_partition_open_transaction_age_seconds{topic,partition}  on the leader, age of the oldest open transaction by its
+//	                                                   first batch's timestamp (the producer's clock; 0: none)
 //	sluice_log_lost_on_recovery_records_total          committed records a log no longer held when opened (power cut)
 //	sluice_kafka_connections_refused_total{listener,limit}  connections closed at accept by max.connections or max.connections.per.ip
 //	sluice_kafka_connections_idle_closed_total{listener}   connections closed by connections.max.idle.ms

@@ -409,3 +409,25 @@ func TestConsumerGroupMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestTransactionGauges: on leaders, the LSO lag is HW - LSO and the
+// oldest open transaction's age comes from the clock (0: none); one older
+// than LateTransactionAge counts in PartitionsWithLateTransactionsCount;
+// followers export neither.
+func TestTransactionGauges(t *testing.T) {
+	src := &staticSource{parts: []PartitionStat{
+		{Topic: "a", Partition: 0, Leader: true, Replicas: 1, ISR: 1, MinISR: 1, HighWatermark: 10, LastStable: 4, OpenTxnSince: now.Add(-2 * time.Second)},
+		{Topic: "a", Partition: 1, Leader: true, Replicas: 1, ISR: 1, MinISR: 1, HighWatermark: 10, LastStable: 10},
+		{Topic: "a", Partition: 2, Leader: true, Replicas: 1, ISR: 1, MinISR: 1, HighWatermark: 7, LastStable: 3, OpenTxnSince: now.Add(-LateTransactionAge - time.Minute)},
+		{Topic: "b", Partition: 0, Replicas: 3, ISR: 3, MinISR: 2, HighWatermark: 10},
+	}}
+	mfs := gather(t, newTestMetrics(t, src))
+	expect(t, mfs, 6, "sluice_partition_lso_lag", "partition=0", "topic=a")
+	expect(t, mfs, 2, "sluice_partition_open_transaction_age_seconds", "partition=0", "topic=a")
+	expect(t, mfs, 0, "sluice_partition_lso_lag", "partition=1", "topic=a")
+	expect(t, mfs, 0, "sluice_partition_open_transaction_age_seconds", "partition=1", "topic=a")
+	expect(t, mfs, 1, "kafka_server_replicamanager_partitionswithlatetransactionscount")
+	if _, ok := get(mfs, "sluice_partition_lso_lag", "partition=0", "topic=b"); ok {
+		t.Error("a follower exports the LSO lag")
+	}
+}

@@ -76,6 +76,22 @@
 //     duplicate answers the original offsets without writing (acks=all:
 //     once they are committed), a gap OUT_OF_ORDER_SEQUENCE_NUMBER and an
 //     old epoch INVALID_PRODUCER_EPOCH.
+//   - Transactions (txn.go): the log keeps each producer's open
+//     transaction, the markers and the aborted index (segment/txn.go);
+//     the replica adds the last stable offset, LastStable: the high
+//     watermark, or the first offset of the oldest open transaction when
+//     lower. A read_committed consumer reads below it and gets the
+//     aborted transactions of the range it read; ListOffsets' latest is
+//     it. WriteMarker appends the coordinator's marker as leader
+//     (Log.AppendMarker under Replica.mu, then LocalAppend with acks=all,
+//     as a produce). A transactional batch that would open a transaction
+//     is first verified with its coordinator (Options.TxnVerifier,
+//     KIP-890 part 1) without the lock, behind a verification guard that
+//     a marker for the producer clears: a batch whose transaction ended
+//     while it was verified is refused (INVALID_TXN_STATE) rather than
+//     opening a transaction no coordinator would end. Followers keep the
+//     same transactional state from the leader's batches
+//     (AppendReplicated), so a new leader's LSO is exact.
 //
 // Which replica fetches count (KIP-903). A leader counts a replica fetch
 // (acknowledgement, ISR expansion) only from an assigned replica whose

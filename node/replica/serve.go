@@ -65,11 +65,11 @@ func (r *Replica) Produce(ctx context.Context, p kafka.ProducePartition) kafka.P
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.canProduceLocked(p.Acks); err != nil {
+	if err := r.checkGuard(first.ProducerID, guard); err != nil {
 		res.Err = err
 		return res
 	}
-	if err := r.checkGuard(first.ProducerID, guard); err != nil {
+	if err := r.canProduceLocked(p.Acks); err != nil {
 		res.Err = err
 		return res
 	}
@@ -234,7 +234,7 @@ func (r *Replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 		}
 		return res
 	case a.Diverging != nil:
-		res.HighWatermark, res.LogStartOffset = a.HW, r.log.LogStartOffset()
+		res.HighWatermark, res.LastStableOffset, res.LogStartOffset = a.HW, r.LastStable(a.HW), r.log.LogStartOffset()
 		res.Diverging = &kafka.EpochEnd{Epoch: a.Diverging.Epoch, EndOffset: a.Diverging.EndOffset}
 		return res
 	}
