@@ -310,7 +310,9 @@ func TestTxnDataPath(t *testing.T) {
 // acceptVerifier accepts every transactional batch.
 type acceptVerifier struct{}
 
-func (acceptVerifier) VerifyTxn(context.Context, string, int64, int16, string, int32) error { return nil }
+func (acceptVerifier) VerifyTxn(context.Context, string, int64, int16, string, int32) error {
+	return nil
+}
 
 // fakeVerifier stands in for the transaction coordinator's KIP-890
 // verification: it answers by transactional id, counts the calls, and
