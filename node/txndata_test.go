@@ -423,7 +423,10 @@ func TestTxnVerification(t *testing.T) {
 // transaction only; the old leader restarts and its log agrees, aborted
 // index included.
 func TestTxnMarkersReplicated(t *testing.T) {
-	c := startReplCluster(t, 3)
+	// Batches and markers by hand: no coordinator knows them.
+	c := newReplCluster(t, 3, false)
+	c.verifier = acceptVerifier{}
+	c.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	const topic = "rtx"
