@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluice-log/sluice/node/config"
+	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/quorum"
 )
@@ -50,6 +51,8 @@ type replCluster struct {
 	t     testing.TB
 	nodes []*replNode
 	seeds []string
+	// verifier, when set, is every node's Options.txnVerifier.
+	verifier kafka.TxnVerifier
 }
 
 // freeAddr finds a port free for TCP and UDP (memberlist needs both) for a
@@ -200,7 +203,7 @@ func (c *replCluster) open(rn *replNode) error {
 		kl.Close()
 		return err
 	}
-	opts := Options{KafkaListener: kl, RegisterTimeout: 45 * time.Second, Logger: slog.New(&rn.errors)}
+	opts := Options{KafkaListener: kl, RegisterTimeout: 45 * time.Second, Logger: slog.New(&rn.errors), txnVerifier: c.verifier}
 	if rn.fs != nil {
 		opts.FS = diskFullFS(rn.fs, rn.full)
 	}

@@ -199,7 +199,9 @@ func consumeValues(ctx context.Context, t testing.TB, seeds []string, topic stri
 // with the data it overlaps; marker epochs are checked; kgo consumers see
 // the committed records only (read_committed) or all (read_uncommitted).
 func TestTxnDataPath(t *testing.T) {
-	tn := startNode(t, t.TempDir())
+	// Batches and markers by hand: no coordinator knows them, so every
+	// batch is accepted without asking one.
+	tn := startNodeWith(t, t.TempDir(), Options{txnVerifier: acceptVerifier{}})
 	ctx := testCtx(t)
 	cl := newClient(t, tn)
 	createTopic(ctx, t, cl, "tx", 1)
@@ -303,6 +305,13 @@ func TestTxnDataPath(t *testing.T) {
 	if got := consumeValues(ctx, t, seeds, "tx", kgo.ReadUncommitted(), "p2"); !slices.Equal(got, []string{"p0", "a1", "a2", "p1", "b1", "p2"}) {
 		t.Fatalf("kgo read_uncommitted read %q", got)
 	}
+}
+
+// acceptVerifier accepts every transactional batch.
+type acceptVerifier struct{}
+
+func (acceptVerifier) VerifyTxn(context.Context, string, int64, int16, string, int32) error {
+	return nil
 }
 
 // fakeVerifier stands in for the transaction coordinator's KIP-890
@@ -414,7 +423,10 @@ func TestTxnVerification(t *testing.T) {
 // transaction only; the old leader restarts and its log agrees, aborted
 // index included.
 func TestTxnMarkersReplicated(t *testing.T) {
-	c := startReplCluster(t, 3)
+	// Batches and markers by hand: no coordinator knows them.
+	c := newReplCluster(t, 3, false)
+	c.verifier = acceptVerifier{}
+	c.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	const topic = "rtx"

@@ -2,7 +2,9 @@ package coord
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +37,16 @@ type fakeMachine struct {
 func (m *fakeMachine) Replay(off int64, k, v []byte) error {
 	m.replayed = append(m.replayed, fmt.Sprintf("%d:%s=%s", off, k, v))
 	return nil
+}
+func (m *fakeMachine) ReplayTxn(off, pid int64, k, v []byte) error {
+	m.replayed = append(m.replayed, fmt.Sprintf("%d:%s=%s(txn %d)", off, k, v, pid))
+	return nil
+}
+func (m *fakeMachine) ReplayMarker(pid int64, commit bool) {
+	m.replayed = append(m.replayed, fmt.Sprintf("marker %d commit=%v", pid, commit))
+}
+func (m *fakeMachine) CompleteTxn(_ time.Time, pid int64, commit bool) {
+	m.replayed = append(m.replayed, fmt.Sprintf("complete %d commit=%v loaded=%v", pid, commit, m.loaded))
 }
 func (m *fakeMachine) LoadDone(time.Time) { m.loaded = true }
 func (m *fakeMachine) Step(_ time.Time, r group.Request) {
@@ -96,13 +108,14 @@ func (h *fakeHost) signal() {
 	h.changed = make(chan struct{})
 }
 
-func (h *fakeHost) write(recs ...group.Record) {
-	b := encodeBatch(1, recs)
+func (h *fakeHost) write(recs ...group.Record) { h.writeBatch(encodeBatch(1, recs), len(recs)) }
+
+func (h *fakeHost) writeBatch(b []byte, n int) {
 	for i := range 8 {
 		b[i] = byte(uint64(h.leo) >> (56 - 8*i))
 	}
 	h.log = append(h.log, b)
-	h.leo += int64(len(recs))
+	h.leo += int64(n)
 }
 
 func (h *fakeHost) Append(_ context.Context, p int32, batch []byte) kafka.ProduceResult {
@@ -149,6 +162,8 @@ func (h *fakeHost) Offsets(p, epoch int32) (int64, int64, int64, bool) {
 	defer h.mu.Unlock()
 	return 0, h.hw, h.leo, h.leading
 }
+
+func (h *fakeHost) NextSequence(int32, int64, int16) int32 { return 0 }
 
 func (h *fakeHost) Changed() <-chan struct{} {
 	h.mu.Lock()
@@ -200,7 +215,7 @@ func commitReq(group string, off int64) kafka.GroupRequest {
 func newTestCoordinator(h *fakeHost) (*Coordinator, *[]*fakeMachine, *sync.Mutex) {
 	var mu sync.Mutex
 	var made []*fakeMachine
-	c := New(h, Options{NewMachine: func(int32, group.Config) Machine {
+	c := New(h, Options{NewMachine: func(int32, int32, group.Config) Machine {
 		m := &fakeMachine{waiting: map[uint64]uint64{}}
 		mu.Lock()
 		made = append(made, m)
@@ -340,4 +355,47 @@ func TestTimerAtNextDue(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the machine was not ticked at NextDue")
 	}
+}
+
+// TestLoadTransactions: a transactional batch's records are replayed as
+// the producer's, a control batch as its marker; a CompleteTxn while the
+// shard loads reaches the machine that loads, before LoadDone, and one
+// after the load at once.
+func TestLoadTransactions(t *testing.T) {
+	h := newFakeHost()
+	h.write(group.Record{Key: []byte("a"), Value: []byte("1")})
+	h.writeBatch(frameBatch(1, []group.Record{{Key: []byte("b"), Value: []byte("2")}}, &producer{id: 42, epoch: 3}), 1)
+	h.writeBatch(markerBatch(42, true), 1)
+	h.writeBatch(markerBatch(43, false), 1)
+	c, made, mu := newTestCoordinator(h)
+	defer c.Close()
+	c.Sync(map[int32]int32{0: 1})
+	c.CompleteTxn(0, 44, true) // loading: kept
+	c.CompleteTxn(5, 44, true) // no such shard: nothing
+	h.setHW(4)
+	waitLoaded(t, c, 0)
+	c.CompleteTxn(0, 45, false)
+	mu.Lock()
+	m := (*made)[len(*made)-1]
+	mu.Unlock()
+	c.shard(0).mu.Lock()
+	got := fmt.Sprint(m.replayed)
+	c.shard(0).mu.Unlock()
+	want := "[0:a=1 1:b=2(txn 42) marker 42 commit=true marker 43 commit=false complete 44 commit=true loaded=false complete 45 commit=false loaded=true]"
+	if got != want {
+		t.Errorf("replayed\n%s\nwant\n%s", got, want)
+	}
+}
+
+// markerBatch is a control batch as a partition leader writes it
+// (segment.Log.AppendMarker): one EndTransactionMarker record.
+func markerBatch(pid int64, commit bool) []byte {
+	typ := byte(0)
+	if commit {
+		typ = 1
+	}
+	b := frameBatch(1, []group.Record{{Key: []byte{0, 0, 0, typ}, Value: []byte{0, 0, 0, 0, 0, 7}}}, &producer{id: pid, epoch: 1, seq: -1})
+	binary.BigEndian.PutUint16(b[21:], attrTransactional|0x20)
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	return b
 }

@@ -17,11 +17,26 @@ var ErrBadBatch = errors.New("coord: undecodable offsets batch")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// attrTransactional is RecordBatch v2's transactional attribute bit.
+const attrTransactional = 0x10
+
+// producer is the producer a transactional batch is written for.
+type producer struct {
+	id    int64
+	epoch int16
+	seq   int32 // base sequence
+}
+
 // encodeBatch is one uncompressed RecordBatch v2 of recs (Kafka's record
 // format: varint lengths, a null value for a tombstone), relative offsets
 // from 0, every record stamped ts (ms), no producer id: what a client
 // with acks=all and no idempotence would send.
-func encodeBatch(ts int64, recs []group.Record) []byte {
+func encodeBatch(ts int64, recs []group.Record) []byte { return frameBatch(ts, recs, nil) }
+
+// frameBatch is encodeBatch, transactional for p when p is not nil (a
+// TxnOffsetCommit's offsets, written as Kafka's coordinator writes them:
+// the producer's id and epoch, the transactional attribute).
+func frameBatch(ts int64, recs []group.Record, p *producer) []byte {
 	b := make([]byte, segment.BatchHeaderSize, segment.BatchHeaderSize+len(recs)*64)
 	var rec []byte
 	for i, r := range recs {
@@ -47,6 +62,12 @@ func encodeBatch(ts int64, recs []group.Record) []byte {
 	be.PutUint64(b[43:], 0xffffffffffffffff)
 	be.PutUint16(b[51:], 0xffff)
 	be.PutUint32(b[53:], 0xffffffff)
+	if p != nil {
+		be.PutUint16(b[21:], attrTransactional)
+		be.PutUint64(b[43:], uint64(p.id))
+		be.PutUint16(b[51:], uint16(p.epoch))
+		be.PutUint32(b[53:], uint32(p.seq))
+	}
 	be.PutUint32(b[57:], uint32(len(recs)))
 	be.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
 	return b
@@ -62,17 +83,44 @@ func appendBytes(b, v []byte) []byte {
 }
 
 // record is one decoded record of the offsets partition. Key and Value
-// alias the batch; Value nil is a tombstone.
+// alias the batch; Value nil is a tombstone. ProducerID is the producer
+// of a transactional batch (-1: not transactional). A control batch
+// decodes as one record with Marker set: the end of ProducerID's
+// transaction (Commit, or an abort).
 type record struct {
-	Offset     int64
-	Key, Value []byte
+	Offset         int64
+	Key, Value     []byte
+	ProducerID     int64
+	Marker, Commit bool
 }
 
 // decodeBatch appends the records of one whole batch b (header h) to out.
-// Control batches hold none for the coordinator.
+// A control batch is one marker record (Kafka's EndTransactionMarker: key
+// version 0, type 0 abort or 1 commit); other control records are none.
 func decodeBatch(out []record, h segment.BatchHeader, b []byte) ([]record, error) {
 	if h.IsControl() {
+		n := len(out)
+		out, err := decodeRecords(out, h, b)
+		if err != nil {
+			return out, err
+		}
+		if len(out) != n+1 || len(out[n].Key) != 4 || binary.BigEndian.Uint16(out[n].Key) != 0 ||
+			binary.BigEndian.Uint16(out[n].Key[2:]) > 1 {
+			return out[:n], nil // not a transaction marker: nothing for the coordinator
+		}
+		commit := binary.BigEndian.Uint16(out[n].Key[2:]) == 1
+		out[n] = record{Offset: out[n].Offset, ProducerID: h.ProducerID, Marker: true, Commit: commit}
 		return out, nil
+	}
+	return decodeRecords(out, h, b)
+}
+
+// decodeRecords appends the records of one whole batch b (header h) to
+// out.
+func decodeRecords(out []record, h segment.BatchHeader, b []byte) ([]record, error) {
+	pid := int64(-1)
+	if h.IsTransactional() {
+		pid = h.ProducerID
 	}
 	if h.Compression() != 0 {
 		return out, fmt.Errorf("%w: batch at %d is compressed (codec %d)", ErrBadBatch, h.BaseOffset, h.Compression())
@@ -111,7 +159,7 @@ func decodeBatch(out []record, h segment.BatchHeader, b []byte) ([]record, error
 		if value, _, ok = readBytes(r); !ok {
 			return out, fmt.Errorf("%w: record %d of the batch at %d: bad value", ErrBadBatch, i, h.BaseOffset)
 		}
-		out = append(out, record{Offset: h.BaseOffset + vals[1], Key: key, Value: value})
+		out = append(out, record{Offset: h.BaseOffset + vals[1], Key: key, Value: value, ProducerID: pid})
 	}
 	if len(p) != 0 {
 		return out, fmt.Errorf("%w: %d bytes after the last record of the batch at %d", ErrBadBatch, len(p), h.BaseOffset)

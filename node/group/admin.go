@@ -111,10 +111,11 @@ func (s *Shard) deleteGroups(now time.Time, r Request, req *kmsg.DeleteGroupsReq
 
 // deleteGroup forgets an Empty group for the write o and returns its
 // tombstones: every offset (and every partition with a commit in flight,
-// whose record comes before these), then the group.
+// whose record comes before these, and every partition with pending
+// transactional offsets, as Kafka's deleteAllOffsets), then the group.
 func (s *Shard) deleteGroup(g *group, o *op) []Record {
 	parts := map[string]map[int32]bool{}
-	for _, m := range []map[string]map[int32]int{g.inflight, countOffsets(g.offsets)} {
+	for _, m := range []map[string]map[int32]int{g.inflight, countOffsets(g.offsets), g.pendingParts()} {
 		for t, ps := range m {
 			for p := range ps {
 				if parts[t] == nil {
@@ -184,9 +185,11 @@ func (s *Shard) topicsDeleted(now time.Time, topics []string) {
 		g := s.groups[id]
 		for _, t := range topics {
 			parts := sortedKeys(g.offsets[t])
-			for p := range g.inflight[t] {
-				if _, ok := g.offsets[t][p]; !ok {
-					parts = append(parts, p)
+			for _, more := range []map[int32]int{g.inflight[t], g.pendingParts()[t]} {
+				for _, p := range sortedKeys(more) {
+					if _, ok := g.offsets[t][p]; !ok && !slices.Contains(parts, p) {
+						parts = append(parts, p)
+					}
 				}
 			}
 			for _, p := range parts {

@@ -90,7 +90,8 @@ type Request struct {
 	// Body is the decoded request, its Version set: one of
 	// *kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest,
 	// *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest,
-	// *kmsg.OffsetCommitRequest, *kmsg.OffsetFetchRequest,
+	// *kmsg.OffsetCommitRequest, *kmsg.TxnOffsetCommitRequest,
+	// *kmsg.OffsetFetchRequest,
 	// *kmsg.DescribeGroupsRequest, *kmsg.DeleteGroupsRequest,
 	// *kmsg.OffsetDeleteRequest, *kmsg.ConsumerGroupHeartbeatRequest,
 	// *kmsg.ConsumerGroupDescribeRequest. A request that names several groups
@@ -122,6 +123,14 @@ type Record struct {
 type Append struct {
 	ID      uint64
 	Records []Record
+	// Transactional: the batch is written as a transactional batch of
+	// the producer ProducerID at ProducerEpoch (a TxnOffsetCommit's
+	// offsets), which the log refuses for an older epoch
+	// (INVALID_PRODUCER_EPOCH, answered to the client); otherwise the
+	// batch has no producer.
+	Transactional bool
+	ProducerID    int64
+	ProducerEpoch int16
 }
 
 // Ready is what the driver must do now.
@@ -146,6 +155,14 @@ type Shard struct {
 	ready  Ready
 
 	nextAppend uint64
+	// nextOrder ranks records in log order: the last offset replayed,
+	// then one more for each Append (offset.order).
+	nextOrder int64
+	// txnGroups are the groups with pending transactional offsets of
+	// each producer id (txn_offsets.go).
+	txnGroups map[int64]map[string]bool
+	// lateTxns are CompleteTxn calls made while loading.
+	lateTxns []lateTxn
 	// parked are KIP-848 answers that wrote nothing but read what an
 	// Append still in flight wrote: each waits for the Append with the
 	// key's id (the last in flight when it was made), as Kafka's
@@ -184,7 +201,41 @@ func NewShard(p int32, cfg Config) *Shard {
 // decode is an error and is skipped (the driver logs it; Kafka fails the
 // load, which would leave every group of the partition without a
 // coordinator).
-func (s *Shard) Replay(offset int64, key, value []byte) error { return s.replay(key, value) }
+func (s *Shard) Replay(offset int64, key, value []byte) error {
+	return s.replay(offset, -1, key, value)
+}
+
+// ReplayTxn is Replay of a record of a transactional batch of producer
+// producerID: an offset commit in it is pending until the producer's
+// marker (ReplayMarker) commits or aborts it.
+func (s *Shard) ReplayTxn(offset, producerID int64, key, value []byte) error {
+	return s.replay(offset, producerID, key, value)
+}
+
+// ReplayMarker applies a control batch of the partition while loading:
+// the end (commit or abort) of producerID's transaction.
+func (s *Shard) ReplayMarker(producerID int64, commit bool) {
+	if !s.loaded {
+		s.completeTxn(time.Time{}, producerID, commit)
+	}
+}
+
+// CompleteTxn ends producerID's transaction once its marker is committed
+// in the partition (the driver learns it from the node, which wrote it):
+// its pending offsets become committed (commit) or are dropped. While
+// loading, it is kept and applied at LoadDone: the marker may lie past
+// what the load reads (if it does not, it was replayed, and applying it
+// again finds nothing: the producer cannot have begun another
+// transaction before its marker was committed).
+func (s *Shard) CompleteTxn(now time.Time, producerID int64, commit bool) {
+	if !s.loaded {
+		s.lateTxns = append(s.lateTxns, lateTxn{producerID, commit})
+		return
+	}
+	s.completeTxn(now, producerID, commit)
+	s.fireTimers(now)
+	s.check("CompleteTxn")
+}
 
 // LoadDone ends loading: from now on requests are served. Before it, every
 // request is answered COORDINATOR_LOAD_IN_PROGRESS.

@@ -1,8 +1,10 @@
 package group
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,6 +82,21 @@ func (h *harness) run() {
 		h.commit()
 	case "fetch":
 		h.fetch()
+	case "txn-commit":
+		h.txnCommit()
+	case "complete-txn":
+		// The marker of producer pid's transaction: written to the log
+		// (unless log=false: past what a load reads) and, unless
+		// live=false, reported with CompleteTxn.
+		pid, commit := h.int("pid", 1), h.str("result", "commit") == "commit"
+		if h.str("log", "true") == "true" {
+			h.log = append(h.log, logRec{pid: pid, marker: true, commit: commit})
+		}
+		if h.str("live", "true") == "true" {
+			h.s.CompleteTxn(h.now, pid, commit)
+			h.printf("completed producer %d: %s", pid, h.str("result", "commit"))
+			h.drain()
+		}
 	case "delete-offsets":
 		req := kmsg.NewPtrOffsetDeleteRequest()
 		req.Group = h.str("g", "g")
@@ -153,12 +170,10 @@ func (h *harness) newShard() {
 	}
 }
 
-func (h *harness) newShardFrom(log []Record) *Shard {
+func (h *harness) newShardFrom(log []logRec) *Shard {
 	h.s = NewShard(0, h.cfg)
-	for i, r := range log {
-		if err := h.s.Replay(int64(i), r.Key, r.Value); err != nil {
-			h.t.Fatalf("%s: replay of record %d: %v", h.d.Pos, i, err)
-		}
+	if err := replayLog(h.s, log); err != nil {
+		h.t.Fatalf("%s: replay: %v", h.d.Pos, err)
 	}
 	h.pending = nil
 	return h.s
@@ -170,10 +185,8 @@ func (h *harness) newShardFrom(log []Record) *Shard {
 func (h *harness) replayCheck() {
 	live := h.persisted(h.s)
 	r := NewShard(0, h.cfg)
-	for i, rec := range h.log {
-		if err := r.Replay(int64(i), rec.Key, rec.Value); err != nil {
-			h.t.Fatalf("%s: replay of record %d: %v", h.d.Pos, i, err)
-		}
+	if err := replayLog(r, h.log); err != nil {
+		h.t.Fatalf("%s: replay: %v", h.d.Pos, err)
 	}
 	replayed := h.persisted(r)
 	if live != replayed {
@@ -203,6 +216,18 @@ func persistedState(s *Shard) string {
 			for _, p := range sortedKeys(g.offsets[t]) {
 				o := g.offsets[t][p]
 				fmt.Fprintf(&b, "  offset %s/%d=%d epoch=%d meta=%q at=%d\n", t, p, o.offset, o.leaderEpoch, o.metadata, o.commitMs)
+			}
+		}
+		for _, pid := range sortedKeys(g.txns) {
+			pt := g.txns[pid]
+			ks := make([]tp, 0, len(pt))
+			for k := range pt {
+				ks = append(ks, k)
+			}
+			slices.SortFunc(ks, func(a, b tp) int { return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.part, b.part)) })
+			for _, k := range ks {
+				o := pt[k]
+				fmt.Fprintf(&b, "  pending producer=%d %s/%d=%d epoch=%d meta=%q at=%d\n", pid, k.topic, k.part, o.offset, o.leaderEpoch, o.metadata, o.commitMs)
 			}
 		}
 	}
@@ -342,9 +367,50 @@ func (h *harness) commit() {
 	h.step(req)
 }
 
+// txnCommit is a TxnOffsetCommit: pid, pepoch, txn (transactional id),
+// gen, member, instance, offsets=t/0=5,...
+func (h *harness) txnCommit() {
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = int16(h.int("v", 5))
+	req.TransactionalID = h.str("txn", "tx")
+	req.Group, req.MemberID, req.Generation = h.str("g", "g"), h.long(h.str("member", "")), int32(h.int("gen", -1))
+	req.ProducerID, req.ProducerEpoch = h.int("pid", 1), int16(h.int("pepoch", 0))
+	req.InstanceID = h.strp("instance")
+	meta := h.str("meta", "")
+	if n := h.int("meta-size", -1); n >= 0 {
+		meta = strings.Repeat("x", int(n))
+	}
+	byTopic := map[string]*kmsg.TxnOffsetCommitRequestTopic{}
+	var order []string
+	for _, tpo := range h.list("offsets") {
+		tp, o, _ := strings.Cut(tpo, "=")
+		t, p, _ := strings.Cut(tp, "/")
+		pn, _ := strconv.Atoi(p)
+		on, _ := strconv.ParseInt(o, 10, 64)
+		rt := byTopic[t]
+		if rt == nil {
+			v := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt = &v
+			rt.Topic = t
+			byTopic[t] = rt
+			order = append(order, t)
+		}
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = int32(pn), on, int32(h.int("epoch", -1))
+		m := meta
+		rp.Metadata = &m
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	for _, t := range order {
+		req.Topics = append(req.Topics, *byTopic[t])
+	}
+	h.step(req)
+}
+
 func (h *harness) fetch() {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Version = int16(h.int("v", 9))
+	req.RequireStable = h.str("stable", "false") == "true"
 	groups := h.list("groups")
 	if groups == nil {
 		groups = []string{h.str("g", "g")}

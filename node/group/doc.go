@@ -16,15 +16,20 @@
 //	s := group.NewShard(partition, cfg)
 //	for each record of the partition from its log start to its high watermark:
 //		s.Replay(offset, key, value)          // loading: requests get COORDINATOR_LOAD_IN_PROGRESS
+//		// a transactional batch's: s.ReplayTxn(offset, producerID, key, value)
+//		// a control batch (marker): s.ReplayMarker(producerID, commit)
 //	s.LoadDone(now)
 //	s.SetTopics(now, topics)                  // again whenever topics change
 //	...
 //	s.TickTo(now); s.Step(now, group.Request{ID: id, Body: req, ...})
 //	rd := s.Ready()
-//	// 1. rd.Appends: append each to the partition, acks=all, in order;
-//	//    when committed (or failed) call s.Appended(now, a.ID, err)
+//	// 1. rd.Appends: append each to the partition, acks=all, in order
+//	//    (a.Transactional: as a transactional batch of a.ProducerID at
+//	//    a.ProducerEpoch); when committed (or failed) call
+//	//    s.Appended(now, a.ID, err)
 //	// 2. rd.Responses: answer the waiting clients
 //	// wake again at s.NextDue() (TickTo) or on the next request
+//	// a transaction marker committed in the partition: s.CompleteTxn(now, producerID, commit)
 //
 // When this node stops leading the partition the driver drops the Shard
 // and answers every request still waiting NOT_COORDINATOR.
@@ -65,6 +70,8 @@
 //     consumer group), checked every offsets.retention.check.interval.ms.
 //   - admin.go: DescribeGroups, DeleteGroups, ListGroups, TopicsDeleted,
 //     Stats.
+//   - txn_offsets.go: TxnOffsetCommit and the pending transactional
+//     offsets, below.
 //   - consumer.go, assign.go, consumer_describe.go, records848.go: KIP-848
 //     consumer groups, below.
 //   - tombstones.go: tombstones are issued before they are written, so a
@@ -138,6 +145,32 @@
 // INVALID_REQUEST) and pending KIP-394 ids count toward group.max.size, so
 // that one client's joins cannot exhaust the coordinator's memory.
 //
+// # Transactional offset commits
+//
+// TxnOffsetCommit (v0-5, KIP-98/KIP-447) checks the group and member as
+// Kafka's validateTransactionalOffsetCommit does and writes the offsets
+// as one transactional Append of the request's producer (the log fences
+// an older epoch: INVALID_PRODUCER_EPOCH). Once Appended they are pending
+// for that producer (Kafka's pendingTransactionalOffsets), not committed:
+//
+//	TxnOffsetCommit ─ Append(transactional, pid, epoch) ─ Appended ─▶ pending[pid]
+//	marker committed ─ CompleteTxn(pid, commit) ─▶ commit: each pending offset
+//	    becomes the group's, unless a commit later in the log is there; abort: dropped
+//	load: ReplayTxn ─▶ pending[pid]; ReplayMarker(pid, commit) ─▶ the same end
+//
+// OffsetFetch does not show pending offsets; with require_stable (v7+) a
+// partition with any answers UNSTABLE_OFFSET_COMMIT. A tombstone of the
+// partition drops them (OffsetDelete and DeleteGroups write one for a
+// partition that has only pending offsets); retention keeps an offset
+// with pending ones and a group with any. Offsets carry their place in
+// log order (the record's offset when replayed, the Append's rank when
+// written) so that a commit and a transaction's commit resolve as in the
+// log. A CompleteTxn that finds the producer's TxnOffsetCommit still in
+// flight applies to it when it lands (the protocol orders the marker
+// after the client's answer; a marker written before the record would
+// leave the record pending in the log, and a new coordinator would see
+// it so). A CompleteTxn before LoadDone is kept until then.
+//
 // # Where it differs from Kafka, on purpose
 //
 //   - Bounds Kafka lacks: MaxMemberMetadataBytes per member (INVALID_REQUEST)
@@ -188,7 +221,9 @@
 //
 // testdata/*.txt are datadriven scripts (a harness with a clock and
 // scripted clients, regenerated with -rewrite; consumer*.txt for KIP-848);
-// TestRandom drives shards with random clients (classic and KIP-848),
-// clocks, topic changes and write outcomes; FuzzReplay feeds Replay any
-// record (seeds of every type, corpus in testdata/fuzz/FuzzReplay).
+// TestRandom drives shards with random clients (classic and KIP-848,
+// transactional commits and markers), clocks, topic changes and write
+// outcomes; FuzzReplay feeds Replay any record (seeds of every type,
+// corpus in testdata/fuzz/FuzzReplay), FuzzReplayTxn ReplayTxn and the
+// marker after it.
 package group

@@ -38,6 +38,7 @@ var (
 	codeNotEmpty         = kerr.NonEmptyGroup.Code
 	codeSubscribed       = kerr.GroupSubscribedToTopic.Code
 	codeUnknownServer    = kerr.UnknownServerError.Code
+	codeUnstable         = kerr.UnstableOffsetCommit.Code
 
 	codeFencedEpoch         = kerr.FencedMemberEpoch.Code
 	codeStaleEpoch          = kerr.StaleMemberEpoch.Code

@@ -62,6 +62,13 @@ func (h *harness) fmtResponse(body kmsg.Response) string {
 		for _, m := range r.Members {
 			fmt.Fprintf(&b, " %s/%s:%s", short(m.MemberID), deref(m.InstanceID), errName(m.ErrorCode))
 		}
+	case *kmsg.TxnOffsetCommitResponse:
+		b.WriteString("TxnOffsetCommit")
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				fmt.Fprintf(&b, " %s/%d:%s", t.Topic, p.Partition, errName(p.ErrorCode))
+			}
+		}
 	case *kmsg.OffsetCommitResponse:
 		b.WriteString("OffsetCommit")
 		for _, t := range r.Topics {
@@ -84,6 +91,9 @@ func (h *harness) fmtResponse(body kmsg.Response) string {
 			for _, t := range g.Topics {
 				for _, p := range t.Partitions {
 					fmt.Fprintf(&b, " %s/%d=%d(e%d,%q)", t.Topic, p.Partition, p.Offset, p.LeaderEpoch, deref(p.Metadata))
+					if p.ErrorCode != 0 {
+						fmt.Fprintf(&b, ":%s", errName(p.ErrorCode))
+					}
 				}
 			}
 			b.WriteString("]")

@@ -126,3 +126,51 @@ func FuzzReplay(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReplayTxn feeds ReplayTxn any record of a transactional batch,
+// then its producer's marker: it never panics; no pending offset is left
+// after the marker; a committed transaction leaves what the same record
+// replayed outside a transaction leaves, an aborted one no offset; and
+// OffsetFetch with require_stable answers on the loaded shard.
+func FuzzReplayTxn(f *testing.F) {
+	for _, s := range fuzzSeeds() {
+		f.Add(s[0], s[1], s[1] == nil, true)
+		f.Add(s[0], s[1], s[1] == nil, false)
+	}
+	f.Fuzz(func(t *testing.T, key, value []byte, tombstone, commit bool) {
+		if tombstone {
+			value = nil
+		}
+		s := NewShard(0, DefaultConfig())
+		if err := s.ReplayTxn(0, 5, key, value); err != nil {
+			return
+		}
+		s.ReplayMarker(5, commit)
+		for id, g := range s.groups {
+			if len(g.txns) > 0 {
+				t.Fatalf("group %q keeps pending offsets after the marker", id)
+			}
+		}
+		plain := NewShard(0, DefaultConfig())
+		if err := plain.Replay(0, key, value); err != nil {
+			t.Fatalf("the record replays in a transaction but not outside one: %v", err)
+		}
+		if commit {
+			if a, b := persistedState(s), persistedState(plain); a != b {
+				t.Fatalf("committed transaction differs from a plain replay:\n%s\n---\n%s", a, b)
+			}
+		} else if n := len(s.Stats().Offsets); n != 0 {
+			t.Fatalf("an aborted transaction left offsets of %d groups", n)
+		}
+		s.LoadDone(t0)
+		for _, id := range sortedKeys(s.groups) {
+			req := kmsg.NewPtrOffsetFetchRequest()
+			req.Version, req.RequireStable = 8, true
+			rg := kmsg.NewOffsetFetchRequestGroup()
+			rg.Group = id
+			req.Groups = append(req.Groups, rg)
+			s.Step(t0, Request{ID: 1, Body: req})
+		}
+		_ = s.Ready()
+	})
+}

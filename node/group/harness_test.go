@@ -30,7 +30,7 @@ type harness struct {
 	reqID   uint64
 	autoAck bool
 	pending []Append          // Appends not yet Appended (autoAck off)
-	log     []Record          // what was Appended(nil), in order
+	log     []logRec          // what was Appended(nil), in order
 	open    map[uint64]string // requests stepped and not yet answered
 }
 
@@ -165,6 +165,46 @@ func errName(code int16) string {
 	return kerr.ErrorForCode(code).(*kerr.Error).Message
 }
 
+// logRec is one record of the harness's log, with its batch: the
+// producer of a transactional batch (pid >= 0), or a control batch
+// (marker) ending pid's transaction.
+type logRec struct {
+	Record
+	pid            int64
+	marker, commit bool
+}
+
+// logAppend adds a's records to log as the driver would write them.
+func logAppend(log []logRec, a Append) []logRec {
+	pid := int64(-1)
+	if a.Transactional {
+		pid = a.ProducerID
+	}
+	for _, r := range a.Records {
+		log = append(log, logRec{Record: r, pid: pid})
+	}
+	return log
+}
+
+// replayLog replays log into s, as node/coord does.
+func replayLog(s *Shard, log []logRec) error {
+	for i, r := range log {
+		var err error
+		switch {
+		case r.marker:
+			s.ReplayMarker(r.pid, r.commit)
+		case r.pid >= 0:
+			err = s.ReplayTxn(int64(i), r.pid, r.Key, r.Value)
+		default:
+			err = s.Replay(int64(i), r.Key, r.Value)
+		}
+		if err != nil {
+			return fmt.Errorf("record %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // step hands one request to the shard and prints what comes out.
 func (h *harness) step(body kmsg.Request) {
 	h.reqID++
@@ -186,7 +226,11 @@ func (h *harness) drain() {
 			h.printf("  r%d ← %s", r.ID, h.fmtResponse(r.Body))
 		}
 		for _, a := range rd.Appends {
-			h.printf("  append %d:", a.ID)
+			if a.Transactional {
+				h.printf("  append %d (transactional: producer %d epoch %d):", a.ID, a.ProducerID, a.ProducerEpoch)
+			} else {
+				h.printf("  append %d:", a.ID)
+			}
 			for _, rec := range a.Records {
 				h.printf("    %s", fmtRecord(rec))
 			}
@@ -199,7 +243,7 @@ func (h *harness) drain() {
 		}
 		if h.autoAck {
 			for _, a := range rd.Appends {
-				h.log = append(h.log, a.Records...)
+				h.log = logAppend(h.log, a)
 				h.s.Appended(h.now, a.ID, nil)
 			}
 		}
@@ -227,7 +271,7 @@ func (h *harness) appended() {
 			}
 		}
 	} else {
-		h.log = append(h.log, a.Records...)
+		h.log = logAppend(h.log, a)
 	}
 	h.printf("appended %d: %v", a.ID, errOrOK(err))
 	h.s.Appended(h.now, a.ID, err)

@@ -24,7 +24,7 @@ func (s *Shard) checkInvariants() error {
 	}
 	inflight := map[*group]map[tp]int{}
 	for id, o := range s.ops {
-		if o.kind == opCommit {
+		if o.kind == opCommit || o.kind == opTxnCommit {
 			for _, pc := range o.commits {
 				if inflight[o.g] == nil {
 					inflight[o.g] = map[tp]int{}
@@ -47,6 +47,11 @@ func (s *Shard) checkInvariants() error {
 		}
 		if d := g.due(); !d.IsZero() && (g.heapAt.IsZero() || g.heapAt.After(d) || !inHeap[timer{g.heapAt, id}]) {
 			return fmt.Errorf("group %q due at %v has no timer at or before it (heap entry %v)", id, d, g.heapAt)
+		}
+		for pid, pt := range g.txns {
+			if len(pt) == 0 || !s.txnGroups[pid][id] {
+				return fmt.Errorf("group %q: producer %d's pending offsets (%d) are not indexed", id, pid, len(pt))
+			}
 		}
 		for t, ps := range g.inflight {
 			for p, n := range ps {

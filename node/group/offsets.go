@@ -18,7 +18,9 @@ package group
 //     failure answered with the mapped error and forgotten.
 //   - OffsetFetch answers -1 (no leader epoch, empty metadata) for a
 //     partition without a commit and every committed partition when the
-//     topics are null; v8+ name several groups.
+//     topics are null; v8+ name several groups. With require_stable
+//     (v7+) a partition with pending transactional offsets answers
+//     UNSTABLE_OFFSET_COMMIT (txn_offsets.go).
 //   - OffsetDelete: GROUP_ID_NOT_FOUND for no group; NON_EMPTY_GROUP for a
 //     non-empty group of another protocol type than consumer;
 //     GROUP_SUBSCRIBED_TO_TOPIC for a topic a member subscribes to (from
@@ -134,6 +136,7 @@ func (s *Shard) commitAppended(now time.Time, o *op, code int16) {
 	for _, pc := range o.commits {
 		o.commit.Topics[pc.ti].Partitions[pc.pi].ErrorCode = code
 		if code == 0 {
+			pc.o.order = o.order
 			g.landCommit(pc)
 			s.commits++
 		}
@@ -154,8 +157,10 @@ func newFetchPartition(p int32) kmsg.OffsetFetchResponseGroupTopicPartition {
 	return rp
 }
 
-// fetchGroup answers one group of an OffsetFetch (topics nil: all).
-func (s *Shard) fetchGroup(group string, topics []kmsg.OffsetFetchRequestGroupTopic, all bool) kmsg.OffsetFetchResponseGroup {
+// fetchGroup answers one group of an OffsetFetch (topics nil: all); with
+// stable, a partition with pending transactional offsets answers
+// UNSTABLE_OFFSET_COMMIT (Kafka's require_stable).
+func (s *Shard) fetchGroup(group string, topics []kmsg.OffsetFetchRequestGroupTopic, all, stable bool) kmsg.OffsetFetchResponseGroup {
 	rg := kmsg.NewOffsetFetchResponseGroup()
 	rg.Group = group
 	switch {
@@ -167,7 +172,11 @@ func (s *Shard) fetchGroup(group string, topics []kmsg.OffsetFetchRequestGroupTo
 		return rg
 	}
 	g := s.groups[group]
-	fill := func(rp *kmsg.OffsetFetchResponseGroupTopicPartition, o offset) {
+	fill := func(rp *kmsg.OffsetFetchResponseGroupTopicPartition, topic string, o offset) {
+		if stable && g.hasPending(topic, rp.Partition) {
+			rp.ErrorCode = codeUnstable
+			return
+		}
 		rp.Offset, rp.LeaderEpoch, rp.Metadata = o.offset, o.leaderEpoch, strp(o.metadata)
 	}
 	if all {
@@ -179,7 +188,7 @@ func (s *Shard) fetchGroup(group string, topics []kmsg.OffsetFetchRequestGroupTo
 			rt.Topic = t
 			for _, p := range sortedKeys(g.offsets[t]) {
 				rp := newFetchPartition(p)
-				fill(&rp, g.offsets[t][p])
+				fill(&rp, t, g.offsets[t][p])
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			rg.Topics = append(rg.Topics, rt)
@@ -193,7 +202,9 @@ func (s *Shard) fetchGroup(group string, topics []kmsg.OffsetFetchRequestGroupTo
 			rp := newFetchPartition(p)
 			if g != nil {
 				if o, ok := g.offsets[t.Topic][p]; ok {
-					fill(&rp, o)
+					fill(&rp, t.Topic, o)
+				} else if stable && g.hasPending(t.Topic, p) {
+					rp.ErrorCode = codeUnstable
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -216,7 +227,7 @@ func (s *Shard) offsetFetch(r Request, req *kmsg.OffsetFetchRequest) {
 					continue
 				}
 			}
-			resp.Groups = append(resp.Groups, s.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil))
+			resp.Groups = append(resp.Groups, s.fetchGroup(rg.Group, rg.Topics, rg.Topics == nil, req.RequireStable))
 		}
 		s.respond(r.ID, resp)
 		return
@@ -227,7 +238,7 @@ func (s *Shard) offsetFetch(r Request, req *kmsg.OffsetFetchRequest) {
 		gt.Topic, gt.Partitions = t.Topic, t.Partitions
 		topics = append(topics, gt)
 	}
-	rg := s.fetchGroup(req.Group, topics, req.Topics == nil)
+	rg := s.fetchGroup(req.Group, topics, req.Topics == nil, req.Version >= 7 && req.RequireStable)
 	resp.ErrorCode = rg.ErrorCode
 	for _, gt := range rg.Topics {
 		rt := kmsg.NewOffsetFetchResponseTopic()
@@ -235,6 +246,7 @@ func (s *Shard) offsetFetch(r Request, req *kmsg.OffsetFetchRequest) {
 		for _, gp := range gt.Partitions {
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata
+			rp.ErrorCode = gp.ErrorCode
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -284,7 +296,7 @@ func (s *Shard) offsetDelete(now time.Time, r Request, req *kmsg.OffsetDeleteReq
 			rp.Partition = p.Partition
 			if subscribed {
 				rp.ErrorCode = codeSubscribed
-			} else if _, ok := g.offsets[t.Topic][p.Partition]; ok || g.hasInflight(t.Topic, p.Partition) {
+			} else if _, ok := g.offsets[t.Topic][p.Partition]; ok || g.hasInflight(t.Topic, p.Partition) || g.hasPending(t.Topic, p.Partition) {
 				recs = append(recs, g.tombstone(t.Topic, p.Partition, o))
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -391,7 +403,7 @@ func (s *Shard) checkRetention(now time.Time) {
 			for _, p := range sortedKeys(g.offsets[t]) {
 				o := g.offsets[t][p]
 				base, ok := g.expiryBase(o)
-				if !ok || g.hasInflight(t, p) {
+				if !ok || g.hasInflight(t, p) || g.hasPending(t, p) {
 					continue
 				}
 				if at := base.Add(s.cfg.OffsetsRetention); now.Before(at) {
@@ -402,7 +414,7 @@ func (s *Shard) checkRetention(now time.Time) {
 				s.expired++
 			}
 		}
-		if g.state == stateEmpty && len(g.offsets) == 0 && len(g.inflight) == 0 && len(g.pending) == 0 {
+		if g.state == stateEmpty && len(g.offsets) == 0 && len(g.inflight) == 0 && len(g.pending) == 0 && len(g.txns) == 0 {
 			recs = append(recs, groupTombstones(g)...)
 			ex.removedGroups = append(ex.removedGroups, g)
 			delete(s.groups, g.id)

@@ -103,10 +103,13 @@ func groupRecord(g *group) Record {
 	return Record{Key: groupKey(g.id), Value: v.AppendTo(nil)}
 }
 
-func (s *Shard) replay(key, value []byte) error {
+// replay applies the record at offset; pid is the producer of its
+// transactional batch (-1: not transactional).
+func (s *Shard) replay(offset, pid int64, key, value []byte) error {
 	if s.loaded {
 		return fmt.Errorf("%w: Replay after LoadDone", ErrUnsupportedRecord)
 	}
+	s.nextOrder = max(s.nextOrder, offset)
 	if len(key) < 2 {
 		return fmt.Errorf("%w: key of %d bytes", ErrCorruptRecord, len(key))
 	}
@@ -116,7 +119,7 @@ func (s *Shard) replay(key, value []byte) error {
 		if err := k.ReadFrom(key); err != nil {
 			return fmt.Errorf("%w: offset commit key: %v", ErrCorruptRecord, err)
 		}
-		return s.replayOffset(k, value)
+		return s.replayOffset(k, value, offset, pid)
 	case 2:
 		var k kmsg.GroupMetadataKey
 		if err := k.ReadFrom(key); err != nil {
@@ -140,11 +143,12 @@ func valueVersion(value []byte, maxVersion int16) error {
 	return nil
 }
 
-func (s *Shard) replayOffset(k kmsg.OffsetCommitKey, value []byte) error {
+func (s *Shard) replayOffset(k kmsg.OffsetCommitKey, value []byte, at, pid int64) error {
 	g := s.groups[k.Group]
 	if value == nil {
 		if g != nil {
 			g.deleteOffset(k.Topic, k.Partition)
+			g.dropPending(k.Topic, k.Partition)
 			s.maybeDropEmpty(g)
 		}
 		return nil
@@ -163,12 +167,12 @@ func (s *Shard) replayOffset(k kmsg.OffsetCommitKey, value []byte) error {
 		g = newGroup(k.Group, time.Time{})
 		s.groups[g.id] = g
 	}
-	ps := g.offsets[k.Topic]
-	if ps == nil {
-		ps = map[int32]offset{}
-		g.offsets[k.Topic] = ps
+	o := offset{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata, commitMs: v.CommitTimestamp, order: at}
+	if pid >= 0 {
+		s.addPending(g, pid, tp{k.Topic, k.Partition}, o)
+		return nil
 	}
-	ps[k.Partition] = offset{offset: v.Offset, leaderEpoch: v.LeaderEpoch, metadata: v.Metadata, commitMs: v.CommitTimestamp}
+	g.setOffset(k.Topic, k.Partition, o)
 	return nil
 }
 
@@ -176,9 +180,9 @@ func (s *Shard) replayGroup(id string, value []byte) error {
 	g := s.groups[id]
 	if value == nil {
 		if g != nil {
-			offsets := g.offsets
+			offsets, txns := g.offsets, g.txns
 			g = newGroup(id, time.Time{})
-			g.offsets = offsets
+			g.offsets, g.txns = offsets, txns
 			s.groups[id] = g
 			s.maybeDropEmpty(g)
 		}
@@ -197,7 +201,7 @@ func (s *Shard) replayGroup(id string, value []byte) error {
 	}
 	ng := newGroup(id, since)
 	if g != nil {
-		ng.offsets = g.offsets
+		ng.offsets, ng.txns = g.offsets, g.txns
 	}
 	ng.protocolType, ng.generation = v.ProtocolType, v.Generation
 	if v.Protocol != nil {

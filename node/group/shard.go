@@ -19,6 +19,7 @@ const (
 	opDeleteOffsets               // an OffsetDelete
 	opExpire                      // retention's tombstones
 	opConsumer                    // a consumer group's records
+	opTxnCommit                   // a TxnOffsetCommit
 )
 
 // op is an Append in flight and what to do when it is Appended.
@@ -52,6 +53,15 @@ type op struct {
 	cgResp    kmsg.Response
 	cgWaits   bool
 	cgRemoved []string
+
+	// order is the Append's place in the log's order (see offset.order).
+	order int64
+
+	// opTxnCommit: the answer, the producer, and how its transaction
+	// ended if it did while the Append was in flight.
+	txnResp *kmsg.TxnOffsetCommitResponse
+	pid     int64
+	result  txnResult
 }
 
 type removedOffset struct {
@@ -76,10 +86,16 @@ func (s *Shard) respond(id uint64, body kmsg.Response) {
 }
 
 // write queues an Append of records for o.
-func (s *Shard) write(o *op, recs []Record) {
+func (s *Shard) write(o *op, recs []Record) { s.writeAppend(o, Append{Records: recs}) }
+
+// writeAppend queues a (its ID set here) for o.
+func (s *Shard) writeAppend(o *op, a Append) {
 	s.nextAppend++
+	s.nextOrder++
+	o.order = s.nextOrder
 	s.ops[s.nextAppend] = o
-	s.ready.Appends = append(s.ready.Appends, Append{ID: s.nextAppend, Records: recs})
+	a.ID = s.nextAppend
+	s.ready.Appends = append(s.ready.Appends, a)
 }
 
 func (s *Shard) loadDone(now time.Time) {
@@ -89,6 +105,10 @@ func (s *Shard) loadDone(now time.Time) {
 	s.loaded = true
 	s.idSeed = uint64(now.UnixNano())
 	s.retentionAnchor = now
+	for _, l := range s.lateTxns {
+		s.completeTxn(now, l.pid, l.commit)
+	}
+	s.lateTxns = nil
 	for _, g := range s.groups {
 		if g.consumer != nil {
 			s.consumerLoaded(g, now)
@@ -130,6 +150,8 @@ func (s *Shard) step(now time.Time, r Request) {
 		s.leaveGroup(now, r, req)
 	case *kmsg.OffsetCommitRequest:
 		s.offsetCommit(now, r, req)
+	case *kmsg.TxnOffsetCommitRequest:
+		s.txnOffsetCommit(now, r, req)
 	case *kmsg.OffsetFetchRequest:
 		s.offsetFetch(r, req)
 	case *kmsg.DescribeGroupsRequest:
@@ -173,6 +195,8 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 		s.staticJoinAppended(now, o, code)
 	case opCommit:
 		s.commitAppended(now, o, code)
+	case opTxnCommit:
+		s.txnCommitAppended(now, o, code)
 	case opConsumer:
 		s.consumerAppended(o, code)
 	case opDeleteGroups:
@@ -234,10 +258,11 @@ func (s *Shard) fireGroup(g *group, now time.Time) {
 
 // maybeDropEmpty forgets a group that holds nothing at all: no members, no
 // pending member ids, no offsets, no writes in flight, never a generation
-// (one created by a failed join or a fetch).
+// (one created by a failed join or a fetch), no pending transactional
+// offsets.
 func (s *Shard) maybeDropEmpty(g *group) {
 	if g.consumer == nil && g.state == stateEmpty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 &&
-		len(g.offsets) == 0 && len(g.inflight) == 0 && g.protocolType == "" {
+		len(g.offsets) == 0 && len(g.inflight) == 0 && len(g.txns) == 0 && g.protocolType == "" {
 		delete(s.groups, g.id)
 	}
 }

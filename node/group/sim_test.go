@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ type sim struct {
 	id      uint64
 	open    map[uint64]kmsg.Request
 	pending []Append
-	log     []Record
+	log     []logRec
 	clients []*simClient
 	groups  []string
 	trace   []string
@@ -83,8 +84,9 @@ func newSim(t *testing.T, seed uint64) *sim {
 			t.Fatal(err)
 		}
 	}
-	x.log = append(x.log, offsetRecord("g1", "t", 0, offset{offset: 5}), offsetRecord("g1", "t", 1, offset{offset: 5}),
-		offsetRecord("g1", "t", 2, offset{offset: 5}))
+	for i := range 3 {
+		x.log = append(x.log, logRec{Record: offsetRecord("g1", "t", int32(i), offset{offset: 5}), pid: -1})
+	}
 	x.s.LoadDone(x.now)
 	for i := range 6 {
 		c := &simClient{name: fmt.Sprintf("c%d", i), group: x.groups[i%2], gen: -1, version: []int16{3, 5, 9}[rng.IntN(3)]}
@@ -202,7 +204,7 @@ func (x *sim) appended(fail bool) {
 	if fail {
 		err = []error{kerr.NotLeaderForPartition, kerr.RequestTimedOut, errors.New("io")}[x.pick(3)]
 	} else {
-		x.log = append(x.log, a.Records...)
+		x.log = logAppend(x.log, a)
 	}
 	x.s.Appended(x.now, a.ID, err)
 	x.trace = append(x.trace, fmt.Sprintf("%s appended %d %v", x.now.Sub(t0), a.ID, err))
@@ -228,8 +230,10 @@ func (x *sim) run(steps int) {
 			x.heartbeat(c)
 		case n < 48:
 			x.leave(c)
-		case n < 62:
+		case n < 58:
 			x.commit(c)
+		case n < 62:
+			x.txn(c)
 		case n < 66:
 			x.misc(c)
 		case n < 82:
@@ -270,14 +274,15 @@ func (x *sim) checkReplay() {
 		return
 	}
 	r := NewShard(0, x.cfg)
-	for i, rec := range x.log {
-		if err := r.Replay(int64(i), rec.Key, rec.Value); err != nil {
-			x.t.Fatalf("replay %d: %v", i, err)
-		}
+	if err := replayLog(r, x.log); err != nil {
+		x.t.Fatalf("replay: %v", err)
 	}
 	live, replayed := x.s.Stats().Offsets, r.Stats().Offsets
 	if !reflect.DeepEqual(live, replayed) {
 		x.t.Errorf("replayed offsets differ:\nlive     %v\nreplayed %v", live, replayed)
+	}
+	if a, b := pendingState(x.s), pendingState(r); a != b {
+		x.t.Errorf("replayed pending transactional offsets differ:\nlive:\n%s\nreplayed:\n%s", a, b)
 	}
 	if a, b := consumerState(x.s), consumerState(r); a != b {
 		x.t.Errorf("replayed consumer groups differ:\nlive:\n%s\nreplayed:\n%s", a, b)
@@ -418,4 +423,70 @@ func (x *sim) misc(c *simClient) {
 		x.trace = append(x.trace, fmt.Sprintf("%s topics deleted", x.now.Sub(t0)))
 		x.drain()
 	}
+}
+
+// simProducers are the producer ids of the sim's transactions.
+var simProducers = []int64{100, 101}
+
+// txn is a TxnOffsetCommit of one of simProducers (its membership as the
+// client's, or none), or the marker ending one's transaction: only when
+// none of its TxnOffsetCommits is in flight, as a transaction coordinator
+// writes markers only after the client's EndTxn, which comes after its
+// TxnOffsetCommit was answered.
+func (x *sim) txn(c *simClient) {
+	pid := simProducers[x.pick(len(simProducers))]
+	if x.pick(10) < 3 {
+		for _, a := range x.pending {
+			if a.Transactional && a.ProducerID == pid {
+				return
+			}
+		}
+		commit := x.pick(2) == 0
+		x.log = append(x.log, logRec{pid: pid, marker: true, commit: commit})
+		x.s.CompleteTxn(x.now, pid, commit)
+		x.trace = append(x.trace, fmt.Sprintf("%s complete %d commit=%v", x.now.Sub(t0), pid, commit))
+		x.drain()
+		return
+	}
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = []int16{2, 3, 5}[x.pick(3)]
+	req.Group, req.ProducerID, req.TransactionalID = c.group, pid, "tx"
+	req.MemberID, req.Generation = c.member, c.gen
+	if x.pick(3) == 0 || req.Version < 3 {
+		req.MemberID, req.Generation = "", -1
+	}
+	if req.Version >= 3 && c.version >= 5 {
+		req.InstanceID = c.instance
+	}
+	for _, topic := range []string{"t", "u"}[:1+x.pick(2)] {
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = topic
+		for p := range int32(1 + x.pick(3)) {
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = p, int64(x.pick(1000))
+			meta := []string{"", "ok", "too long"}[x.pick(3)]
+			rp.Metadata = &meta
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	x.step(c, req)
+}
+
+// pendingState prints every group's pending transactional offsets.
+func pendingState(s *Shard) string {
+	var b strings.Builder
+	for _, id := range sortedKeys(s.groups) {
+		g := s.groups[id]
+		for _, pid := range sortedKeys(g.txns) {
+			for _, t := range []string{"t", "u"} {
+				for p := range int32(3) {
+					if o, ok := g.txns[pid][tp{t, p}]; ok {
+						fmt.Fprintf(&b, "%s %d %s/%d=%d\n", id, pid, t, p, o.offset)
+					}
+				}
+			}
+		}
+	}
+	return b.String()
 }

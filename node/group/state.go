@@ -94,6 +94,11 @@ type offset struct {
 	leaderEpoch int32
 	metadata    string
 	commitMs    int64
+	// order is where the commit's record lies in the log, for comparing
+	// a transactional commit with a plain one (the later wins): the
+	// record's offset when replayed, the Append's rank when written here
+	// (ranks are above every offset replayed).
+	order int64
 }
 
 // group is one classic group with its committed offsets.
@@ -131,6 +136,9 @@ type group struct {
 	// DeleteGroups write tombstones for them too).
 	inflight map[string]map[int32]int
 	tombs    map[tp]*tombMark // see tombstones.go
+	// txns are the pending transactional offsets by producer id (nil:
+	// none): txn_offsets.go.
+	txns map[int64]pendingTxn
 
 	heapAt time.Time // the time of this group's entry in the timer heap
 

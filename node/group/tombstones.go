@@ -25,9 +25,11 @@ type tombMark struct {
 	op  *op
 }
 
-// tombstone removes the offset of (topic, p) for the write ex and returns
-// its record.
+// tombstone removes the offset of (topic, p) for the write ex, and its
+// pending transactional offsets (which a failed write does not bring
+// back), and returns its record.
 func (g *group) tombstone(topic string, p int32, ex *op) Record {
+	g.dropPending(topic, p)
 	if old, ok := g.offsets[topic][p]; ok {
 		ex.setRemoved(g, topic, p, old)
 		g.deleteOffset(topic, p)

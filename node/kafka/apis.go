@@ -87,6 +87,7 @@ func newTable(b Broker) *table {
 		{key: kmsg.ListGroups, min: 0, max: 5, handle: handleListGroups, needs: has[Groups]},
 		{key: kmsg.DeleteGroups, min: 0, max: 2, handle: handleDeleteGroups, needs: has[Groups]},
 		{key: kmsg.OffsetDelete, min: 0, max: 0, handle: handleOffsetDelete, needs: has[Groups]},
+		{key: kmsg.TxnOffsetCommit, min: 0, max: 5, handle: handleTxnOffsetCommit, needs: has[Groups]},
 		{key: kmsg.SASLHandshake, min: 1, max: 1, handle: handleSASLHandshake, maxBytes: saslMaxReceive, listFrom0: true},
 		{key: kmsg.SASLAuthenticate, min: 0, max: 2, handle: handleSASLAuthenticate, maxBytes: saslMaxReceive},
 		{key: kmsg.DescribeUserSCRAMCredentials, min: 0, max: 0, handle: handleDescribeUserSCRAMCredentials, needs: has[ScramAdmin]},
@@ -96,6 +97,12 @@ func newTable(b Broker) *table {
 		{key: kmsg.DescribeACLs, min: 0, max: 3, handle: handleDescribeACLs, needs: has[ACLAdmin]},
 		{key: kmsg.CreateACLs, min: 0, max: 3, handle: handleCreateACLs, needs: has[ACLAdmin]},
 		{key: kmsg.DeleteACLs, min: 0, max: 3, handle: handleDeleteACLs, needs: has[ACLAdmin]},
+		{key: kmsg.AddPartitionsToTxn, min: 0, max: 5, handle: handleAddPartitionsToTxn, needs: has[Transactions]},
+		{key: kmsg.AddOffsetsToTxn, min: 0, max: 4, handle: handleAddOffsetsToTxn, needs: has[Transactions]},
+		// EndTxn v5 is transaction.version 2 (KIP-890 part 2): not served.
+		{key: kmsg.EndTxn, min: 0, max: 4, handle: handleEndTxn, needs: has[Transactions]},
+		{key: kmsg.DescribeTransactions, min: 0, max: 0, handle: handleDescribeTransactions, needs: has[Transactions]},
+		{key: kmsg.ListTransactions, min: 0, max: 1, handle: handleListTransactions, needs: has[Transactions]},
 		{key: kmsg.WriteTxnMarkers, min: 0, max: 1, handle: handleWriteTxnMarkers, needs: has[TxnMarkers]},
 		{key: kmsg.DescribeProducers, min: 0, max: 0, handle: handleDescribeProducers, needs: has[ProducerStates]},
 	}

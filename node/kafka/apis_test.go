@@ -63,7 +63,7 @@ func TestTableRowsFollowCapabilities(t *testing.T) {
 			Groups
 		}{}, []kmsg.Key{kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.JoinGroup, kmsg.Heartbeat, kmsg.LeaveGroup, kmsg.SyncGroup,
 			kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups, kmsg.OffsetDelete,
-			kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe}, 0},
+			kmsg.TxnOffsetCommit, kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tab := newTable(tc.b)

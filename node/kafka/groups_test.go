@@ -72,6 +72,19 @@ func (f *fakeGroups) Coordinate(_ context.Context, shard int32, req GroupRequest
 			rg.Group = g.Group
 			r.Groups = append(r.Groups, rg)
 		}
+	case *kmsg.TxnOffsetCommitRequest:
+		names = []string{b.Group}
+		r := resp.(*kmsg.TxnOffsetCommitResponse)
+		for _, t := range b.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition = p.Partition
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			r.Topics = append(r.Topics, rt)
+		}
 	case *kmsg.OffsetCommitRequest:
 		names = []string{b.Group}
 		r := resp.(*kmsg.OffsetCommitResponse)
@@ -253,5 +266,60 @@ func TestGroupsOffsetCommitValidation(t *testing.T) {
 	r := c.roundTrip(dg).(*kmsg.DeleteGroupsResponse)
 	if len(r.Groups) != 2 || r.Groups[0].ErrorCode != kerr.InvalidGroupID.Code || r.Groups[1].ErrorCode != kerr.NotCoordinator.Code {
 		t.Errorf("DeleteGroups: %+v", r.Groups)
+	}
+}
+
+// TestGroupsTxnOffsetCommit: TxnOffsetCommit at every version goes to
+// the group's shard with the partitions that exist (the others
+// UNKNOWN_TOPIC_OR_PARTITION), answered in request order; an empty group
+// id is INVALID_GROUP_ID for every partition; a shard not led here gives
+// NOT_COORDINATOR to every partition it was asked about.
+func TestGroupsTxnOffsetCommit(t *testing.T) {
+	ts, fg := startGroupsServer(t)
+	c := dial(t, ts.addr)
+	commit := func(v int16, group string) [][]int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version, req.Group, req.TransactionalID, req.ProducerID = v, group, "tx", 3
+		for _, topic := range []string{"nope", "t"} {
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.Topic = topic
+			for _, p := range []int32{0, 5, 1} {
+				rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+				rp.Partition, rp.Offset = p, 10
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := c.roundTrip(req).(*kmsg.TxnOffsetCommitResponse)
+		var out [][]int16
+		for i, rt := range resp.Topics {
+			if rt.Topic != req.Topics[i].Topic {
+				t.Errorf("v%d: topic %d is %s, want %s", v, i, rt.Topic, req.Topics[i].Topic)
+			}
+			var codes []int16
+			for _, p := range rt.Partitions {
+				codes = append(codes, p.ErrorCode)
+			}
+			out = append(out, codes)
+		}
+		return out
+	}
+	u, ig, nc := kerr.UnknownTopicOrPartition.Code, kerr.InvalidGroupID.Code, kerr.NotCoordinator.Code
+	for v := int16(0); v <= 5; v++ {
+		if got := commit(v, "a1"); !slices.Equal(got[0], []int16{u, u, u}) || !slices.Equal(got[1], []int16{0, u, 0}) {
+			t.Errorf("v%d: codes %v", v, got)
+		}
+	}
+	fg.mu.Lock()
+	calls := len(fg.calls['a'])
+	fg.mu.Unlock()
+	if calls != 6 {
+		t.Errorf("shard asked %d times, want once per request (6)", calls)
+	}
+	if got := commit(5, ""); !slices.Equal(got[1], []int16{ig, ig, ig}) {
+		t.Errorf("empty group id: %v", got)
+	}
+	if got := commit(5, "z1"); !slices.Equal(got[1], []int16{nc, u, nc}) {
+		t.Errorf("shard not led: %v", got)
 	}
 }
