@@ -130,6 +130,20 @@
 // to internal topics; CreateTopics, DeleteTopics and CreatePartitions
 // refuse them too, and Metadata marks them internal.
 //
+// # Transactions
+//
+// txns.go: the broker serves kafka.Transactions through node/txncoord,
+// the same way: the first FindCoordinator for a transactional id creates
+// __transaction_state (transaction.state.log.num.partitions,
+// transaction.state.log.replication.factor clamped to the live brokers
+// with a warning, transaction.state.log.min.isr, compacted, internal);
+// syncGroups tells the transaction coordinator which of its partitions
+// this node leads; txnHost adds producer id blocks from the quorum, the
+// metadata's partition leaders for the markers, and connections to the
+// other brokers' inter-broker listener with the fetchers' TLS and SASL.
+// The replicas' KIP-890 verification (txnVerifier) is the broker's
+// VerifyTxn.
+//
 // # Admin writes
 //
 // CreateTopics, CreatePartitions, DeleteTopics and IncrementalAlterConfigs

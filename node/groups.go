@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-log/sluice/node/coord"
 	"github.com/sluice-log/sluice/node/group"
 	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/node/txn"
 	"github.com/sluice-log/sluice/quorum"
 )
 
@@ -26,7 +27,7 @@ var _ kafka.Groups = (*broker)(nil)
 // isInternal says whether topic is one of Sluice's internal topics: shown
 // as internal in Metadata, refused to clients' Produce, DeleteTopics,
 // CreateTopics and CreatePartitions.
-func isInternal(topic string) bool { return topic == group.OffsetsTopic }
+func isInternal(topic string) bool { return topic == group.OffsetsTopic || topic == txn.StateTopic }
 
 // internalTopicError is the answer to an admin request on an internal
 // topic: INVALID_REQUEST with a message saying why.
@@ -38,18 +39,30 @@ func internalTopicError(topic, what string) (error, string) {
 // partition of __consumer_offsets, created on first use.
 func (b *broker) FindGroupCoordinator(ctx context.Context, listener, groupID string) (kafka.BrokerInfo, error) {
 	n := b.node()
+	info, exists, err := n.coordinatorOf(group.OffsetsTopic, groupID, listener)
+	if !exists {
+		g := n.cfg.Groups
+		n.createInternalTopic(ctx, group.OffsetsTopic, "offsets.topic.replication.factor", g.OffsetsTopicNumPartitions,
+			g.OffsetsTopicReplicationFactor, 2, g.OffsetsTopicSegmentBytes)
+	}
+	return info, err
+}
+
+// coordinatorOf is the broker leading key's partition of the internal
+// topic, at its endpoint for listener (the inter-broker one when empty);
+// exists is false while the topic does not exist.
+// COORDINATOR_NOT_AVAILABLE while the partition has no live leader.
+func (n *Node) coordinatorOf(topic, key, listener string) (info kafka.BrokerInfo, exists bool, err error) {
 	if listener == "" {
 		listener = n.cfg.InterBrokerListener
 	}
-	var exists bool
-	var info kafka.BrokerInfo
-	err := error(kerr.CoordinatorNotAvailable)
+	err = kerr.CoordinatorNotAvailable
 	n.ctrl.View(func(im *quorum.Image) {
-		t := im.Topics[group.OffsetsTopic]
+		t := im.Topics[topic]
 		if exists = t != nil; !exists || len(t.Partitions) == 0 {
 			return
 		}
-		p := t.Partitions[group.Partition(groupID, int32(len(t.Partitions)))]
+		p := t.Partitions[group.Partition(key, int32(len(t.Partitions)))]
 		br := im.Brokers[p.Leader]
 		if p.Leader == quorum.NoLeader || !br.Alive() {
 			return
@@ -60,19 +73,15 @@ func (b *broker) FindGroupCoordinator(ctx context.Context, listener, groupID str
 			}
 		}
 	})
-	if !exists {
-		n.createOffsetsTopic(ctx)
-	}
-	return info, err
+	return info, exists, err
 }
 
-// createOffsetsTopic creates __consumer_offsets: offsets.topic.* shaped,
-// compacted, its replication factor clamped to the live brokers (with a
-// warning), min.insync.replicas 2 (1 when it has one replica). Another
+// createInternalTopic creates an internal topic (__consumer_offsets,
+// __transaction_state): compacted, its replication factor (rfKey's
+// value) clamped to the live brokers (with a warning), its
+// min.insync.replicas minISR at most the replication factor. Another
 // node creating it at the same time is no error.
-func (n *Node) createOffsetsTopic(ctx context.Context) {
-	g := n.cfg.Groups
-	rf := g.OffsetsTopicReplicationFactor
+func (n *Node) createInternalTopic(ctx context.Context, name, rfKey string, partitions int32, rf int16, minISR, segmentBytes int32) {
 	live := 0
 	n.ctrl.View(func(im *quorum.Image) {
 		for _, b := range im.Brokers {
@@ -85,38 +94,44 @@ func (n *Node) createOffsetsTopic(ctx context.Context) {
 		return
 	}
 	if int(rf) > live {
-		n.log.Warn("node: creating "+group.OffsetsTopic+" with fewer replicas than offsets.topic.replication.factor: not enough live brokers",
-			"offsets.topic.replication.factor", rf, "live_brokers", live)
+		n.log.Warn("node: creating "+name+" with fewer replicas than "+rfKey+": not enough live brokers",
+			rfKey, rf, "live_brokers", live)
 		rf = int16(live)
 	}
-	spec := quorum.TopicSpec{Name: group.OffsetsTopic, Partitions: g.OffsetsTopicNumPartitions, ReplicationFactor: rf,
-		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(int(g.OffsetsTopicSegmentBytes)),
-			// A commit is acknowledged once in the ISR; with two copies
-			// required, one lost disk never loses an acknowledged commit.
-			"min.insync.replicas": strconv.Itoa(int(min(rf, 2)))}}
+	spec := quorum.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: rf,
+		Configs: map[string]string{"cleanup.policy": "compact", "segment.bytes": strconv.Itoa(int(segmentBytes)),
+			// A write is acknowledged once in the ISR; with two copies
+			// required, one lost disk never loses an acknowledged one.
+			"min.insync.replicas": strconv.Itoa(int(min(int32(rf), minISR)))}}
 	res, err := n.decideTopics(ctx, &quorum.CreateTopics{Topics: []quorum.TopicSpec{spec}}, false)
 	switch {
 	case err != nil:
-		n.log.Warn("node: creating "+group.OffsetsTopic, "err", err)
+		n.log.Warn("node: creating "+name, "err", err)
 	case len(res) == 1 && res[0].Code != 0 && res[0].Code != kerr.TopicAlreadyExists.Code:
-		n.log.Warn("node: creating "+group.OffsetsTopic, "code", res[0].Code, "message", res[0].Message)
+		n.log.Warn("node: creating "+name, "code", res[0].Code, "message", res[0].Message)
 	case len(res) == 1 && res[0].Code == 0:
-		n.log.Info("node: created "+group.OffsetsTopic, "partitions", spec.Partitions, "replication_factor", rf)
+		n.log.Info("node: created "+name, "partitions", spec.Partitions, "replication_factor", rf)
 	}
 }
 
 // GroupShard implements kafka.Groups.
 func (b *broker) GroupShard(groupID string) (int32, bool) {
+	return b.node().shardOf(group.OffsetsTopic, groupID)
+}
+
+// shardOf is key's partition of an internal topic; false while the topic
+// does not exist.
+func (n *Node) shardOf(topic, key string) (int32, bool) {
 	var np int
-	b.node().ctrl.View(func(im *quorum.Image) {
-		if t := im.Topics[group.OffsetsTopic]; t != nil {
+	n.ctrl.View(func(im *quorum.Image) {
+		if t := im.Topics[topic]; t != nil {
 			np = len(t.Partitions)
 		}
 	})
 	if np == 0 {
 		return 0, false
 	}
-	return group.Partition(groupID, int32(np)), true
+	return group.Partition(key, int32(np)), true
 }
 
 // Coordinate implements kafka.Groups through node/coord.
@@ -143,15 +158,8 @@ func (b *broker) PartitionExists(topic string, partition int32) bool {
 // leads (after the replicas became leaders) and which topics were deleted
 // since the last call. n.reconcileMu must be held.
 func (n *Node) syncGroups(im *quorum.Image) {
-	led := map[int32]int32{}
-	if t := im.Topics[group.OffsetsTopic]; t != nil {
-		for i, p := range t.Partitions {
-			if p.Leader == n.cfg.NodeID {
-				led[int32(i)] = p.LeaderEpoch
-			}
-		}
-	}
-	n.coord.Sync(led)
+	n.coord.Sync(n.ledPartitions(im, group.OffsetsTopic))
+	n.txnc.Sync(n.ledPartitions(im, txn.StateTopic))
 	var deleted []string
 	for name := range n.topicsSeen {
 		if im.Topics[name] == nil {
@@ -191,6 +199,20 @@ func (n *Node) syncGroupTopics(im *quorum.Image) {
 	n.coord.SetTopics(topics)
 }
 
+// ledPartitions are the partitions of topic led here, with their leader
+// epochs.
+func (n *Node) ledPartitions(im *quorum.Image, topic string) map[int32]int32 {
+	led := map[int32]int32{}
+	if t := im.Topics[topic]; t != nil {
+		for i, p := range t.Partitions {
+			if p.Leader == n.cfg.NodeID {
+				led[int32(i)] = p.LeaderEpoch
+			}
+		}
+	}
+	return led
+}
+
 func countInternal(im *quorum.Image) int {
 	k := 0
 	for name := range im.Topics {
@@ -201,18 +223,25 @@ func countInternal(im *quorum.Image) int {
 	return k
 }
 
-// coordHost is the node seen by the group coordinator (coord.Host).
-type coordHost struct{ n *Node }
+// coordHost is the node seen by a coordinator (coord.Host) for the
+// partitions of its internal topic.
+type coordHost struct {
+	n     *Node
+	topic string
+}
 
-var _ coord.Host = coordHost{}
+var (
+	_ coord.Host      = coordHost{}
+	_ coord.Sequencer = coordHost{}
+)
 
 // Append implements coord.Host: the leader's produce path, as clients'.
 func (h coordHost) Append(ctx context.Context, p int32, batch []byte) kafka.ProduceResult {
-	r, err := (*broker)(h.n).lookup(group.OffsetsTopic, p)
+	r, err := (*broker)(h.n).lookup(h.topic, p)
 	if err != nil {
 		return kafka.ProduceResult{Err: err}
 	}
-	res := r.Produce(ctx, kafka.ProducePartition{Topic: group.OffsetsTopic, Partition: p, Acks: -1, Records: batch})
+	res := r.Produce(ctx, kafka.ProducePartition{Topic: h.topic, Partition: p, Acks: -1, Records: batch})
 	if res.Err == nil {
 		h.n.signal()
 	}
@@ -221,7 +250,7 @@ func (h coordHost) Append(ctx context.Context, p int32, batch []byte) kafka.Prod
 
 // Read implements coord.Host from the local replica's log.
 func (h coordHost) Read(p int32, offset, upTo int64, maxBytes int, buf []byte) ([]byte, int64, error) {
-	r := h.n.replica(group.OffsetsTopic, p)
+	r := h.n.replica(h.topic, p)
 	if r == nil {
 		return nil, offset, kerr.NotLeaderForPartition
 	}
@@ -234,7 +263,7 @@ func (h coordHost) Read(p int32, offset, upTo int64, maxBytes int, buf []byte) (
 
 // Offsets implements coord.Host.
 func (h coordHost) Offsets(p, epoch int32) (start, hw, leo int64, ok bool) {
-	r := h.n.replica(group.OffsetsTopic, p)
+	r := h.n.replica(h.topic, p)
 	if r == nil {
 		return 0, 0, 0, false
 	}
@@ -245,7 +274,7 @@ func (h coordHost) Offsets(p, epoch int32) (start, hw, leo int64, ok bool) {
 	return r.Log().LogStartOffset(), r.HighWatermark(), st.LEO, true
 }
 
-// NextSequence implements coord.Host from the local replica's producer
+// NextSequence implements coord.Sequencer from the local replica's producer
 // state: the sequence after the producer's last batch at epoch, else 0.
 func (h coordHost) NextSequence(p int32, pid int64, epoch int16) int32 {
 	r := h.n.replica(group.OffsetsTopic, p)

@@ -25,6 +25,8 @@ import (
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/node/replica"
+	"github.com/sluice-log/sluice/node/txn"
+	"github.com/sluice-log/sluice/node/txncoord"
 	"github.com/sluice-log/sluice/partition"
 	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
@@ -110,6 +112,9 @@ type Node struct {
 	// groupTopics are the topics last given to the coordinator (under
 	// reconcileMu): SetTopics only when they change.
 	groupTopics map[string]group.TopicInfo
+	// txnc runs the transaction coordinator's shards (node/txncoord,
+	// txns.go).
+	txnc *txncoord.Coordinator
 
 	mu struct {
 		sync.RWMutex
@@ -293,10 +298,13 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("node: %w", err)
 	}
-	n.coord = coord.New(coordHost{n}, coord.Options{Config: n.cfg.Groups.Coordinator,
+	n.coord = coord.New(coordHost{n, group.OffsetsTopic}, coord.Options{Config: n.cfg.Groups.Coordinator,
 		CommitTimeout: n.cfg.Groups.OffsetsCommitTimeout, Logger: n.log})
 	n.topicsSeen = map[string]bool{}
 	*undo = append(*undo, n.coord.Close)
+	n.txnc = txncoord.New(txnHost{coordHost{n, txn.StateTopic}}, txncoord.Options{Config: n.cfg.Transactions.Coordinator, Logger: n.log})
+	*undo = append(*undo, n.txnc.Close)
+	n.txnVerifier = (*broker)(n)
 	return clean, nil
 }
 
@@ -559,6 +567,7 @@ func (n *Node) Close(ctx context.Context) error {
 	// its rebalance) are answered NOT_COORDINATOR now, and their clients
 	// go to the new coordinators, instead of holding the shutdown.
 	n.coord.Close()
+	n.txnc.Close()
 	if err := n.srv.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("kafka server: %w", err))
 	}
@@ -575,6 +584,7 @@ func (n *Node) Close(ctx context.Context) error {
 	n.cleaner.Close()
 	n.reconcileMu.Lock()
 	n.coord.Close()
+	n.txnc.Close()
 	if err := n.rm.WriteHWCheckpoint(); err != nil {
 		errs = append(errs, fmt.Errorf("high-watermark checkpoint: %w", err))
 	}

@@ -28,8 +28,7 @@ var ErrInvalid = errors.New("config")
 // Listener names understood by the node. Any other name is a Kafka
 // protocol listener (listener.security.protocol.map).
 const (
-	// ListenerKafka is the default Kafka listener name, and the default
-	// inter.broker.listener.name.
+	// ListenerKafka: the default Kafka listener and inter-broker name.
 	ListenerKafka      = "PLAINTEXT"
 	ListenerController = "CONTROLLER"
 	// ListenerHTTP (optional) serves /health, /healthz, /readyz and /metrics.
@@ -72,8 +71,7 @@ type Config struct {
 	InterBrokerListener string
 	// TLS holds the TLS of each SSL and SASL_SSL listener (tls.go), by name.
 	TLS map[string]*ListenerTLS
-	// SASL holds the SASL of each SASL_PLAINTEXT and SASL_SSL listener
-	// (sasl.go), by name.
+	// SASL: each SASL_PLAINTEXT and SASL_SSL listener's (sasl.go).
 	SASL map[string]*ListenerSASL
 	// SASLInterBrokerMechanism is sasl.mechanism.inter.broker.protocol
 	// ("": the first enabled on the inter-broker listener).
@@ -219,8 +217,10 @@ type Config struct {
 	LogCleanerMaxCompactionLag  time.Duration
 	LogCleanerDeleteRetention   time.Duration
 
-	// Groups configures the group coordinator and __consumer_offsets.
-	Groups Groups
+	// Groups and Transactions configure the group and transaction
+	// coordinators and their internal topics (groups.go, txn.go).
+	Groups       Groups
+	Transactions Transactions
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
 	Values    map[string]string
@@ -254,7 +254,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), authzKeys)
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), authzKeys)
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{

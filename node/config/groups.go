@@ -141,7 +141,8 @@ func groupKeys() []key {
 	}
 }
 
-// validateGroups checks what no single group key can.
+// validateGroups checks what no single group key can, then the
+// transaction keys (validateTxns).
 func (c *Config) validateGroups() error {
 	g := c.Groups.Coordinator
 	if g.MinSessionTimeout > g.MaxSessionTimeout {
@@ -159,5 +160,5 @@ func (c *Config) validateGroups() error {
 	if g.ConsumerHeartbeatInterval >= g.ConsumerSessionTimeout {
 		return fmt.Errorf("%w: group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms", ErrInvalid)
 	}
-	return nil
+	return c.validateTxns()
 }

@@ -37,12 +37,6 @@ type Host interface {
 	// Changed returns a channel closed at the next append or high
 	// watermark change of any local partition.
 	Changed() <-chan struct{}
-	// NextSequence is the base sequence the next batch of producer pid
-	// at epoch must carry in offsets partition p, as the log's producer
-	// state expects it (0 for a producer it does not know, or a new
-	// epoch): a TxnOffsetCommit's offsets are a transactional batch of
-	// the client's producer, checked like the client's own batches.
-	NextSequence(p int32, pid int64, epoch int16) int32
 }
 
 // Machine is one shard's state machine: *group.Shard (see node/group for
@@ -68,6 +62,17 @@ type TopicSetter interface {
 	SetTopics(now time.Time, topics map[string]group.TopicInfo)
 }
 
+// Sequencer is a Host's optional capability that transactional offset
+// commits need: NextSequence is the base sequence the next batch of
+// producer pid at epoch must carry in partition p, as the log's producer
+// state expects it (0 for a producer it does not know, or a new epoch),
+// since a TxnOffsetCommit's offsets are a transactional batch of the
+// client's producer, checked like the client's own batches. Without it
+// every such batch starts at sequence 0.
+type Sequencer interface {
+	NextSequence(p int32, pid int64, epoch int16) int32
+}
+
 // TxnMachine is a Machine's optional capability to keep transactional
 // offset commits (TxnOffsetCommit): *group.Shard has it. The coordinator
 // hands it a transactional batch's records (ReplayTxn), control batches
@@ -86,13 +91,20 @@ var _ TxnMachine = (*group.Shard)(nil)
 type Options struct {
 	// Config is every shard's.
 	Config group.Config
+	// Topic names the internal topic in logs (__consumer_offsets when
+	// empty).
+	Topic string
 	// CommitTimeout is offsets.commit.timeout.ms: the bound of each
 	// append's wait for acks=all (5 s when zero).
 	CommitTimeout time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
-	// NewMachine makes a shard's machine; nil: group.NewShard.
-	NewMachine func(p int32, cfg group.Config) Machine
+	// NewMachine makes the machine of a shard led at epoch; nil:
+	// group.NewShard. node/txncoord puts node/txn's machine here (the
+	// driver is the same for both coordinators).
+	NewMachine func(p, epoch int32, cfg group.Config) Machine
+	// OnLoaded, when set, is told each load's duration (metrics).
+	OnLoaded func(p int32, took time.Duration)
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 }
@@ -129,10 +141,13 @@ func New(h Host, opts Options) *Coordinator {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.NewMachine == nil {
-		opts.NewMachine = func(p int32, cfg group.Config) Machine { return group.NewShard(p, cfg) }
+		opts.NewMachine = func(p, _ int32, cfg group.Config) Machine { return group.NewShard(p, cfg) }
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Topic == "" {
+		opts.Topic = group.OffsetsTopic
 	}
 	c := &Coordinator{host: h, opts: opts, log: opts.Logger}
 	c.mu.shards = map[int32]*shard{}
@@ -221,6 +236,43 @@ func (c *Coordinator) Do(ctx context.Context, p int32, req kafka.GroupRequest) (
 		s.forget(id)
 		return nil, kerr.RequestTimedOut
 	}
+}
+
+// Run calls f with the machine of shard p, if this node leads p at epoch
+// and has loaded it, under the shard's lock, then acts on what the
+// machine's Ready asks; false if it does not. Outcomes that arrive from
+// elsewhere (node/txncoord's markers and producer ids) go in this way. f
+// must not call the Coordinator.
+func (c *Coordinator) Run(p, epoch int32, f func(m Machine, now time.Time)) bool {
+	s := c.shard(p)
+	if s == nil || s.epoch != epoch {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.gone || !s.mu.loaded {
+		return false
+	}
+	now := c.opts.Now()
+	f(s.mu.m, now)
+	s.processLocked(now)
+	return true
+}
+
+// Visit calls f with the machine of every loaded shard, by partition,
+// each under its shard's lock, and returns how many shards are still
+// loading. f must not call the Coordinator nor change the machine.
+func (c *Coordinator) Visit(f func(p int32, m Machine, now time.Time)) (loading int) {
+	for _, s := range c.shards() {
+		s.mu.Lock()
+		if s.mu.loaded && !s.mu.gone {
+			f(s.p, s.mu.m, c.opts.Now())
+		} else if !s.mu.loaded {
+			loading++
+		}
+		s.mu.Unlock()
+	}
+	return loading
 }
 
 // ListGroups merges the groups of every shard; a shard still loading

@@ -215,7 +215,7 @@ func commitReq(group string, off int64) kafka.GroupRequest {
 func newTestCoordinator(h *fakeHost) (*Coordinator, *[]*fakeMachine, *sync.Mutex) {
 	var mu sync.Mutex
 	var made []*fakeMachine
-	c := New(h, Options{NewMachine: func(int32, group.Config) Machine {
+	c := New(h, Options{NewMachine: func(int32, int32, group.Config) Machine {
 		m := &fakeMachine{waiting: map[uint64]uint64{}}
 		mu.Lock()
 		made = append(made, m)

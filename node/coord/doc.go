@@ -26,20 +26,26 @@
 //
 // Transactions: a TxnOffsetCommit's Append (Transactional) is framed as
 // a transactional batch of the client's producer id and epoch, at the
-// base sequence the log's producer state expects next
-// (Host.NextSequence: the shard writes one Append at a time and nothing
+// base sequence the log's producer state expects next (the Host's
+// optional Sequencer: the shard writes one Append at a time and nothing
 // else writes under that producer id here), so the log fences an older
 // epoch as for the client's own batches. At load a transactional batch's
 // records go to ReplayTxn and a control batch (an EndTransactionMarker)
 // to ReplayMarker, if the machine is a TxnMachine (*group.Shard is).
-// CompleteTxn(partition, producer, commit), which the
-// node calls when WriteTxnMarkers' marker is committed in the partition
+// CompleteTxn(partition, producer, commit), which the node calls when
+// WriteTxnMarkers' marker is committed in the partition
 // (kafka.GroupTxns), reaches the shard's machine, or, while it loads,
 // the machine that loads (before LoadDone).
 //
 // Topics: SetTopics keeps the cluster's topics and hands them to every
 // loaded shard, and to each shard when it has loaded, if its machine is a
 // TopicSetter (KIP-848 groups assign from them).
+//
+// The driver is not only the group coordinator's: any Machine runs in it
+// (Options.NewMachine gets the shard's leader epoch), and outcomes that
+// arrive from elsewhere go in through Run, which takes the shard's lock,
+// calls the machine and acts on its Ready. node/txncoord runs node/txn's
+// transaction coordinator this way.
 //
 // Lock order: Coordinator.mu → shard.mu → whatever Host takes (the
 // replica's lock, in Append). Machine methods run only under shard.mu.

@@ -97,6 +97,12 @@ func newTable(b Broker) *table {
 		{key: kmsg.DescribeACLs, min: 0, max: 3, handle: handleDescribeACLs, needs: has[ACLAdmin]},
 		{key: kmsg.CreateACLs, min: 0, max: 3, handle: handleCreateACLs, needs: has[ACLAdmin]},
 		{key: kmsg.DeleteACLs, min: 0, max: 3, handle: handleDeleteACLs, needs: has[ACLAdmin]},
+		{key: kmsg.AddPartitionsToTxn, min: 0, max: 5, handle: handleAddPartitionsToTxn, needs: has[Transactions]},
+		{key: kmsg.AddOffsetsToTxn, min: 0, max: 4, handle: handleAddOffsetsToTxn, needs: has[Transactions]},
+		// EndTxn v5 is transaction.version 2 (KIP-890 part 2): not served.
+		{key: kmsg.EndTxn, min: 0, max: 4, handle: handleEndTxn, needs: has[Transactions]},
+		{key: kmsg.DescribeTransactions, min: 0, max: 0, handle: handleDescribeTransactions, needs: has[Transactions]},
+		{key: kmsg.ListTransactions, min: 0, max: 1, handle: handleListTransactions, needs: has[Transactions]},
 		{key: kmsg.WriteTxnMarkers, min: 0, max: 1, handle: handleWriteTxnMarkers, needs: has[TxnMarkers]},
 		{key: kmsg.DescribeProducers, min: 0, max: 0, handle: handleDescribeProducers, needs: has[ProducerStates]},
 	}

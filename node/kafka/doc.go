@@ -6,8 +6,8 @@
 // optional capabilities of it (TopicAdmin) that switch their APIs on.
 //
 // APIs spoken today: ApiVersions 0-3, Metadata 0-12, DescribeCluster 0-1,
-// FindCoordinator 0-6 (groups with a Groups, refusing them without it;
-// refusing transactional ids);
+// FindCoordinator 0-6 (groups with a Groups, transactional ids with
+// Transactions, refusing each without);
 // with a TopicAdmin CreateTopics 0-7 and DeleteTopics 0-6 (request
 // validation here, the work in the Broker); with Logs Produce 3-9 (listed
 // from 0 for librdkafka's sake), Fetch 4-12 (4-15 when the Logs is also a
@@ -26,7 +26,13 @@
 // OffsetCommit 2-9, OffsetFetch 1-9, DescribeGroups 0-6, ListGroups 0-5,
 // DeleteGroups 0-2, OffsetDelete 0, TxnOffsetCommit 0-5,
 // ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (Kafka 4.1's
-// ranges, KIP-896, KIP-848).
+// ranges, KIP-896, KIP-848);
+// with Transactions (txns.go: each transactional id lives in one shard, a
+// partition of __transaction_state, routed as groups are) InitProducerId
+// with a transactional id, AddPartitionsToTxn 0-5 (v4+: the brokers'
+// KIP-890 form, CLUSTER_ACTION), AddOffsetsToTxn 0-4, EndTxn 0-4 (not v5:
+// transaction.version 2 is not finalized), DescribeTransactions 0 and
+// ListTransactions 0-1.
 //
 // # Connection model
 //

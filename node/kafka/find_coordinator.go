@@ -19,11 +19,15 @@ import (
 //     key is placed like any other, as Kafka does: the group APIs then
 //     answer it INVALID_GROUP_ID. Without Groups the key is refused as
 //     below with GROUP_AUTHORIZATION_FAILED.
-//   - Transactional ids (type 1): refused with
+//   - Transactional ids (type 1), when the Broker implements
+//     Transactions: DESCRIBE on the id, else
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then the broker leading the
+//     id's partition of __transaction_state
+//     (Transactions.FindTxnCoordinator, created on first ask, like the
+//     offsets topic). Without Transactions the id is refused with
 //     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, what a Kafka broker answers
 //     when its ACLs deny the id and clients treat as final rather than
-//     retrying (Sluice serves no transactions; Produce answers a
-//     transactional request the same). Any other type: INVALID_REQUEST.
+//     retrying. Any other type: INVALID_REQUEST.
 //   - Errors carry node id -1, port -1 and, from v1, a message saying why.
 //     v4+ answers each of its keys on its own.
 //
@@ -53,7 +57,18 @@ func handleFindCoordinator(ctx context.Context, s *Server, r *request) (kmsg.Res
 			}
 			return b, 0, ""
 		case 1:
-			return BrokerInfo{}, kerr.TransactionalIDAuthorizationFailed.Code, "Sluice serves no transactions"
+			txns, ok := s.broker.(Transactions)
+			if !ok {
+				return BrokerInfo{}, kerr.TransactionalIDAuthorizationFailed.Code, "this broker serves no transactions"
+			}
+			if !s.allowed(r, kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, key) {
+				return BrokerInfo{}, kerr.TransactionalIDAuthorizationFailed.Code, "not authorized to describe transactional id " + key
+			}
+			b, err := txns.FindTxnCoordinator(ctx, r.listener, key)
+			if err != nil {
+				return BrokerInfo{}, txnCode(err), err.Error()
+			}
+			return b, 0, ""
 		}
 		return BrokerInfo{}, kerr.InvalidRequest.Code, "unknown coordinator type"
 	}

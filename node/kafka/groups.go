@@ -148,11 +148,19 @@ type shardAnswer struct {
 // NOT_COORDINATOR.
 func coordinateMany(ctx context.Context, s *Server, r *request, groups []string, build func(idx []int) kmsg.Request) []shardAnswer {
 	g := s.broker.(Groups)
-	out := make([]shardAnswer, len(groups))
+	return coordinateSplit(ctx, r, groups, g.GroupShard, g.Coordinate, build)
+}
+
+// coordinateSplit is coordinateMany over any coordinator: keys are
+// placed by shardOf and each shard's part passed to do (groups and
+// transactional ids).
+func coordinateSplit(ctx context.Context, r *request, keys []string, shardOf func(string) (int32, bool),
+	do func(context.Context, int32, GroupRequest) (kmsg.Response, error), build func(idx []int) kmsg.Request) []shardAnswer {
+	out := make([]shardAnswer, len(keys))
 	byShard := map[int32][]int{}
 	var order []int32
-	for i, id := range groups {
-		shard, ok := g.GroupShard(id)
+	for i, id := range keys {
+		shard, ok := shardOf(id)
 		if !ok {
 			out[i].err = kerr.NotCoordinator
 			continue
@@ -166,7 +174,7 @@ func coordinateMany(ctx context.Context, s *Server, r *request, groups []string,
 	for _, shard := range order {
 		idx := byShard[shard]
 		wg.Go(func() {
-			resp, err := g.Coordinate(ctx, shard, groupRequest(r, build(idx)))
+			resp, err := do(ctx, shard, groupRequest(r, build(idx)))
 			if err == nil && resp == nil {
 				err = kerr.CoordinatorNotAvailable
 			}

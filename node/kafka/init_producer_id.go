@@ -14,18 +14,31 @@ import (
 //
 // For an idempotent producer (null transactional id): a new producer id
 // with epoch 0, or (v3+, producer id given) the same id with its epoch
-// bumped, through ProducerIDs.InitProducerID. Transactions are not served:
-// a transactional id answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which
-// clients report instead of retrying forever.
+// bumped, through ProducerIDs.InitProducerID.
 // Authorization (idempotent producers, KIP-679): IDEMPOTENT_WRITE on the
 // cluster or WRITE on any topic, else CLUSTER_AUTHORIZATION_FAILED.
+//
+// With a transactional id, when the Broker implements Transactions: WRITE
+// on the id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then the id's
+// shard answers (node/txn init_producer_id.go: a new producer id, or the
+// epoch bumped, fencing the previous incarnation). Without Transactions
+// it answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients report
+// instead of retrying forever.
 func handleInitProducerID(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return resp, nil
+		if _, ok := s.broker.(Transactions); !ok || !txnWriteAllowed(s, r, *req.TransactionalID) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return resp, nil
+		}
+		out, err := coordinateTxn(ctx, s, r, *req.TransactionalID, req)
+		if err != nil {
+			resp.ErrorCode = txnCode(err)
+			return resp, nil
+		}
+		return out, nil
 	}
 	if s.Authorizing() && !s.visible(r, kmsg.ACLOperationIdempotentWrite, kmsg.ACLResourceTypeCluster, clusterName) &&
 		!s.allowedAny(r, kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {

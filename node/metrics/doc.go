@@ -49,9 +49,22 @@
 //	                                                              _group_count{protocol: classic, consumer}; NumGroups counts both kinds,
 //	                                                              NumGroups<State> the classic groups
 //	  (the group metrics come from a Source that is a GroupSource: the groups of the offsets partitions this node leads)
+//	kafka.server:type=transaction-coordinator-metrics partition-load-time-max
+//	                                                              kafka_server_transaction_coordinator_metrics_partition_load_time_max (ms)
+//	kafka.coordinator.transaction:type=TransactionMarkerChannelManager (its queues)
+//	                                                              kafka_coordinator_transaction_transactionmarkerchannelmanager_queuesize
+//	  (the transaction metrics come from a Source that is a TxnSource: the __transaction_state partitions this node leads)
 //
 // Ours:
 //
+//	sluice_txn_coordinator_partitions{state}           __transaction_state partitions led here (loaded, loading)
+//	sluice_txn_coordinator_partition_load_time_last_ms the last load of one
+//	sluice_txn_coordinator_transactional_ids{state}    transactional ids coordinated here by Kafka's state
+//	sluice_txn_coordinator_transactions_completed_total{outcome} commit, abort, timeout (aborted at transaction.timeout.ms)
+//	sluice_txn_markers_total{outcome}                  partition markers answered: written, failed (sent again)
+//	sluice_txn_marker_seconds_total                    their time from queueing to answer (mean: rate over markers_total)
+//	sluice_txn_marker_requests_total                   WriteTxnMarkers requests sent (one per broker and round)
+//	sluice_txn_marker_request_markers_total            transactions' markers they carried (the batching)
 //	sluice_log_unflushed_bytes{topic,partition}        bytes of the local log not yet fsynced
 //	sluice_log_unflushed_age_seconds{topic,partition}  age of the oldest of them (0: none)
 //	sluice_log_unwritten_bytes{topic,partition}        of those, bytes the kernel has not written back (cachestat; Linux 6.5+)

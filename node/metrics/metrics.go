@@ -67,6 +67,9 @@ func New(src Source, opts Options) *Metrics {
 	if gs, ok := src.(GroupSource); ok {
 		reg.MustRegister(groupCollector{gs})
 	}
+	if ts, ok := src.(TxnSource); ok {
+		reg.MustRegister(txnCollector{ts})
+	}
 	return m
 }
 

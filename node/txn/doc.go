@@ -4,8 +4,8 @@
 // __transaction_state, and the records that persist them. It does no I/O
 // and has no goroutines, sockets or clocks, like node/group: requests go
 // in through Step, the clock through TickTo, decisions come out through
-// Ready, and a driver (not written yet: issue 18) appends the records,
-// writes the markers, obtains producer ids and answers the clients.
+// Ready, and a driver (node/txncoord) appends the records, writes the
+// markers, obtains producer ids and answers the clients.
 //
 // # The loop the driver runs
 //
