@@ -277,7 +277,7 @@ func (h coordHost) Offsets(p, epoch int32) (start, hw, leo int64, ok bool) {
 // NextSequence implements coord.Sequencer from the local replica's producer
 // state: the sequence after the producer's last batch at epoch, else 0.
 func (h coordHost) NextSequence(p int32, pid int64, epoch int16) int32 {
-	r := h.n.replica(group.OffsetsTopic, p)
+	r := h.n.replica(h.topic, p)
 	if r == nil {
 		return 0
 	}

@@ -14,7 +14,7 @@ import (
 
 // gatherNode reads a node's registry in process (the replicated test
 // cluster has no HTTP listeners; the HTTP path is TestMetricsScrape's).
-func gatherNode(t *testing.T, n *Node) map[string]*dto.MetricFamily {
+func gatherNode(t testing.TB, n *Node) map[string]*dto.MetricFamily {
 	t.Helper()
 	mfs, err := n.metrics.m.Gatherer().Gather()
 	if err != nil {

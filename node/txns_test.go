@@ -485,3 +485,79 @@ func TestTxnProduceVerified(t *testing.T) {
 		t.Fatalf("read_committed: %v", got)
 	}
 }
+
+// TestTxnGroupTransactSession: franz-go's GroupTransactSession runs a
+// read-process-write pipeline on three nodes: every input record is
+// copied to the output topic in a transaction that also commits the
+// group's offsets (AddOffsetsToTxn, TxnOffsetCommit). read_committed
+// shows each input value exactly once in the output, and the group's
+// committed offsets cover the whole input.
+func TestTxnGroupTransactSession(t *testing.T) {
+	c := startReplCluster(t, 3, txnSettings...)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	const in, out, n = "eos-in", "eos-out", 200
+	c.createTopic(ctx, in, 2, nil)
+	c.createTopic(ctx, out, 2, nil)
+	p := c.client()
+	for i := range n {
+		p.Produce(ctx, &kgo.Record{Topic: in, Value: fmt.Appendf(nil, "v-%d", i)}, nil)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var seeds []string
+	for _, rn := range c.nodes {
+		seeds = append(seeds, rn.KafkaAddr())
+	}
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID("eos"),
+		kgo.TransactionTimeout(30*time.Second), kgo.ConsumerGroup("eos-g"), kgo.ConsumeTopics(in),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.FetchMaxWait(200*time.Millisecond), kgo.SessionTimeout(6*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	copied := 0
+	for copied < n {
+		if ctx.Err() != nil {
+			t.Fatalf("copied %d of %d: %v", copied, n, ctx.Err())
+		}
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fs := sess.PollFetches(pctx)
+		pcancel()
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			k++
+			sess.Produce(ctx, &kgo.Record{Topic: out, Value: r.Value}, nil)
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Fatalf("End: %v", err)
+		}
+		if committed {
+			copied += k
+		}
+	}
+	got := readTopic(ctx, t, c, out, kgo.ReadCommitted(), n)
+	for v, k := range got {
+		if k != 1 {
+			t.Errorf("output %q %d times", v, k)
+		}
+	}
+	if len(got) != n {
+		t.Errorf("output has %d distinct values, want %d", len(got), n)
+	}
+	offs, err := kadm.NewClient(c.client()).FetchOffsets(ctx, "eos-g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+	if sum != n {
+		t.Errorf("the group's committed offsets sum to %d, want %d", sum, n)
+	}
+}

@@ -73,6 +73,9 @@ func (h *fakeHost) Offsets(p, epoch int32) (int64, int64, int64, bool) {
 
 func (h *fakeHost) Changed() <-chan struct{} { return make(chan struct{}) }
 
+// NextSequence: the state partitions hold no producer's batches.
+func (h *fakeHost) NextSequence(int32, int64, int16) int32 { return 0 }
+
 func (h *fakeHost) AllocateProducerIDs(context.Context) (int64, int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
