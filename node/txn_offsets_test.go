@@ -258,15 +258,20 @@ func TestGroupTransactSession(t *testing.T) {
 			consumed += fs.NumRecords()
 		}
 	}
-	offs, err := adm.FetchOffsets(ctx, "eos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum int64
-	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
-	if sum != total {
-		t.Errorf("the group's committed offsets sum to %d, want %d: %v", sum, total, offs)
-	}
+	// EndTxn is answered once the commit is decided; the markers, and so
+	// the offsets, land after it (clients read with require_stable).
+	waitFor(ctx, t, "the group's offsets committed up to every input", func() bool {
+		offs, err := adm.FetchOffsets(ctx, "eos")
+		if err != nil {
+			return false
+		}
+		var sum int64
+		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		if sum > total {
+			t.Fatalf("the group's committed offsets sum to %d, past %d: %v", sum, total, offs)
+		}
+		return sum == total
+	})
 	cl := newClient(t, tn, kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
 	seen := map[string]int{}
