@@ -230,7 +230,10 @@ type coordHost struct {
 	topic string
 }
 
-var _ coord.Host = coordHost{}
+var (
+	_ coord.Host      = coordHost{}
+	_ coord.Sequencer = coordHost{}
+)
 
 // Append implements coord.Host: the leader's produce path, as clients'.
 func (h coordHost) Append(ctx context.Context, p int32, batch []byte) kafka.ProduceResult {
@@ -271,7 +274,7 @@ func (h coordHost) Offsets(p, epoch int32) (start, hw, leo int64, ok bool) {
 	return r.Log().LogStartOffset(), r.HighWatermark(), st.LEO, true
 }
 
-// NextSequence implements coord.Host from the local replica's producer
+// NextSequence implements coord.Sequencer from the local replica's producer
 // state: the sequence after the producer's last batch at epoch, else 0.
 func (h coordHost) NextSequence(p int32, pid int64, epoch int16) int32 {
 	r := h.n.replica(h.topic, p)

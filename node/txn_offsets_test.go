@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -192,5 +193,105 @@ func TestTxnOffsetCommit(t *testing.T) {
 	x.cl = newClient(t, tn)
 	if got := x.fetch(true); got != "0=5 1=20 " {
 		t.Errorf("after the second restart: %s, want 0=5 1=20", got)
+	}
+}
+
+// TestGroupTransactSession: franz-go's GroupTransactSession on one node
+// reads "in" and writes "out" with its group's offsets committed in each
+// transaction (AddOffsetsToTxn, TxnOffsetCommit, the markers on
+// __consumer_offsets). Its first transaction aborts: the session goes
+// back to the group's committed offsets, and in the end the group has
+// committed every input record and "out", read_committed, holds each
+// input exactly once.
+func TestGroupTransactSession(t *testing.T) {
+	tn := startNode(t, t.TempDir(), "group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=3",
+		"transaction.state.log.num.partitions=3")
+	ctx := testCtx(t)
+	adm := kadm.NewClient(newClient(t, tn))
+	for _, topic := range []string{"in", "out"} {
+		if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const total = 200
+	prod := newClient(t, tn, kgo.DefaultProduceTopic("in"))
+	for i := range total {
+		prod.Produce(ctx, &kgo.Record{Value: fmt.Appendf(nil, "%d", i)}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(tn.KafkaAddr()), kgo.TransactionalID("eos-1"),
+		kgo.TransactionTimeout(30*time.Second), kgo.ConsumerGroup("eos"), kgo.ConsumeTopics("in"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DefaultProduceTopic("out"), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.RequireStableFetchOffsets())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	aborted, consumed := false, 0
+	for consumed < total {
+		fs := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d", consumed, total)
+		}
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { sess.Produce(ctx, &kgo.Record{Value: r.Value}, nil) })
+		end := kgo.TryCommit
+		if !aborted {
+			end, aborted = kgo.TryAbort, true
+		}
+		committed, err := sess.End(ctx, end)
+		if err != nil {
+			t.Fatalf("End: %v", err)
+		}
+		if committed {
+			consumed += fs.NumRecords()
+		}
+	}
+	// EndTxn is answered once the commit is decided; the markers, and so
+	// the offsets, land after it (clients read with require_stable).
+	waitFor(ctx, t, "the group's offsets committed up to every input", func() bool {
+		offs, err := adm.FetchOffsets(ctx, "eos")
+		if err != nil {
+			return false
+		}
+		var sum int64
+		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		if sum > total {
+			t.Fatalf("the group's committed offsets sum to %d, past %d: %v", sum, total, offs)
+		}
+		return sum == total
+	})
+	cl := newClient(t, tn, kgo.ConsumeTopics("out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	seen := map[string]int{}
+	n := 0
+	for n < total {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d from out", n, total)
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++; n++ })
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++ })
+	cancel()
+	for i := range total {
+		if c := seen[fmt.Sprint(i)]; c != 1 {
+			t.Errorf("input %d is in out %d times", i, c)
+		}
+	}
+	if len(seen) != total {
+		t.Errorf("out holds %d distinct values, want %d", len(seen), total)
 	}
 }

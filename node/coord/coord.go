@@ -37,12 +37,6 @@ type Host interface {
 	// Changed returns a channel closed at the next append or high
 	// watermark change of any local partition.
 	Changed() <-chan struct{}
-	// NextSequence is the base sequence the next batch of producer pid
-	// at epoch must carry in offsets partition p, as the log's producer
-	// state expects it (0 for a producer it does not know, or a new
-	// epoch): a TxnOffsetCommit's offsets are a transactional batch of
-	// the client's producer, checked like the client's own batches.
-	NextSequence(p int32, pid int64, epoch int16) int32
 }
 
 // Machine is one shard's state machine: *group.Shard (see node/group for
@@ -66,6 +60,17 @@ type Machine interface {
 // when a shard has loaded and whenever SetTopics brings new topics.
 type TopicSetter interface {
 	SetTopics(now time.Time, topics map[string]group.TopicInfo)
+}
+
+// Sequencer is a Host's optional capability that transactional offset
+// commits need: NextSequence is the base sequence the next batch of
+// producer pid at epoch must carry in partition p, as the log's producer
+// state expects it (0 for a producer it does not know, or a new epoch),
+// since a TxnOffsetCommit's offsets are a transactional batch of the
+// client's producer, checked like the client's own batches. Without it
+// every such batch starts at sequence 0.
+type Sequencer interface {
+	NextSequence(p int32, pid int64, epoch int16) int32
 }
 
 // TxnMachine is a Machine's optional capability to keep transactional

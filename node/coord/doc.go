@@ -26,14 +26,14 @@
 //
 // Transactions: a TxnOffsetCommit's Append (Transactional) is framed as
 // a transactional batch of the client's producer id and epoch, at the
-// base sequence the log's producer state expects next
-// (Host.NextSequence: the shard writes one Append at a time and nothing
+// base sequence the log's producer state expects next (the Host's
+// optional Sequencer: the shard writes one Append at a time and nothing
 // else writes under that producer id here), so the log fences an older
 // epoch as for the client's own batches. At load a transactional batch's
 // records go to ReplayTxn and a control batch (an EndTransactionMarker)
 // to ReplayMarker, if the machine is a TxnMachine (*group.Shard is).
-// CompleteTxn(partition, producer, commit), which the
-// node calls when WriteTxnMarkers' marker is committed in the partition
+// CompleteTxn(partition, producer, commit), which the node calls when
+// WriteTxnMarkers' marker is committed in the partition
 // (kafka.GroupTxns), reaches the shard's machine, or, while it loads,
 // the machine that loads (before LoadDone).
 //

@@ -152,8 +152,10 @@ func (s *shard) appendLocked(now time.Time, a group.Append) {
 		// Appends of one shard are written one at a time under s.mu,
 		// and nothing else writes to the partition under a producer's
 		// id: the sequence read here is the one the log expects.
-		p = &producer{id: a.ProducerID, epoch: a.ProducerEpoch,
-			seq: s.c.host.NextSequence(s.p, a.ProducerID, a.ProducerEpoch)}
+		p = &producer{id: a.ProducerID, epoch: a.ProducerEpoch}
+		if sq, ok := s.c.host.(Sequencer); ok {
+			p.seq = sq.NextSequence(s.p, a.ProducerID, a.ProducerEpoch)
+		}
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.c.opts.CommitTimeout)
 	res := s.c.host.Append(ctx, s.p, frameBatch(now.UnixMilli(), a.Records, p))
