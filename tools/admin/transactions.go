@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -210,6 +211,15 @@ func (c *txnsCmd) list(ctx context.Context, std streams) error {
 		if c.idPattern != "" {
 			req.TransactionalIDPattern = kmsg.StringPtr(c.idPattern)
 		}
+		// Before ListTransactions v2 (KIP-1152) the pattern is not on the
+		// wire: filter here instead (a full match, as Kafka's matches()).
+		var local *regexp.Regexp
+		if c.idPattern != "" {
+			var err error
+			if local, err = regexp.Compile("^(?:" + c.idPattern + ")$"); err != nil {
+				return fmt.Errorf("--transactional-id-pattern %q: %w", c.idPattern, err)
+			}
+		}
 		var rows []ListedTxnRow
 		var errs []error
 		for _, sh := range s.cl.RequestSharded(s.ctx, req) {
@@ -223,6 +233,9 @@ func (c *txnsCmd) list(ctx context.Context, std streams) error {
 				continue
 			}
 			for _, t := range resp.TransactionStates {
+				if local != nil && resp.GetVersion() < 2 && !local.MatchString(t.TransactionalID) {
+					continue
+				}
 				rows = append(rows, ListedTxnRow{TransactionalID: t.TransactionalID, Coordinator: sh.Meta.NodeID, ProducerID: t.ProducerID, State: t.TransactionState})
 			}
 		}

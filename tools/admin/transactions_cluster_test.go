@@ -88,6 +88,20 @@ func TestTransactionsCommandsOnNode(t *testing.T) {
 	if listed[0].Coordinator != 1 || listed[0].ProducerID < 0 {
 		t.Fatalf("listed %+v", listed)
 	}
+	for _, c := range []struct {
+		args []string
+		n    int
+	}{
+		{[]string{"--transactional-id-pattern", "tx-.*"}, 1},
+		{[]string{"--transactional-id-pattern", "other-.*"}, 0},
+		{[]string{"--transactional-id-pattern", "tx"}, 0}, // a whole id, not a part
+		{[]string{"--duration-filter", "3600000"}, 0},     // not running for an hour
+	} {
+		got := decode[[]ListedTxnRow](t, mustRun(t, bootstrap, append([]string{"transactions", "list", "--format", "json"}, c.args...)...))
+		if len(got) != c.n {
+			t.Fatalf("list %v: %+v, want %d", c.args, got, c.n)
+		}
+	}
 	if out := mustRun(t, bootstrap, "transactions", "list"); !strings.HasPrefix(out, "TransactionalId\tCoordinator\tProducerId\tTransactionState\t\ntx-app") {
 		t.Fatalf("list:\n%q", out)
 	}
