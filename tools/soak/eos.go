@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -225,10 +226,15 @@ func (m *eosMember) run(ctx context.Context) {
 			continue
 		}
 		if m.sess != nil {
-			m.transact(recs)
+			if err := m.transact(recs); err != nil {
+				// No error of End is retryable: the member leaves and
+				// the churn starts a new one.
+				fmt.Fprintf(m.w.out, "soak: eos %s leaves after transaction %d: %v\n", m.name, m.seq, err)
+				return
+			}
 			continue
 		}
-		if crashed := m.transactSeparately(recs); crashed {
+		if m.transactSeparately(recs) {
 			return
 		}
 	}
@@ -259,14 +265,13 @@ func (m *eosMember) produceAll(produce func(*kgo.Record, func(*kgo.Record, error
 
 // transact is one read-process-write transaction through the session:
 // Begin, produce, End (which commits the offsets in the transaction, or
-// aborts after a rebalance or a failure).
-func (m *eosMember) transact(recs []*kgo.Record) {
+// aborts after a rebalance or a failure). An error of Begin or End ends
+// the member.
+func (m *eosMember) transact(recs []*kgo.Record) error {
 	m.seq++
 	t := EOSTxn{Member: m.name, TxnID: m.txnID, Seq: m.seq, Begin: time.Now()}
 	if err := m.sess.Begin(); err != nil {
-		// Nothing produced: not a transaction to record.
-		fmt.Fprintf(m.w.out, "soak: eos %s: begin: %v\n", m.name, err)
-		return
+		return fmt.Errorf("begin: %w", err) // nothing produced: no transaction to record
 	}
 	// Not the member's context: a transaction begun is ended.
 	ctx, cancel := context.WithTimeout(context.Background(), eosEndTimeout)
@@ -275,6 +280,10 @@ func (m *eosMember) transact(recs []*kgo.Record) {
 	committed, err := m.sess.End(ctx, kgo.TryCommit)
 	t.End = time.Now()
 	switch {
+	case err != nil && strings.HasPrefix(err.Error(), eosOffsetsFailed):
+		// The offsets' commit failed and the abort after it succeeded
+		// (kgo returns the commit's error only when EndTxn did not fail).
+		t.Outcome, t.Err = TxnAborted, err.Error()
 	case err != nil:
 		t.Outcome, t.Err = TxnUnknown, err.Error()
 	case committed:
@@ -285,12 +294,18 @@ func (m *eosMember) transact(recs []*kgo.Record) {
 	mu.Lock()
 	m.w.record(t)
 	mu.Unlock()
+	return err
 }
+
+// eosOffsetsFailed starts the error kgo's End returns when the
+// transaction's offset commit failed and the abort that followed did not.
+const eosOffsetsFailed = "unable to commit transaction offsets"
 
 // transactSeparately is the negative control's cycle: the produce in a
 // transaction, committed, then the offsets in a plain OffsetCommit; every
-// eosCrashEvery-th time the member leaves between the two (crashed).
-func (m *eosMember) transactSeparately(recs []*kgo.Record) (crashed bool) {
+// eosCrashEvery-th time the member leaves between the two (crashed), and
+// after an EndTxn error (leave).
+func (m *eosMember) transactSeparately(recs []*kgo.Record) (leave bool) {
 	m.seq++
 	t := EOSTxn{Member: m.name, TxnID: m.txnID, Seq: m.seq, Begin: time.Now()}
 	defer m.cons.AllowRebalance()
@@ -312,13 +327,13 @@ func (m *eosMember) transactSeparately(recs []*kgo.Record) (crashed bool) {
 	default:
 		t.Outcome = TxnCommitted
 	}
-	crashed = t.Outcome == TxnCommitted && m.seq%eosCrashEvery == 0
+	crashed := t.Outcome == TxnCommitted && m.seq%eosCrashEvery == 0
 	t.Crashed = crashed
 	mu.Lock()
 	m.w.record(t)
 	mu.Unlock()
 	if crashed || t.Outcome != TxnCommitted {
-		return crashed
+		return crashed || err != nil // after an EndTxn error the producer may be failed: leave
 	}
 	offs := map[string]map[int32]kgo.EpochOffset{}
 	for _, r := range recs {
