@@ -110,6 +110,14 @@ type Options struct {
 	EOSTopic      string
 	EOSChurn      time.Duration
 	EOSTxnTimeout time.Duration
+	// EOSControl makes the pipeline the txn negative control's (set by
+	// --negative-control txn; the tests set it in the groups control's
+	// run, which shares its cluster): members commit the produce and the
+	// offsets separately and sometimes leave between.
+	EOSControl bool
+	// EOSIfServed: when the nodes serve no transactions, run without the
+	// pipeline (FullReport.EOSOff says so) instead of failing.
+	EOSIfServed bool
 }
 
 func (o *Options) acks1() bool { return o.NegativeControl == NegAcks1 }
@@ -279,7 +287,7 @@ func (o *Options) validate() error {
 	case NegGroups:
 		o.Groups, o.GroupMembers = max(o.Groups, 1), max(o.GroupMembers, 2)
 	case NegTxn:
-		o.EOSMembers = max(o.EOSMembers, 2)
+		o.EOSMembers, o.EOSControl = max(o.EOSMembers, 2), true
 	default:
 		return fmt.Errorf("--negative-control %q: want acks1, unclean, page-cache, compaction, groups or txn", o.NegativeControl)
 	}
@@ -516,9 +524,22 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		h.Compact = &CompactHistory{Topic: o.CompactTopic, Partitions: ctps, DeleteRetention: compactDeleteRetain}
 	}
 	var etps []TP
+	var eos *eosWorkload
+	var eosOff string
 	if o.EOSMembers > 0 {
-		if etps, err = createEOSTopic(ctx, w, adm, &o); err != nil {
+		eos = newEOSWorkload(seeds, tps, adm, w, &o)
+		err := eos.served(ctx)
+		switch {
+		case errors.Is(err, ErrNoTransactions) && o.EOSIfServed:
+			eosOff, eos = err.Error(), nil
+			fmt.Fprintf(w, "soak: exactly-once pipeline off: %v\n", err)
+			o.Faults = slices.DeleteFunc(o.Faults, func(k string) bool { return k == FaultKillTxnCoordinator })
+		case err != nil:
 			return nil, err
+		default:
+			if etps, err = createEOSTopic(ctx, w, adm, &o); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var acked, failed, unk atomic.Int64
@@ -608,11 +629,9 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		cwg.Go(func() { groups.snapshots(gctx, time.Second) })
 		wg.Go(func() { groups.churn(wctx) })
 	}
-	var eos *eosWorkload
 	ectx, stopEOS := context.WithCancel(ctx)
 	defer stopEOS()
-	if o.EOSMembers > 0 {
-		eos = newEOSWorkload(seeds, tps, adm, w, &o)
+	if eos != nil {
 		if err := eos.start(ectx); err != nil {
 			return nil, err
 		}
@@ -721,7 +740,7 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	r := Check(h, CheckOptions{RecoveryBound: o.RecoveryBound, Quota: quotaFor(o.Faults, o.Duration), PageCache: o.Durability == "page-cache"})
 	fmt.Fprintln(w)
 	PrintSummary(w, r)
-	fr := &FullReport{Settings: o, Start: h.Start, End: h.End, Faults: h.Faults, NetFaultsOff: why, Report: r}
+	fr := &FullReport{Settings: o, Start: h.Start, End: h.End, Faults: h.Faults, NetFaultsOff: why, EOSOff: eosOff, Report: r}
 	if err := WriteJSON(o.Report, *fr); err != nil {
 		return nil, err
 	}

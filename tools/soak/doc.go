@@ -380,9 +380,10 @@
 // make test runs each control once (TestNegativeControls, 15–25 s each)
 // and requires loss put down to its scenario; for compaction, reported by
 // the compaction invariants with nothing lost on the soak topic; for
-// groups, both group invariants, no record lost, no double owner; for
-// txn (only with SLUICE_SOAK_TXN set, and skipped while the nodes serve
-// no transactions), duplicates and no record lost.
+// groups, both group invariants, no record lost, no double owner. The txn
+// control shares the groups control's run and cluster (Options.EOSControl
+// beside the wrong group member): txn-duplicate must report its
+// duplicates (where the nodes serve transactions).
 //
 // # Network partitions
 //
@@ -405,13 +406,11 @@
 // rebalanced, the report passed, the poison sends failed. The groups add
 // no measurable time (93 s with them, 101 s without, one run each on the
 // shared 2-core machine: the run's length is fixed).
-//
-// TestSoakEOS (only with SLUICE_SOAK_TXN set; skipped while the nodes
-// serve no transactions): 60 s, 3 nodes, the exactly-once pipeline with
-// two members (one leaves and one joins about every 10 s) under leader,
-// controller and transaction-coordinator kills, pauses and power losses;
-// every invariant must hold, transactions must have committed, their
-// output read back, and each fault shown its effect.
+// The exactly-once pipeline runs in it too (two members, one leaves and
+// one joins about every 10 s, a kill-txn-coordinator fault) where the
+// nodes serve transactions (Options.EOSIfServed: else it is left out with
+// a log line, and with CI set that fails): its transactions must have
+// committed and its output been read back.
 //
 // A SIGKILLed broker re-registers unclean and its ISR entry is stale
 // (KIP-966): with replication factor 1 and page-cache durability its

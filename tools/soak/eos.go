@@ -34,8 +34,10 @@ import (
 // The negative control (--negative-control txn) runs members that commit
 // the produce transaction and then, separately, the offsets (an
 // OffsetCommit after EndTxn), and leave between the two every third
-// transaction: the next owner of their partitions processes the same
-// input again, and the checker must report the duplicates.
+// transaction (their second): the next owner of their partitions processes the same
+// input again, and the checker must report the duplicates. (Each member
+// leaves at its second transaction: its replacement transforms again
+// what it committed there in its first.)
 
 // eosGroup is the pipeline's consumer group.
 const eosGroup = "soak-eos"
@@ -46,9 +48,9 @@ const (
 	// eosEndTimeout bounds one End (flush, TxnOffsetCommit, EndTxn):
 	// past it the transaction's outcome is unknown.
 	eosEndTimeout = 30 * time.Second
-	// eosCrashEvery: the control's member leaves between the produce
-	// commit and the offset commit of every eosCrashEvery-th transaction.
-	eosCrashEvery = 3
+	// eosCrashAt: the control's member leaves between the produce
+	// commit and the offset commit of its eosCrashAt-th transaction.
+	eosCrashAt = 2
 )
 
 // eosWorkload runs the pipeline's members and records their history.
@@ -85,7 +87,7 @@ type eosMember struct {
 func newEOSWorkload(seeds []string, tps []TP, adm *kadm.Client, out io.Writer, o *Options) *eosWorkload {
 	w := &eosWorkload{seeds: seeds, tps: tps, adm: adm, out: out, o: o, output: o.EOSTopic,
 		rng: rand.New(rand.NewPCG(o.Seed, 0xe05)), members: map[string]*eosMember{}}
-	w.h = &EOSHistory{Input: o.Topic, Output: o.EOSTopic, Group: eosGroup, Partitions: tps, Control: o.NegativeControl == NegTxn}
+	w.h = &EOSHistory{Input: o.Topic, Output: o.EOSTopic, Group: eosGroup, Partitions: tps, Control: o.EOSControl}
 	return w
 }
 
@@ -131,12 +133,9 @@ func createEOSTopic(ctx context.Context, w io.Writer, adm *kadm.Client, o *Optio
 	return createTopicWith(ctx, w, adm, &co, o.eosTopicConfigs())
 }
 
-// start checks the cluster, gives __transaction_state (and
-// __consumer_offsets) the run's durability, and starts the members.
+// start gives __transaction_state (and __consumer_offsets) the run's
+// durability and starts the members (served checked the cluster).
 func (w *eosWorkload) start(ctx context.Context) error {
-	if err := w.served(ctx); err != nil {
-		return err
-	}
 	if err := alignInternalTopic(ctx, w.out, w.adm, w.o, txn.StateTopic, func(ctx context.Context) {
 		w.adm.FindTxnCoordinators(ctx, "soak-eos-probe")
 	}); err != nil {
@@ -303,7 +302,7 @@ const eosOffsetsFailed = "unable to commit transaction offsets"
 
 // transactSeparately is the negative control's cycle: the produce in a
 // transaction, committed, then the offsets in a plain OffsetCommit; every
-// eosCrashEvery-th time the member leaves between the two (crashed), and
+// eosCrashAt-th time the member leaves between the two (crashed), and
 // after an EndTxn error (leave).
 func (m *eosMember) transactSeparately(recs []*kgo.Record) (leave bool) {
 	m.seq++
@@ -327,7 +326,7 @@ func (m *eosMember) transactSeparately(recs []*kgo.Record) (leave bool) {
 	default:
 		t.Outcome = TxnCommitted
 	}
-	crashed := t.Outcome == TxnCommitted && m.seq%eosCrashEvery == 0
+	crashed := t.Outcome == TxnCommitted && m.seq == eosCrashAt
 	t.Crashed = crashed
 	mu.Lock()
 	m.w.record(t)

@@ -71,6 +71,9 @@ func (w *eosWorkload) stop(ctx context.Context, bound time.Duration) *EOSHistory
 	wg.Wait()
 	w.wg.Wait()
 	h := w.h
+	if h.Control {
+		w.afterCrash(ctx, bound)
+	}
 	var out []TP
 	for _, tp := range w.tps {
 		out = append(out, TP{w.output, tp.Partition})
@@ -139,6 +142,50 @@ func (w *eosWorkload) stop(ctx context.Context, bound time.Duration) *EOSHistory
 		h.FinalErr = err.Error()
 	}
 	return h
+}
+
+// afterCrash (the negative control) keeps the pipeline going, up to
+// bound, until a transaction committed that began after the last crash:
+// the crashed member's input transformed again, whose duplicates the
+// checker must find. The run's members left already: one new member
+// joins for it.
+func (w *eosWorkload) afterCrash(ctx context.Context, bound time.Duration) {
+	var crash time.Time
+	w.mu.Lock()
+	for _, t := range w.h.Txns {
+		if t.Crashed && t.End.After(crash) {
+			crash = t.End
+		}
+	}
+	w.mu.Unlock()
+	again := func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, t := range w.h.Txns {
+			if t.Outcome == TxnCommitted && t.Begin.After(crash) {
+				return true
+			}
+		}
+		return crash.IsZero() // no crash: nothing to wait for
+	}
+	if again() {
+		return
+	}
+	if err := w.join(); err != nil {
+		fmt.Fprintf(w.out, "soak: eos control: a member could not start: %v\n", err)
+		return
+	}
+	until(ctx, bound, func(context.Context) bool { return again() })
+	w.mu.Lock()
+	var ms []*eosMember
+	for _, m := range w.members {
+		ms = append(ms, m)
+	}
+	w.mu.Unlock()
+	for _, m := range ms {
+		m.leave()
+	}
+	w.wg.Wait()
 }
 
 // stableOffsets asks for the output's high watermarks and last stable

@@ -263,6 +263,9 @@ type FullReport struct {
 	// NetFaultsOff says why network partitions were left out of the
 	// schedule ("not asked for", "not root", ...); "" when they were in it.
 	NetFaultsOff string `json:"net_faults_off,omitempty"`
+	// EOSOff says why the exactly-once pipeline did not run although
+	// asked for (Options.EOSIfServed: the nodes serve no transactions).
+	EOSOff string `json:"exactly_once_off,omitempty"`
 	*Report
 }
 
