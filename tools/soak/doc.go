@@ -264,6 +264,16 @@
 // 1–10 s; its effect is that partition led in a later leader epoch with
 // FindCoordinator naming its leader.
 //
+// Measured (shared 2-core VM, December, the four issue-18 branches merged
+// into this one, `sluice soak --duration 4m --seed 20261202`: 3 nodes,
+// sync, every fault kind, 22 faults with 2 transaction coordinator kills
+// and 2 power losses): 573 transactions by 15 member incarnations (567
+// committed, 5 aborted, 1 unknown), 285,824 input records transformed
+// exactly once, in order, final lag 0; a committed transaction took p50
+// 335 ms, p99 8.0 s, max 14.9 s (the long ones span failovers); a
+// transaction coordinator kill moved the coordinator in 0.7–4 s; no
+// violation. TestSoakShort's 75 s: 77 transactions, p50 507 ms.
+//
 // So that failed-visible checks real failures, a poison producer sends,
 // every --poison-every, one uncompressed record over the topic's
 // max.message.bytes (256 KiB; the workload's batches stay under 64 KiB):
