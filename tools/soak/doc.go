@@ -251,8 +251,12 @@
 //	                      output could not be read up to it
 //
 // With page-cache durability a power loss may take back a committed
-// transaction's markers, offsets or coordinator state: a violation after
-// one is counted as explained (EOSCounts.Explained), not reported; with
+// transaction's markers, offsets or coordinator state (then no one ends
+// the transaction: its LSO stays, its offsets stay pending), and cut the
+// input back so that its offsets are reused: a violation from a
+// transaction that began before one healed (or, for the end state, any
+// after one) is counted as explained (EOSCounts.Explained), not
+// reported; with
 // sync durability (the default) nothing is excused. The report adds the
 // transactions by outcome, the records produced and read back, the input
 // records covered, the aborted records checked invisible, the committed

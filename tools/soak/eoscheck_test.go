@@ -198,6 +198,18 @@ func TestEOSPowerLoss(t *testing.T) {
 		t.Errorf("explained %d, want some", r.EOS.Explained)
 	}
 	mustOnly(t, Check(&b.h, CheckOptions{}), KindTxnMissing, 1)
+
+	// The input cut back and rewritten: a later transaction transforms
+	// a reused input offset again, out of order after an earlier one;
+	// the offsets pending forever (UNSTABLE_OFFSET_COMMIT).
+	b = healthyEOS().txn("m3", 1, TxnCommitted, true, 8, 8.1, in(tpA, 2, 3))
+	b.e.CommittedErr = "soak/0: UNSTABLE_OFFSET_COMMIT"
+	b.h.Faults = append(b.h.Faults, Fault{Kind: FaultPowerLoss, Start: sec(5), Healed: sec(6), Effect: "dropped", BytesDropped: 1})
+	mustPass(t, Check(&b.h, CheckOptions{PageCache: true}))
+	r = Check(&b.h, CheckOptions{})
+	if r.ByKind[KindTxnReordered] != 1 || r.ByKind[KindTxnDuplicate] != 1 || r.ByKind[KindTxnOffsets] != 1 {
+		t.Errorf("sync durability: by kind %v, want a reordering, a duplicate and the offsets unread", r.ByKind)
+	}
 }
 
 func TestEOSValueRoundTrip(t *testing.T) {
