@@ -1,7 +1,8 @@
 // Package admin is Sluice's admin CLI: `sluice topics` (create, delete,
 // list, describe, alter --partitions; internal topics such as
 // __consumer_offsets only with --include-internal), `sluice configs`,
-// `sluice groups` (kafka-consumer-groups.sh), `sluice quorum describe
+// `sluice groups` (kafka-consumer-groups.sh), `sluice transactions`
+// (kafka-transactions.sh), `sluice quorum describe
 // --status|--replication` (kafka-metadata-quorum.sh, through
 // DescribeQuorum) and `sluice cluster health|info`, and the client-side
 // checks `sluice produce`, `sluice consume` (direct partition assignment,
@@ -28,6 +29,32 @@
 //     Kafka's message, unless the group is Empty or Dead;
 //   - `groups delete --group G...` (Kafka's NON_EMPTY_GROUP while it has
 //     members) and `groups delete-offsets --group G --topic T[:P,...]`.
+//
+// Transactions, as kafka-transactions.sh has them (Kafka's columns,
+// each cell padded to its column's widest value and followed by a tab):
+//   - `transactions list [--duration-filter MS]
+//     [--transactional-id-pattern RE]`: TransactionalId Coordinator
+//     ProducerId TransactionState, from every broker's ListTransactions;
+//   - `transactions describe --transactional-id ID`: its coordinator,
+//     producer id and epoch, state, timeout, start (None when no
+//     transaction runs), duration and partitions ("topic-partition");
+//   - `transactions describe-producers --topic T --partition P
+//     [--broker-id B]`: the partition's active producers on its leader
+//     (or on replica B), with CurrentTransactionStartOffset (None: no
+//     open transaction);
+//   - `transactions abort --topic T --partition P --start-offset O`
+//     finds the producer whose open transaction starts at O and writes
+//     an abort marker for it (WriteTxnMarkers to the leader, which needs
+//     CLUSTER_ACTION); without --start-offset, --producer-id,
+//     --producer-epoch and --coordinator-epoch name it (a coordinator
+//     epoch of -1 is sent as 0, as Kafka's tool does);
+//   - `transactions find-hanging --topic T [--partition P] | --broker-id B
+//     [--max-transaction-timeout MIN]` (15 by default): the open
+//     transactions whose producer last wrote more than MIN minutes ago
+//     and whose coordinator does not know them (no transactional id lists
+//     their producer id, the id is not found, or its description does not
+//     name the partition); exit status 2 when there are any, naming the
+//     abort that ends the first.
 //
 // `consume --group G` joins as a member (kgo), starts at the group's
 // committed offsets (--from-beginning: the earliest where it has none),

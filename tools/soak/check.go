@@ -29,7 +29,8 @@ const (
 // Kinds lists every violation kind in report order.
 var Kinds = []string{KindLost, KindLostUnexplained, KindDuplicate, KindReordered, KindConflict, KindVanished, KindFailedVisible, KindPhantom, KindAboveHW, KindNotWritable, KindNoEffect, KindBadAccepted,
 	KindCompactLostLatest, KindCompactPhantom, KindCompactOrder, KindCompactConflict,
-	KindGroupBackwards, KindGroupUndelivered, KindGroupDoubleOwner, KindGroupCommitLost}
+	KindGroupBackwards, KindGroupUndelivered, KindGroupDoubleOwner, KindGroupCommitLost,
+	KindTxnDuplicate, KindTxnMissing, KindTxnAbortedVisible, KindTxnReordered, KindTxnOffsets, KindTxnPhantom, KindTxnStuck}
 
 // CheckOptions tune the checker.
 type CheckOptions struct {
@@ -165,7 +166,15 @@ type Counts struct {
 	GroupUndelivered int `json:"group_undelivered"`
 	GroupDoubleOwner int `json:"group_double_owner"`
 	GroupCommitLost  int `json:"group_commit_lost"`
-	ViolationsTotal  int `json:"violations"`
+	// The exactly-once pipeline's violations (eoscheck.go).
+	TxnDuplicate      int `json:"txn_duplicate"`
+	TxnMissing        int `json:"txn_missing"`
+	TxnAbortedVisible int `json:"txn_aborted_visible"`
+	TxnReordered      int `json:"txn_reordered"`
+	TxnOffsets        int `json:"txn_offsets_mismatch"`
+	TxnPhantom        int `json:"txn_phantom"`
+	TxnStuck          int `json:"txn_lso_stuck"`
+	ViolationsTotal   int `json:"violations"`
 }
 
 // Report is the checker's verdict.
@@ -199,6 +208,8 @@ type Report struct {
 	Compact *CompactCounts `json:"compacted_topic,omitempty"`
 	// Groups: the group workload's numbers (nil: no group workload).
 	Groups *GroupCounts `json:"groups,omitempty"`
+	// EOS: the exactly-once pipeline's numbers (nil: no pipeline).
+	EOS *EOSCounts `json:"exactly_once,omitempty"`
 }
 
 // TPCounts are one partition's numbers.
@@ -359,6 +370,7 @@ func Check(h *History, o CheckOptions) *Report {
 	}
 
 	c.groups(h, found)
+	c.eos(h)
 	c.faults(h)
 	c.badRequests(h)
 	c.windows(h)
@@ -394,6 +406,13 @@ func Check(h *History, o CheckOptions) *Report {
 	r.Counts.GroupUndelivered = r.ByKind[KindGroupUndelivered]
 	r.Counts.GroupDoubleOwner = r.ByKind[KindGroupDoubleOwner]
 	r.Counts.GroupCommitLost = r.ByKind[KindGroupCommitLost]
+	r.Counts.TxnDuplicate = r.ByKind[KindTxnDuplicate]
+	r.Counts.TxnMissing = r.ByKind[KindTxnMissing]
+	r.Counts.TxnAbortedVisible = r.ByKind[KindTxnAbortedVisible]
+	r.Counts.TxnReordered = r.ByKind[KindTxnReordered]
+	r.Counts.TxnOffsets = r.ByKind[KindTxnOffsets]
+	r.Counts.TxnPhantom = r.ByKind[KindTxnPhantom]
+	r.Counts.TxnStuck = r.ByKind[KindTxnStuck]
 	for _, n := range r.ByKind {
 		r.Counts.ViolationsTotal += n
 	}

@@ -37,6 +37,10 @@ const (
 	// NegGroups: one member of the first consumer group commits offsets
 	// past what it polled and behind what it committed (groups.go).
 	NegGroups = "groups"
+	// NegTxn: the exactly-once pipeline's members commit the produce and
+	// the offsets in separate steps and sometimes leave between the two
+	// (eos.go).
+	NegTxn = "txn"
 )
 
 // Options of a soak run.
@@ -96,6 +100,24 @@ type Options struct {
 	GroupChurn       time.Duration
 	GroupCommitEvery time.Duration
 	GroupSession     time.Duration
+	// EOSMembers is how many members the exactly-once pipeline
+	// (eos.go; 0: none) runs at a time, reading the soak topic and
+	// writing EOSTopic (as many partitions); EOSChurn the mean time
+	// between a member leaving and a new one joining, EOSTxnTimeout the
+	// members' transaction.timeout.ms. The members' session timeout is
+	// GroupSession.
+	EOSMembers    int
+	EOSTopic      string
+	EOSChurn      time.Duration
+	EOSTxnTimeout time.Duration
+	// EOSControl makes the pipeline the txn negative control's (set by
+	// --negative-control txn; the tests set it in the groups control's
+	// run, which shares its cluster): members commit the produce and the
+	// offsets separately and sometimes leave between.
+	EOSControl bool
+	// EOSIfServed: when the nodes serve no transactions, run without the
+	// pipeline (FullReport.EOSOff says so) instead of failing.
+	EOSIfServed bool
 }
 
 func (o *Options) acks1() bool { return o.NegativeControl == NegAcks1 }
@@ -123,7 +145,12 @@ survive compaction, and nothing else may appear. Consumer groups
 join) read the soak topic: committed offsets never go backwards, every
 record below an acknowledged commit was delivered first, no partition has
 two owners in one generation, and the final offsets are the last
-acknowledged commits. It prints a summary table and writes a JSON report.
+acknowledged commits. An exactly-once pipeline (--eos-members; franz-go's
+GroupTransactSession, read_committed) transforms the soak topic into
+--eos-topic, committing its offsets in each transaction: read back with
+read_committed, the output holds every input record below the committed
+offsets exactly once, in order, and nothing of an aborted transaction.
+It prints a summary table and writes a JSON report.
 
 Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 --negative-control, the control lost nothing: the checker caught nothing);
@@ -178,7 +205,7 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.BoolVar(&o.PowerLoss, "power-loss", true, "run nodes on the power-loss filesystem (tools/soak/powerfs) and inject power-loss faults")
 	f.BoolVar(&o.NetFaults, "net-faults", true, "inject network partitions (needs root and iptables; skipped with a message otherwise)")
 	f.StringVar(&o.Durability, "durability", "sync", "the topic's sluice.durability: sync (fsync before ack, group commit) or page-cache")
-	f.StringVar(&o.NegativeControl, "negative-control", "", "acks1, unclean, page-cache, compaction or groups: a run that must lose records or break a group invariant (exit 0 only if the checker reports it)")
+	f.StringVar(&o.NegativeControl, "negative-control", "", "acks1, unclean, page-cache, compaction, groups or txn: a run that must lose records or break a group or exactly-once invariant (exit 0 only if the checker reports it)")
 	f.StringVar(&o.Report, "report", "", "JSON report path (default DIR/soak-report.json)")
 	f.BoolVar(&o.Keep, "keep", false, "leave the cluster running at the end")
 	f.StringArrayVar(&topicConfigs, "topic-config", nil, "extra topic config KEY=VALUE (repeatable; applied after the ones the flags imply)")
@@ -193,6 +220,10 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.DurationVar(&o.GroupChurn, "group-churn", 15*time.Second, "mean time between a member leaving a group (and a new one joining)")
 	f.DurationVar(&o.GroupCommitEvery, "group-commit-every", 500*time.Millisecond, "a member commits what it polled this often (and when partitions are revoked)")
 	f.DurationVar(&o.GroupSession, "group-session-timeout", 10*time.Second, "session timeout of the group members")
+	f.IntVar(&o.EOSMembers, "eos-members", 2, "members of the exactly-once pipeline (franz-go GroupTransactSession: read_committed, one transaction per poll, offsets committed in it) from the soak topic to --eos-topic; 0: none")
+	f.StringVar(&o.EOSTopic, "eos-topic", "soak-eos-out", "the exactly-once pipeline's output topic")
+	f.DurationVar(&o.EOSChurn, "eos-churn", 20*time.Second, "mean time between a pipeline member leaving (and a new one joining)")
+	f.DurationVar(&o.EOSTxnTimeout, "eos-transaction-timeout", 20*time.Second, "transaction.timeout.ms of the pipeline's members")
 	f.DurationVar(&o.BadClientEvery, "bad-client-every", 2*time.Second, "send a forged replica fetch, a future-epoch fetch or a poison batch this often (each must be refused); 0: never")
 	return cmd
 }
@@ -255,8 +286,17 @@ func (o *Options) validate() error {
 		o.CompactKeys = max(o.CompactKeys, minControlKeys)
 	case NegGroups:
 		o.Groups, o.GroupMembers = max(o.Groups, 1), max(o.GroupMembers, 2)
+	case NegTxn:
+		o.EOSMembers, o.EOSControl = max(o.EOSMembers, 2), true
 	default:
-		return fmt.Errorf("--negative-control %q: want acks1, unclean, page-cache, compaction or groups", o.NegativeControl)
+		return fmt.Errorf("--negative-control %q: want acks1, unclean, page-cache, compaction, groups or txn", o.NegativeControl)
+	}
+	switch {
+	case o.EOSMembers < 0 || (o.EOSMembers > 0 && (o.EOSChurn <= 0 || o.EOSTxnTimeout <= 0 || o.GroupSession <= 0)):
+		return fmt.Errorf("--eos-members %d, --eos-churn %v, --eos-transaction-timeout %v, --group-session-timeout %v: want members ≥ 0 and the rest positive",
+			o.EOSMembers, o.EOSChurn, o.EOSTxnTimeout, o.GroupSession)
+	case o.EOSMembers > 0 && (o.EOSTopic == "" || o.EOSTopic == o.Topic || o.EOSTopic == o.CompactTopic):
+		return fmt.Errorf("--eos-topic %q: want a name other than --topic and --compacted-topic", o.EOSTopic)
 	}
 	switch {
 	case o.Groups < 0 || (o.Groups > 0 && (o.GroupMembers < 1 || o.GroupChurn <= 0 || o.GroupCommitEvery <= 0 || o.GroupSession <= 0)):
@@ -283,6 +323,9 @@ func (o *Options) validate() error {
 		// No coordinator to kill; not in the schedule, so that its quota
 		// goes to no one.
 		o.Faults = slices.DeleteFunc(slices.Clone(o.Faults), func(k string) bool { return k == FaultKillCoordinator })
+	}
+	if o.EOSMembers == 0 {
+		o.Faults = slices.DeleteFunc(slices.Clone(o.Faults), func(k string) bool { return k == FaultKillTxnCoordinator })
 	}
 	if o.MinISR > int(o.RF) {
 		o.MinISR = int(o.RF)
@@ -331,6 +374,14 @@ func Run(ctx context.Context, w io.Writer, o Options) error {
 		// durability the ones a power loss explains are no violation, and
 		// still the loss the control must show.
 		c := r.Counts
+		if o.NegativeControl == NegTxn {
+			if c.TxnDuplicate == 0 {
+				fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported no duplicate in the pipeline's output: the control did not do its job\n", o.NegativeControl)
+				return errViolated
+			}
+			fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported the duplicates of the separate offset commits, as it must\n", o.NegativeControl)
+			return nil
+		}
 		if o.NegativeControl == NegGroups {
 			if c.GroupUndelivered+c.GroupBackwards+c.GroupCommitLost == 0 {
 				fmt.Fprintf(w, "NEGATIVE CONTROL %s: the checker reported no broken group invariant: the control did not do its job\n", o.NegativeControl)
@@ -393,8 +444,12 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		fmt.Fprintf(w, "soak: consumer groups %v: %d members each, a member leaves and one joins every ~%v, commits every %v, session timeout %v\n",
 			groupNames(o.Groups), o.GroupMembers, o.GroupChurn, o.GroupCommitEvery, o.GroupSession)
 	}
+	if o.EOSMembers > 0 {
+		fmt.Fprintf(w, "soak: exactly-once pipeline %s → %s: group %s, %d members, a member leaves and one joins every ~%v, transaction timeout %v\n",
+			o.Topic, o.EOSTopic, eosGroup, o.EOSMembers, o.EOSChurn, o.EOSTxnTimeout)
+	}
 	if o.NegativeControl != "" {
-		fmt.Fprintf(w, "soak: NEGATIVE CONTROL %s: this run must lose acknowledged records or break a group invariant\n", o.NegativeControl)
+		fmt.Fprintf(w, "soak: NEGATIVE CONTROL %s: this run must lose acknowledged records or break a group or exactly-once invariant\n", o.NegativeControl)
 	}
 	exe := o.Executable
 	if exe == "" {
@@ -468,6 +523,25 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		}
 		h.Compact = &CompactHistory{Topic: o.CompactTopic, Partitions: ctps, DeleteRetention: compactDeleteRetain}
 	}
+	var etps []TP
+	var eos *eosWorkload
+	var eosOff string
+	if o.EOSMembers > 0 {
+		eos = newEOSWorkload(seeds, tps, adm, w, &o)
+		err := eos.served(ctx)
+		switch {
+		case errors.Is(err, ErrNoTransactions) && o.EOSIfServed:
+			eosOff, eos = err.Error(), nil
+			fmt.Fprintf(w, "soak: exactly-once pipeline off: %v\n", err)
+			o.Faults = slices.DeleteFunc(o.Faults, func(k string) bool { return k == FaultKillTxnCoordinator })
+		case err != nil:
+			return nil, err
+		default:
+			if etps, err = createEOSTopic(ctx, w, adm, &o); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var acked, failed, unk atomic.Int64
 	var cacked, cfailed, cunk atomic.Int64
 	var prods []*producer
@@ -503,7 +577,7 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	}
 	f := &faulter{l: l, exe: exe, adm: adm, cl: admCl, tps: tps, ctps: ctps, out: w, power: power, net: net,
 		sched:          newSchedule(o.Seed, o.Faults, o.FaultGap, o.Duration, len(tps)),
-		operatorElects: o.Durability == "page-cache", acks: byTP, groups: groupNames(o.Groups)}
+		operatorElects: o.Durability == "page-cache", acks: byTP, groups: groupNames(o.Groups), etps: etps}
 	control := scenarioOf(o.NegativeControl)
 	switch {
 	case control != "":
@@ -554,6 +628,15 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		cwg.Go(func() { groups.watchGenerations(gctx) })
 		cwg.Go(func() { groups.snapshots(gctx, time.Second) })
 		wg.Go(func() { groups.churn(wctx) })
+	}
+	ectx, stopEOS := context.WithCancel(ctx)
+	defer stopEOS()
+	if eos != nil {
+		if err := eos.start(ectx); err != nil {
+			return nil, err
+		}
+		f.txnIDs = eos.txnIDs
+		wg.Go(func() { eos.churn(wctx) })
 	}
 	var bad *badClient
 	if o.BadClientEvery > 0 {
@@ -621,8 +704,12 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 			}
 		}
 	}
-	ectx, cancel2 := context.WithTimeout(fctx, o.RecoveryBound)
-	h.FinalHW, err = endOffsets(ectx, adm, append(slices.Clone(tps), ctps...))
+	if eos != nil {
+		fmt.Fprintf(w, "soak: exactly-once pipeline: members leave; waiting up to %v for the output's last stable offsets\n", o.EOSTxnTimeout+o.RecoveryBound)
+		h.EOS = eos.stop(fctx, o.EOSTxnTimeout+o.RecoveryBound)
+	}
+	ectx2, cancel2 := context.WithTimeout(fctx, o.RecoveryBound)
+	h.FinalHW, err = endOffsets(ectx2, adm, append(slices.Clone(tps), ctps...))
 	cancel2()
 	if h.Compact != nil {
 		h.Compact.FinalHW = map[TP]int64{}
@@ -653,7 +740,7 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	r := Check(h, CheckOptions{RecoveryBound: o.RecoveryBound, Quota: quotaFor(o.Faults, o.Duration), PageCache: o.Durability == "page-cache"})
 	fmt.Fprintln(w)
 	PrintSummary(w, r)
-	fr := &FullReport{Settings: o, Start: h.Start, End: h.End, Faults: h.Faults, NetFaultsOff: why, Report: r}
+	fr := &FullReport{Settings: o, Start: h.Start, End: h.End, Faults: h.Faults, NetFaultsOff: why, EOSOff: eosOff, Report: r}
 	if err := WriteJSON(o.Report, *fr); err != nil {
 		return nil, err
 	}

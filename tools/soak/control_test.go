@@ -20,7 +20,11 @@ import (
 // be reported by the compaction invariants alone. The groups control
 // (no scenario) runs one consumer group with a member that commits past
 // and behind what it polled: group-undelivered and group-offset-backwards
-// must say so.
+// must say so. The txn control shares the groups control's run (make test
+// spends enough on clusters): its exactly-once pipeline's members commit
+// the produce and the offsets separately and leave between every third
+// time, and txn-duplicate must say so (when the nodes serve
+// transactions; without them it is logged and left out).
 func TestNegativeControls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs four short soaks of three node processes")
@@ -42,6 +46,10 @@ func TestNegativeControls(t *testing.T) {
 				// No scenario: the wrong member is the fault, and the
 				// groups' coordinators are real.
 				o.Duration, o.Groups, o.GroupMembers, o.GroupChurn, o.GroupCommitEvery, o.GroupSession = 15*time.Second, 1, 2, 5*time.Second, 300*time.Millisecond, 6*time.Second
+				// The txn control shares the run (and its cluster): its
+				// pipeline members commit the produce and the offsets
+				// separately and leave between every third time.
+				o.EOSMembers, o.EOSControl, o.EOSIfServed, o.EOSTopic, o.EOSChurn, o.EOSTxnTimeout = 2, true, true, "soak-eos-out", 5*time.Second, 10*time.Second
 			}
 			if control == NegCompaction {
 				// validate raises the keys to 20,000: the writes after the
@@ -69,6 +77,7 @@ func TestNegativeControls(t *testing.T) {
 			}
 			var fr struct {
 				Faults []Fault
+				EOSOff string `json:"exactly_once_off"`
 				Report
 			}
 			if err := json.Unmarshal(b, &fr); err != nil {
@@ -85,6 +94,16 @@ func TestNegativeControls(t *testing.T) {
 				}
 				if g := fr.Groups; g == nil || g.CommitAcked == 0 || g.Deliveries == 0 {
 					t.Errorf("%s: group workload %+v: want deliveries and acknowledged commits", control, g)
+				}
+				// The txn control: the crashed members' partitions
+				// processed again, duplicates in the committed output.
+				switch e := fr.EOS; {
+				case fr.EOSOff != "":
+					t.Logf("txn control not run: %s", fr.EOSOff)
+				case c.TxnDuplicate == 0 || e == nil || e.Crashed == 0 || e.Committed == 0:
+					t.Errorf("txn control: %d txn-duplicate, pipeline %+v; want some, crashes and commits (by kind %v)\n%s", c.TxnDuplicate, e, fr.ByKind, out.String())
+				default:
+					t.Logf("txn control: %d duplicates after %d crashes", c.TxnDuplicate, e.Crashed)
 				}
 				t.Logf("%s: %d undelivered, %d backwards in a run of %v", control, c.GroupUndelivered, c.GroupBackwards, took.Round(100*time.Millisecond))
 				return

@@ -29,13 +29,17 @@ const (
 	// FaultKillCoordinator kills the coordinator of a consumer group
 	// (groupsrun.go); only in runs with groups.
 	FaultKillCoordinator = "kill-coordinator"
+	// FaultKillTxnCoordinator kills the transaction coordinator of one
+	// of the exactly-once pipeline's transactional ids (eosrun.go); only
+	// in runs with the pipeline.
+	FaultKillTxnCoordinator = "kill-txn-coordinator"
 	// NodeExited is not a fault the schedule injects: a node found dead
 	// between faults, which the faulter restarts.
 	NodeExited = "node-exited"
 )
 
 // AllFaults is every fault kind, the default of --faults.
-var AllFaults = []string{FaultKillLeader, FaultKillController, FaultPause, FaultPowerLoss, FaultPartition, FaultKillCoordinator}
+var AllFaults = []string{FaultKillLeader, FaultKillController, FaultPause, FaultPowerLoss, FaultPartition, FaultKillCoordinator, FaultKillTxnCoordinator}
 
 // faulter injects faults one at a time: rest, inject, hold, heal, next.
 // The schedule (seeded) fixes the sequence of kinds, partitions and
@@ -69,6 +73,11 @@ type faulter struct {
 	// groups are the consumer groups whose coordinators
 	// kill-coordinator picks from.
 	groups []string
+	// txnIDs are the exactly-once pipeline's live transactional ids
+	// (kill-txn-coordinator picks from them); nil: no pipeline. etps are
+	// its output partitions (power losses and elections cover them).
+	txnIDs func() []string
+	etps   []TP
 	faults []Fault
 }
 
@@ -184,6 +193,12 @@ func (f *faulter) inject(ctx context.Context, st step, hold time.Duration) Fault
 			return skip(why)
 		}
 		err = cerr
+	case FaultKillTxnCoordinator:
+		why, cerr := f.killTxnCoordinator(ctx, &fl, st, hold)
+		if why != "" {
+			return skip(why)
+		}
+		err = cerr
 	case FaultPowerLoss:
 		if f.power == nil {
 			return skip("power loss is off (--power-loss=false)")
@@ -249,7 +264,7 @@ func (f *faulter) inject(ctx context.Context, st step, hold time.Duration) Fault
 }
 
 // allTPs are the partitions of every topic of the run.
-func (f *faulter) allTPs() []TP { return append(slices.Clone(f.tps), f.ctps...) }
+func (f *faulter) allTPs() []TP { return slices.Concat(f.tps, f.ctps, f.etps) }
 
 func (f *faulter) metadata(ctx context.Context) (kadm.Metadata, error) {
 	var topics []string

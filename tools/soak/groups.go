@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -137,36 +136,14 @@ func (w *groupWorkload) served(ctx context.Context) error {
 
 // alignOffsetsTopic gives __consumer_offsets the run's durability and
 // min.insync.replicas, as an operator would, so that the groups' commits
-// are as durable as the records they point into: the node creates it
-// (on first use, which a FindCoordinator here triggers) with the default
+// are as durable as the records they point into: the node creates it (on
+// first use, which a FindCoordinator here triggers) with the default
 // durability, page-cache, whose commits a power loss of every replica
 // may lose.
 func (w *groupWorkload) alignOffsetsTopic(ctx context.Context) error {
-	var err error
-	ok := until(ctx, 60*time.Second, func(ctx context.Context) bool {
+	return alignInternalTopic(ctx, w.out, w.adm, w.o, group.OffsetsTopic, func(ctx context.Context) {
 		w.adm.FindGroupCoordinators(ctx, w.groups...)
-		var md kadm.Metadata
-		md, err = w.adm.Metadata(ctx, group.OffsetsTopic)
-		return err == nil && md.Topics[group.OffsetsTopic].Err == nil && len(md.Topics[group.OffsetsTopic].Partitions) > 0
 	})
-	if !ok {
-		return fmt.Errorf("soak: %s was not created within 60 s of the first FindCoordinator: %v", group.OffsetsTopic, err)
-	}
-	d, isr := w.o.Durability, strconv.Itoa(w.o.MinISR)
-	cfgs := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "sluice.durability", Value: &d}, {Op: kadm.SetConfig, Name: "min.insync.replicas", Value: &isr}}
-	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	res, err := w.adm.AlterTopicConfigs(actx, cfgs, group.OffsetsTopic)
-	if err == nil {
-		for _, r := range res {
-			err = errors.Join(err, r.Err)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("soak: set %s's sluice.durability=%s min.insync.replicas=%s: %w", group.OffsetsTopic, d, isr, err)
-	}
-	fmt.Fprintf(w.out, "soak: %s: sluice.durability=%s min.insync.replicas=%s (the run's)\n", group.OffsetsTopic, d, isr)
-	return nil
 }
 
 // start starts every group's members; the first member of the first group

@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-log/sluice/node/group"
+	"github.com/sluice-log/sluice/node/txn"
 )
 
 // The group workload's life beside the run: membership churn, the
@@ -271,37 +270,10 @@ func (w *groupWorkload) stop(ctx context.Context, limit time.Duration) *GroupHis
 	return w.h
 }
 
-// coordinator asks the nodes in turn (but skip) which node coordinates g:
-// straight to each broker, so that no client's cached answer hides a
-// move.
+// coordinator asks the nodes in turn (but skip) which node coordinates g
+// (findCoordinator).
 func (f *faulter) coordinator(ctx context.Context, g string, skip int32) (int32, error) {
-	var last error = fmt.Errorf("no node to ask")
-	for _, n := range f.l.Nodes {
-		if n.ID == skip {
-			continue
-		}
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.CoordinatorType = 0
-		req.CoordinatorKeys = []string{g}
-		req.CoordinatorKey = g
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		resp, err := req.RequestWith(rctx, f.cl.Broker(int(n.ID)))
-		cancel()
-		if err != nil {
-			last = err
-			continue
-		}
-		code, id := resp.ErrorCode, resp.NodeID
-		if len(resp.Coordinators) > 0 {
-			code, id = resp.Coordinators[0].ErrorCode, resp.Coordinators[0].NodeID
-		}
-		if err := kerr.ErrorForCode(code); err != nil {
-			last = err
-			continue
-		}
-		return id, nil
-	}
-	return -1, last
+	return f.findCoordinator(ctx, 0, g, skip)
 }
 
 // killCoordinator is the kill-coordinator fault: SIGKILL the node that
@@ -364,18 +336,26 @@ func (f *faulter) killCoordinator(ctx context.Context, fl *Fault, st step, hold 
 }
 
 // addOffsetsTopic adds the partitions of __consumer_offsets to set in runs
-// with groups: the operator's unclean election covers the coordinators'
-// partitions too (they have the run's durability, alignOffsetsTopic).
+// with groups or the exactly-once pipeline, and those of
+// __transaction_state in runs with the pipeline: the operator's unclean
+// election covers the coordinators' partitions too (they have the run's
+// durability, alignInternalTopic).
 func (f *faulter) addOffsetsTopic(ctx context.Context, set kadm.TopicsSet) {
-	if len(f.groups) == 0 {
-		return
+	var topics []string
+	if len(f.groups) > 0 || f.txnIDs != nil {
+		topics = append(topics, group.OffsetsTopic)
 	}
-	md, err := f.adm.Metadata(ctx, group.OffsetsTopic)
-	if err != nil {
-		return
+	if f.txnIDs != nil {
+		topics = append(topics, txn.StateTopic)
 	}
-	for p := range md.Topics[group.OffsetsTopic].Partitions {
-		set.Add(group.OffsetsTopic, p)
+	for _, t := range topics {
+		md, err := f.adm.Metadata(ctx, t)
+		if err != nil {
+			continue
+		}
+		for p := range md.Topics[t].Partitions {
+			set.Add(t, p)
+		}
 	}
 }
 
@@ -383,16 +363,19 @@ func (f *faulter) addOffsetsTopic(ctx context.Context, set kadm.TopicsSet) {
 // partition names by their count: an election after a power loss covers
 // most of its 50.
 func shortOffsets(names []string) []string {
-	n := 0
-	out := slices.DeleteFunc(slices.Clone(names), func(s string) bool {
-		if strings.HasPrefix(s, group.OffsetsTopic+"/") {
-			n++
-			return true
+	out := slices.Clone(names)
+	for _, t := range []string{group.OffsetsTopic, txn.StateTopic} {
+		n := 0
+		out = slices.DeleteFunc(out, func(s string) bool {
+			if strings.HasPrefix(s, t+"/") {
+				n++
+				return true
+			}
+			return false
+		})
+		if n > 0 {
+			out = append(out, fmt.Sprintf("%s (%d partitions)", t, n))
 		}
-		return false
-	})
-	if n > 0 {
-		out = append(out, fmt.Sprintf("%s (%d partitions)", group.OffsetsTopic, n))
 	}
 	return out
 }

@@ -169,6 +169,9 @@ type History struct {
 	// Groups is the consumer-group workload (nil: none); the group
 	// invariants check it (groupcheck.go).
 	Groups *GroupHistory `json:"groups,omitempty"`
+	// EOS is the exactly-once pipeline (nil: none); the exactly-once
+	// invariants check it (eoscheck.go).
+	EOS *EOSHistory `json:"exactly_once,omitempty"`
 }
 
 // CompactHistory is what the compacted-topic workload observed.

@@ -85,6 +85,21 @@ func PrintSummary(w io.Writer, r *Report) {
 			fmt.Fprintf(tw, "  %s\t%d\t\n", row.name, row.n)
 		}
 	}
+	if e := r.EOS; e != nil {
+		fmt.Fprintln(tw, "EXACTLY-ONCE PIPELINE\t\t")
+		for _, row := range []struct {
+			name string
+			n    int
+		}{
+			{"member incarnations", e.Members}, {"transactions", e.Txns}, {"  committed", e.Committed},
+			{"  aborted", e.Aborted}, {"  unknown outcome", e.Unknown}, {"  control crashes (produce committed, offsets not)", e.Crashed},
+			{"records produced", e.Produced}, {"output read (read_committed)", e.Output},
+			{"input records below the committed offsets", e.Covered}, {"aborted records checked invisible", e.AbortedChecked},
+			{"losses explained by a power loss", e.Explained},
+		} {
+			fmt.Fprintf(tw, "  %s\t%d\t\n", row.name, row.n)
+		}
+	}
 	fmt.Fprintln(tw, "INVARIANTS\tVIOLATIONS\t")
 	for _, k := range Kinds {
 		mark := "ok"
@@ -112,6 +127,9 @@ func PrintSummary(w io.Writer, r *Report) {
 				fmt.Fprintf(w, "  %s\n", e)
 			}
 		}
+	}
+	if e := r.EOS; e != nil {
+		fmt.Fprintf(w, "exactly-once pipeline: committed transactions took %s; final lag %d\n", e.TxnTime, e.Lag)
 	}
 	printPowerLosses(w, r)
 	printLosses(w, r)
@@ -245,6 +263,9 @@ type FullReport struct {
 	// NetFaultsOff says why network partitions were left out of the
 	// schedule ("not asked for", "not root", ...); "" when they were in it.
 	NetFaultsOff string `json:"net_faults_off,omitempty"`
+	// EOSOff says why the exactly-once pipeline did not run although
+	// asked for (Options.EOSIfServed: the nodes serve no transactions).
+	EOSOff string `json:"exactly_once_off,omitempty"`
 	*Report
 }
 

@@ -11,10 +11,10 @@ import (
 // ten minutes of run (issue 7 asks for at least 20 leader kills and
 // 5 controller kills in a 10-minute run, with pauses, partitions and power
 // losses besides). A run of any length gets at least one of each kind.
-var quotaPer10m = map[string]int{FaultKillLeader: 21, FaultKillController: 6, FaultPause: 3, FaultPowerLoss: 3, FaultPartition: 3, FaultKillCoordinator: 3}
+var quotaPer10m = map[string]int{FaultKillLeader: 21, FaultKillController: 6, FaultPause: 3, FaultPowerLoss: 3, FaultPartition: 3, FaultKillCoordinator: 3, FaultKillTxnCoordinator: 3}
 
 // weights make leader kills the most common fault once the quota is done.
-var weights = map[string]int{FaultKillLeader: 4, FaultKillController: 2, FaultPause: 2, FaultPowerLoss: 1, FaultPartition: 2, FaultKillCoordinator: 2}
+var weights = map[string]int{FaultKillLeader: 4, FaultKillController: 2, FaultPause: 2, FaultPowerLoss: 1, FaultPartition: 2, FaultKillCoordinator: 2, FaultKillTxnCoordinator: 2}
 
 // Hold ranges: kills and power losses restart after 1–10 s, pauses and
 // network partitions last 5–30 s. A step shortens them (never below the

@@ -43,6 +43,7 @@ func TestSoakShort(t *testing.T) {
 		Executable:        exe,
 		CompactPartitions: 2, CompactTopic: "soak-compacted", CompactRate: 200, CompactKeys: 500,
 		Groups: 2, GroupMembers: 2, GroupChurn: 10 * time.Second, GroupCommitEvery: 500 * time.Millisecond, GroupSession: 6 * time.Second,
+		EOSMembers: 2, EOSTopic: "soak-eos-out", EOSChurn: 10 * time.Second, EOSTxnTimeout: 10 * time.Second, EOSIfServed: true,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -62,6 +63,21 @@ func TestSoakShort(t *testing.T) {
 		t.Logf("network partitions not injected: %s", fr.NetFaultsOff)
 	default:
 		want = append(want, FaultPartition)
+	}
+	switch {
+	case fr.EOSOff != "" && os.Getenv("CI") != "":
+		t.Errorf("the exactly-once pipeline did not run, and CI is set: %s", fr.EOSOff)
+	case fr.EOSOff != "":
+		t.Logf("the exactly-once pipeline did not run: %s", fr.EOSOff)
+	default:
+		want = append(want, FaultKillTxnCoordinator)
+		// The pipeline committed transactions, read its output back
+		// and covered input, so that its invariants checked something.
+		if e := fr.EOS; e == nil || e.Committed == 0 || e.Output == 0 || e.Covered == 0 {
+			t.Errorf("exactly-once pipeline: %+v: want committed transactions, output read back, input covered", e)
+		} else {
+			t.Logf("exactly-once pipeline: %d transactions (%d committed, %d aborted, %d unknown), %s", e.Txns, e.Committed, e.Aborted, e.Unknown, e.TxnTime)
+		}
 	}
 	for _, k := range want {
 		if fr.Report.Faults[k] == 0 {

@@ -226,6 +226,12 @@ type consumer struct {
 }
 
 func newConsumer(seeds []string, tps []TP) (*consumer, error) {
+	return newConsumerWith(seeds, tps)
+}
+
+// newConsumerWith is newConsumer with more client options (the
+// exactly-once pipeline's final read: read_committed).
+func newConsumerWith(seeds []string, tps []TP, opts ...kgo.Opt) (*consumer, error) {
 	offs := map[string]map[int32]kgo.Offset{}
 	for _, tp := range tps {
 		if offs[tp.Topic] == nil {
@@ -233,7 +239,7 @@ func newConsumer(seeds []string, tps []TP) (*consumer, error) {
 		}
 		offs[tp.Topic][tp.Partition] = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(append(clientOpts(seeds), kgo.ConsumePartitions(offs), kgo.FetchMaxWait(500*time.Millisecond))...)
+	cl, err := kgo.NewClient(append(append(clientOpts(seeds), kgo.ConsumePartitions(offs), kgo.FetchMaxWait(500*time.Millisecond)), opts...)...)
 	if err != nil {
 		return nil, err
 	}
