@@ -163,7 +163,7 @@ func (h *harness) command(t *testing.T, d *datadriven.TestData) Command {
 		if s, ok := arg(d, "replicas"); ok {
 			spec.Replicas = append([]int32{}, ids(t, s)...)
 		}
-		return &AlterPartitionReassignments{Partitions: []ReassignmentSpec{spec}}
+		return &AlterPartitionReassignments{Partitions: []ReassignmentSpec{spec}, KeepReplicationFactor: d.HasArg("keep-rf")}
 	case "producer-ids":
 		return &AllocateProducerIDs{BrokerID: int32(argInt(t, d, "broker", 0)), BrokerEpoch: epoch}
 	}

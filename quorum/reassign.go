@@ -47,6 +47,10 @@ type ReassignmentSpec struct {
 // (Kafka's AlterPartitionReassignments). Reply: *ReassignmentsReply.
 type AlterPartitionReassignments struct {
 	Partitions []ReassignmentSpec `json:"partitions"`
+	// KeepReplicationFactor refuses a target whose length differs from
+	// the original replicas' (INVALID_REPLICATION_FACTOR; KIP-860's
+	// allow_replication_factor_change false).
+	KeepReplicationFactor bool `json:"keep_replication_factor,omitempty"`
 }
 
 // ReassignmentResult is the outcome for one partition; Code is a Kafka
@@ -77,7 +81,7 @@ func (p *planner) alterReassignments(c *AlterPartitionReassignments) ([]Record, 
 		if seen[tp] {
 			err = kerrf(kerr.InvalidRequest, "%s/%d is named twice", s.Topic, s.Partition)
 		} else {
-			rec, err = p.reassign(s)
+			rec, err = p.reassign(s, c.KeepReplicationFactor)
 		}
 		seen[tp] = true
 		if err != nil {
@@ -92,7 +96,7 @@ func (p *planner) alterReassignments(c *AlterPartitionReassignments) ([]Record, 
 
 // reassign plans one partition's reassignment or cancellation: the
 // change record, or nil when nothing changes.
-func (p *planner) reassign(s ReassignmentSpec) (*PartitionChangeRecord, error) {
+func (p *planner) reassign(s ReassignmentSpec, keepRF bool) (*PartitionChangeRecord, error) {
 	t := p.im.Topics[s.Topic]
 	if t == nil || s.Partition < 0 || int(s.Partition) >= len(t.Partitions) {
 		return nil, kerrf(kerr.UnknownTopicOrPartition, "%s/%d", s.Topic, s.Partition)
@@ -112,6 +116,9 @@ func (p *planner) reassign(s ReassignmentSpec) (*PartitionChangeRecord, error) {
 	} else {
 		if err := p.validateTarget(where, s.Replicas); err != nil {
 			return nil, err
+		}
+		if keepRF && len(s.Replicas) != len(orig) {
+			return nil, kerrf(kerr.InvalidReplicationFactor, "%s: the target has %d replicas, the partition %d, and changing the replication factor is not allowed", where, len(s.Replicas), len(orig))
 		}
 		a = reassignment(orig, s.Replicas)
 	}
