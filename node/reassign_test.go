@@ -161,6 +161,16 @@ func TestReassignmentUnderLoad(t *testing.T) {
 		if r := ls[topic][0]; !slices.Equal(r.AddingReplicas, []int32{4}) || !slices.Equal(r.RemovingReplicas, []int32{1}) {
 			t.Errorf("ListPartitionReassignments during the move: %+v", r)
 		}
+		// The leader counts it in ReassigningPartitions.
+		if l := c.leaderOf(topic, 0); l != nil {
+			var moving bool
+			for _, ps := range (*metricsSource)(l.Node).Partitions(nil) {
+				moving = moving || (ps.Topic == topic && ps.Leader && ps.Reassigning && ps.Replicas == 3)
+			}
+			if !moving {
+				t.Error("the leader's metrics do not show the reassignment")
+			}
+		}
 	}
 	gone := func(rn *replNode) bool {
 		_, err := rn.fs.Stat(filepath.Join(rn.dir, topic+"-0"))
