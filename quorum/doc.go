@@ -59,10 +59,10 @@
 // gives way to the first acceptable ISR member of the target (leader
 // epoch bumped). A target that adds nothing completes at once. A null
 // target cancels: back to the original replicas (in Kafka's order: the
-// current list without the adding ones), adding replicas out of the ISR;
-// refused (INVALID_REPLICA_ASSIGNMENT) when no original replica is in
-// the ISR. A new target replaces one in progress, counted from the
-// original set. Targets are validated as Kafka's
+// current list without the adding ones), adding replicas out of the ISR.
+// A new target replaces one in progress, counted from the original set.
+// Either is refused (INVALID_REPLICA_ASSIGNMENT) when it would leave no
+// ISR member among the new replicas. Targets are validated as Kafka's
 // validateManualPartitionAssignment: non-empty, no repeats, every broker
 // registered and alive; the length may change unless the request keeps
 // the replication factor (KIP-860). Records: partition_change carries an

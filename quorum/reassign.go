@@ -109,9 +109,6 @@ func (p *planner) reassign(s ReassignmentSpec, keepRF bool) (*PartitionChangeRec
 		if !part.Reassigning() {
 			return nil, kerrf(kerr.NoReassignmentInProgress, "%s: no reassignment in progress", where)
 		}
-		if !slices.ContainsFunc(part.ISR, func(r int32) bool { return slices.Contains(orig, r) }) {
-			return nil, kerrf(kerr.InvalidReplicaAssignment, "%s: no original replica %v is in the ISR %v: cancelling would leave the partition without one", where, orig, part.ISR)
-		}
 		a = &Assignment{Replicas: orig}
 	} else {
 		if err := p.validateTarget(where, s.Replicas); err != nil {
@@ -121,6 +118,12 @@ func (p *planner) reassign(s ReassignmentSpec, keepRF bool) (*PartitionChangeRec
 			return nil, kerrf(kerr.InvalidReplicationFactor, "%s: the target has %d replicas, the partition %d, and changing the replication factor is not allowed", where, len(s.Replicas), len(orig))
 		}
 		a = reassignment(orig, s.Replicas)
+	}
+	// The ISR keeps only members of the new replicas: some must stay (a
+	// cancellation, or a new target dropping the adding replicas that
+	// alone are in sync, would leave none).
+	if !slices.ContainsFunc(part.ISR, func(r int32) bool { return slices.Contains(a.Replicas, r) }) {
+		return nil, kerrf(kerr.InvalidReplicaAssignment, "%s: no replica of %v is in the ISR %v: the partition would be left without one", where, a.Replicas, part.ISR)
 	}
 	el := ElectClean
 	if p.uncleanAllowed(t) {
