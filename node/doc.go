@@ -83,6 +83,20 @@
 // from the image, AlterPartitions through the quorum, the reconciler's
 // and long polls' wake-ups, and the log directory.
 //
+// Reassignment (reassign.go, quorum/reassign.go): the reconciler hosts
+// every replica the image's Replicas names, the adding replicas of a
+// reassignment in progress included, so an adding broker opens the log
+// when the move starts and its follower catches up and joins the ISR as
+// any follower does; a broker no longer named (the move completed, or
+// was cancelled before it joined) stops its replica and deletes its log,
+// segment files and index entries (replica.Manager.Drop). The broker
+// serves AlterPartitionReassignments (published, so every adding broker
+// has its replica open when answered) and ListPartitionReassignments
+// from its image. TestReassignmentUnderLoad (reassign_test.go) moves a
+// partition from {1,2,3} to {2,3,4}, 4 a broker-only node, under an
+// acks=all load, and cancels a move. Replication throttles
+// (leader/follower.replication.throttled.rate) are not built yet.
+//
 // The maintenance loop (maintain in node.go) does the time-driven log
 // work over the replicas: flush.ms, retention every 5 minutes, each log's
 // recovery point every 60 s, and the high-watermark checkpoint every 5 s.

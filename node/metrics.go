@@ -52,18 +52,23 @@ func newMetrics(n *Node) *metrics.Metrics {
 // image, the rest from each replica's partition.Status and its log.
 func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.PartitionStat {
 	n := (*Node)(s)
-	replicas := map[replica.TP]int{}
+	type assigned struct {
+		n           int // the replication factor: the target's during a reassignment, as Kafka counts it
+		reassigning bool
+	}
+	replicas := map[replica.TP]assigned{}
 	n.ctrl.View(func(im *quorum.Image) {
 		for name, t := range im.Topics {
-			for i, p := range t.Partitions {
+			for i := range t.Partitions {
+				p := &t.Partitions[i]
 				if contains(p.Replicas, n.cfg.NodeID) {
-					replicas[replica.TP{Topic: name, Partition: int32(i)}] = len(p.Replicas)
+					replicas[replica.TP{Topic: name, Partition: int32(i)}] = assigned{len(p.TargetReplicas()), p.Reassigning()}
 				}
 			}
 		}
 	})
 	for _, r := range n.rm.Replicas() {
-		nr, ok := replicas[replica.TP{Topic: r.Topic(), Partition: r.Partition()}]
+		as, ok := replicas[replica.TP{Topic: r.Topic(), Partition: r.Partition()}]
 		if !ok {
 			continue // being dropped
 		}
@@ -72,7 +77,7 @@ func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.Partit
 		u := l.Unflushed()
 		ps := metrics.PartitionStat{
 			Topic: r.Topic(), Partition: r.Partition(), Leader: st.Role == partition.Leader, NotServing: st.Role == partition.Leader && st.Fenced,
-			Replicas: nr, ISR: len(st.ISR), MinISR: r.MinInsyncReplicas(),
+			Replicas: as.n, Reassigning: as.reassigning, ISR: len(st.ISR), MinISR: r.MinInsyncReplicas(),
 			LogStart: l.LogStartOffset(), LogEnd: st.LEO, HighWatermark: st.HW,
 			Flushed: u.Offset, Size: l.Size(), UnflushedBytes: u.Bytes, UnflushedSince: u.Since,
 		}

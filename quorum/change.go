@@ -32,6 +32,15 @@ const (
 //   - A stale ISR (Partition.StaleISR) elects no leader cleanly: only an
 //     unclean election may choose its member (or anyone else). StaleIfKept
 //     marks the ISR stale when the rule above keeps it.
+//   - Assignment, when set, replaces the replicas and the reassignment in
+//     progress (adding and removing replicas); the ISR keeps only members
+//     of the new replicas (a cancellation drops the adding ones).
+//   - A reassignment completes, in the same record, as soon as every
+//     adding replica is in the target ISR and some ISR member is not
+//     removing: the removing replicas leave the replicas and the ISR,
+//     and a leader among them gives way to the first ISR member of the
+//     new replicas (Kafka's completeReassignmentIfNeeded).
+//   - The leader is chosen in the order of the (new) replicas.
 //   - Every leader change (including to NoLeader) bumps the leader epoch;
 //     every change bumps the partition epoch; no change gives no record.
 type PartitionChange struct {
@@ -47,6 +56,9 @@ type PartitionChange struct {
 	// StaleIfKept: the replica leaving the ISR restarted after an unclean
 	// shutdown; if it has to stay as the last member, its ISR is stale.
 	StaleIfKept bool
+	// Assignment is the wanted replicas and reassignment; nil keeps the
+	// current ones. Its slices are not kept.
+	Assignment *Assignment
 }
 
 // Build returns the change record, or false when nothing would change.
@@ -62,7 +74,17 @@ func (c PartitionChange) Build() (*PartitionChangeRecord, bool) {
 		stale = stale || c.StaleIfKept
 	}
 	isr = slices.Clone(isr)
-	leader, unclean := c.electLeader(isr, stale)
+	reps, adding, removing := cur.Replicas, cur.AddingReplicas, cur.RemovingReplicas
+	if a := c.Assignment; a != nil {
+		reps, adding, removing = a.Replicas, a.Adding, a.Removing
+		isr = slices.DeleteFunc(isr, func(r int32) bool { return !slices.Contains(reps, r) })
+	}
+	if len(adding)+len(removing) > 0 && !slices.ContainsFunc(adding, func(r int32) bool { return !slices.Contains(isr, r) }) {
+		if rest := without(isr, removing); len(rest) > 0 {
+			reps, isr, adding, removing = without(reps, removing), rest, nil, nil
+		}
+	}
+	leader, unclean := c.electLeader(reps, isr, stale)
 	rec := &PartitionChangeRecord{
 		TopicID: c.TopicID, Partition: c.Partition, Leader: leader, ISR: isr,
 		LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch + 1,
@@ -72,17 +94,19 @@ func (c PartitionChange) Build() (*PartitionChangeRecord, bool) {
 		rec.ISR = []int32{leader}
 		rec.Unclean = &UncleanElection{LeaderEpoch: cur.LeaderEpoch + 1, Leader: leader, LostISR: isr}
 	}
+	if !slices.Equal(reps, cur.Replicas) || !slices.Equal(adding, cur.AddingReplicas) || !slices.Equal(removing, cur.RemovingReplicas) {
+		rec.Assignment = &Assignment{Replicas: slices.Clone(reps), Adding: slices.Clone(adding), Removing: slices.Clone(removing)}
+	}
 	if leader != cur.Leader {
 		rec.LeaderEpoch = cur.LeaderEpoch + 1
-	} else if slices.Equal(rec.ISR, cur.ISR) && rec.StaleISR == cur.StaleISR {
+	} else if slices.Equal(rec.ISR, cur.ISR) && rec.StaleISR == cur.StaleISR && rec.Assignment == nil {
 		return nil, false
 	}
 	return rec, true
 }
 
-func (c PartitionChange) electLeader(isr []int32, stale bool) (leader int32, unclean bool) {
+func (c PartitionChange) electLeader(reps, isr []int32, stale bool) (leader int32, unclean bool) {
 	ok := func(id int32) bool { return c.Acceptable != nil && c.Acceptable(id) }
-	reps := c.Current.Replicas
 	if stale {
 		isr = nil // no clean choice
 	}

@@ -132,3 +132,63 @@ func TestChangeTouched(t *testing.T) {
 		t.Fatalf("%v %v", parts, removed)
 	}
 }
+
+// TestPartitionChangeReassignment covers the reassignment rules of the
+// builder: a new assignment, completion when the adding replicas are in
+// the ISR, the leader moving off a removed replica, cancellation.
+func TestPartitionChangeReassignment(t *testing.T) {
+	all := func(int32) bool { return true }
+	moving := Partition{Replicas: []int32{2, 3, 4, 1}, AddingReplicas: []int32{4}, RemovingReplicas: []int32{1},
+		ISR: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 5, PartitionEpoch: 9}
+	tests := []struct {
+		name string
+		pc   PartitionChange
+		want string // "" means no change
+	}{
+		{"start: replicas are the target then the removing",
+			PartitionChange{Current: Partition{Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 5, PartitionEpoch: 9},
+				Acceptable: all, Assignment: reassignment([]int32{1, 2, 3}, []int32{2, 3, 4})},
+			"leader=1 isr=[1 2 3] epochs=5/10 replicas=[2 3 4 1] adding=[4] removing=[1]"},
+		{"an ISR change without the adding replica does not complete",
+			PartitionChange{Current: moving, Acceptable: all, TargetISR: []int32{1, 2}},
+			"leader=1 isr=[1 2] epochs=5/10"},
+		{"the adding replica joins: complete, leader off the removed replica",
+			PartitionChange{Current: moving, Acceptable: all, TargetISR: []int32{1, 2, 3, 4}},
+			"leader=2 isr=[2 3 4] epochs=6/10 replicas=[2 3 4]"},
+		{"completion elects in target order among acceptable ISR members",
+			PartitionChange{Current: moving, Acceptable: func(id int32) bool { return id != 2 }, TargetISR: []int32{1, 2, 3, 4}},
+			"leader=3 isr=[2 3 4] epochs=6/10 replicas=[2 3 4]"},
+		{"an ISR of only removing replicas does not complete",
+			PartitionChange{Current: Partition{Replicas: []int32{2, 1}, AddingReplicas: []int32{2}, RemovingReplicas: []int32{1},
+				ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1}, Acceptable: all, TargetISR: []int32{1}},
+			""},
+		{"cancel: the original set, adding replicas out of the ISR",
+			PartitionChange{Current: Partition{Replicas: []int32{2, 3, 4, 1}, AddingReplicas: []int32{4}, RemovingReplicas: []int32{1},
+				ISR: []int32{4, 1, 2}, Leader: 4, LeaderEpoch: 5, PartitionEpoch: 9},
+				Acceptable: all, Assignment: &Assignment{Replicas: []int32{1, 2, 3}}},
+			"leader=1 isr=[1 2] epochs=6/10 replicas=[1 2 3]"},
+		{"a fence during the move keeps the reassignment",
+			PartitionChange{Current: moving, Acceptable: func(id int32) bool { return id != 1 }, TargetISR: []int32{2, 3}},
+			"leader=2 isr=[2 3] epochs=6/10"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, changed := tc.pc.Build()
+			got := ""
+			if changed {
+				got = fmt.Sprintf("leader=%d isr=%v epochs=%d/%d", rec.Leader, rec.ISR, rec.LeaderEpoch, rec.PartitionEpoch)
+				if rec.Assignment != nil {
+					got += " " + rec.Assignment.String()
+				}
+				next := tc.pc.Current.clone()
+				next.apply(rec)
+				if err := next.check(); err != nil {
+					t.Fatalf("result breaks an invariant: %v: %s", err, next)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

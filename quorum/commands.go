@@ -271,6 +271,8 @@ func newCommand(t CommandType) Command {
 		return &CreateACLs{}
 	case CmdDeleteACLs:
 		return &DeleteACLs{}
+	case CmdAlterReassignments:
+		return &AlterPartitionReassignments{}
 	}
 	return nil
 }

@@ -157,6 +157,13 @@ func (h *harness) command(t *testing.T, d *datadriven.TestData) Command {
 			c.Partitions = []TopicPartition{{Topic: topic, Partition: int32(argInt(t, d, "partition", 0))}}
 		}
 		return c
+	case "reassign":
+		// reassign topic=t partition=0 replicas=(2,3,4), or cancel.
+		spec := ReassignmentSpec{Topic: topic, Partition: int32(argInt(t, d, "partition", 0))}
+		if s, ok := arg(d, "replicas"); ok {
+			spec.Replicas = append([]int32{}, ids(t, s)...)
+		}
+		return &AlterPartitionReassignments{Partitions: []ReassignmentSpec{spec}, KeepReplicationFactor: d.HasArg("keep-rf")}
 	case "producer-ids":
 		return &AllocateProducerIDs{BrokerID: int32(argInt(t, d, "broker", 0)), BrokerEpoch: epoch}
 	}
@@ -182,6 +189,15 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "image":
 		topic, _ := arg(d, "topic")
 		return h.im.Describe(topic)
+	case "reassignments":
+		var b strings.Builder
+		for _, r := range h.im.Reassignments(nil) {
+			fmt.Fprintf(&b, "%s/%d replicas=%v adding=%v removing=%v\n", r.Topic, r.Partition, r.Replicas, r.Adding, r.Removing)
+		}
+		if b.Len() == 0 {
+			return "none\n"
+		}
+		return b.String()
 	case "unclean-elections":
 		var b strings.Builder
 		for _, u := range h.im.UncleanElections() {
@@ -216,6 +232,12 @@ func (h *harness) apply(t *testing.T, d *datadriven.TestData, cmd Command) strin
 		for _, tr := range r.Topics {
 			if tr.Code != 0 {
 				fmt.Fprintf(&b, "error: %s: %s\n", tr.Name, tr.Message)
+			}
+		}
+	case *ReassignmentsReply:
+		for _, er := range r.Partitions {
+			if er.Code != 0 {
+				fmt.Fprintf(&b, "error: %s/%d: %s\n", er.Topic, er.Partition, er.Message)
 			}
 		}
 	case *ElectLeadersReply:

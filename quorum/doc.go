@@ -33,8 +33,8 @@
 //
 // Record types: cluster_id, register_broker, fence_broker, unfence_broker,
 // broker_shutdown, create_topic, remove_topic, topic_config,
-// partition_change (complete new leader/ISR/epochs, and the lost ISR of an
-// unclean election), producer_ids, add_partitions (CreatePartitions: new
+// partition_change (complete new leader/ISR/epochs, the lost ISR of an
+// unclean election, and the new replicas of a reassignment), producer_ids, add_partitions (CreatePartitions: new
 // partitions appended from the current count, placed as CreateTopics
 // places them over the alive brokers, with the topic's replication
 // factor), log_dir_offline (a broker's log directory failed: logdir.go;
@@ -44,6 +44,31 @@
 // access_control_entry and remove_access_control_entry (ACL bindings by
 // id, KRaft's AccessControlEntryRecord; CreateACLs and DeleteACLs with
 // Kafka's filter semantics; acl.go).
+//
+// # Partition reassignment
+//
+// AlterPartitionReassignments (reassign.go, KIP-455) moves a partition's
+// replicas, as Kafka's controller does: the partition's Replicas become
+// the target followed by the removing replicas (the original ones not in
+// the target), AddingReplicas and RemovingReplicas say which are which,
+// and Metadata shows the full set while the move runs. The brokers of
+// the adding replicas open them and catch up as followers; the
+// reassignment completes inside PartitionChange, in the change that puts
+// the last adding replica in the ISR (the leader's AlterPartition): the
+// removing replicas leave the replicas and the ISR, and a removed leader
+// gives way to the first acceptable ISR member of the target (leader
+// epoch bumped). A target that adds nothing completes at once. A null
+// target cancels: back to the original replicas (in Kafka's order: the
+// current list without the adding ones), adding replicas out of the ISR.
+// A new target replaces one in progress, counted from the original set.
+// Either is refused (INVALID_REPLICA_ASSIGNMENT) when it would leave no
+// ISR member among the new replicas. Targets are validated as Kafka's
+// validateManualPartitionAssignment: non-empty, no repeats, every broker
+// registered and alive; the length may change unless the request keeps
+// the replication factor (KIP-860). Records: partition_change carries an
+// optional "assignment" (replicas, adding, removing); entries and
+// snapshots from before have none and replay unchanged. Script:
+// testdata/reassign.txt; builder table: TestPartitionChangeReassignment.
 //
 // # Authorization
 //

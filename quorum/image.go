@@ -110,6 +110,41 @@ type Partition struct {
 	// electing it counts as an unclean election (compare KIP-966).
 	StaleISR         bool              `json:"stale_isr,omitempty"`
 	UncleanElections []UncleanElection `json:"unclean_elections,omitempty"`
+	// AddingReplicas and RemovingReplicas are set while a reassignment
+	// (KIP-455) is in progress: Replicas is then the target followed by
+	// the removing replicas, and the reassignment completes when every
+	// adding replica is in the ISR (reassign.go). Both are empty
+	// otherwise; snapshots from before reassignment have neither.
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
+}
+
+// Reassigning reports whether a reassignment of the partition is in progress.
+func (p *Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+}
+
+// TargetReplicas returns the replicas a reassignment in progress moves to
+// (Replicas without the removing ones), or Replicas when none is.
+func (p *Partition) TargetReplicas() []int32 {
+	return without(p.Replicas, p.RemovingReplicas)
+}
+
+// OriginalReplicas returns the replicas before the reassignment in
+// progress (Replicas without the adding ones), or Replicas when none is.
+func (p *Partition) OriginalReplicas() []int32 {
+	return without(p.Replicas, p.AddingReplicas)
+}
+
+// without returns a new slice of s without the members of drop.
+func without(s, drop []int32) []int32 {
+	out := make([]int32, 0, len(s))
+	for _, r := range s {
+		if !slices.Contains(drop, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Topic is one topic: its id, per-topic config overrides and partitions.
@@ -229,6 +264,8 @@ func (p Partition) clone() Partition {
 	q := p
 	q.Replicas = slices.Clone(p.Replicas)
 	q.ISR = slices.Clone(p.ISR)
+	q.AddingReplicas = slices.Clone(p.AddingReplicas)
+	q.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 	if p.UncleanElections != nil {
 		q.UncleanElections = make([]UncleanElection, len(p.UncleanElections))
 		for i, u := range p.UncleanElections {

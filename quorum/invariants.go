@@ -51,6 +51,19 @@ func (p Partition) check() error {
 	if p.StaleISR && (p.Leader != NoLeader || len(p.ISR) != 1) {
 		return fmt.Errorf("stale ISR with leader %d, ISR %v", p.Leader, p.ISR)
 	}
+	for _, r := range p.AddingReplicas {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.RemovingReplicas, r) {
+			return fmt.Errorf("adding replica %d not a replica or also removing", r)
+		}
+	}
+	for _, r := range p.RemovingReplicas {
+		if !slices.Contains(p.Replicas, r) {
+			return fmt.Errorf("removing replica %d not a replica", r)
+		}
+	}
+	if p.Reassigning() && len(p.TargetReplicas()) == 0 {
+		return fmt.Errorf("a reassignment to no replicas")
+	}
 	if p.LeaderEpoch < 0 || p.PartitionEpoch < p.LeaderEpoch {
 		return fmt.Errorf("epochs leader=%d partition=%d", p.LeaderEpoch, p.PartitionEpoch)
 	}

@@ -79,6 +79,8 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		return p.createACLs(c)
 	case *DeleteACLs:
 		return p.deleteACLs(c)
+	case *AlterPartitionReassignments:
+		return p.alterReassignments(c)
 	case *AllocateProducerIDs:
 		b, err := p.broker(c.BrokerID, c.BrokerEpoch)
 		if err != nil {
@@ -311,7 +313,7 @@ func (p *planner) alterPartition(c *AlterPartition) ([]Record, any, error) {
 		return nil, &res, nil
 	}
 	res := part.clone()
-	res.Leader, res.ISR, res.LeaderEpoch, res.PartitionEpoch = rec.Leader, slices.Clone(rec.ISR), rec.LeaderEpoch, rec.PartitionEpoch
+	res.apply(rec)
 	return []Record{rec}, &res, nil
 }
 

@@ -104,6 +104,31 @@ type PartitionChangeRecord struct {
 	StaleISR       bool    `json:"stale_isr,omitempty"`
 	// Unclean is set when Leader was elected from outside the ISR.
 	Unclean *UncleanElection `json:"unclean,omitempty"`
+	// Assignment, when set, is the partition's new replica set with its
+	// adding and removing replicas (a reassignment starts, completes or
+	// is cancelled); nil keeps them. Records from before reassignment
+	// have none.
+	Assignment *Assignment `json:"assignment,omitempty"`
+}
+
+// Assignment is a partition's replicas with the reassignment in progress,
+// if any (Kafka's PartitionChangeRecord Replicas, AddingReplicas,
+// RemovingReplicas).
+type Assignment struct {
+	Replicas []int32 `json:"replicas"`
+	Adding   []int32 `json:"adding,omitempty"`
+	Removing []int32 `json:"removing,omitempty"`
+}
+
+func (a *Assignment) String() string {
+	s := fmt.Sprintf("replicas=%v", a.Replicas)
+	if len(a.Adding) > 0 {
+		s += fmt.Sprintf(" adding=%v", a.Adding)
+	}
+	if len(a.Removing) > 0 {
+		s += fmt.Sprintf(" removing=%v", a.Removing)
+	}
+	return s
 }
 
 // ProducerIDsRecord hands the block [Start, Start+Len) to a broker.
@@ -174,6 +199,9 @@ func (r *PartitionChangeRecord) String() string {
 	if r.Unclean != nil {
 		s += fmt.Sprintf(" UNCLEAN(lost-isr=%v)", r.Unclean.LostISR)
 	}
+	if r.Assignment != nil {
+		s += " " + r.Assignment.String()
+	}
 	return s
 }
 
@@ -190,6 +218,12 @@ func (p Partition) String() string {
 	}
 	if n := len(p.UncleanElections); n > 0 {
 		s += fmt.Sprintf(" unclean-elections=%d", n)
+	}
+	if len(p.AddingReplicas) > 0 {
+		s += fmt.Sprintf(" adding=%v", p.AddingReplicas)
+	}
+	if len(p.RemovingReplicas) > 0 {
+		s += fmt.Sprintf(" removing=%v", p.RemovingReplicas)
 	}
 	return s
 }

@@ -94,16 +94,7 @@ func (im *Image) Replay(r Record) error {
 		if r.LeaderEpoch != p.LeaderEpoch && r.LeaderEpoch != p.LeaderEpoch+1 {
 			return stale(r, "leader epoch %d does not follow %d", r.LeaderEpoch, p.LeaderEpoch)
 		}
-		p.Leader = r.Leader
-		p.ISR = slices.Clone(r.ISR)
-		p.LeaderEpoch = r.LeaderEpoch
-		p.PartitionEpoch = r.PartitionEpoch
-		p.StaleISR = r.StaleISR
-		if r.Unclean != nil {
-			u := *r.Unclean
-			u.LostISR = slices.Clone(u.LostISR)
-			p.UncleanElections = append(p.UncleanElections, u)
-		}
+		p.apply(r)
 	case *ProducerIDsRecord:
 		if r.Start != im.NextProducerID || r.Len <= 0 {
 			return stale(r, "block starts at %d, next producer id is %d", r.Start, im.NextProducerID)
@@ -123,6 +114,25 @@ func (im *Image) Replay(r Record) error {
 		return fmt.Errorf("%w: replay of %T", ErrUnknownCommand, r)
 	}
 	return nil
+}
+
+// apply sets the partition to the state a change record carries.
+func (p *Partition) apply(r *PartitionChangeRecord) {
+	p.Leader = r.Leader
+	p.ISR = slices.Clone(r.ISR)
+	p.LeaderEpoch = r.LeaderEpoch
+	p.PartitionEpoch = r.PartitionEpoch
+	p.StaleISR = r.StaleISR
+	if a := r.Assignment; a != nil {
+		p.Replicas = slices.Clone(a.Replicas)
+		p.AddingReplicas = slices.Clone(a.Adding)
+		p.RemovingReplicas = slices.Clone(a.Removing)
+	}
+	if r.Unclean != nil {
+		u := *r.Unclean
+		u.LostISR = slices.Clone(u.LostISR)
+		p.UncleanElections = append(slices.Clone(p.UncleanElections), u)
+	}
 }
 
 func (im *Image) brokerAt(r Record, id int32, epoch int64) (*Broker, error) {

@@ -74,6 +74,8 @@ func newTable(b Broker) *table {
 		{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, handle: handleIncrementalAlterConfigs, needs: has[Configs]},
 		{key: kmsg.DescribeCluster, min: 0, max: 1, handle: handleDescribeCluster},
 		{key: kmsg.ElectLeaders, min: 0, max: 2, handle: handleElectLeaders, needs: has[Elector]},
+		{key: kmsg.AlterPartitionAssignments, min: 0, max: 1, handle: handleAlterPartitionReassignments, needs: has[Reassigner]},
+		{key: kmsg.ListPartitionReassignments, min: 0, max: 0, handle: handleListPartitionReassignments, needs: has[Reassigner]},
 		{key: kmsg.DescribeQuorum, min: 0, max: 2, handle: handleDescribeQuorum, needs: has[QuorumDescriber]},
 		{key: kmsg.CreatePartitions, min: 0, max: 3, handle: handleCreatePartitions, needs: has[PartitionAdmin]},
 		{key: kmsg.FindCoordinator, min: 0, max: 6, handle: handleFindCoordinator},

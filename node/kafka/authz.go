@@ -140,6 +140,20 @@ func (s *Server) authorizeAPI(r *request) kmsg.Response {
 			}
 			return resp
 		}
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		if !s.clusterAllowed(r, kmsg.ACLOperationAlter) {
+			resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+			resp.ErrorCode = clusterDenied
+			resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+			return resp
+		}
+	case *kmsg.ListPartitionReassignmentsRequest:
+		if !s.clusterAllowed(r, kmsg.ACLOperationDescribe) {
+			resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+			resp.ErrorCode = clusterDenied
+			resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+			return resp
+		}
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		if !s.clusterAllowed(r, kmsg.ACLOperationDescribe) {
 			resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)

@@ -42,6 +42,8 @@ func TestAuthorizeAPIRefusals(t *testing.T) {
 		{&kmsg.ElectLeadersRequest{Topics: []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}}, func(r kmsg.Response) int16 {
 			return r.(*kmsg.ElectLeadersResponse).Topics[0].Partitions[1].ErrorCode
 		}},
+		{&kmsg.AlterPartitionAssignmentsRequest{}, func(r kmsg.Response) int16 { return r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode }},
+		{&kmsg.ListPartitionReassignmentsRequest{}, func(r kmsg.Response) int16 { return r.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }},
 		{&kmsg.DescribeUserSCRAMCredentialsRequest{}, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode }},
 		{&kmsg.AlterUserSCRAMCredentialsRequest{Deletions: []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "a", Mechanism: 1}, {Name: "a", Mechanism: 2}}}, func(r kmsg.Response) int16 {
 			resp := r.(*kmsg.AlterUserSCRAMCredentialsResponse)

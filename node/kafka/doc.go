@@ -20,7 +20,8 @@
 // DescribeProducers 0 (txn_data.go holds the transactional
 // capabilities); with ProducerIDs InitProducerId 0-4; with
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
-// Elector ElectLeaders 0-2; with a QuorumDescriber DescribeQuorum 0-2; with
+// Elector ElectLeaders 0-2; with a Reassigner AlterPartitionReassignments
+// 0-1 and ListPartitionReassignments 0; with a QuorumDescriber DescribeQuorum 0-2; with
 // a PartitionAdmin CreatePartitions 0-3; SaslHandshake 1 (listed from 0)
 // and SaslAuthenticate 0-2 on every listener (ILLEGAL_SASL_STATE outside
 // a SASL exchange); with a ScramAdmin DescribeUserScramCredentials 0 and
@@ -152,7 +153,8 @@
 //     dispatch hook (Server.authorizeAPI) checks the APIs that need one
 //     permission for the whole request before their handler runs:
 //     DescribeCluster, DescribeQuorum, the SCRAM and ACL APIs, ElectLeaders,
-//     WriteTxnMarkers (CLUSTER_ACTION) (CLUSTER_AUTHORIZATION_FAILED), and the group APIs that name one
+//     WriteTxnMarkers (CLUSTER_ACTION), the reassignment APIs
+//     (CLUSTER_AUTHORIZATION_FAILED), and the group APIs that name one
 //     group: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit
 //     (READ), OffsetDelete (DELETE) (GROUP_AUTHORIZATION_FAILED). The
 //     handlers check their own resources (Produce, Fetch, Metadata,

@@ -18,6 +18,7 @@ var (
 	underReplicated = desc("kafka_server_replicamanager_underreplicatedpartitions", "Kafka ReplicaManager UnderReplicatedPartitions: partitions led here whose ISR is smaller than their replica set, or that cannot serve (a fenced leader).")
 	underMinISR     = desc("kafka_server_replicamanager_underminisrpartitioncount", "Kafka ReplicaManager UnderMinIsrPartitionCount: partitions led here whose ISR is below min.insync.replicas (acks=all fails).")
 	atMinISR        = desc("kafka_server_replicamanager_atminisrpartitioncount", "Kafka ReplicaManager AtMinIsrPartitionCount: partitions led here whose ISR is exactly min.insync.replicas (one more loss stops acks=all).")
+	reassigning     = desc("kafka_server_replicamanager_reassigningpartitions", "Kafka ReplicaManager ReassigningPartitions: partitions led here whose reassignment is in progress.")
 	leaderCount     = desc("kafka_server_replicamanager_leadercount", "Kafka ReplicaManager LeaderCount: partitions led here.")
 	partitionCount  = desc("kafka_server_replicamanager_partitioncount", "Kafka ReplicaManager PartitionCount: partition replicas hosted here.")
 	isrShrinks      = desc("kafka_server_replicamanager_isrshrinks_total", "Kafka ReplicaManager IsrShrinksPerSec: ISR shrinks of partitions led here.")
@@ -87,7 +88,7 @@ type sourceCollector struct {
 }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{underReplicated, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery, offlineLogDirs,
+	for _, d := range []*prometheus.Desc{underReplicated, reassigning, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery, offlineLogDirs,
 		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unwrittenBytes, unflushedAge, dirtyRatio,
 		lsoLag, openTxnAge, lateTxns,
 		cleanerMaxDirty, cleanerRecopy, cleanerMaxTime, cleanerUncleanable, cleanerSinceRun, cleanerCleans, cleanerFailures,
@@ -102,7 +103,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	defer c.mu.Unlock()
 	now := c.now()
 	c.parts = c.src.Partitions(c.parts[:0])
-	var under, underMin, atMin, leaders, late int
+	var under, underMin, atMin, leaders, late, moving int
 	var lag int64
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -112,6 +113,9 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		t, n := p.Topic, strconv.Itoa(int(p.Partition))
 		if p.Leader {
 			leaders++
+			if p.Reassigning {
+				moving++
+			}
 			ur := 0.0
 			if p.ISR < p.Replicas || p.NotServing {
 				under++
@@ -156,6 +160,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		p.Topic = "" // do not keep topic names alive between scrapes
 	}
 	gauge(underReplicated, float64(under))
+	gauge(reassigning, float64(moving))
 	gauge(underMinISR, float64(underMin))
 	gauge(atMinISR, float64(atMin))
 	gauge(leaderCount, float64(leaders))

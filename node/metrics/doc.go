@@ -21,6 +21,7 @@
 //	  (topic="" is the broker-wide total, Kafka's MBean without a topic)
 //	kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions kafka_server_replicamanager_underreplicatedpartitions
 //	  also UnderMinIsrPartitionCount, AtMinIsrPartitionCount, LeaderCount, PartitionCount
+//	kafka.server:type=ReplicaManager,name=ReassigningPartitions      kafka_server_replicamanager_reassigningpartitions
 //	kafka.server:type=ReplicaManager,name=IsrShrinksPerSec         kafka_server_replicamanager_isrshrinks_total (and isrexpands_total)
 //	kafka.log:type=LogManager,name=OfflineLogDirectoryCount        kafka_log_logmanager_offlinelogdirectorycount
 //	kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica  kafka_server_replicafetchermanager_maxlag{clientId}

@@ -29,6 +29,9 @@ type PartitionStat struct {
 	// Replicas and ISR are the sizes of the assigned replica set and of
 	// the in-sync replica set; MinISR is min.insync.replicas.
 	Replicas, ISR, MinISR int
+	// Reassigning: a reassignment of the partition is in progress
+	// (Replicas is then its target's size, as Kafka counts it).
+	Reassigning bool
 	// LogStart, LogEnd and HighWatermark are offsets of the local log;
 	// Flushed is the local flushed offset (every offset below is
 	// fsynced here). Size is the log's size in bytes.

@@ -4,7 +4,8 @@
 // `sluice groups` (kafka-consumer-groups.sh), `sluice transactions`
 // (kafka-transactions.sh), `sluice quorum describe
 // --status|--replication` (kafka-metadata-quorum.sh, through
-// DescribeQuorum) and `sluice cluster health|info`, and the client-side
+// DescribeQuorum), `sluice topics reassign` (kafka-reassign-partitions.sh),
+// `sluice cluster health|info|decommission`, and the client-side
 // checks `sluice produce`, `sluice consume` (direct partition assignment,
 // or a consumer group member with --group) and `sluice perf
 // produce|consume` (Kafka's perf-test lines). It speaks only the Kafka
@@ -63,6 +64,27 @@
 // consume --group` reports rebalance.time.ms as Kafka's perf test does:
 // time spent without an assignment, from the start and after each
 // revocation; the fetch.* columns leave it out.
+//
+// Moving replicas (reassign.go), as kafka-reassign-partitions.sh with its
+// JSON files (TopicsToMove, Reassignment):
+//   - `topics reassign --generate --topics-to-move-json-file F
+//     --broker-list 1,2,3` prints the current assignment and a proposal
+//     (Kafka's rack-unaware placement from the first broker listed,
+//     each partition keeping its replication factor);
+//   - `--execute --reassignment-json-file F` starts the moves
+//     (AlterPartitionReassignments) and prints the current assignment to
+//     keep for a rollback; `--verify` says per partition whether the move
+//     completed, is in progress (with the adding and removing replicas,
+//     from ListPartitionReassignments) or the replicas differ from the
+//     file (exit 2 until every one completed); `--cancel` cancels the
+//     moves in progress. `--throttle` is refused: replication throttles
+//     are not built yet.
+//   - `cluster decommission --broker-id N` plans a reassignment that
+//     replaces N in every partition by the live broker outside the
+//     partition hosting the fewest replicas (DecommissionPlan), starts it
+//     and prints "k of m partitions moved off broker N" as the count
+//     changes, until done or --wait (10m; exit 2). The broker stays
+//     registered: stop it afterwards.
 //
 // Conventions, after kafka-topics.sh, kafka-configs.sh and rpk:
 //   - --bootstrap-server HOST:PORT,... (default: $SLUICE_CLI_BOOTSTRAP_SERVERS,

@@ -105,7 +105,7 @@ func NewTopicsCommand() *cobra.Command {
 	c.filters.register(describeCmd)
 	c.internal.register(list)
 	c.internal.register(describeCmd)
-	root.AddCommand(create, del, list, describeCmd, newAlterCommand(&c.common))
+	root.AddCommand(create, del, list, describeCmd, newAlterCommand(&c.common), newReassignCommand(&c.common))
 	return root
 }
 
