@@ -93,6 +93,7 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 	delete(s.ops, id)
 	t := o.t
 	t.pending = nil
+	defer s.release(now, t) // after the answer: held adds come later
 	s.touch(t)
 	code := int16(0)
 	if err != nil {
@@ -170,6 +171,7 @@ func (s *Shard) markersWritten(now time.Time, id uint64, failed []TopicPartition
 	}
 	if len(retry) > 0 {
 		t.retry, t.retryAt = retry, now.Add(s.cfg.RetryBackoff)
+		s.refuseHeld(t)
 		return
 	}
 	t.pending = nil
