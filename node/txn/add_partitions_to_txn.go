@@ -21,7 +21,9 @@ package txn
 //   - Held, not refused: an add that arrives while the id's record or
 //     its first round of markers is in flight waits (up to maxHeld per
 //     id) and is checked again once the id is idle, the adds held
-//     meanwhile folded into one write. Kafka answers those
+//     meanwhile folded into one write; those that wait for a
+//     transaction's completion record are written in its Append, the
+//     next transaction's Ongoing record after it. Kafka answers those
 //     CONCURRENT_TRANSACTIONS and its clients retry after a backoff
 //     (kgo: 20 ms); the answer they get after it is the one the held
 //     request gets, only sooner: a held add never joins the transaction
@@ -124,6 +126,39 @@ func (s *Shard) release(now time.Time, t *txn) {
 			d(code)
 		}
 	})
+}
+
+// fold takes t's held adds that its completion (done, not yet written)
+// lets start the next transaction, as release would once it is written,
+// and returns their Ongoing record's op, to be written in the
+// completion's Append (nil: none). The others stay held: release answers
+// them when the completion is written.
+func (s *Shard) fold(now time.Time, t *txn, done meta) *op {
+	var (
+		parts []TopicPartition
+		dones []func(int16)
+		keep  []held
+	)
+	for _, h := range t.held {
+		// addCheck's answer once done is written: the id and producer
+		// are t's, the state idle.
+		if s.txns[h.id] != t || h.pid != done.pid || h.epoch != done.epoch || h.epoch == math.MaxInt16 {
+			keep = append(keep, h)
+			continue
+		}
+		parts, dones = union(parts, h.parts), append(dones, h.done)
+	}
+	if len(dones) == 0 {
+		return nil
+	}
+	t.held = keep
+	next := done
+	next.state, next.start, next.parts, next.updated = Ongoing, now, parts, now
+	return &op{t: t, next: next, lastEpoch: t.lastEpoch, done: func(code int16) {
+		for _, d := range dones {
+			d(code)
+		}
+	}}
 }
 
 // refuseHeld answers t's held adds CONCURRENT_TRANSACTIONS (its markers
