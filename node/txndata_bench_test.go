@@ -20,8 +20,7 @@ import (
 // log read over the read_uncommitted cell's (both read the same log
 // bytes; read_committed delivers 10% fewer records).
 func BenchmarkReadCommitted(b *testing.B) {
-	// The transactions are written by hand (no coordinator): accept them
-	// without KIP-890 verification, as TestTxnDataPath does.
+	// Batches and markers by hand: no coordinator verifies them.
 	tn := startNodeWith(b, b.TempDir(), Options{txnVerifier: acceptVerifier{}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -43,7 +43,11 @@
 // next transaction) or Empty (InitProducerId). Each transition is one
 // record (records.go), written before it takes effect: while it is in
 // flight, and while markers are, the id is busy and requests that would
-// change it get CONCURRENT_TRANSACTIONS. A failed write changes nothing
+// change it get CONCURRENT_TRANSACTIONS, except adds: those are held
+// until the id is idle and then checked as a retry would be, the held
+// ones folded into one record (written in the completion's Append when
+// they wait for one), which saves the client its backoff and the
+// coordinator a write. A failed write changes nothing
 // and answers the client as Kafka maps the error (NOT_COORDINATOR,
 // COORDINATOR_NOT_AVAILABLE, ...).
 //

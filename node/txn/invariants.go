@@ -65,6 +65,9 @@ func (s *Shard) checkInvariants() error {
 		if s.loaded && prepared && !markerWork && writes[t] == 0 && !t.markersDone {
 			return fmt.Errorf("%q is %v with no markers nor completion in flight", id, t.state)
 		}
+		if len(t.held) > 0 && (t.pending == nil || len(t.retry) > 0 || len(t.held) > maxHeld) {
+			return fmt.Errorf("%q holds %d adds (busy %v, %d markers to retry)", id, len(t.held), t.busy(), len(t.retry))
+		}
 		if t.pending != nil && writes[t] == 0 && !markerWork {
 			return fmt.Errorf("%q is busy with nothing in flight", id)
 		}

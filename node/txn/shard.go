@@ -21,6 +21,9 @@ type op struct {
 	done func(code int16)
 	// afterPrepare: next is PrepareCommit/PrepareAbort; markers follow.
 	timedOut bool
+	// then: a completion's held adds, the next transaction's Ongoing
+	// record in the same Append (one acks=all write for both).
+	then *op
 }
 
 func (s *Shard) respond(id uint64, body kmsg.Response) {
@@ -37,7 +40,11 @@ func (s *Shard) write(o *op) {
 	if !o.remove {
 		rec = metaRecord(o.t.id, o.next)
 	}
-	s.ready.Appends = append(s.ready.Appends, Append{ID: s.nextID, Records: []Record{rec}})
+	recs := []Record{rec}
+	if o.then != nil {
+		recs = append(recs, metaRecord(o.t.id, o.then.next))
+	}
+	s.ready.Appends = append(s.ready.Appends, Append{ID: s.nextID, Records: recs})
 }
 
 func (s *Shard) loadDone(now time.Time) {
@@ -93,6 +100,7 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 	delete(s.ops, id)
 	t := o.t
 	t.pending = nil
+	defer s.release(now, t) // after the answer: held adds come later
 	s.touch(t)
 	code := int16(0)
 	if err != nil {
@@ -112,6 +120,9 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 		}
 		if o.done != nil {
 			o.done(code)
+		}
+		if o.then != nil {
+			o.then.done(code)
 		}
 		return
 	}
@@ -134,6 +145,10 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 	}
 	if o.done != nil {
 		o.done(0)
+	}
+	if o.then != nil {
+		t.meta, t.lastEpoch = o.then.next, o.then.lastEpoch
+		o.then.done(0)
 	}
 }
 
@@ -170,6 +185,7 @@ func (s *Shard) markersWritten(now time.Time, id uint64, failed []TopicPartition
 	}
 	if len(retry) > 0 {
 		t.retry, t.retryAt = retry, now.Add(s.cfg.RetryBackoff)
+		s.refuseHeld(t)
 		return
 	}
 	t.pending = nil
@@ -184,7 +200,7 @@ func (s *Shard) complete(t *txn, now time.Time) {
 		next.state = CompleteAbort
 	}
 	t.markersDone, t.retryAt, t.retry = false, time.Time{}, nil
-	s.write(&op{t: t, next: next, lastEpoch: t.lastEpoch})
+	s.write(&op{t: t, next: next, lastEpoch: t.lastEpoch, then: s.fold(now, t, next)})
 }
 
 func sortedIDs(m map[string]*txn) []string {

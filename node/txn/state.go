@@ -62,6 +62,8 @@ type txn struct {
 	lastEpoch int16
 
 	pending *op // the write in flight (nil: none)
+	// held: adds waiting for pending to end (add_partitions_to_txn.go).
+	held []held
 
 	// Markers: markersID in flight (0: none); retry holds the partitions
 	// to retry at retryAt, or, with markersDone, the completion record.
