@@ -20,8 +20,9 @@ import (
 // see admin's transaction listed; her idempotent producer id comes from
 // her topic WRITE (KIP-679), while bob, with no ACL, needs
 // IDEMPOTENT_WRITE on the cluster. Granted WRITE on the prefix tx- she
-// commits a transaction, describes and lists it; a DENY on tx-deny
-// beats that grant.
+// commits a transaction, describes and lists it, but may not put group
+// gx's offsets in it (no READ on gx); a DENY on tx-deny beats the
+// prefix grant.
 func TestACLsTransactions(t *testing.T) {
 	tn := startNodeWith(t, t.TempDir(), Options{}, append(append([]string{
 		"listeners=SASL_PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
@@ -174,6 +175,27 @@ func TestACLsTransactions(t *testing.T) {
 	if ids := listed(alice); !slices.Equal(ids, []string{"tx-a"}) {
 		t.Fatalf("alice lists %v with WRITE on tx-*, want [tx-a]", ids)
 	}
+	// Offsets in a transaction need READ on the group too: AddOffsetsToTxn
+	// and TxnOffsetCommit to group gx answer GROUP_AUTHORIZATION_FAILED.
+	ip, err = initPIDAs(seed, kmsg.StringPtr("tx-a"))
+	want("alice's InitProducerId for tx-a with WRITE on tx-*", ip.ErrorCode, err, nil)
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "tx-a", ip.ProducerID, ip.ProducerEpoch, "gx"
+	aor, err := reqTo[*kmsg.AddOffsetsToTxnResponse](ctx, seed, ao)
+	want("alice's AddOffsetsToTxn for group gx", aor.ErrorCode, err, kerr.GroupAuthorizationFailed)
+	toc := kmsg.NewPtrTxnOffsetCommitRequest()
+	toc.TransactionalID, toc.Group, toc.ProducerID, toc.ProducerEpoch, toc.Generation = "tx-a", "gx", ip.ProducerID, ip.ProducerEpoch, -1
+	tt := kmsg.NewTxnOffsetCommitRequestTopic()
+	tt.Topic = "t-x"
+	tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	tp.Partition, tp.Offset, tp.LeaderEpoch = 0, 1, -1
+	tt.Partitions = append(tt.Partitions, tp)
+	toc.Topics = append(toc.Topics, tt)
+	tocr, err := reqTo[*kmsg.TxnOffsetCommitResponse](ctx, seed, toc)
+	if err == nil && (len(tocr.Topics) != 1 || len(tocr.Topics[0].Partitions) != 1) {
+		t.Fatalf("TxnOffsetCommit: %+v", tocr)
+	}
+	want("alice's TxnOffsetCommit to group gx", tocr.Topics[0].Partitions[0].ErrorCode, err, kerr.GroupAuthorizationFailed)
 	ip, err = initPIDAs(seed, kmsg.StringPtr("tx-deny"))
 	want("alice's InitProducerId for tx-deny (DENY beats the prefix ALLOW)", ip.ErrorCode, err, denied)
 	ip, err = initPIDAs(seed, kmsg.StringPtr("other"))
