@@ -20,7 +20,9 @@ import (
 // log read over the read_uncommitted cell's (both read the same log
 // bytes; read_committed delivers 10% fewer records).
 func BenchmarkReadCommitted(b *testing.B) {
-	tn := startNode(b, b.TempDir())
+	// The transactions are written by hand (no coordinator): accept them
+	// without KIP-890 verification, as TestTxnDataPath does.
+	tn := startNodeWith(b, b.TempDir(), Options{txnVerifier: acceptVerifier{}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cl := newClient(b, tn)

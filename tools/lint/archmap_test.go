@@ -39,9 +39,54 @@ func TestArchitectureMap(t *testing.T) {
 			t.Errorf("package %s is missing from ARCHITECTURE.md's package map", p)
 		}
 	}
+	seen := map[string]bool{}
 	for _, p := range listed {
+		if seen[p] {
+			t.Errorf("ARCHITECTURE.md's package map lists %s twice (a merge that kept both sides?)", p)
+		}
+		seen[p] = true
 		if !slices.Contains(tree, p) {
 			t.Errorf("ARCHITECTURE.md's package map lists %s, which is not a package of the tree", p)
 		}
+	}
+}
+
+// conflictMarker is the first line of a merge conflict git left in a file.
+var conflictMarker = regexp.MustCompile("(?m)^(<<<<<<<|>>>>>>>) ")
+
+// TestNoConflictMarkers: no Go file, Markdown file or the Makefile holds
+// a merge conflict's markers. A merge once committed them, with both
+// sides, into ARCHITECTURE.md, and every other test still passed.
+func TestNoConflictMarkers(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "bin" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, ".md") && name != "Makefile" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if loc := conflictMarker.FindIndex(b); loc != nil {
+			rel, _ := filepath.Rel(root, path)
+			t.Errorf("%s:%d: a merge conflict's marker", rel, 1+strings.Count(string(b[:loc[0]]), "\n"))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
