@@ -6,10 +6,10 @@ Usage: confluent_kafka_txn.py BOOTSTRAP DIRECT_TOPIC INPUT OUTPUT GROUP N
 1. A transactional producer (init_transactions, begin, produce, commit)
    writes N records "ck-c-I" to DIRECT_TOPIC and commits, then N records
    "ck-a-I" and aborts.
-2. Consume-transform-produce: a group consumer of INPUT with
-   isolation.level=read_committed and no auto commit hands every record
-   to a second transactional producer, which writes "out-VALUE" to
-   OUTPUT and commits the consumer's positions with
+2. Consume-transform-produce: a group consumer of INPUT (may be
+   DIRECT_TOPIC) with isolation.level=read_committed and no auto commit
+   hands every record to a second transactional producer, which writes
+   "out-VALUE" to OUTPUT and commits the consumer's positions with
    send_offsets_to_transaction in the same transaction, until N input
    records were copied.
 
