@@ -166,6 +166,13 @@
 //     topics, DescribeGroups, DeleteGroups, ListGroups, FindCoordinator)
 //     check each with s.allowed(r, op, kmsg.ACLResourceTypeGroup or
 //     Topic, name) (s.visible for filtering without a log line).
+//     Transactional ids are resources as in Kafka's AclAuthorizer:
+//     WRITE for InitProducerId, AddPartitionsToTxn v0-3, AddOffsetsToTxn,
+//     TxnOffsetCommit and EndTxn; DESCRIBE for FindCoordinator,
+//     DescribeTransactions and ListTransactions' filter
+//     (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent
+//     InitProducerId needs IDEMPOTENT_WRITE on the cluster or WRITE on
+//     any topic (KIP-679).
 //   - A frame whose size prefix is negative or above Options.MaxRequestBytes
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     with a log line. The frame buffer grows as bytes arrive (from 64 KiB,

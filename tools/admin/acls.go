@@ -46,6 +46,7 @@ func NewACLsCommand() *cobra.Command {
 		Example: "  sluice acls --add --allow-principal User:alice --operation Read --topic a- --resource-pattern-type prefixed\n" +
 			"  sluice acls --add --deny-principal User:bob --deny-host 10.0.0.7 --operation All --topic orders\n" +
 			"  sluice acls --add --allow-principal User:alice --operation Read --group billing\n" +
+			"  sluice acls --add --allow-principal User:alice --operation Write --transactional-id etl- --resource-pattern-type prefixed\n" +
 			"  sluice acls --list --topic orders\n" +
 			"  sluice acls --list --principal User:alice --format json\n" +
 			"  sluice acls --remove --allow-principal User:alice --operation Read --topic a- --resource-pattern-type prefixed",

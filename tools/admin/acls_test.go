@@ -120,6 +120,13 @@ func TestACLSpec(t *testing.T) {
 		last.Operation != kmsg.ACLOperationDescribeConfigs {
 		t.Fatalf("last binding %+v", last)
 	}
+	// --transactional-id, as kafka-acls.sh: a TRANSACTIONAL_ID binding,
+	// prefixed when asked.
+	tx, err := (&aclSpec{allowPrincipals: []string{"User:alice"}, operations: []string{"Write"}, txnIDs: []string{"tx-"}, patternType: "prefixed"}).bindings()
+	if err != nil || len(tx) != 1 || tx[0].ResourceType != kmsg.ACLResourceTypeTransactionalId || tx[0].ResourceName != "tx-" ||
+		tx[0].ResourcePatternType != kmsg.ACLResourcePatternTypePrefixed || tx[0].Operation != kmsg.ACLOperationWrite {
+		t.Fatalf("--transactional-id tx- --resource-pattern-type prefixed: %+v %v", tx, err)
+	}
 	fs, err := (&aclSpec{groups: []string{"g"}, patternType: "any"}).filters()
 	if err != nil || len(fs) != 1 || fs[0].Principal != nil || fs[0].Operation != kmsg.ACLOperationAny || *fs[0].ResourceName != "g" {
 		t.Fatalf("remove all on a group: %+v %v", fs, err)
