@@ -45,7 +45,9 @@ var _ metrics.Source = (*metricsSource)(nil)
 
 // newMetrics builds the registry over n; Open calls it.
 func newMetrics(n *Node) *metrics.Metrics {
-	return metrics.New((*metricsSource)(n), metrics.Options{})
+	return metrics.New((*metricsSource)(n), metrics.Options{
+		MaxTransactionTimeout: n.cfg.Transactions.Coordinator.MaxTimeout,
+	})
 }
 
 // Partitions implements metrics.Source: the replica set from the metadata

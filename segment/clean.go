@@ -81,6 +81,11 @@ func (l *Log) candidateLocked(p CleanPolicy, upTo int64, now time.Time) CleanCan
 	if fu, ok := l.firstUnstableLocked(); ok {
 		upTo = min(upTo, fu) // never past an open transaction
 	}
+	for _, t := range l.pstate.ended {
+		if t.marker >= upTo { // nor one whose marker is not below upTo
+			upTo = min(upTo, max(t.first, l.logStart))
+		}
+	}
 	if !p.Compact || l.closed || len(l.segs) == 0 {
 		c.CleanableEnd = c.FirstDirty
 		return c

@@ -258,7 +258,7 @@ func (s *script) run(d *datadriven.TestData) (string, error) {
 		return fmt.Sprintf("log end %d\n", end) + s.state(), nil
 	case "producers":
 		return s.producers(), nil
-	case "marker", "txns":
+	case "marker", "txns", "lso":
 		return s.txn(d)
 	case "snapshots":
 		l := s.l

@@ -308,8 +308,13 @@
 //     nothing (coordinators retry markers).
 //   - FirstUnstableOffset is the oldest open transaction's first offset,
 //     at least the log start: the root of a min-heap of the open
-//     transactions (O(1) to read, O(log n) to open or end one). The LSO
-//     is min(high watermark, it); the caller computes it.
+//     transactions (O(1) to read, O(log n) to open or end one).
+//     LastStableOffset(hw) is the LSO: the smallest of hw, it, and the
+//     first offset of each transaction whose marker is at or above hw (a
+//     marker above the high watermark may yet be truncated away, so its
+//     transaction stays unstable until the high watermark passes it, as
+//     Kafka's unreplicatedTxns). Rebuilds recover those from the markers
+//     they scan; a snapshot taken past such a marker does not keep it.
 //   - Producers with an open transaction never expire.
 //   - An abort writes an 'a' entry with the marker, in the append's index
 //     batch (no fsync, as the offset index). AbortedTxns(from, upTo)

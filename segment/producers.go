@@ -51,7 +51,21 @@ type producerState struct {
 	// open holds the producers with an open transaction, a min-heap by
 	// txnFirst: its root is the first unstable offset.
 	open []*producerEntry
+	// ended are the transactions whose marker was written, in marker
+	// order, until a high watermark passes the marker (Kafka's
+	// unreplicatedTxns): until then the marker may be truncated away and
+	// the transaction is still unstable. Log.LastStableOffset prunes it.
+	ended []endedTxn
 }
+
+// endedTxn is a transaction ended by the marker at marker, its data from
+// first.
+type endedTxn struct{ first, marker int64 }
+
+// maxEnded bounds producerState.ended on a replica nobody asks for its
+// LSO: past it the oldest entries go (their markers are long committed in
+// any cluster that moves its high watermark).
+const maxEnded = 4096
 
 func newProducerState(lossy bool) producerState {
 	return producerState{producers: map[int64]*producerEntry{}, lossy: lossy}
@@ -198,7 +212,34 @@ func (s *producerState) endTxn(h BatchHeader, c controlRecord, nowMs int64) (fir
 	first = e.txnFirst
 	s.removeOpen(e)
 	e.txnFirst = -1
+	if len(s.ended) >= maxEnded {
+		s.ended = append(s.ended[:0], s.ended[len(s.ended)-maxEnded/2:]...)
+	}
+	s.ended = append(s.ended, endedTxn{first: first, marker: h.BaseOffset})
 	return first, true
+}
+
+// lastStable is the last stable offset for high watermark hw (Kafka's
+// firstUnstableOffset over ongoing and unreplicated transactions, capped
+// by hw): the smallest of hw, the oldest open transaction's first offset
+// and the first offset of every transaction whose marker is at or above
+// hw. It forgets the ended transactions whose marker is below hw.
+func (s *producerState) lastStable(hw int64) int64 {
+	lso := hw
+	if len(s.open) > 0 {
+		lso = min(lso, s.open[0].txnFirst)
+	}
+	i := 0
+	for i < len(s.ended) && s.ended[i].marker < hw {
+		i++
+	}
+	if i > 0 {
+		s.ended = append(s.ended[:0], s.ended[i:]...)
+	}
+	for _, t := range s.ended {
+		lso = min(lso, t.first)
+	}
+	return lso
 }
 
 // firstUnstable is the first offset of the oldest open transaction.

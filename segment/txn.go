@@ -199,6 +199,23 @@ func (l *Log) firstUnstableLocked() (int64, bool) {
 	return max(off, l.logStart), ok
 }
 
+// LastStableOffset returns the last stable offset (LSO) for high
+// watermark hw: hw, or the first offset of the oldest transaction that is
+// open or whose marker is not yet below hw, when that is lower (never
+// below the log start). A marker at or above the high watermark may still
+// be truncated away, so its transaction stays unstable until hw passes it,
+// as Kafka completes a transaction on high-watermark advance. Call it
+// with a non-decreasing hw: it forgets the transactions whose markers are
+// below hw.
+func (l *Log) LastStableOffset(hw int64) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if hw <= l.logStart {
+		return hw
+	}
+	return max(l.pstate.lastStable(hw), l.logStart)
+}
+
 // OngoingTxn returns the first offset and epoch of producer producerID's
 // open transaction on this partition; ok is false when it has none.
 func (l *Log) OngoingTxn(producerID int64) (firstOffset int64, epoch int16, ok bool) {

@@ -18,6 +18,16 @@ func (s *script) txn(d *datadriven.TestData) (string, error) {
 			return "", err
 		}
 		return fmt.Sprintf("offset %d\n", off), nil
+	case "lso":
+		var b strings.Builder
+		for _, a := range d.CmdArgs {
+			var hw int64
+			if _, err := fmt.Sscan(a.Vals[0], &hw); err != nil || a.Key != "hw" {
+				return "", fmt.Errorf("lso hw=N ...: %v", a)
+			}
+			fmt.Fprintf(&b, "hw=%d lso=%d\n", hw, s.l.LastStableOffset(hw))
+		}
+		return b.String(), nil
 	default: // txns
 		return txnState(s.l, s.arg(d, "from", 0), s.arg(d, "to", s.l.LogEndOffset())), nil
 	}

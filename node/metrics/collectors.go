@@ -48,7 +48,7 @@ var (
 	unflushedAge        = desc("sluice_log_unflushed_age_seconds", "Age of the oldest record of the local log not yet fsynced (0: none).", "topic", "partition")
 	lsoLag              = desc("sluice_partition_lso_lag", "Offsets between the high watermark and the last stable offset on the leader (HW - LSO): committed records read_committed consumers cannot see yet, held back by an open transaction.", "topic", "partition")
 	openTxnAge          = desc("sluice_partition_open_transaction_age_seconds", "Age of the oldest open transaction on the leader, by its first batch's timestamp (0: none): what holds the last stable offset back.", "topic", "partition")
-	lateTxns            = desc("kafka_server_replicamanager_partitionswithlatetransactionscount", "Kafka ReplicaManager PartitionsWithLateTransactionsCount: partitions led here whose oldest open transaction is older than transaction.max.timeout.ms (15 min) plus 5 min (KIP-664): likely hanging.")
+	lateTxns            = desc("kafka_server_replicamanager_partitionswithlatetransactionscount", "Kafka ReplicaManager PartitionsWithLateTransactionsCount: partitions led here whose oldest open transaction is older than transaction.max.timeout.ms plus 5 min (KIP-664): likely hanging.")
 	dirtyRatio          = desc("sluice_log_cleaner_dirty_ratio", "Share of the cleanable bytes of a compacted local log not yet compacted, as the cleaner last measured it (compare min.cleanable.dirty.ratio).", "topic", "partition")
 
 	cleanerMaxDirty    = desc("kafka_log_logcleaner_max_dirty_percent", "Kafka LogCleaner max-dirty-percent: the largest dirty percentage of the compacted logs, as last measured.")
@@ -81,6 +81,8 @@ var (
 type sourceCollector struct {
 	src Source
 	now func() time.Time
+	// lateAge is LateTransactionAge of transaction.max.timeout.ms.
+	lateAge time.Duration
 
 	mu     sync.Mutex
 	parts  []PartitionStat // reused between scrapes, under mu
@@ -134,7 +136,7 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 			if !p.OpenTxnSince.IsZero() {
 				txnAge = max(now.Sub(p.OpenTxnSince).Seconds(), 0)
 			}
-			if txnAge > LateTransactionAge.Seconds() {
+			if txnAge > c.lateAge.Seconds() {
 				late++
 			}
 			gauge(openTxnAge, txnAge, t, n)
@@ -248,9 +250,13 @@ func (w *commitWindow) avgMs(now time.Time, count int64, total time.Duration) fl
 	return ms((total - w.prev.total) / time.Duration(n))
 }
 
+// DefaultMaxTransactionTimeout is Kafka's default transaction.max.timeout.ms.
+const DefaultMaxTransactionTimeout = 15 * time.Minute
+
 // LateTransactionAge is the age past which an open transaction counts in
-// PartitionsWithLateTransactionsCount: Kafka's default
-// transaction.max.timeout.ms (15 min) plus the 5 min it adds (KIP-664).
-// A coordinator aborts a transaction past its timeout, so one older than
-// this has no coordinator that will end it.
-const LateTransactionAge = 20 * time.Minute
+// PartitionsWithLateTransactionsCount: transaction.max.timeout.ms plus
+// the 5 min Kafka adds (KIP-664). A coordinator aborts a transaction past
+// its timeout, so one older than this has no coordinator that will end it.
+func LateTransactionAge(maxTimeout time.Duration) time.Duration {
+	return maxTimeout + 5*time.Minute
+}

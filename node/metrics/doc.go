@@ -56,8 +56,8 @@
 //	                                                              kafka_coordinator_transaction_transactionmarkerchannelmanager_queuesize
 //	  (the transaction metrics come from a Source that is a TxnSource: the __transaction_state partitions this node leads)
 //	kafka.server:type=ReplicaManager,name=PartitionsWithLateTransactionsCount  kafka_server_replicamanager_partitionswithlatetransactionscount
-//	  (KIP-664: partitions led here whose oldest open transaction is older than LateTransactionAge, Kafka's default
-//	  transaction.max.timeout.ms plus 5 minutes: transactions no coordinator will end; see sluice transactions find-hanging)
+//	  (KIP-664: partitions led here whose oldest open transaction is older than LateTransactionAge:
+//	  Options.MaxTransactionTimeout (the node's transaction.max.timeout.ms) plus 5 minutes: transactions no coordinator will end; see sluice transactions find-hanging)
 //
 // Ours:
 //

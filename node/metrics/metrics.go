@@ -19,6 +19,11 @@ type Options struct {
 	ProcRoot string
 	// Now is the clock of the age and window metrics; time.Now when nil.
 	Now func() time.Time
+	// MaxTransactionTimeout is transaction.max.timeout.ms: an open
+	// transaction older than it plus 5 minutes counts in
+	// PartitionsWithLateTransactionsCount (KIP-664). Kafka's default
+	// (15 min) when zero.
+	MaxTransactionTimeout time.Duration
 }
 
 // Metrics is one node's registry: the request observer, the flush
@@ -42,6 +47,9 @@ func New(src Source, opts Options) *Metrics {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.MaxTransactionTimeout <= 0 {
+		opts.MaxTransactionTimeout = DefaultMaxTransactionTimeout
+	}
 	reg := prometheus.NewRegistry()
 	m := &Metrics{reg: reg, Requests: newRequests(reg)}
 	flush := newTimer("kafka_log_logflushstats_logflushrateandtimems", "Kafka LogFlushStats LogFlushRateAndTimeMs: log fsync passes.", "", nil)
@@ -59,7 +67,7 @@ func New(src Source, opts Options) *Metrics {
 		Help: "Bad batches (CRC or framing) found in this node's logs by the scrub or a read; each is repaired from another replica where one is in sync.",
 	}, []string{"topic", "partition"})
 	reg.MustRegister(flush, m.wbBytes, m.wbErrors, m.corrupt,
-		&sourceCollector{src: src, now: opts.Now},
+		&sourceCollector{src: src, now: opts.Now, lateAge: LateTransactionAge(opts.MaxTransactionTimeout)},
 		&writebackCollector{procRoot: opts.ProcRoot},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

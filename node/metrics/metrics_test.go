@@ -413,12 +413,13 @@ func TestConsumerGroupMetrics(t *testing.T) {
 // TestTransactionGauges: on leaders, the LSO lag is HW - LSO and the
 // oldest open transaction's age comes from the clock (0: none); one older
 // than LateTransactionAge counts in PartitionsWithLateTransactionsCount;
-// followers export neither.
+// followers export neither. transaction.max.timeout.ms moves the late
+// age: with 1 min, a 7 min old transaction is late.
 func TestTransactionGauges(t *testing.T) {
 	src := &staticSource{parts: []PartitionStat{
 		{Topic: "a", Partition: 0, Leader: true, Replicas: 1, ISR: 1, MinISR: 1, HighWatermark: 10, LastStable: 4, OpenTxnSince: now.Add(-2 * time.Second)},
 		{Topic: "a", Partition: 1, Leader: true, Replicas: 1, ISR: 1, MinISR: 1, HighWatermark: 10, LastStable: 10},
-		{Topic: "a", Partition: 2, Leader: true, Replicas: 1, ISR: 1, MinISR: 1, HighWatermark: 7, LastStable: 3, OpenTxnSince: now.Add(-LateTransactionAge - time.Minute)},
+		{Topic: "a", Partition: 2, Leader: true, Replicas: 1, ISR: 1, MinISR: 1, HighWatermark: 7, LastStable: 3, OpenTxnSince: now.Add(-LateTransactionAge(DefaultMaxTransactionTimeout) - time.Minute)},
 		{Topic: "b", Partition: 0, Replicas: 3, ISR: 3, MinISR: 2, HighWatermark: 10},
 	}}
 	mfs := gather(t, newTestMetrics(t, src))
@@ -430,4 +431,9 @@ func TestTransactionGauges(t *testing.T) {
 	if _, ok := get(mfs, "sluice_partition_lso_lag", "partition=0", "topic=b"); ok {
 		t.Error("a follower exports the LSO lag")
 	}
+
+	src.parts[0].OpenTxnSince = now.Add(-7 * time.Minute)
+	expect(t, gather(t, newTestMetrics(t, src)), 1, "kafka_server_replicamanager_partitionswithlatetransactionscount")
+	short := New(src, Options{ProcRoot: fakeProc(t), Now: func() time.Time { return now }, MaxTransactionTimeout: time.Minute})
+	expect(t, gather(t, short), 2, "kafka_server_replicamanager_partitionswithlatetransactionscount")
 }

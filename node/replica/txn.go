@@ -117,12 +117,10 @@ func (r *Replica) WriteMarker(ctx context.Context, m kafka.TxnMarker) kafka.Prod
 }
 
 // LastStable is the last stable offset for a high watermark hw: hw, or
-// the first offset of the oldest open transaction when that is lower.
+// the first offset of the oldest transaction open or ended by a marker
+// not yet below hw, when that is lower (segment.Log.LastStableOffset).
 func (r *Replica) LastStable(hw int64) int64 {
-	if fuo, ok := r.log.FirstUnstableOffset(); ok && fuo < hw {
-		return fuo
-	}
-	return hw
+	return r.log.LastStableOffset(hw)
 }
 
 // DescribeProducers answers DescribeProducers as leader; see
