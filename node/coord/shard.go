@@ -182,7 +182,10 @@ func (s *shard) complete(f *inflight, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f.done, f.err = true, err
-	if s.mu.gone {
+	// A cancelled context means drop is under way (it cancels before it
+	// takes s.mu): its waiting requests get NOT_COORDINATOR, not this
+	// append's failure.
+	if s.mu.gone || s.ctx.Err() != nil {
 		return
 	}
 	now := s.c.opts.Now()
