@@ -96,23 +96,11 @@ func (s *Shard) offsetCommit(now time.Time, r Request, req *kmsg.OffsetCommitReq
 			rp.Partition = p.Partition
 			rp.ErrorCode = code
 			if code == 0 {
-				meta := ""
-				if p.Metadata != nil {
-					meta = *p.Metadata
+				epoch := p.LeaderEpoch
+				if req.Version < 6 {
+					epoch = -1
 				}
-				if len(meta) > s.cfg.OffsetMetadataMaxBytes {
-					rp.ErrorCode = codeMetadataTooLarge
-				} else {
-					epoch := p.LeaderEpoch
-					if req.Version < 6 {
-						epoch = -1
-					}
-					pc := pendingCommit{topic: t.Topic, part: p.Partition, ti: ti, pi: pi, seq: g.tombSeq(t.Topic, p.Partition),
-						o: offset{offset: p.Offset, leaderEpoch: epoch, metadata: meta, commitMs: now.UnixMilli()}}
-					o.commits = append(o.commits, pc)
-					recs = append(recs, offsetRecord(g.id, pc.topic, pc.part, pc.o))
-					g.addInflight(pc.topic, pc.part, 1)
-				}
+				rp.ErrorCode, recs = s.stageCommit(g, o, recs, t.Topic, ti, p.Partition, pi, p.Offset, epoch, p.Metadata, now)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -426,4 +414,23 @@ func (s *Shard) checkRetention(now time.Time) {
 	if len(recs) > 0 {
 		s.write(ex, recs)
 	}
+}
+
+// stageCommit checks one partition's offset of an OffsetCommit or a
+// TxnOffsetCommit and, if its metadata fits, adds it to o's commits and
+// its record to recs, counted in flight; the code is the partition's
+// answer (0 or OFFSET_METADATA_TOO_LARGE).
+func (s *Shard) stageCommit(g *group, o *op, recs []Record, topic string, ti int, part int32, pi int, off int64, epoch int32, metadata *string, now time.Time) (int16, []Record) {
+	meta := ""
+	if metadata != nil {
+		meta = *metadata
+	}
+	if len(meta) > s.cfg.OffsetMetadataMaxBytes {
+		return codeMetadataTooLarge, recs
+	}
+	pc := pendingCommit{topic: topic, part: part, ti: ti, pi: pi, seq: g.tombSeq(topic, part),
+		o: offset{offset: off, leaderEpoch: epoch, metadata: meta, commitMs: now.UnixMilli()}}
+	o.commits = append(o.commits, pc)
+	g.addInflight(topic, part, 1)
+	return 0, append(recs, offsetRecord(g.id, topic, part, pc.o))
 }

@@ -124,23 +124,11 @@ func (s *Shard) txnOffsetCommit(now time.Time, r Request, req *kmsg.TxnOffsetCom
 			rp.Partition = p.Partition
 			rp.ErrorCode = code
 			if code == 0 {
-				meta := ""
-				if p.Metadata != nil {
-					meta = *p.Metadata
+				epoch := p.LeaderEpoch
+				if req.Version < 2 {
+					epoch = -1
 				}
-				if len(meta) > s.cfg.OffsetMetadataMaxBytes {
-					rp.ErrorCode = codeMetadataTooLarge
-				} else {
-					epoch := p.LeaderEpoch
-					if req.Version < 2 {
-						epoch = -1
-					}
-					pc := pendingCommit{topic: t.Topic, part: p.Partition, ti: ti, pi: pi, seq: g.tombSeq(t.Topic, p.Partition),
-						o: offset{offset: p.Offset, leaderEpoch: epoch, metadata: meta, commitMs: now.UnixMilli()}}
-					o.commits = append(o.commits, pc)
-					recs = append(recs, offsetRecord(g.id, pc.topic, pc.part, pc.o))
-					g.addInflight(pc.topic, pc.part, 1)
-				}
+				rp.ErrorCode, recs = s.stageCommit(g, o, recs, t.Topic, ti, p.Partition, pi, p.Offset, epoch, p.Metadata, now)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
