@@ -34,8 +34,11 @@
 // shard at that epoch): the next coordinator loads the prepared
 // transactions and sends their markers again.
 //
-// Verify (verify.go) is KIP-890 part 1's check for the produce path:
-// AddPartitionsToTxn v4 with VerifyOnly, answered by the local shard or
+// Verify (verify.go) is KIP-890's step for the produce path and
+// TxnOffsetCommit: part 1's check (AddPartitionsToTxn v4 with VerifyOnly)
+// or, for transaction.version 2's requests (Produce v12+, TxnOffsetCommit
+// v5+), part 2's implicit add (v5 without VerifyOnly: the client sends no
+// AddPartitionsToTxn or AddOffsetsToTxn), answered by the local shard or
 // sent to the coordinator's node on a pooled connection.
 //
 // Lock order: node/coord's (Coordinator.mu → shard.mu → the Host's);

@@ -12,8 +12,12 @@ import (
 )
 
 // verifyAPIVersion is the AddPartitionsToTxn version of KIP-890 part 1's
-// broker form: v4 (several transactions, VerifyOnly).
-const verifyAPIVersion = 4
+// broker form: v4 (several transactions, VerifyOnly); addAPIVersion the
+// one part 2's implicit add sends (v5, not VerifyOnly).
+const (
+	verifyAPIVersion = 4
+	addAPIVersion    = 5
+)
 
 // verifier holds one connection per coordinator broker for the
 // verification requests of the produce path; a connection serves one
@@ -40,11 +44,19 @@ type verifyConn struct {
 // INVALID_PRODUCER_EPOCH / PRODUCER_FENCED, NOT_COORDINATOR, ...; a
 // failed connection is COORDINATOR_NOT_AVAILABLE, which the produce
 // path answers as retriable).
-func (c *Coordinator) Verify(ctx context.Context, leader, self, p int32, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error {
+//
+// With add (transaction.version 2, KIP-890 part 2: Produce v12+,
+// TxnOffsetCommit v5+) the partition is added to the transaction, which
+// starts if none runs (AddPartitionsToTxn v5 without VerifyOnly): the
+// client sent no AddPartitionsToTxn of its own.
+func (c *Coordinator) Verify(ctx context.Context, leader, self, p int32, transactionalID string, producerID int64, epoch int16, topic string, partition int32, add bool) error {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = verifyAPIVersion
+	if add {
+		req.Version = addAPIVersion
+	}
 	t := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = transactionalID, producerID, epoch, true
+	t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = transactionalID, producerID, epoch, !add
 	rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 	rt.Topic, rt.Partitions = topic, []int32{partition}
 	t.Topics = append(t.Topics, rt)
