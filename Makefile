@@ -137,11 +137,12 @@ bench-groups:
 # markers' latency; a committed transaction's latency from its first send
 # to read_committed delivery (e2e-p50/p99-µs); read_committed consume
 # against read_uncommitted of the same log (x-uncommitted, the bar is
-# >= 0.9). Kept in bin/bench-txn.txt. Measured (2 cores, other jobs
-# running): x-idempotent 0.45 with 1 producer, 0.27 with 4 (0.05 and 0.14
-# before adds were held and folded), e2e p50 2.3-6 ms (25 ms before),
-# x-uncommitted 0.97; the table and where the time goes in
-# node/txncoord/doc.go.
+# >= 0.9). Kept in bin/bench-txn.txt. The transactional producers use
+# transaction.version 2; x-idempotent-tv1 is a version 1 set in the same
+# run. Measured (2 cores, load average 17-27 from other jobs, medians of
+# 8 runs): x-idempotent 0.37 with 1 producer, 0.48 with 4 (version 1 in
+# the same runs: 0.31, 0.35); e2e p50 1.6-4.3 ms; x-uncommitted 0.97 (not
+# re-run); the table and where the time goes in node/txncoord/doc.go.
 bench-txn:
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench '^BenchmarkTxnProduce$$' -benchtime 200x -count=1 -timeout 30m ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-txn.txt
