@@ -156,7 +156,10 @@
 // metadata's partition leaders for the markers, and connections to the
 // other brokers' inter-broker listener with the fetchers' TLS and SASL.
 // The replicas' KIP-890 verification (txnVerifier) is the broker's
-// VerifyTxn.
+// VerifyTxn, which also checks TxnOffsetCommit and, for transaction.version
+// 2's requests (Produce v12, TxnOffsetCommit v5), adds the partition to
+// the transaction; the broker's TransactionVersion (the transaction.version
+// setting) is the level ApiVersions finalizes.
 //
 // # Admin writes
 //
