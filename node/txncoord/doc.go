@@ -97,7 +97,16 @@
 // markers (acks=all on each leader) and completion record are written;
 // its records; the Prepare record. Two WriteTxnMarkers in flight per
 // broker (markers.go) cut the 4-producer marker mean from 4.9 to 2.1 ms
-// (medians of 3 runs each). The 0.7 target is not met on this machine.
+// (medians of 3 runs each). A mutex profile of the 4-producer cell then
+// showed 37% of all mutex delay in the verifier: one connection per
+// coordinator broker, held across its round trip, so every producer's
+// first write queued behind another's add held for the last
+// transaction's markers. verify.go now takes an idle connection or dials
+// one. At load average 8-12, the same cell went from 21-34k to
+// 110-138k transactional records/s, x-idempotent 0.18-0.28 to 0.42-0.44,
+// commit p99 21-26 ms to 2.6-5.5 ms (2 runs each, idempotent 122-144k
+// and 263-313k records/s); 1 producer 0.43 (version 1 0.34-0.36). The
+// 0.7 target is not met on this machine.
 //
 // # Tests
 //
