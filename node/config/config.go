@@ -220,7 +220,7 @@ type Config struct {
 	// Groups, Transactions: the coordinators, their topics (groups.go, txn.go).
 	Groups       Groups
 	Transactions Transactions
-	Security // gossip encryption keys, TLS reloads (security.go)
+	Security     // gossip encryption keys, TLS reloads (security.go)
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
 	Values    map[string]string
