@@ -48,6 +48,15 @@ type GossipConfig struct {
 	// where its name ("2") and epoch would fence or unfence our broker 2.
 	// Empty: no label (tests).
 	ClusterID string
+	// Keys, if set, encrypt and authenticate every gossip packet and
+	// stream (memberlist's keyring: AES-GCM, the label as authenticated
+	// data): Keys[0] encrypts what this node sends, each key is tried on
+	// what it receives, and anything no key opens is dropped. A node
+	// without a key the others hold cannot join, nor speak for a member.
+	// Keys of 16, 24 or 32 bytes (AES-128/192/256). Rotation, one node at
+	// a time: add the new key behind the primary everywhere, then make it
+	// primary everywhere, then drop the old one (docs/deploy.md).
+	Keys [][]byte
 	// Log, if set, gets a line for every fence and unfence the active
 	// controller proposes, with what gossip showed of the broker (Kafka
 	// logs these too: the first thing an operator asks when a broker
@@ -109,6 +118,14 @@ func StartGossip(cfg GossipConfig, ctrl *Controller) (*Gossip, error) {
 	mc.DeadNodeReclaimTime = cfg.SessionTimeout / 3
 	if cfg.ClusterID != "" {
 		mc.Label = "sluice/" + cfg.ClusterID
+	}
+	if len(cfg.Keys) > 0 {
+		kr, err := memberlist.NewKeyring(cfg.Keys, cfg.Keys[0])
+		if err != nil {
+			return nil, fmt.Errorf("quorum: gossip keys: %w", err)
+		}
+		mc.Keyring = kr
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	}
 	mc.Delegate = gossipDelegate{g}
 	mc.Events = gossipEvents{g}
