@@ -37,7 +37,9 @@ last winning. The data directory (log.dirs) must have been formatted with
 sluice init, or initial.controllers and cluster.id must be set: the node
 then formats an empty directory itself on first start (a container's
 volume) and only verifies a formatted one, refusing another cluster's.
-SIGINT or SIGTERM stops the node cleanly.`,
+SIGINT or SIGTERM stops the node cleanly. SIGHUP rereads the SSL
+listeners' keystore and truststore files (as sluice.ssl.reload.interval.ms
+does): new connections use the renewed certificates.`,
 		Example: `  sluice init --dir ./data --cluster-id $(sluice init random-uuid) --node-id 1 --standalone --controller-addr localhost:9093
   sluice node --node.id=1 --log.dirs=./data --listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093`,
 		Args: cobra.NoArgs,
@@ -54,6 +56,11 @@ SIGINT or SIGTERM stops the node cleanly.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// SIGHUP reloads certificates (registered before the node
+			// serves, so an early one is not fatal).
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
 			opts := node.Options{Logger: log}
 			if powerJournal != "" {
 				pfs, err := powerfs.New(vfs.Default, powerJournal)
@@ -72,7 +79,16 @@ SIGINT or SIGTERM stops the node cleanly.`,
 				started(n)
 			}
 			log.Info("sluice node started", "node.id", cfg.NodeID, "kafka", n.KafkaAddr(), "controller", n.ControllerAddr())
-			<-ctx.Done()
+		run:
+			for {
+				select {
+				case <-ctx.Done():
+					break run
+				case <-hup:
+					log.Info("SIGHUP: reloading the SSL listeners' certificates")
+					n.ReloadTLS()
+				}
+			}
 			log.Info("sluice node stopping")
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
