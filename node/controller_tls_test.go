@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"encoding/binary"
 	"fmt"
@@ -64,9 +65,11 @@ func rawForward(addr string, cfg *tls.Config, clusterID, req string) (string, er
 // cluster that knows the cluster id (Metadata tells it) sends
 // fence_broker for a live broker, with its right epoch, to the active
 // controller: in plaintext, over TLS without a certificate and with a
-// certificate of another CA, it is refused at the handshake, counted,
-// and the broker stays unfenced; a holder of a trusted certificate is
-// served (the control). Then the keystore file is replaced: each node's
+// certificate of another CA, it is refused at the handshake; with a
+// client certificate of the cluster's CA whose principal is not in
+// super.users (the authorizer is on) right after it; each refusal is
+// counted and the broker stays unfenced. A node's certificate is served
+// (the control). Then the keystore file is replaced: each node's
 // controller port presents the new certificate to new handshakes
 // (sluice.ssl.reload.interval.ms) and the quorum goes on working.
 func TestControllerSSL(t *testing.T) {
@@ -74,7 +77,11 @@ func TestControllerSSL(t *testing.T) {
 	nodes := startClusterWith(t, 3, "PLAINTEXT",
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL", "controller.listener.names=CONTROLLER",
 		"ssl.keystore.location="+pki.keystore, "ssl.truststore.location="+pki.truststore,
-		"sluice.ssl.reload.interval.ms=100")
+		"sluice.ssl.reload.interval.ms=100",
+		// Only super users may use the controller port once the
+		// authorizer is on; anyone may do the rest (no ACLs).
+		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users=User:CN=broker", "allow.everyone.if.no.acl.found=true")
 	ctx := testCtx(t)
 	// Every node forwards a CreateTopics to the active controller.
 	for i, tn := range nodes {
@@ -116,10 +123,10 @@ func TestControllerSSL(t *testing.T) {
 	cid, addr := leader.clusterID, leader.ControllerAddr()
 	fence := fmt.Sprintf(`{"op":"propose","type":"fence_broker","cmd":{"id":%d,"epoch":%d}}`, victim, epoch)
 
-	// Controls: a trusted certificate is served, and the command format
-	// reaches the controller (a fence of an unknown broker is refused by
-	// the controller itself, not by the port).
-	trusted := &tls.Config{RootCAs: pki.ca.Pool(), Certificates: []tls.Certificate{pki.client.TLS()}, ServerName: "127.0.0.1"}
+	// Controls: a node's certificate (a super user's) is served, and the
+	// command format reaches the controller (a fence of an unknown broker
+	// is refused by the controller itself, not by the port).
+	trusted := &tls.Config{RootCAs: pki.ca.Pool(), Certificates: []tls.Certificate{pki.broker.TLS()}, ServerName: "127.0.0.1"}
 	if resp, err := rawForward(addr, trusted, cid, `{"op":"status"}`); err != nil || !strings.Contains(resp, `"code":0`) {
 		t.Fatalf("status with a trusted certificate: %q, %v", resp, err)
 	}
@@ -144,13 +151,14 @@ func TestControllerSSL(t *testing.T) {
 		{"TLS without a certificate", &tls.Config{RootCAs: pki.ca.Pool(), ServerName: "127.0.0.1"}},
 		{"TLS with another CA's certificate", &tls.Config{RootCAs: pki.ca.Pool(), Certificates: []tls.Certificate{forged.TLS()}, ServerName: "127.0.0.1"}},
 		{"TLS trusting anything, another CA's certificate", &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{forged.TLS()}}},
+		{"TLS with a client's certificate of the same CA (not a super user)", &tls.Config{RootCAs: pki.ca.Pool(), Certificates: []tls.Certificate{pki.client.TLS()}, ServerName: "127.0.0.1"}},
 	} {
 		if resp, err := rawForward(addr, a.cfg, cid, fence); err == nil {
 			t.Fatalf("%s: fence_broker answered %q", a.name, resp)
 		}
 	}
-	if got := leader.ctrl.RaftStats().RefusedConns - before; got != 4 {
-		t.Fatalf("the controller port counted %d refusals of 4 attempts", got)
+	if got := leader.ctrl.RaftStats().RefusedConns - before; got != 5 {
+		t.Fatalf("the controller port counted %d refusals of 5 attempts", got)
 	}
 	if f, e := state(); f || e != epoch {
 		t.Fatalf("broker %d after the attacks: fenced %v, epoch %d (was %d)", victim, f, e, epoch)
@@ -158,13 +166,14 @@ func TestControllerSSL(t *testing.T) {
 
 	// Renew the certificate in the keystore file: every node's controller
 	// port presents it to new handshakes, and the quorum keeps working.
-	renewed, err := pki.ca.Issue("broker-renewed", "127.0.0.1", "localhost")
+	renewed, err := pki.ca.Issue("broker", "127.0.0.1", "localhost") // same name, new key
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(pki.keystore, renewed.KeyStorePEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	renewedDER := renewed.TLS().Certificate[0]
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for _, tn := range nodes {
@@ -173,14 +182,14 @@ func TestControllerSSL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cn := nc.ConnectionState().PeerCertificates[0].Subject.CommonName
+			got := nc.ConnectionState().PeerCertificates[0].Raw
 			nc.Close()
-			if cn == "broker-renewed" {
+			if bytes.Equal(got, renewedDER) {
 				break
 			}
 			select {
 			case <-ctx.Done():
-				t.Fatalf("node %d's controller port still presents %q", tn.cfg.NodeID, cn)
+				t.Fatalf("node %d's controller port still presents the old certificate", tn.cfg.NodeID)
 			case <-tick.C:
 			}
 		}

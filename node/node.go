@@ -334,6 +334,9 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 	if ct := cfg.TLS[config.ListenerController]; ct != nil {
 		// Mutual TLS between the nodes on the controller port.
 		qc.ServerTLS, qc.ClientTLS = ct.Server, ct.ClientFor
+		if cfg.Authorizer {
+			qc.AuthorizePeer = n.authorizeControllerPeer
+		}
 	}
 	if a, ok := cfg.Advertised(config.ListenerController); ok && a.Host != "" {
 		qc.AdvertiseAddr = net.JoinHostPort(a.Host, strconv.Itoa(int(ctrlL.Addr().(*net.TCPAddr).Port)))

@@ -1,6 +1,11 @@
 package node
 
-import "time"
+import (
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"time"
+)
 
 // ReloadTLS rereads the keystore and truststore files of every SSL
 // listener, the CONTROLLER's included (config.ListenerTLS.Reload): new
@@ -33,4 +38,21 @@ func (n *Node) tlsReloadLoop(interval time.Duration) {
 			n.ReloadTLS()
 		}
 	}
+}
+
+// authorizeControllerPeer admits a peer of the CONTROLLER listener (mutual
+// TLS) when the authorizer is on: its certificate's principal, mapped by
+// ssl.principal.mapping.rules, must be in super.users. Kafka's controller
+// checks CLUSTER_ACTION for the same requests, which brokers have as super
+// users; a client certificate signed by the same CA is refused.
+func (n *Node) authorizeControllerPeer(cert *x509.Certificate) error {
+	dn := cert.Subject.String()
+	name, err := n.cfg.PrincipalRules.Map(dn)
+	if err != nil {
+		return fmt.Errorf("ssl.principal.mapping.rules map no principal from the certificate %q: %w", dn, err)
+	}
+	if p := "User:" + name; !slices.Contains(n.cfg.SuperUsers, p) {
+		return fmt.Errorf("the certificate's principal %s is not in super.users: with authorizer.class.name set, only super users (every broker and controller) may use the controller port; add the nodes' principals to super.users, or give clients certificates from another CA than listener.name.controller.ssl.truststore.location trusts", p)
+	}
+	return nil
 }

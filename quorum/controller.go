@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -66,6 +67,13 @@ type Config struct {
 	// logged before raft or the forwarding server reads a byte of it.
 	ServerTLS *tls.Config
 	ClientTLS func(addr string) *tls.Config
+	// AuthorizePeer, if set (with ServerTLS), decides from the verified
+	// certificate of an accepted peer whether it is a member of the
+	// cluster (the node: a super user, when the authorizer is on); an
+	// error refuses the connection, counted and logged with the reason.
+	// A trusted CA may also sign clients' certificates, which must not
+	// reach raft or forwarding.
+	AuthorizePeer func(cert *x509.Certificate) error
 	// PeerLog receives one line per refused controller-port connection
 	// (another cluster's id, a malformed hello), at most one a minute per
 	// peer host and reason; nil discards.
@@ -174,6 +182,7 @@ func Open(cfg Config) (*Controller, error) {
 		return nil, errors.New("quorum: Config.ServerTLS must require and verify client certificates (mutual TLS)")
 	}
 	c.mux = newMuxListener(ln, adv, c.serveForward, hello{ClusterID: cfg.ClusterID, NodeID: cfg.NodeID}, newRefusals(cfg.PeerLog), cfg.ServerTLS, cfg.ClientTLS)
+	c.mux.authorizePeer = cfg.AuthorizePeer
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger,
 	})

@@ -168,6 +168,21 @@ func (r *refusals) refusedTLS(remote net.Addr, err error) {
 		"remote", remote.String(), "refused_since_last_line", held)
 }
 
+// refusedPeer logs (rate-limited) a peer whose trusted certificate
+// Config.AuthorizePeer refused.
+func (r *refusals) refusedPeer(remote net.Addr, err error) {
+	host := remote.String()
+	if ta, ok := remote.(*net.TCPAddr); ok {
+		host = ta.IP.String()
+	}
+	ok, held := r.allow(host + "\x00peer")
+	if !ok {
+		return
+	}
+	r.log.Error(fmt.Sprintf("quorum: refused a controller-port connection from %s: %v", remote, err),
+		"remote", remote.String(), "refused_since_last_line", held)
+}
+
 // refused logs (rate-limited) why the connection from remote was closed.
 func (r *refusals) refused(remote net.Addr, clusterID string, h hello, err error) {
 	host := remote.String()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,8 @@ type muxListener struct {
 	// connection in mutual TLS before the hello (Config.ServerTLS).
 	serverTLS *tls.Config
 	clientTLS func(addr string) *tls.Config
+	// authorizePeer: Config.AuthorizePeer.
+	authorizePeer func(*x509.Certificate) error
 
 	raftConns chan net.Conn
 	closeOnce sync.Once
@@ -92,6 +95,14 @@ func (m *muxListener) route(conn net.Conn) {
 			return
 		}
 		_ = conn.SetDeadline(time.Time{})
+		if m.authorizePeer != nil {
+			if err := m.authorizePeer(tc.ConnectionState().PeerCertificates[0]); err != nil {
+				m.refused.Add(1)
+				m.refusals.refusedPeer(conn.RemoteAddr(), err)
+				conn.Close()
+				return
+			}
+		}
 		conn = tc
 	}
 	br := bufio.NewReader(conn)
