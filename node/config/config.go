@@ -586,7 +586,7 @@ func (c *Config) validate(v *viper.Viper) error {
 func (c *Config) validateListeners() error {
 	for _, l := range c.Listeners {
 		if l.Name == ListenerController || l.Name == ListenerHTTP || l.Name == ListenerGossip {
-			if p, ok := c.SecurityProtocols[l.Name]; ok && p != "PLAINTEXT" && (l.Name != ListenerController || p != "SSL") {
+			if p, ok := c.SecurityProtocols[l.Name]; ok && p != "PLAINTEXT" && (p != "SSL" || l.Name == ListenerGossip) {
 				return internalProtocolError(l.Name, p)
 			}
 			continue

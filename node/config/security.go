@@ -67,5 +67,5 @@ func internalProtocolError(listener, p string) error {
 	case ListenerGossip:
 		return fmt.Errorf("%w: listener.security.protocol.map: %s:%s: the %s listener speaks PLAINTEXT only; encrypt gossip with %s", ErrInvalid, listener, p, listener, gossipKeysKey)
 	}
-	return fmt.Errorf("%w: listener.security.protocol.map: %s:%s: the %s listener speaks PLAINTEXT only", ErrInvalid, listener, p, listener)
+	return fmt.Errorf("%w: listener.security.protocol.map: %s:%s: the %s listener speaks PLAINTEXT or SSL (HTTPS with the ssl.* keys or listener.name.%s.ssl.*)", ErrInvalid, listener, p, listener, strings.ToLower(listener))
 }

@@ -362,7 +362,7 @@ func parseKeyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 }
 
 // sslListeners are the names of the Kafka listeners mapped to SSL or
-// SASL_SSL, and CONTROLLER when it is mapped to SSL.
+// SASL_SSL, and CONTROLLER and HTTP when they are mapped to SSL.
 func (c *Config) sslListeners() []string {
 	var out []string
 	for _, l := range c.KafkaListeners {
@@ -370,8 +370,10 @@ func (c *Config) sslListeners() []string {
 			out = append(out, l.Name)
 		}
 	}
-	if _, ok := c.Listener(ListenerController); ok && c.SecurityProtocols[ListenerController] == "SSL" {
-		out = append(out, ListenerController)
+	for _, name := range []string{ListenerController, ListenerHTTP} {
+		if _, ok := c.Listener(name); ok && c.SecurityProtocols[name] == "SSL" {
+			out = append(out, name)
+		}
 	}
 	return slices.Clip(out)
 }

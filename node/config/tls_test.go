@@ -147,6 +147,8 @@ func TestSSLConfigErrors(t *testing.T) {
 		{"controller ssl without client auth", sslListeners + ks + "ssl.truststore.location=" + dir + "/ca.pem\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SSL\nlistener.name.controller.ssl.client.auth=none\n", "the CONTROLLER listener always requires client certificates"},
 		{"controller sasl", sslListeners + ks + "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SASL_SSL\n", "the CONTROLLER listener speaks PLAINTEXT or SSL"},
 		{"gossip ssl", "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093,GOSSIP://127.0.0.1:7946\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,GOSSIP:SSL\n", "encrypt gossip with sluice.gossip.encryption.keys"},
+		{"http sasl", "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093,HTTP://127.0.0.1:9644\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,HTTP:SASL_SSL\n", "the HTTP listener speaks PLAINTEXT or SSL (HTTPS"},
+		{"http ssl without keystore", "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093,HTTP://127.0.0.1:9644\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,HTTP:SSL\n", "listener HTTP (SSL): ssl.keystore.location: an SSL listener needs a certificate"},
 		{"controller listener name", sslListeners + ks + "controller.listener.names=CTRL\n", "Sluice's controller listener is named CONTROLLER"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
