@@ -2,7 +2,9 @@
 // /readyz (or any URL), exit status 0 when it answers 2xx and 1 otherwise,
 // with the node's reason on stderr. It exists for the container image,
 // which is built FROM scratch and has no curl or shell for a Docker
-// HEALTHCHECK (deploy/Dockerfile); Kubernetes probes /readyz itself.
+// HEALTHCHECK (deploy/Dockerfile); Kubernetes probes /readyz itself. For
+// a node whose HTTP listener is mapped to SSL, --cacert names the CAs to
+// trust and --cert a client key and certificate (one PEM file).
 package healthcheck
 
 import (
