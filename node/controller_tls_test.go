@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -202,4 +204,52 @@ func TestControllerSSL(t *testing.T) {
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("after renewal")}).FirstErr(); err != nil {
 		t.Fatalf("acks=all produce after the renewal: %v", err)
 	}
+}
+
+// TestGossipEncryptedCluster: three nodes with sluice.gossip.encryption.keys
+// start, which needs gossip (the active controller unfences each broker
+// when gossip shows its registered epoch). A memberlist that knows the
+// cluster's label but not the key, or has another key, cannot join under
+// a broker's name; one with the key can (the control).
+func TestGossipEncryptedCluster(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, 32)
+	c := startReplCluster(t, 3, "sluice.gossip.encryption.keys="+base64.StdEncoding.EncodeToString(key))
+	label := "sluice/" + c.nodes[0].clusterID
+	join := func(name string, keys ...[]byte) error {
+		mc := memberlist.DefaultLANConfig()
+		mc.Name, mc.BindAddr, mc.BindPort, mc.Label, mc.LogOutput = name, "127.0.0.1", 0, label, io.Discard
+		if len(keys) > 0 {
+			kr, err := memberlist.NewKeyring(keys, keys[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			mc.Keyring = kr
+		}
+		ml, err := memberlist.Create(mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ml.Shutdown()
+		_, err = ml.Join(c.seeds)
+		if err == nil {
+			_ = ml.Leave(time.Second)
+		}
+		return err
+	}
+	if err := join("2"); err == nil {
+		t.Fatal("a memberlist without the key joined as broker 2")
+	}
+	if err := join("2", bytes.Repeat([]byte{8}, 32)); err == nil {
+		t.Fatal("a memberlist with another key joined as broker 2")
+	}
+	if err := join("99", key); err != nil {
+		t.Fatalf("the control, with the key: %v", err)
+	}
+	c.nodes[0].ctrl.View(func(im *quorum.Image) {
+		for id := int32(1); id <= 3; id++ {
+			if b := im.Brokers[id]; b == nil || !b.Alive() {
+				t.Errorf("broker %d: %+v", id, b)
+			}
+		}
+	})
 }

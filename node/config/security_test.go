@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,4 +184,25 @@ func TestTLSReload(t *testing.T) {
 	if !lt.Trusted().Equal(both) {
 		t.Fatal("the truststore does not hold both CAs after the reload")
 	}
+}
+
+// FuzzGossipKeys: sluice.gossip.encryption.keys either fails with an
+// error or yields only keys memberlist takes (16, 24 or 32 bytes).
+func FuzzGossipKeys(f *testing.F) {
+	f.Add(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32)))
+	f.Add("AAAAAAAAAAAAAAAAAAAAAA==,  ,BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB")
+	f.Add("not base64!,")
+	i := slices.IndexFunc(securityKeys, func(k key) bool { return k.name == gossipKeysKey })
+	parse := securityKeys[i].parse
+	f.Fuzz(func(t *testing.T, v string) {
+		var c Config
+		if err := parse(&c, v); err != nil {
+			return
+		}
+		for _, k := range c.GossipKeys {
+			if n := len(k); n != 16 && n != 24 && n != 32 {
+				t.Fatalf("%q gave a key of %d bytes", v, n)
+			}
+		}
+	})
 }
