@@ -134,6 +134,24 @@ func TestTLSReload(t *testing.T) {
 	if cn != "broker" {
 		t.Fatalf("first certificate %q", cn)
 	}
+	// Session tickets: a second connection resumes the first's session.
+	cache := tls.NewLRUClientSessionCache(4)
+	resumed := func() bool {
+		t.Helper()
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", ln.Addr().String(),
+			&tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", ClientSessionCache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		echo(conn) // reads the ticket the server sends after the handshake
+		return conn.ConnectionState().DidResume
+	}
+	resumed()
+	if !resumed() {
+		t.Fatal("a second connection did not resume the session")
+	}
 	if changed, err := c.ReloadTLS(); err != nil || len(changed) != 0 {
 		t.Fatalf("reload of unchanged files: %v, %v", changed, err)
 	}
@@ -159,6 +177,9 @@ func TestTLSReload(t *testing.T) {
 	}
 	if _, cn := dial(); cn != "broker-renewed" {
 		t.Fatalf("a new handshake after the reload presents %q, want broker-renewed", cn)
+	}
+	if resumed() {
+		t.Fatal("a session ticket from before the reload resumed after it")
 	}
 	if lt.Leaf().Subject.CommonName != "broker-renewed" {
 		t.Fatalf("Leaf %q", lt.Leaf().Subject.CommonName)

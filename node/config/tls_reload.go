@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -97,9 +98,22 @@ func (o *tlsOpts) load(prev *tlsMaterial) (*tlsMaterial, error) {
 	if o.clientAuth != tls.NoClientCert {
 		m.server.ClientCAs = m.roots
 	}
+	// Session tickets of this load only: a resumed session skips the
+	// client certificate's verification, so one issued under an older
+	// truststore must not resume under a newer one.
+	var ticketKey [32]byte
+	if _, err := rand.Read(ticketKey[:]); err != nil {
+		return nil, err
+	}
+	m.server.SetSessionTicketKeys([][32]byte{ticketKey})
 	m.client = &tls.Config{
 		Certificates: m.server.Certificates, RootCAs: m.roots,
 		MinVersion: o.minVersion, MaxVersion: o.maxVersion, CipherSuites: o.suites,
+		// Resumption (TLS 1.3 tickets) spares the signatures of a full
+		// handshake when a node dials the same peer again (forwarding
+		// opens one connection per request); a reload starts a new cache,
+		// so the new certificate is presented at once.
+		ClientSessionCache: tls.NewLRUClientSessionCache(256),
 	}
 	if !o.checkName {
 		// Verify the chain, not the name (Kafka's empty algorithm).
