@@ -57,7 +57,8 @@
 //     gossip, or, without gossip, the node proposes UnfenceBroker itself.
 //  4. serve: the Kafka protocol, the maintenance loop, the certificate
 //     reload loop (sluice.ssl.reload.interval.ms; ReloadTLS, which
-//     `sluice node` also calls on SIGHUP) and, with an HTTP listener,
+//     `sluice node` also calls on SIGHUP, with SetGossipKeys for the
+//     gossip keys reread from its configuration) and, with an HTTP listener,
 //     /healthz, /readyz and /metrics (HTTPS when HTTP is mapped to SSL).
 //
 // Close undoes them. First, with controlled.shutdown.enable, it asks the

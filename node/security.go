@@ -2,6 +2,7 @@ package node
 
 import (
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -55,4 +56,15 @@ func (n *Node) authorizeControllerPeer(cert *x509.Certificate) error {
 		return fmt.Errorf("the certificate's principal %s is not in super.users: with authorizer.class.name set, only super users (every broker and controller) may use the controller port; add the nodes' principals to super.users, or give clients certificates from another CA than listener.name.controller.ssl.truststore.location trusts", p)
 	}
 	return nil
+}
+
+// SetGossipKeys replaces the gossip encryption keys of the running node
+// (quorum.Gossip.SetKeys): keys[0] encrypts, every key decrypts. `sluice
+// node` calls it on SIGHUP with sluice.gossip.encryption.keys reread from
+// its configuration, so the three steps of a rotation need no restart.
+func (n *Node) SetGossipKeys(keys [][]byte) error {
+	if n.gossip == nil {
+		return errors.New("node: no GOSSIP listener: sluice.gossip.encryption.keys has nothing to encrypt")
+	}
+	return n.gossip.SetKeys(keys)
 }

@@ -226,7 +226,8 @@
 // is encrypted and authenticated (AES-GCM, the cluster label as
 // authenticated data) with the first key and opened with any, so a
 // process without a key cannot join nor speak for a member, and keys
-// rotate one node at a time (TestGossipKeys; docs/deploy.md).
+// rotate one node at a time, by restarts or live with Gossip.SetKeys
+// (TestGossipKeys, TestGossipKeysLive; docs/deploy.md).
 //
 // The active controller's own death comes first: the other voters elect
 // a new one (hashicorp/raft's defaults: a heartbeat timeout of 1-2 s,

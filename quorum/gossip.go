@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -72,6 +73,8 @@ type Gossip struct {
 	cfg   GossipConfig
 	ctrl  *Controller
 	ml    *memberlist.Memberlist
+	// keyring is memberlist's (GossipConfig.Keys), nil without keys.
+	keyring *memberlist.Keyring
 	epoch atomic.Int64
 	nudge chan struct{}
 	// joinOnce starts keepJoining at the first Join.
@@ -124,7 +127,7 @@ func StartGossip(cfg GossipConfig, ctrl *Controller) (*Gossip, error) {
 		if err != nil {
 			return nil, fmt.Errorf("quorum: gossip keys: %w", err)
 		}
-		mc.Keyring = kr
+		mc.Keyring, g.keyring = kr, kr
 		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	}
 	mc.Delegate = gossipDelegate{g}
@@ -181,6 +184,34 @@ func (g *Gossip) keepJoining(seeds []string) {
 func (g *Gossip) SetBrokerEpoch(epoch int64) error {
 	g.epoch.Store(epoch)
 	return g.ml.UpdateNode(g.cfg.SessionTimeout)
+}
+
+// SetKeys replaces the gossip keys of a running node: keys[0] becomes the
+// primary (what this node encrypts with), every key of keys is accepted,
+// and keys not listed are no longer accepted. Rotation without restarts
+// takes the three steps of a rolling one (GossipConfig.Keys), each on
+// every node before the next. Gossip started without keys cannot turn
+// encryption on, nor off, here: that needs a restart.
+func (g *Gossip) SetKeys(keys [][]byte) error {
+	if g.keyring == nil || len(keys) == 0 {
+		return errors.New("quorum: gossip keys can only be changed while encrypted: turning gossip encryption on or off needs a restart of every node")
+	}
+	for _, k := range keys {
+		if err := g.keyring.AddKey(k); err != nil {
+			return fmt.Errorf("quorum: gossip key: %w", err)
+		}
+	}
+	if err := g.keyring.UseKey(keys[0]); err != nil {
+		return fmt.Errorf("quorum: gossip key: %w", err)
+	}
+	for _, k := range g.keyring.GetKeys() {
+		if !slices.ContainsFunc(keys, func(w []byte) bool { return bytes.Equal(w, k) }) {
+			if err := g.keyring.RemoveKey(k); err != nil {
+				return fmt.Errorf("quorum: gossip key: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // Leave announces a clean departure, then stops; Close alone looks like a

@@ -105,3 +105,78 @@ func TestGossipKeys(t *testing.T) {
 		t.Fatal("a node with the retired key joined")
 	}
 }
+
+// TestGossipKeysLive: the same rotation on running nodes (SetKeys), no
+// restart: after each step, newcomers keyed as nodes one step behind or
+// ahead join; at the end the retired key no longer joins, and a node
+// started without keys cannot be given some.
+func TestGossipKeysLive(t *testing.T) {
+	nodes := startQuorum(t, 1, nil)
+	oldKey, newKey := bytes.Repeat([]byte{4}, 32), bytes.Repeat([]byte{5}, 24)
+	var next int32 = 10
+	start := func(keys ...[]byte) *Gossip {
+		t.Helper()
+		next++
+		g, err := StartGossip(GossipConfig{NodeID: next, ClusterID: "cluster-a", BindAddr: "127.0.0.1", Keys: keys,
+			SessionTimeout: 3 * time.Second, Tick: 50 * time.Millisecond, Tune: fastGossip}, nodes[0].c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	gs := []*Gossip{start(oldKey), start(oldKey), start(oldKey)}
+	t.Cleanup(func() {
+		for _, g := range gs {
+			g.Close()
+		}
+	})
+	for _, g := range gs[1:] {
+		if _, err := g.Join([]string{gs[0].Addr()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, "three members", func() bool { return gs[0].ml.NumMembers() == 3 })
+	joins := func(keys ...[]byte) bool {
+		t.Helper()
+		g := start(keys...)
+		defer g.Close()
+		_, err := g.Join([]string{gs[0].Addr(), gs[1].Addr(), gs[2].Addr()})
+		if err == nil {
+			_ = g.ml.Leave(time.Second)
+		}
+		return err == nil
+	}
+	// After each step, on every node, a newcomer as a node of the step
+	// before or after it would be (a rolling change mid-way) joins.
+	for _, step := range []struct {
+		name    string
+		keys    [][]byte
+		joiners [][][]byte
+	}{
+		{"new key accepted", [][]byte{oldKey, newKey}, [][][]byte{{oldKey}, {newKey, oldKey}}},
+		{"new key primary", [][]byte{newKey, oldKey}, [][][]byte{{oldKey, newKey}, {newKey}}},
+		{"old key dropped", [][]byte{newKey}, [][][]byte{{newKey, oldKey}, {newKey}}},
+	} {
+		for i, g := range gs {
+			if err := g.SetKeys(step.keys); err != nil {
+				t.Fatalf("%s: node %d: %v", step.name, i+1, err)
+			}
+		}
+		for _, keys := range step.joiners {
+			if !joins(keys...) {
+				t.Fatalf("%s: a newcomer with keys %x could not join", step.name, keys)
+			}
+		}
+	}
+	if joins(oldKey) {
+		t.Fatal("a newcomer with the retired key joined")
+	}
+	if n := gs[0].ml.NumMembers(); n < 3 {
+		t.Fatalf("members = %d after the rotation", n)
+	}
+	plain := start()
+	defer plain.Close()
+	if err := plain.SetKeys([][]byte{newKey}); err == nil {
+		t.Fatal("keys were set on gossip started without encryption")
+	}
+}

@@ -14,8 +14,8 @@ type Security struct {
 	// GossipKeys (sluice.gossip.encryption.keys) encrypt and authenticate
 	// gossip (memberlist's keyring, AES-GCM): the first encrypts what
 	// this node sends, every one is tried on what it receives, so a key
-	// can be rotated in one node at a time (docs/deploy.md). Empty: gossip
-	// is not encrypted.
+	// can be rotated in one node at a time (docs/deploy.md; `sluice node`
+	// rereads them on SIGHUP). Empty: gossip is not encrypted.
 	GossipKeys [][]byte
 	// TLSReloadInterval (sluice.ssl.reload.interval.ms): every SSL
 	// listener's keystore and truststore files are reread this often and,

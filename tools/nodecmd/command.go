@@ -1,11 +1,13 @@
 package nodecmd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -39,7 +41,9 @@ then formats an empty directory itself on first start (a container's
 volume) and only verifies a formatted one, refusing another cluster's.
 SIGINT or SIGTERM stops the node cleanly. SIGHUP rereads the SSL
 listeners' keystore and truststore files (as sluice.ssl.reload.interval.ms
-does): new connections use the renewed certificates.`,
+does): new connections use the renewed certificates; and it rereads
+sluice.gossip.encryption.keys from the configuration, so gossip keys
+rotate without restarts (docs/deploy.md).`,
 		Example: `  sluice init --dir ./data --cluster-id $(sluice init random-uuid) --node-id 1 --standalone --controller-addr localhost:9093
   sluice node --node.id=1 --log.dirs=./data --listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093`,
 		Args: cobra.NoArgs,
@@ -79,14 +83,16 @@ does): new connections use the renewed certificates.`,
 				started(n)
 			}
 			log.Info("sluice node started", "node.id", cfg.NodeID, "kafka", n.KafkaAddr(), "controller", n.ControllerAddr())
+			keys := cfg.GossipKeys
 		run:
 			for {
 				select {
 				case <-ctx.Done():
 					break run
 				case <-hup:
-					log.Info("SIGHUP: reloading the SSL listeners' certificates")
+					log.Info("SIGHUP: reloading the SSL listeners' certificates and the gossip keys")
 					n.ReloadTLS()
+					keys = reloadGossipKeys(cmd, log, n, keys)
 				}
 			}
 			log.Info("sluice node stopping")
@@ -105,4 +111,25 @@ does): new connections use the renewed certificates.`,
 	cmd.Flags().StringVar(&powerJournal, powerfs.Flag, "", "journal of durable writes for simulated power loss (sluice soak)")
 	_ = cmd.Flags().MarkHidden(powerfs.Flag)
 	return cmd
+}
+
+// reloadGossipKeys rereads the configuration and, when
+// sluice.gossip.encryption.keys changed from current, gives the node the
+// new keys; it returns the keys in effect. Other keys take effect at the
+// next start.
+func reloadGossipKeys(cmd *cobra.Command, log *slog.Logger, n *node.Node, current [][]byte) [][]byte {
+	cfg, err := config.Load(cmd.Flags(), nil)
+	if err != nil {
+		log.Error("SIGHUP: the configuration does not load; gossip keys unchanged", "err", err)
+		return current
+	}
+	if slices.EqualFunc(cfg.GossipKeys, current, bytes.Equal) {
+		return current
+	}
+	if err := n.SetGossipKeys(cfg.GossipKeys); err != nil {
+		log.Error("SIGHUP: gossip keys unchanged", "err", err)
+		return current
+	}
+	log.Info("SIGHUP: gossip keys changed; the first encrypts, all decrypt", "keys", len(cfg.GossipKeys))
+	return cfg.GossipKeys
 }

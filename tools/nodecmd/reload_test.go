@@ -1,8 +1,10 @@
 package nodecmd
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,10 +19,12 @@ import (
 	"github.com/sluice-log/sluice/quorum"
 )
 
-// TestSIGHUPReloadsCertificates: `sluice node` with an SSL listener and
-// no reload interval; the keystore file is replaced and the process gets
-// SIGHUP: the next handshake presents the new certificate, and a TLS
-// connection opened before goes on being served.
+// TestSIGHUPReloadsCertificates: `sluice node` with an SSL listener, no
+// reload interval and encrypted gossip; the keystore file is replaced,
+// the gossip keys in the properties file rotated, and the process gets
+// SIGHUP: the next handshake presents the new certificate, a TLS
+// connection opened before goes on being served, and the node takes the
+// new gossip keys.
 func TestSIGHUPReloadsCertificates(t *testing.T) {
 	dir := t.TempDir()
 	ca, err := tlstest.NewCA("nodecmd CA")
@@ -35,19 +39,26 @@ func TestSIGHUPReloadsCertificates(t *testing.T) {
 	if err := os.WriteFile(keystore, first.KeyStorePEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kl, cl := listen(t), listen(t)
-	kafkaAddr, ctrlAddr := kl.Addr().String(), cl.Addr().String()
+	kl, cl, gl := listen(t), listen(t), listen(t)
+	kafkaAddr, ctrlAddr, gossipAddr := kl.Addr().String(), cl.Addr().String(), gl.Addr().String()
 	kl.Close()
 	cl.Close()
+	gl.Close()
+	oldKey, newKey := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32)), base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{2}, 32))
 	if _, err := meta.Format(dir, meta.Meta{ClusterID: quorum.NewUUID().String(), NodeID: 7,
 		InitialControllers: []quorum.Voter{{ID: 7, Addr: ctrlAddr}}}); err != nil {
 		t.Fatal(err)
 	}
 	props := filepath.Join(dir, "server.properties")
-	if err := os.WriteFile(props, []byte("node.id=7\nlog.dirs="+dir+"\nlisteners=SSL://"+kafkaAddr+",CONTROLLER://"+ctrlAddr+
-		"\ninter.broker.listener.name=SSL\nssl.keystore.location="+keystore+"\nsluice.ssl.reload.interval.ms=0\n"), 0o644); err != nil {
-		t.Fatal(err)
+	writeProps := func(keys string) {
+		t.Helper()
+		if err := os.WriteFile(props, []byte("node.id=7\nlog.dirs="+dir+"\nlisteners=SSL://"+kafkaAddr+",CONTROLLER://"+ctrlAddr+",GOSSIP://"+gossipAddr+
+			"\ninter.broker.listener.name=SSL\nssl.keystore.location="+keystore+"\nsluice.ssl.reload.interval.ms=0\n"+
+			"sluice.gossip.encryption.keys="+keys+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	writeProps(oldKey)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan struct{})
@@ -85,6 +96,7 @@ func TestSIGHUPReloadsCertificates(t *testing.T) {
 	if _, cn := presented(); cn != "first" {
 		t.Fatalf("presented %q before SIGHUP with no reload interval", cn)
 	}
+	writeProps(newKey + "," + oldKey) // the second step of a rotation
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +128,9 @@ func TestSIGHUPReloadsCertificates(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("node: %v", err)
 	}
-	if !strings.Contains(stderr.String(), "reloaded the listener's keystore") {
-		t.Fatalf("no reload line in the log:\n%s", stderr.String())
+	for _, want := range []string{"reloaded the listener's keystore", "gossip keys changed; the first encrypts, all decrypt\" keys=2"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Fatalf("no %q in the log:\n%s", want, stderr.String())
+		}
 	}
 }
