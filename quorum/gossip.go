@@ -70,13 +70,13 @@ type GossipConfig struct {
 // it also turns the membership into fence and unfence commands (see
 // Liveness). Methods are safe for concurrent use.
 type Gossip struct {
-	cfg   GossipConfig
-	ctrl  *Controller
-	ml    *memberlist.Memberlist
+	cfg  GossipConfig
+	ctrl *Controller
+	ml   *memberlist.Memberlist
 	// keyring is memberlist's (GossipConfig.Keys), nil without keys.
 	keyring *memberlist.Keyring
-	epoch atomic.Int64
-	nudge chan struct{}
+	epoch   atomic.Int64
+	nudge   chan struct{}
 	// joinOnce starts keepJoining at the first Join.
 	joinOnce sync.Once
 
