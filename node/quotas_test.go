@@ -100,6 +100,11 @@ func TestClientQuotas(t *testing.T) {
 	if _, throttles := produce("fast"); throttles != 0 {
 		t.Fatalf("a producer without a quota was throttled %d times", throttles)
 	}
+	_, body := getStatus(t, "http://"+tn.http.Addr().String()+"/metrics")
+	if !strings.Contains(body, `sluice_client_quota_throttled_total{quota="producer_byte_rate"}`) ||
+		strings.Contains(body, `sluice_client_quota_throttled_total{quota="consumer_byte_rate"}`) {
+		t.Fatalf("/metrics after producer throttles only:\n%s", grepLines(body, "sluice_client_quota"))
+	}
 
 	var tc throttleCount
 	cons := newClient(t, tn, kgo.ClientID("slow-reader"), kgo.WithHooks(&tc), kgo.FetchMaxBytes(64<<10),
@@ -165,4 +170,15 @@ print("%.3f %d" % (time.monotonic() - start, len(throttles)))
 		t.Fatalf("confluent-kafka producer printed %q: %v", out, err)
 	}
 	return time.Duration(secs * float64(time.Second)), throttles
+}
+
+// grepLines is the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -45,6 +45,30 @@ type quotaManager struct {
 	mu        sync.Mutex
 	sensors   map[sensorKey]*sensor
 	lastSweep time.Time
+	// throttled counts the throttles and their time by quota key.
+	throttled map[string]*QuotaThrottles
+}
+
+// QuotaThrottles counts the throttles of one quota key.
+type QuotaThrottles struct {
+	Count int64
+	Time  time.Duration
+}
+
+// QuotaStats returns the throttles so far by quota key (a copy); nil
+// without client quotas.
+func (s *Server) QuotaStats() map[string]QuotaThrottles {
+	q := s.quotas
+	if q == nil {
+		return nil
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make(map[string]QuotaThrottles, len(q.throttled))
+	for k, t := range q.throttled {
+		out[k] = *t
+	}
+	return out
 }
 
 // sensorKey names one measurement: the quota key and the resolved tags.
@@ -65,7 +89,7 @@ type sample struct {
 const sensorExpiry = time.Hour
 
 func newQuotaManager(admin QuotaAdmin, num int, size time.Duration) *quotaManager {
-	return &quotaManager{admin: admin, num: num, size: size, sensors: map[sensorKey]*sensor{}}
+	return &quotaManager{admin: admin, num: num, size: size, sensors: map[sensorKey]*sensor{}, throttled: map[string]*QuotaThrottles{}}
 }
 
 // quotaUser is the user name quotas know a principal by ("User:alice"
@@ -105,8 +129,15 @@ func (q *quotaManager) record(key, principal, clientID string, v float64, now ti
 	if rate <= m.Bound {
 		return 0
 	}
-	t := time.Duration((rate - m.Bound) / m.Bound * float64(span))
-	return min(t, q.size)
+	t := min(time.Duration((rate-m.Bound)/m.Bound*float64(span)), q.size)
+	qt := q.throttled[key]
+	if qt == nil {
+		qt = &QuotaThrottles{}
+		q.throttled[key] = qt
+	}
+	qt.Count++
+	qt.Time += t
+	return t
 }
 
 // sweep drops sensors unused for sensorExpiry, at most once a minute.
