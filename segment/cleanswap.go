@@ -279,33 +279,58 @@ func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo, gen int64) error {
 	return nil
 }
 
-// commitSwapLocked takes Log.mu, checks that nothing raced the Clean,
-// commits the swap record with the cleaned segments' index (one synced
-// Pebble batch) and puts the cleaned segments in the list.
+// commitSwapLocked commits the swap and puts the cleaned segments in the
+// list; flushMu must be held (it keeps the old segments, the checkpoint
+// and cutGen as they are: truncation, retention, flushes and checkpoints
+// all take it). Log.mu is held twice, briefly: to check that nothing
+// raced the Clean and commit the appends' pending index entries (some may
+// describe an old segment), and to install the new segments. The synced
+// Pebble commit between (seals, offset index, cleaner checkpoint,
+// recovery point, swap record) runs without it, so appends and reads of
+// other segments go on during the fsync; a read whose index lookup in an
+// old segment may see the new positions finds it replaced and waits for
+// the install (swapWait) before it starts again.
 func (l *Log) commitSwapLocked(outs []cleanedSeg, cleanedTo, gen int64) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
+		l.mu.Unlock()
 		return err
 	}
 	if l.cutGen != gen {
+		l.mu.Unlock()
 		return ErrCleanRaced // the map may name offsets a truncation removed
 	}
 	i := 0 // l.segs[i] is the next old segment
 	for _, o := range outs {
 		for k, s := range o.olds {
 			if i >= len(l.segs)-1 || l.segs[i] != s || s.removed || s.size != o.srcSizes[k] {
+				l.mu.Unlock()
 				return ErrCleanRaced
 			}
 			i++
 		}
 	}
 	if err := l.commitPendingLocked(); err != nil {
+		l.mu.Unlock()
 		return err
 	}
+	endBase := l.segs[i].base
+	ckpt := l.ckpt
+	installed := make(chan struct{})
+	l.swapInstalled = installed
+	for _, o := range outs {
+		for _, s := range o.olds {
+			s.replaced.Store(true) // before the index entries change
+		}
+	}
+	l.mu.Unlock()
+	done := func() {
+		l.swapInstalled = nil
+		close(installed)
+	}
+
 	wb := l.idx.db.NewBatch()
 	defer wb.Close()
-	rec := swapRecord(outs)
 	for _, o := range outs {
 		head := o.head()
 		for _, s := range o.olds[1:] {
@@ -319,22 +344,25 @@ func (l *Log) commitSwapLocked(outs []cleanedSeg, cleanedTo, gen int64) error {
 			wb.Set(l.k.offset(e.offset), binary.AppendUvarint(v[:0], uint64(e.pos)), nil)
 		}
 	}
-	wb.Set(l.k.swap(), rec, nil)
+	wb.Set(l.k.swap(), swapRecord(outs), nil)
 	wb.Set(l.k.cleaner(), u64bytes(cleanedTo), nil)
 	// Every byte below endBase is fsynced now: recovery need not scan it.
-	endBase := l.segs[i].base
-	ckpt := l.ckpt
 	if ckpt.recoveryPoint < endBase || ckpt.rpBase < endBase {
 		ckpt.recoveryPoint, ckpt.rpBase, ckpt.rpPos, ckpt.rpFirst, ckpt.rpMaxTs = endBase, endBase, 0, noTimestamp, noTimestamp
 		ckpt.clean = false
 		wb.Set(l.k.meta(), ckpt.encode(), nil)
 	}
-	for _, o := range outs {
-		for _, s := range o.olds {
-			s.replaced.Store(true) // before the index entries change
+	err := wb.Commit(pebble.Sync)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	defer done()
+	if err != nil {
+		for _, o := range outs {
+			for _, s := range o.olds {
+				s.replaced.Store(false) // the old segments stay; reads need not wait
+			}
 		}
-	}
-	if err := wb.Commit(pebble.Sync); err != nil {
 		l.failed = fmt.Errorf("%w: clean: swap: %v", ErrLogFailed, err)
 		return l.failed
 	}
@@ -353,7 +381,7 @@ func (l *Log) commitSwapLocked(outs []cleanedSeg, cleanedTo, gen int64) error {
 		// The other members are closed and removed by swapCleaned once
 		// their files are renamed.
 	}
-	l.segs = append(segs, l.segs[i:]...)
+	l.segs = append(segs, l.segs[i:]...) // appends may have rolled meanwhile
 	l.cleanedTo = cleanedTo
 	l.tsPoints.reset() // its batches may be gone or have lower timestamps
 	if l.flushed.Load() < endBase {
@@ -361,6 +389,17 @@ func (l *Log) commitSwapLocked(outs []cleanedSeg, cleanedTo, gen int64) error {
 		l.flushPos = position{offset: endBase, base: endBase, firstTs: noTimestamp, maxTs: noTimestamp}
 	}
 	return nil
+}
+
+// swapWait waits until the swap in flight, if any, has put its segments
+// in the list: a read that found its segment replaced starts again after.
+func (l *Log) swapWait() {
+	l.mu.Lock()
+	ch := l.swapInstalled
+	l.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 // swapRecord encodes the swap record of outs. Version 2: a 2, then per

@@ -386,7 +386,11 @@
 // group-commit rendezvous). Reads hold Log.mu only to pick a segment and
 // take a reference on it, and to record the range they verified; a scrub
 // the same, to pick and to record; a Clean the same, and reads and writes
-// files without a lock until its swap. A reader of a segment a Clean
-// swapped out keeps reading its file; one whose index lookup may have
-// seen the new file's positions starts again.
+// files without a lock until its swap. The swap holds flushMu throughout
+// and Log.mu twice, briefly (to check that nothing raced it and to
+// install the new segments), not across its fsyncs: appends go on during
+// the synced index commit (TestSwapFsyncHoldsNoLogLock). A reader of a
+// segment a Clean swapped out keeps reading its file; one whose index
+// lookup may have seen the new file's positions waits until the swap has
+// installed them (Log.swapWait) and starts again.
 package segment
