@@ -24,12 +24,12 @@ func TestCleanGroupsKeepFilesFlat(t *testing.T) {
 	opts := Options{SegmentBytes: 1024, IndexIntervalBytes: 128, Now: testNow}
 	l, _ := e.open(opts)
 	w := written{}
-	const rounds = 60
+	const rounds = 30
 	rolled, most := 0, 0
 	var segsAt []int
 	for round := 0; round < rounds; round++ {
 		before := len(l.Segments())
-		appendKVs(t, l, rng, w, 20, 30, 1000+int64(round)*1000, 1)
+		appendKVs(t, l, rng, w, 10, 30, 1000+int64(round)*1000, 1)
 		rolled += len(l.Segments()) - before
 		leo := l.LogEndOffset()
 		st, err := l.Clean(context.Background(), CleanOptions{Policy: compactPolicy(), UpTo: leo, Now: time.UnixMilli(200_000)})
@@ -39,8 +39,10 @@ func TestCleanGroupsKeepFilesFlat(t *testing.T) {
 		if st.SegmentsWritten > st.SegmentsCleaned {
 			t.Fatalf("round %d: %d segments written from %d", round, st.SegmentsWritten, st.SegmentsCleaned)
 		}
-		if got, want := readCheck(t, l, w, leo), latestWritten(w, leo); !maps.Equal(got, want) {
-			t.Fatalf("round %d: key view\n got %v\nwant %v", round, got, want)
+		if round%10 == 9 { // a full read is slow under -race
+			if got, want := readCheck(t, l, w, leo), latestWritten(w, leo); !maps.Equal(got, want) {
+				t.Fatalf("round %d: key view\n got %v\nwant %v", round, got, want)
+			}
 		}
 		n := len(l.Segments())
 		most = max(most, n)
