@@ -178,6 +178,9 @@ func fmtConsumerRecord(r Record) string {
 	case recMember:
 		fmt.Fprintf(&b, " = instance=%s client=%s topics=%s regex=%q rebalance=%s assignor=%q", m.instanceID, m.clientID,
 			strings.Join(m.topicNames, ","), m.regex, m.rebalance, m.assignor)
+		if m.classic != nil {
+			fmt.Fprintf(&b, " classic(session=%s protocols=%d)", m.classic.session, len(m.classic.protocols))
+		}
 	case recTargetMetadata:
 		fmt.Fprintf(&b, " = assignment-epoch=%d", c.assignmentEpoch)
 	case recTargetMember:
@@ -198,6 +201,9 @@ func dumpConsumer(b *strings.Builder, c *cgroup, since func(time.Time) string) {
 			fmtTPs(m.assigned), fmtTPs(m.revoking), fmtTPs(c.target[m.id]))
 		if m.instanceID != "" {
 			fmt.Fprintf(b, " instance=%s", m.instanceID)
+		}
+		if m.classic != nil {
+			fmt.Fprintf(b, " classic(session=%s protocols=%d)", m.classic.session, len(m.classic.protocols))
 		}
 		fmt.Fprintf(b, " topics=%s", strings.Join(m.topicNames, ","))
 		if m.regex != "" {
