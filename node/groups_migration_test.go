@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // ownership follows which member owns each partition, from the clients'
@@ -291,4 +294,19 @@ func TestConsumerGroupMixedSarama(t *testing.T) {
 	})
 	produce()
 	own.check(t)
+}
+
+// TestPartitionRacks: the racks handed to the rack-aware assignors are
+// each partition's replicas' broker racks, sorted and without repeats;
+// none when no broker of the topic has one.
+func TestPartitionRacks(t *testing.T) {
+	im := &quorum.Image{Brokers: map[int32]*quorum.Broker{1: {ID: 1, Rack: "b"}, 2: {ID: 2, Rack: "a"}, 3: {ID: 3, Rack: "b"}, 4: {ID: 4}}}
+	top := &quorum.Topic{Partitions: []quorum.Partition{{Replicas: []int32{1, 2, 3}}, {Replicas: []int32{3, 4}}, {Replicas: []int32{4}}}}
+	got := partitionRacks(im, top)
+	if want := [][]string{{"a", "b"}, {"b"}, nil}; !reflect.DeepEqual(got, want) {
+		t.Errorf("racks %q, want %q", got, want)
+	}
+	if got := partitionRacks(im, &quorum.Topic{Partitions: []quorum.Partition{{Replicas: []int32{4}}}}); got != nil {
+		t.Errorf("racks of a topic on rackless brokers %q, want none", got)
+	}
 }

@@ -92,16 +92,26 @@ type classicMeta struct {
 // decodeSubscription reads the consumer protocol's subscription: the
 // topics, and the partitions it owns (v1+; none before).
 func decodeSubscription(b []byte) (topics []string, owned map[string][]int32, ok bool) {
+	topics, owned, _, ok = decodeSubscriptionRack(b)
+	return topics, owned, ok
+}
+
+// decodeSubscriptionRack is decodeSubscription with the member's rack
+// (v3+; "" before).
+func decodeSubscriptionRack(b []byte) (topics []string, owned map[string][]int32, rack string, ok bool) {
 	var meta kmsg.ConsumerMemberMetadata
 	if err := meta.ReadFrom(b); err != nil {
 		if len(b) < 2 {
-			return nil, nil, false
+			return nil, nil, "", false
 		}
 		// A newer version: its version-0 prefix (topics, user data).
 		meta = kmsg.ConsumerMemberMetadata{}
 		if err := meta.ReadFrom(append([]byte{0, 0}, b[2:]...)); err != nil {
-			return nil, nil, false
+			return nil, nil, "", false
 		}
+	}
+	if meta.Rack != nil {
+		rack = *meta.Rack
 	}
 	owned = map[string][]int32{}
 	for _, o := range meta.OwnedPartitions {
@@ -109,7 +119,7 @@ func decodeSubscription(b []byte) (topics []string, owned map[string][]int32, ok
 	}
 	topics = slices.Clone(meta.Topics)
 	slices.Sort(topics)
-	return slices.Compact(topics), owned, true
+	return slices.Compact(topics), owned, rack, true
 }
 
 // byName is partitions by topic name as partitions by topic id (topics
@@ -198,13 +208,13 @@ func (s *Shard) upgrade(now time.Time, g *group, w *cgWrite) (code int16, msg st
 	c := &cgroup{id: g.id, epoch: g.generation, assignmentEpoch: g.generation, members: map[string]*cmember{},
 		static: map[string]string{}, target: map[string]tps{}, assignorUsed: g.protocol}
 	for _, m := range g.sortedMembers() {
-		topics, _, ok := decodeSubscription(m.metadata(g.protocol))
+		topics, _, rack, ok := decodeSubscriptionRack(m.metadata(g.protocol))
 		assigned, ok2 := s.decodeAssignment(m.assignment)
 		if !ok || !ok2 {
 			return codeGroupNotFound, "Cannot upgrade classic group " + g.id + " to a consumer group: the subscription or assignment of member " +
 				m.id + " does not decode as the consumer protocol's."
 		}
-		cm := &cmember{id: m.id, instanceID: m.instanceID, clientID: m.clientID, clientHost: m.clientHost,
+		cm := &cmember{id: m.id, instanceID: m.instanceID, rackID: rack, clientID: m.clientID, clientHost: m.clientHost,
 			topicNames: topics, rebalance: m.rebalance, epoch: g.generation, prevEpoch: g.generation, state: mStable,
 			assigned: assigned, revoking: tps{}, deadline: m.deadline,
 			classic: &classicMeta{session: m.session, protocols: slices.Clone(m.protocols)}}
@@ -302,7 +312,7 @@ func (s *Shard) cgClassicJoin(now time.Time, r Request, g *group, req *kmsg.Join
 		s.respondJoinError(wt, req.MemberID, codeInconsistent)
 		return
 	}
-	topics, owned, ok := decodeSubscription(protos[0].metadata)
+	topics, owned, rack, ok := decodeSubscriptionRack(protos[0].metadata)
 	if !ok {
 		s.respondJoinError(wt, req.MemberID, codeInconsistent)
 		return
@@ -380,6 +390,9 @@ func (s *Shard) cgClassicJoin(now time.Time, r Request, g *group, req *kmsg.Join
 	}
 	set(&m.clientID, r.ClientID)
 	set(&m.clientHost, r.ClientHost)
+	if m.rackID != rack {
+		m.rackID, changed, bump = rack, true, true
+	}
 	if !slices.Equal(m.topicNames, topics) {
 		m.topicNames, changed, bump = topics, true, true
 	}
