@@ -10,6 +10,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
+// offsetsByName are the versions kgo speaks with OffsetCommit and
+// OffsetFetch capped at v9: raw requests that name topics by name go out
+// as written (kgo sends a request at the highest version both sides
+// speak, and v10 names topics by ID only).
+func offsetsByName() *kversion.Versions {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 9)
+	v.SetMaxKeyVersion(kmsg.OffsetFetch.Int16(), 9)
+	return v
+}
+
 // TestOffsetsV10: OffsetCommit and OffsetFetch v10 (Kafka 4.2) name
 // topics by ID. A commit by ID is read back by ID and by name (kadm, at
 // the version kgo negotiates, and v9 by name); an unknown ID answers
@@ -84,9 +95,7 @@ func TestOffsetsV10(t *testing.T) {
 
 	// kgo sends the highest version both sides speak: a client capped at
 	// v9 asks by name.
-	v9 := kversion.Stable()
-	v9.SetMaxKeyVersion(kmsg.OffsetFetch.Int16(), 9)
-	br9 := newClient(t, tn, kgo.MaxVersions(v9)).Broker(int(tn.cfg.NodeID))
+	br9 := newClient(t, tn, kgo.MaxVersions(offsetsByName())).Broker(int(tn.cfg.NodeID))
 	fetch := func(version int16, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
 		t.Helper()
 		req := kmsg.NewPtrOffsetFetchRequest()
