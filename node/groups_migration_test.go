@@ -64,14 +64,27 @@ func (o *ownership) check(t *testing.T) {
 	}
 }
 
+// revokeWork is how long a member's application takes to give
+// partitions up (committing, flushing): a coordinator that hands a
+// partition to another member before its owner released it would be
+// caught inside this window.
+const revokeWork = 300 * time.Millisecond
+
 // tracked are kgo options that report member's partitions to o.
 func (o *ownership) tracked(member, topic string) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { o.assigned(member, m[topic]) }),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, m map[string][]int32) {
+			if len(m[topic]) == 0 {
+				return
+			}
 			// Commit what was polled before giving the partitions up.
 			if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 				fmt.Printf("%s: commit on revoke: %v\n", member, err)
+			}
+			select {
+			case <-time.After(revokeWork):
+			case <-ctx.Done():
 			}
 			o.released(member, m[topic])
 		}),
@@ -192,6 +205,7 @@ func (h saramaTracked) Setup(s sarama.ConsumerGroupSession) error {
 
 func (h saramaTracked) Cleanup(s sarama.ConsumerGroupSession) error {
 	s.Commit()
+	time.Sleep(revokeWork) // the application's work to give its partitions up (see revokeWork)
 	h.own.released(h.name, s.Claims()[h.topic])
 	return nil
 }
@@ -215,8 +229,9 @@ func (h saramaTracked) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Cons
 // KIP-848 (sarama's ConsumerGroup, eager range) joins a consumer group of
 // a franz-go KIP-848 member: the group serves it as a classic member
 // (JoinGroup/SyncGroup/Heartbeat from the consumer group's state), both
-// consume, no partition is owned by both at once. When the KIP-848 member
-// leaves, the group is downgraded to a classic group and sarama goes on
+// consume; a second KIP-848 member makes sarama give partitions up; no
+// partition is owned by two members at once. When the KIP-848 members
+// leave, the group is downgraded to a classic group and sarama goes on
 // alone; every record is consumed.
 func TestConsumerGroupMixedSarama(t *testing.T) {
 	c := startReplCluster(t, 3, settings848...)
@@ -282,8 +297,18 @@ func TestConsumerGroupMixedSarama(t *testing.T) {
 	if seen.member("sarama") == 0 || seen.member("kgo848") == 0 {
 		t.Errorf("records by member: sarama %d, kgo848 %d; want both", seen.member("sarama"), seen.member("kgo848"))
 	}
+	// A second KIP-848 member: sarama must give partitions up (it is
+	// told to rejoin, and revokes everything first, being eager).
+	k2 := startMember(t, c, "kgo848b", groupID, topic, seen,
+		append(own.tracked("kgo848b", topic), kgo.Balancers(kgo.RangeBalancer()), kgo.ServerSideBalancer())...)
+	waitFor(ctx, t, "one classic and two consumer members own every partition", func() bool {
+		cl, co, owned, err := memberTypes(ctx, t, adm, groupID, topic)
+		return err == nil && cl == 1 && co == 2 && owned == parts
+	})
+	produce()
 
 	k.stop(ctx, t)
+	k2.stop(ctx, t)
 	waitFor(ctx, t, "the group downgraded to a classic group with sarama alone", func() bool {
 		listed, err := adm.ListGroupsByType(ctx, []string{"classic"})
 		if err != nil || listed[groupID].Group == "" {
