@@ -205,7 +205,7 @@ func (h saramaTracked) Setup(s sarama.ConsumerGroupSession) error {
 
 func (h saramaTracked) Cleanup(s sarama.ConsumerGroupSession) error {
 	s.Commit()
-	time.Sleep(revokeWork) // the application's work to give its partitions up (see revokeWork)
+	time.Sleep(revokeWork) // lint:allow-sleep: simulated application work before the release, not synchronisation (see revokeWork)
 	h.own.released(h.name, s.Claims()[h.topic])
 	return nil
 }
