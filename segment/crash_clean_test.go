@@ -28,9 +28,11 @@ import (
 // across the Cleans. The key view is the committed one (a read_committed
 // reader's: aborted and open data left out), every record of an open
 // transaction and after the first unstable offset stays (the cleaner
-// stops there), and the run must see a Clean drop aborted data. make test checks one image in twelve of one run (seed
-// 1, some 40 of its ~490 points; 70 s under -race for one in six); make crash (SLUICE_CRASH_AFTER_RECOVERY=1) checks
-// every image of as many runs as make 1,000 points.
+// stops there), and the run must see a Clean drop aborted data. make
+// test checks one image in twelve of one run (seed 1, some 40 of its ~490
+// points; 70 s under -race for one in six); make crash
+// (SLUICE_CRASH_AFTER_RECOVERY=1) checks every image of as many runs as
+// make 1,000 points.
 func TestCrashPointsClean(t *testing.T) {
 	// stride: check every stride-th crash image (make test's bound; each
 	// check opens Pebble, slow under -race); runs: at least this many.
@@ -41,29 +43,35 @@ func TestCrashPointsClean(t *testing.T) {
 	if testing.Short() {
 		stride, want = 20, 10
 	}
-	total, dropped := 0, 0
+	total, grouped, dropped := 0, 0, 0
 	for run := 0; run < runs || total < want && run < 20; run++ {
 		seed := uint64(time.Now().UnixNano())
 		if run == 0 {
 			seed = 1
 		}
-		n, d := cleanCrashRun(t, seed, stride)
-		total, dropped = total+n, dropped+d
+		n, g, d := cleanCrashRun(t, seed, stride)
+		total, grouped, dropped = total+n, grouped+g, dropped+d
 	}
 	if total < want {
 		t.Fatalf("only %d crash points checked, want %d", total, want)
 	}
+	// Seed 1's later rounds group small cleaned segments into one file
+	// (a multi-segment swap); their crash points must be among those checked.
+	if grouped == 0 {
+		t.Fatalf("no crash point of a grouped swap checked")
+	}
 	if dropped == 0 {
 		t.Fatalf("no Clean dropped aborted data: the transactional model tests nothing")
 	}
-	t.Logf("%d crash points checked, %d aborted records dropped", total, dropped)
+	t.Logf("%d crash points checked, %d of them in Cleans that grouped segments; %d aborted records dropped", total, grouped, dropped)
 }
 
 // cleanCrashRun appends, flushes and cleans a log three times, taking a
 // crash image before every mutating file operation of each Clean, and
-// checks every stride-th. It returns how many it checked and how many
-// aborted records the Cleans dropped.
-func cleanCrashRun(t *testing.T, seed uint64, stride int) (int, int) {
+// checks every stride-th. It returns how many it checked, how many of
+// those were in a Clean that grouped segments, and how many aborted
+// records the Cleans dropped.
+func cleanCrashRun(t *testing.T, seed uint64, stride int) (checked, grouped, dropped int) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -96,7 +104,6 @@ func cleanCrashRun(t *testing.T, seed uint64, stride int) (int, int) {
 	defer l.Close()
 	w := written{}
 	tm := newTxnModel()
-	checked := 0
 	for round := 0; round < 3; round++ {
 		tm.appendKVs(t, l, rng, w, 20+rng.IntN(40), 5+rng.IntN(40), 1000+int64(round)*1000, int32(round))
 		if err := l.Flush(); err != nil {
@@ -110,7 +117,7 @@ func cleanCrashRun(t *testing.T, seed uint64, stride int) (int, int) {
 			OffsetMapBytes: []int{0, 200, 1000}[rng.IntN(3)]}
 		images = images[:0]
 		armed.Store(true)
-		_, err := l.Clean(context.Background(), o)
+		st, err := l.Clean(context.Background(), o)
 		armed.Store(false)
 		if err != nil {
 			fail("clean: %v", err)
@@ -125,9 +132,12 @@ func cleanCrashRun(t *testing.T, seed uint64, stride int) (int, int) {
 			}
 			checkCleanImage(t, fmt.Sprintf("seed %d round %d image %d", seed, round, i), img, opts, w, tm, leo, want, o, rng.IntN(4) == 0)
 			checked++
+			if st.SegmentsWritten < st.SegmentsCleaned {
+				grouped++
+			}
 		}
 	}
-	return checked, tm.dropped
+	return checked, grouped, tm.dropped
 }
 
 // checkCleanImage opens the log on a crash image taken during a Clean and
@@ -161,10 +171,18 @@ func checkCleanImage(t *testing.T, name string, fs *vfs.MemFS, opts Options, w w
 	if err != nil {
 		fail("%v", err)
 	}
+	logs := 0
 	for _, n := range names {
 		if len(n) > len(cleanedSuffix) && n[len(n)-len(cleanedSuffix):] == cleanedSuffix {
 			fail("recovery left %s", n)
 		}
+		if _, ok := parseSegmentName(n); ok {
+			logs++
+		}
+	}
+	// A grouped swap's other members go with it: no file outlives its seal.
+	if segs := l.Segments(); logs != len(segs) {
+		fail("%d .log files for segments %v: %v", logs, segs, names)
 	}
 	if !again {
 		return

@@ -33,7 +33,8 @@
 // group lives in one shard, a partition of __consumer_offsets; multi-group
 // requests are split by shard and the answers merged in request order)
 // JoinGroup 2-9, SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5,
-// OffsetCommit 2-9, OffsetFetch 1-9, DescribeGroups 0-6, ListGroups 0-5,
+// OffsetCommit 2-10, OffsetFetch 1-10 (v10, topics by ID, with TopicNames
+// and TopicIDs; 9 without), DescribeGroups 0-6, ListGroups 0-5,
 // DeleteGroups 0-2, OffsetDelete 0, TxnOffsetCommit 0-5,
 // ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (Kafka 4.1's
 // ranges, KIP-896, KIP-848);
