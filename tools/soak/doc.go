@@ -432,7 +432,7 @@
 //	pause            docker pause (the cgroup freezer) for 5–30 s [2];
 //	                 effect: docker saw it paused, for how long
 //	net-disconnect   the leader's container off the network (docker network
-//	                 disconnect) for 15–30 s, then back at its address [10];
+//	                 disconnect) for 12–30 s, then back at its address [10];
 //	                 effect: its Kafka port answered the host before and not
 //	                 during (and the new leader, when one came)
 //	net-partition    iptables in the leader's network namespace (nsenter; the

@@ -91,7 +91,15 @@ func (f *faulter) injectDocker(ctx context.Context, st step, hold time.Duration)
 	case FaultKillLeader, FaultStopLeader:
 		verb := map[string][]string{FaultKillLeader: {"kill", "--signal", "KILL"}, FaultStopLeader: {"stop", "--time", "40"}}[kind]
 		var seen <-chan failover
-		err = d.downUp(ctx, n, verb, hold, func() { seen = f.watch(ctx, fl.Start, f.newLeader(tp, epoch)) })
+		if kind == FaultStopLeader {
+			fl.Start = time.Now() // SIGTERM: the fault is the shutdown
+		}
+		err = d.downUp(ctx, n, verb, hold, func() {
+			if kind == FaultKillLeader {
+				fl.Start = time.Now() // the process is gone
+			}
+			seen = f.watch(ctx, fl.Start, f.newLeader(tp, epoch))
+		})
 		if seen != nil {
 			provedFailover(&fl, "leader of "+tp.String(), <-seen)
 		}
@@ -105,7 +113,10 @@ func (f *faulter) injectDocker(ctx context.Context, st step, hold time.Duration)
 		}
 		fl.Target, fl.Nodes = fmt.Sprintf("node %d (active controller)", controller), []int32{controller}
 		var seen <-chan failover
-		err = d.downUp(ctx, n, []string{"kill", "--signal", "KILL"}, hold, func() { seen = f.watch(ctx, fl.Start, f.newController(term)) })
+		err = d.downUp(ctx, n, []string{"kill", "--signal", "KILL"}, hold, func() {
+			fl.Start = time.Now()
+			seen = f.watch(ctx, fl.Start, f.newController(term))
+		})
 		if seen != nil {
 			provedFailover(&fl, "active controller", <-seen)
 		}
@@ -115,9 +126,15 @@ func (f *faulter) injectDocker(ctx context.Context, st step, hold time.Duration)
 		// A failover seen while the leader is off the network; a cut too
 		// short for the session timeout has none, and needs none.
 		wctx, cancel := context.WithCancel(ctx)
-		seen := f.watch(wctx, fl.Start, f.newLeader(tp, epoch))
-		err = d.disconnect(ctx, &fl, n, hold)
+		var seen <-chan failover
+		err = d.disconnect(ctx, &fl, n, hold, func() {
+			fl.Start = time.Now() // off the network
+			seen = f.watch(wctx, fl.Start, f.newLeader(tp, epoch))
+		})
 		cancel()
+		if seen == nil {
+			break
+		}
 		if r := <-seen; r.err == nil && fl.NoEffect == "" {
 			id := r.id
 			fl.NewLeader, fl.Failover = &id, r.took
@@ -164,7 +181,9 @@ func (f *faulter) injectDocker(ctx context.Context, st step, hold time.Duration)
 }
 
 // downUp takes n's container down with `docker verb...` (kill or stop),
-// runs down once it is, waits hold and starts it again.
+// runs down once it is, waits hold and starts it again. A fault's Start
+// is when it took effect (after docker kill returned), so that the time to
+// writable after it does not count the docker CLI's own latency.
 func (d *dockerHosts) downUp(ctx context.Context, n *dockerNode, verb []string, hold time.Duration, down func()) error {
 	kctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	_, err := command(kctx, "docker", append(verb, n.container)...)
@@ -204,10 +223,11 @@ func (d *dockerHosts) pause(ctx context.Context, fl *Fault, n *dockerNode, hold 
 // disconnect takes n's container off the network for hold, then connects
 // it again at its address. Its effect: the host could reach the node's
 // Kafka port before and could not during the cut.
-func (d *dockerHosts) disconnect(ctx context.Context, fl *Fault, n *dockerNode, hold time.Duration) error {
+func (d *dockerHosts) disconnect(ctx context.Context, fl *Fault, n *dockerNode, hold time.Duration, cut func()) error {
 	before := dialable(n.ip)
 	_, err := command(ctx, "docker", "network", "disconnect", "--force", d.network, n.container)
 	if err == nil {
+		cut()
 		derr := dialable(n.ip)
 		switch {
 		case derr == nil:

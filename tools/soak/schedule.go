@@ -34,7 +34,7 @@ const (
 	longHoldMin = 5 * time.Second
 	longHoldMax = 30 * time.Second
 	// disconnectHoldMin: see holdRange.
-	disconnectHoldMin = 15 * time.Second
+	disconnectHoldMin = 12 * time.Second
 	minRest           = 500 * time.Millisecond
 	stepOverhead      = 2 * time.Second // metadata lookup, kill, restart: what a step costs beyond rest and hold
 )
