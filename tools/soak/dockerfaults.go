@@ -157,7 +157,7 @@ func (f *faulter) injectDocker(ctx context.Context, st step, hold time.Duration)
 			fl.Target += fmt.Sprintf(" cut off from its followers %v, %s", ids, cutNames[shape])
 		}
 		var dropped int64
-		dropped, err = d.cut(ctx, n, ips, shape, prob, hold)
+		dropped, err = d.cut(ctx, n, ips, shape, prob, hold, func() { fl.Start = time.Now() })
 		fl.PacketsDropped = dropped
 		if dropped > 0 {
 			fl.Effect = fmt.Sprintf("%d packets dropped in node %d's namespace", dropped, n.id)
@@ -205,6 +205,7 @@ func (d *dockerHosts) pause(ctx context.Context, fl *Fault, n *dockerNode, hold 
 	if err == nil {
 		if is, ierr := dockerInspect(ctx, n.container); ierr == nil && is.State.Paused {
 			at = time.Now()
+			fl.Start = at // frozen: the fault took effect
 		}
 		wait(ctx, hold)
 	}
@@ -268,7 +269,7 @@ const nsChain = "SLUICE-SOAK"
 // both ways, inbound or outbound only; prob "" drops all, else that
 // share at random) for hold, then removes the rules and returns the
 // packets they dropped.
-func (d *dockerHosts) cut(ctx context.Context, n *dockerNode, peers []string, shape int, prob string, hold time.Duration) (int64, error) {
+func (d *dockerHosts) cut(ctx context.Context, n *dockerNode, peers []string, shape int, prob string, hold time.Duration, cut func()) (int64, error) {
 	if _, err := nsIptables(ctx, n, "-N", nsChain); err != nil {
 		return 0, err
 	}
@@ -293,6 +294,7 @@ func (d *dockerHosts) cut(ctx context.Context, n *dockerNode, peers []string, sh
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err == nil {
+		cut()
 		wait(ctx, hold)
 	}
 	hctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
