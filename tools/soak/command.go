@@ -272,7 +272,7 @@ var errViolated = fmt.Errorf("soak: invariants violated: %w", cli.ErrProblem)
 
 func (o *Options) validate() error {
 	switch {
-	case o.Nodes < 1:
+	case o.Nodes < 1 && !o.Docker:
 		return fmt.Errorf("--nodes %d: need at least 1", o.Nodes)
 	case o.Partitions < 1 || o.RF < 1 || (int(o.RF) > o.Nodes && !o.Docker):
 		return fmt.Errorf("--partitions %d --replication-factor %d with %d nodes: need ≥1 partition and 1 ≤ RF ≤ nodes", o.Partitions, o.RF, o.Nodes)

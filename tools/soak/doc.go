@@ -486,10 +486,10 @@
 // held. Whole topic writable again (every partition) after a docker kill
 // of a leader p50 5.4 s, p99 7.5 s (N=10); after a disconnect of one p50
 // 6.4 s, p99 8.7 s (N=10); after docker stop p50 0.23 s (controlled
-// shutdown). A killed or disconnected node is found by the broker
-// session timeout, not the probes: its address is gone, so connects time
-// out, which the probes take as no evidence (a lost host looks the
-// same).
+// shutdown). A killed or disconnected node is not found by the probes
+// (its address is gone with its container or network, so connects time
+// out, which the probes take as no evidence: a lost host looks the
+// same) but by gossip, within broker.session.timeout.ms (9 s).
 //
 // # Tests
 //
