@@ -68,3 +68,45 @@ func TestSoakDocker(t *testing.T) {
 		t.Errorf("the run did not say its containers share the host's clock")
 	}
 }
+
+// TestDockerOptions: --docker refuses what only node processes can do, and
+// its quota gives the ten docker kills and ten disconnects per 10 minutes
+// whose time to writable the note reports.
+func TestDockerOptions(t *testing.T) {
+	base := Options{Docker: true, ComposeFiles: []string{"c.yaml"}, ComposeProject: "p", Image: "i", Faults: DockerFaults}
+	for _, c := range []struct {
+		name string
+		set  func(*Options)
+		want string // "" valid
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"negative control", func(o *Options) { o.NegativeControl = NegAcks1 }, "runs on node processes"},
+		{"power loss", func(o *Options) { o.Faults = []string{FaultPowerLoss} }, "no fault of the docker backend"},
+		{"node config", func(o *Options) { o.NodeConfigs = map[string]string{"a": "b"} }, "SLUICE_* variables"},
+		{"no image", func(o *Options) { o.Image = "" }, "--image"},
+	} {
+		o := base
+		o.PowerLoss, o.NetFaults = true, true
+		c.set(&o)
+		err := o.validateDocker()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: got %v, want an error saying %q", c.name, err, c.want)
+		case c.want == "" && (o.PowerLoss || o.NetFaults):
+			t.Errorf("%s: power loss %v, process net faults %v: want both off", c.name, o.PowerLoss, o.NetFaults)
+		}
+	}
+	o := base
+	o.Duration = 10 * time.Minute
+	q := o.quota()
+	if q[FaultKillLeader] != 10 || q[FaultDisconnect] != 10 || q[FaultHostLoss] != 1 || q[FaultPowerLoss] != 0 {
+		t.Errorf("docker quota for 10m: %v: want 10 kill-leader, 10 net-disconnect, 1 host-loss, no power-loss", q)
+	}
+	o.Docker = false
+	o.Faults = AllFaults
+	if q := o.quota(); q[FaultKillLeader] != 21 {
+		t.Errorf("process quota for 10m: %v: want the process backend's 21 kill-leader", q)
+	}
+}
