@@ -9,7 +9,7 @@ TESTBUILD ?= -race -tags invariants
 TESTFLAGS ?= $(TESTBUILD) -count=1 -timeout 12m
 FUZZTIME  ?= 15s
 
-.PHONY: all build test test-short bench bench-cluster bench-failover bench-scale bench-groups bench-groups-scale bench-txn bench-writeback fuzz lint demo crash e2e soak clean image cluster-up cluster-down test-docker
+.PHONY: all build test test-short bench bench-cluster bench-failover bench-scale bench-groups bench-groups-scale bench-txn bench-writeback fuzz lint demo crash e2e soak clean image cluster-up cluster-down test-docker soak-docker
 
 all: build
 
@@ -240,8 +240,23 @@ cluster-down:
 # docker kill and restart, a network disconnect and reconnect, and every
 # acknowledged record read back once and in order. Not part of make test
 # (needs Docker and docker-compose, ~3 min).
+# Then TestSoakDocker: the soak (tools/soak, --docker) for 150 s against
+# the 5 containers of compose.yaml + compose.brokers.yaml as the project
+# sluice-soak-test, every docker fault kind once. The two share the host
+# ports 19092-19096: they run one after the other.
 test-docker: image
 	SLUICE_DOCKER=1 SLUICE_IMAGE=$(IMAGE) $(GO) test -count=1 -v -timeout 20m -run '^TestDocker$$' ./tools/deploy/
+	SLUICE_DOCKER=1 SLUICE_IMAGE=$(IMAGE) $(GO) test -count=1 -v -timeout 15m -run '^TestSoakDocker$$' ./tools/soak/
+
+# soak-docker runs `sluice soak --docker` for $(SOAK_DOCKER_DURATION)
+# against the compose project sluice-soak (compose.yaml + compose.brokers.yaml:
+# 3 combined nodes, 2 broker-only), removed again at the end. Its ports are
+# those of cluster-up: run make cluster-down first.
+SOAK_DOCKER_DURATION ?= 10m
+SOAK_DOCKER_FLAGS    ?=
+soak-docker: image
+	mkdir -p bin/soak-docker
+	$(BIN) soak --docker --duration $(SOAK_DOCKER_DURATION) --image $(IMAGE) --dir bin/soak-docker $(SOAK_DOCKER_FLAGS)
 
 clean:
 	rm -rf bin
