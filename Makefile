@@ -139,11 +139,11 @@ bench-groups:
 # against read_uncommitted of the same log (x-uncommitted, the bar is
 # >= 0.9). Kept in bin/bench-txn.txt. The transactional producers use
 # transaction.version 2; x-idempotent-tv1 is a version 1 set in the same
-# run. Measured (2 cores, load average 8-12 from other jobs, 2 runs, after
-# the verifier's connection pool): x-idempotent 0.43 with 1 producer,
-# 0.42-0.44 with 4 (version 1 in the same runs: 0.34-0.36, 0.30-0.37);
-# e2e p50 1.4-1.9 ms; x-uncommitted 0.97 (not re-run); the table and where
-# the time goes in node/txncoord/doc.go.
+# run. Measured (2 cores, load average ~1.3 before the run, 2 runs):
+# x-idempotent 0.33-0.39 with 1 producer, 0.45-0.50 with 4 (version 1 in
+# the same runs: 0.30, 0.39-0.48), idempotent 174-255k records/s; e2e
+# p50 1.4-1.8 ms, p99 4.5-8.3 ms; x-uncommitted 0.97 (not re-run); the
+# table and where the time goes in node/txncoord/doc.go.
 bench-txn:
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench '^BenchmarkTxnProduce$$' -benchtime 200x -count=1 -timeout 30m ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-txn.txt
