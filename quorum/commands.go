@@ -273,6 +273,8 @@ func newCommand(t CommandType) Command {
 		return &DeleteACLs{}
 	case CmdAlterReassignments:
 		return &AlterPartitionReassignments{}
+	case CmdUnregisterBroker:
+		return &UnregisterBroker{}
 	}
 	return nil
 }

@@ -164,6 +164,8 @@ func (h *harness) command(t *testing.T, d *datadriven.TestData) Command {
 			spec.Replicas = append([]int32{}, ids(t, s)...)
 		}
 		return &AlterPartitionReassignments{Partitions: []ReassignmentSpec{spec}, KeepReplicationFactor: d.HasArg("keep-rf")}
+	case "unregister":
+		return &UnregisterBroker{ID: id}
 	case "producer-ids":
 		return &AllocateProducerIDs{BrokerID: int32(argInt(t, d, "broker", 0)), BrokerEpoch: epoch}
 	}

@@ -324,6 +324,8 @@ func newRecord(t RecordType) Record {
 		return &ACLRecord{}
 	case TypeRemoveACL:
 		return &RemoveACLRecord{}
+	case TypeUnregisterBroker:
+		return &UnregisterBrokerRecord{}
 	}
 	return nil
 }

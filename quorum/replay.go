@@ -110,6 +110,8 @@ func (im *Image) Replay(r Record) error {
 		return im.replayScram(r)
 	case *ACLRecord, *RemoveACLRecord:
 		return im.replayACL(r)
+	case *UnregisterBrokerRecord:
+		return im.replayUnregisterBroker(r)
 	default:
 		return fmt.Errorf("%w: replay of %T", ErrUnknownCommand, r)
 	}

@@ -62,7 +62,8 @@ func TestReassignJSONFormats(t *testing.T) {
 // TestReassignCommandsOnCluster: on three real nodes, --generate proposes
 // moving a topic onto brokers 2 and 3, --execute starts it, --verify
 // reports it complete, --cancel of a finished move is refused, and
-// `cluster decommission` empties broker 2 with the records still there.
+// `cluster decommission` empties broker 2 with the records still there
+// and unregisters it (refused before, while it hosted replicas).
 func TestReassignCommandsOnCluster(t *testing.T) {
 	_, bootstrap := startCluster(t, 3)
 	dir := t.TempDir()
@@ -113,14 +114,26 @@ func TestReassignCommandsOnCluster(t *testing.T) {
 		t.Error("two actions accepted")
 	}
 
+	// Broker 2 hosts replicas: UnregisterBroker is refused, saying so.
+	out, err = run(t, bootstrap, "cluster", "unregister", "--id", "2")
+	if err == nil || !strings.Contains(out+err.Error(), "INVALID_REQUEST") || !strings.Contains(out+err.Error(), "still hosts replicas") {
+		t.Fatalf("unregister of a broker with replicas: %v\n%s", err, out)
+	}
+	out, err = run(t, bootstrap, "cluster", "unregister", "--id", "9")
+	if err == nil || !strings.Contains(out+err.Error(), "BROKER_ID_NOT_REGISTERED") {
+		t.Fatalf("unregister of an unknown broker: %v\n%s", err, out)
+	}
 	out = mustRun(t, bootstrap, "cluster", "decommission", "--broker-id", "2")
-	if !strings.Contains(out, "partitions moved off broker 2") {
+	if !strings.Contains(out, "partitions moved off broker 2") || !strings.Contains(out, "Broker 2 unregistered") {
 		t.Fatalf("decommission:\n%s", out)
 	}
 	adm := kadm.NewClient(cl)
 	md, err := adm.Metadata(ctx, "rt")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if slices.Contains(md.Brokers.NodeIDs(), 2) {
+		t.Errorf("after decommission the metadata still lists broker 2: %v", md.Brokers.NodeIDs())
 	}
 	for _, pd := range md.Topics["rt"].Partitions {
 		if slices.Contains(pd.Replicas, 2) {
@@ -148,5 +161,52 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waiting for %s: %v", what, ctx.Err())
 		case <-tm.C:
 		}
+	}
+}
+
+// TestProposeRackAware: with racks, every partition's replicas span
+// min(RF, racks) racks, leaders rotate over all brokers, and a broker
+// list where only some brokers have racks is refused.
+func TestProposeRackAware(t *testing.T) {
+	racks := map[int32]string{1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
+	if got := RackAlternated([]int32{6, 5, 4, 3, 2, 1}, racks); !slices.Equal(got, []int32{1, 3, 5, 2, 4, 6}) {
+		t.Errorf("rack-alternated list %v", got)
+	}
+	for _, rf := range []int{2, 3, 4} {
+		cur := &Reassignment{Version: 1}
+		for p := range int32(12) {
+			cur.Partitions = append(cur.Partitions, partAssign("t", p, make([]int32, rf)))
+		}
+		prop, err := ProposeRackAware(cur, []int32{1, 2, 3, 4, 5, 6}, racks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaders := map[int32]int{}
+		for _, p := range prop.Partitions {
+			used := map[string]bool{}
+			for _, r := range p.Replicas {
+				used[racks[r]] = true
+			}
+			if len(p.Replicas) != rf || len(used) != min(rf, 3) {
+				t.Errorf("rf %d: partition %d: replicas %v span racks %v", rf, p.Partition, p.Replicas, used)
+			}
+			for i, r := range p.Replicas {
+				if slices.Contains(p.Replicas[:i], r) {
+					t.Errorf("rf %d: partition %d: replicas %v repeat %d", rf, p.Partition, p.Replicas, r)
+				}
+			}
+			leaders[p.Replicas[0]]++
+		}
+		if len(leaders) != 6 {
+			t.Errorf("rf %d: leaders %v: not every broker leads", rf, leaders)
+		}
+	}
+	cur := &Reassignment{Version: 1, Partitions: []PartitionAssignment{partAssign("t", 0, []int32{1, 2})}}
+	if _, err := ProposeRackAware(cur, []int32{1, 2, 7}, racks); err == nil || !strings.Contains(err.Error(), "--disable-rack-aware") {
+		t.Errorf("brokers with and without racks: %v", err)
+	}
+	plain, err := ProposeRackAware(cur, []int32{7, 8}, racks)
+	if err != nil || !slices.Equal(plain.Partitions[0].Replicas, []int32{7, 8}) {
+		t.Errorf("no racks: %v %v", plain, err)
 	}
 }
