@@ -450,7 +450,7 @@ func gossipAdvertiseIP(host string) (string, error) {
 // register registers this broker with the quorum and unfences it.
 func (n *Node) register(ctx context.Context, clean bool) error {
 	reply, err := n.proposeRetrying(ctx, &quorum.RegisterBroker{
-		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean, Endpoints: n.endpoints(),
+		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean, Endpoints: n.endpoints(), Rack: n.cfg.Racks.Rack,
 	})
 	if err != nil {
 		return fmt.Errorf("node: register broker %d: %w", n.cfg.NodeID, err)

@@ -216,11 +216,11 @@ type Config struct {
 	LogCleanerMinCompactionLag  time.Duration
 	LogCleanerMaxCompactionLag  time.Duration
 	LogCleanerDeleteRetention   time.Duration
-
-	// Groups and Transactions configure the group and transaction
-	// coordinators and their internal topics (groups.go, txn.go).
+	// Groups, Transactions: the group and transaction coordinators
+	// (groups.go, txn.go); Racks: broker.rack and its uses (rack.go).
 	Groups       Groups
 	Transactions Transactions
+	Racks        Racks
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
 	Values    map[string]string
@@ -254,7 +254,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), authzKeys)
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), authzKeys, rackKeys())
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{
