@@ -366,6 +366,15 @@ func (r *Replica) checkEpoch(current int32) error {
 	return r.mu.part.CheckLeaderEpoch(current)
 }
 
+func (r *Replica) checkReadEpoch(current int32) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.dead {
+		return kerr.NotLeaderForPartition
+	}
+	return r.mu.part.CheckReadEpoch(current)
+}
+
 // logErr logs a replica error once until a different one happens. r.mu
 // must be held.
 func (r *Replica) logErr(what string, err error) {

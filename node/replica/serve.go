@@ -132,7 +132,11 @@ func (r *Replica) Fetch(p kafka.FetchPartition) kafka.FetchResult {
 		return r.replicaFetch(p)
 	}
 	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
-	if err := r.checkEpoch(p.CurrentLeaderEpoch); err != nil {
+	check := r.checkEpoch
+	if p.AnyReplica {
+		check = r.checkReadEpoch // a follower serves it too (KIP-392)
+	}
+	if err := check(p.CurrentLeaderEpoch); err != nil {
 		res.Err = err
 		return res
 	}
@@ -146,6 +150,21 @@ func (r *Replica) Fetch(p kafka.FetchPartition) kafka.FetchResult {
 	if res.Err == nil && next > p.Offset {
 		res.Aborted = r.aborted(p.Offset, next)
 	}
+	return res
+}
+
+// Redirect answers a consumer's fetch, as leader, by sending it to the
+// preferred read replica to (KIP-392): no records, this leader's offsets.
+// It answers the fetch's epoch error instead when there is one.
+func (r *Replica) Redirect(p kafka.FetchPartition, to int32) kafka.FetchResult {
+	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
+	if err := r.checkEpoch(p.CurrentLeaderEpoch); err != nil {
+		res.Err = err
+		return res
+	}
+	hw := r.hw.Load()
+	res.HighWatermark, res.LastStableOffset, res.LogStartOffset = hw, r.LastStable(hw), r.log.LogStartOffset()
+	res.Redirect, res.PreferredReadReplica = true, to
 	return res
 }
 
