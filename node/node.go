@@ -806,6 +806,7 @@ func (n *Node) reconcile() {
 		return
 	}
 	self := n.cfg.NodeID
+	n.applyThrottles(im)
 	want := map[replica.TP]bool{}
 	// The eligible brokers and their epochs (KIP-841/903), one map for
 	// every replica: it is never changed after this.
@@ -857,6 +858,7 @@ func (n *Node) reconcile() {
 				}
 			}
 			n.applyCleanup(r, t)
+			r.SetThrottle(n.throttleOf(t, int32(i)))
 			r.Become(p, pc, brokers)
 		}
 	}

@@ -275,6 +275,8 @@ func newCommand(t CommandType) Command {
 		return &AlterPartitionReassignments{}
 	case CmdUnregisterBroker:
 		return &UnregisterBroker{}
+	case CmdAlterBrokerConfigs:
+		return &AlterBrokerConfigs{}
 	}
 	return nil
 }

@@ -180,6 +180,9 @@ type Image struct {
 	// the authorizer, rebuilt (never changed) on every ACL record.
 	ACLs map[string]ACLBinding `json:"acls,omitempty"`
 	acls *ACLSet
+	// BrokerConfigs holds the dynamic broker configs by resource name:
+	// "" for the cluster default, else a broker id (broker_configs.go).
+	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
 
 	topicsByID map[UUID]string
 }
@@ -229,6 +232,7 @@ func (im *Image) Clone() *Image {
 	c.LastBrokerEpoch = im.LastBrokerEpoch
 	c.NextProducerID = im.NextProducerID
 	c.Scram = cloneScram(im.Scram)
+	c.BrokerConfigs = cloneBrokerConfigs(im.BrokerConfigs)
 	if im.ACLs != nil {
 		c.ACLs = maps.Clone(im.ACLs)
 	}

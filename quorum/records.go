@@ -326,6 +326,8 @@ func newRecord(t RecordType) Record {
 		return &RemoveACLRecord{}
 	case TypeUnregisterBroker:
 		return &UnregisterBrokerRecord{}
+	case TypeBrokerConfig:
+		return &BrokerConfigRecord{}
 	}
 	return nil
 }

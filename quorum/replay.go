@@ -112,6 +112,8 @@ func (im *Image) Replay(r Record) error {
 		return im.replayACL(r)
 	case *UnregisterBrokerRecord:
 		return im.replayUnregisterBroker(r)
+	case *BrokerConfigRecord:
+		return im.replayBrokerConfig(r)
 	default:
 		return fmt.Errorf("%w: replay of %T", ErrUnknownCommand, r)
 	}

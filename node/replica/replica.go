@@ -62,6 +62,13 @@ type Replica struct {
 		due int64
 	}
 
+	// throttle is what the node last said about throttling the replica
+	// (throttle.go); its lock is a leaf.
+	throttle struct {
+		sync.Mutex
+		t Throttle
+	}
+
 	// sched is the replica's place in the Manager's scheduler, guarded
 	// by its mutex (clock.go).
 	sched struct {

@@ -257,7 +257,26 @@ func (r *Replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 		res.Diverging = &kafka.EpochEnd{Epoch: a.Diverging.Epoch, EndOffset: a.Diverging.EndOffset}
 		return res
 	}
-	res, _ = r.read(res, a.ReadFrom, p.MaxBytes, math.MaxInt64, a.HW, r.LastStable(a.HW))
+	maxBytes := p.MaxBytes
+	throttled := r.leaderThrottled(p.ReplicaID)
+	if throttled {
+		// leader.replication.throttled.rate (throttle.go): past the
+		// quota, no records for this follower now.
+		avail, _ := r.m.leaderQuota.available(time.Now())
+		if avail <= 0 {
+			res.HighWatermark, res.LastStableOffset, res.LogStartOffset = a.HW, r.LastStable(a.HW), r.log.LogStartOffset()
+			return res
+		}
+		maxBytes = min(maxBytes, avail)
+	}
+	res, _ = r.read(res, a.ReadFrom, maxBytes, math.MaxInt64, a.HW, r.LastStable(a.HW))
+	if throttled {
+		n := len(res.Records)
+		if res.File != nil {
+			n = res.File.Len()
+		}
+		r.m.leaderQuota.record(n, time.Now())
+	}
 	return res
 }
 

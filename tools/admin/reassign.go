@@ -91,7 +91,7 @@ partition goes back to its replicas before the move.`,
 	f.StringVar(&c.reassignFile, "reassignment-json-file", "", "the target assignment (--execute, --verify, --cancel)")
 	f.StringVar(&c.brokerList, "broker-list", "", "the brokers to spread the topics over (--generate)")
 	f.BoolVar(&c.disableRackAware, "disable-rack-aware", false, "ignore the brokers' racks (--generate)")
-	f.Int64Var(&c.throttle, "throttle", -1, "replication throttle in bytes/s (not supported yet: refused)")
+	f.Int64Var(&c.throttle, "throttle", -1, "with --execute: the replication throttle in bytes/s for the moving replicas (removed by --verify once done)")
 	return cmd
 }
 
@@ -105,8 +105,8 @@ func (c *reassignCmd) run(ctx context.Context, w io.Writer) error {
 	if n != 1 {
 		return errors.New("give exactly one of --generate, --execute, --verify, --cancel")
 	}
-	if c.throttle >= 0 {
-		return errors.New("--throttle: replication throttles are not supported yet; run without it")
+	if c.throttle >= 0 && !c.execute {
+		return errors.New("--throttle goes with --execute")
 	}
 	if c.generate {
 		return c.runGenerate(ctx, w)
@@ -384,6 +384,12 @@ func (c *reassignCmd) runExecute(s session, w io.Writer, plan *Reassignment) err
 		cur.Partitions = append(cur.Partitions, partAssign(p.Topic, p.Partition, pd.Replicas))
 		req.Assign(p.Topic, p.Partition, p.Replicas)
 	}
+	if c.throttle >= 0 {
+		// The throttle first, as Kafka's tool: the moves start under it.
+		if err := c.setThrottles(s, w, cur, plan); err != nil {
+			return err
+		}
+	}
 	resp, err := s.adm.AlterPartitionAssignments(s.ctx, req)
 	if err != nil {
 		return c.unreachable(err)
@@ -476,6 +482,9 @@ func (c *reassignCmd) runVerify(s session, w io.Writer, plan *Reassignment) erro
 	}
 	if err == nil && moving > 0 {
 		return fmt.Errorf("%w: %d of %d partitions not yet moved", cli.ErrProblem, moving, len(rows))
+	}
+	if err == nil {
+		err = c.clearThrottles(s, w, plan)
 	}
 	return err
 }
@@ -618,7 +627,7 @@ func (c *decommissionCmd) run(ctx context.Context, w io.Writer) error {
 			fmt.Fprintf(w, "Broker %d hosts no replicas.\n", c.broker)
 			return unregister(s, w, c.broker)
 		}
-		rc := reassignCmd{common: &c.common}
+		rc := reassignCmd{common: &c.common, throttle: -1}
 		if err := rc.runExecute(s, w, plan); err != nil {
 			return err
 		}

@@ -97,15 +97,46 @@ func TestReassignCommandsOnCluster(t *testing.T) {
 	if err := os.WriteFile(plan, []byte(mustJSON(gen["proposed"])), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := mustRun(t, bootstrap, "topics", "reassign", "--execute", "--reassignment-json-file", plan)
-	if !strings.Contains(out, "Successfully started partition reassignments for rt-0,rt-1,rt-2") || !strings.Contains(out, "Save this to use as the --reassignment-json-file") {
+	out := mustRun(t, bootstrap, "topics", "reassign", "--execute", "--reassignment-json-file", plan, "--throttle", "50000000")
+	if !strings.Contains(out, "Successfully started partition reassignments for rt-0,rt-1,rt-2") || !strings.Contains(out, "Save this to use as the --reassignment-json-file") ||
+		!strings.Contains(out, "The inter-broker throttle limit was set to 50000000 B/s") {
 		t.Fatalf("execute:\n%s", out)
+	}
+	throttle := func(broker int32) string {
+		t.Helper()
+		rcs, err := kadm.NewClient(cl).DescribeBrokerConfigs(ctx, broker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rc := range rcs {
+			for _, e := range rc.Configs {
+				if e.Key == "leader.replication.throttled.rate" {
+					return *e.Value + " " + e.Source.String()
+				}
+			}
+		}
+		return ""
+	}
+	if got := throttle(2); got != "50000000 DYNAMIC_BROKER_CONFIG" {
+		t.Errorf("broker 2's leader.replication.throttled.rate after --execute --throttle: %q", got)
 	}
 	verified := func() bool {
 		out, err := run(t, bootstrap, "topics", "reassign", "--verify", "--reassignment-json-file", plan)
-		return err == nil && strings.Count(out, "is completed.") == 3
+		return err == nil && strings.Count(out, "is completed.") == 3 && strings.Contains(out, "Throttle was removed.")
 	}
 	waitFor(ctx, t, "the moves complete", verified)
+	if got := throttle(2); got != "9223372036854775807 DEFAULT_CONFIG" {
+		t.Errorf("broker 2's leader.replication.throttled.rate after --verify: %q", got)
+	}
+	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, "rt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range rcs[0].Configs {
+		if strings.HasSuffix(e.Key, ".replication.throttled.replicas") && e.Value != nil && *e.Value != "" {
+			t.Errorf("after --verify rt has %s=%s", e.Key, *e.Value)
+		}
+	}
 	out, err = run(t, bootstrap, "topics", "reassign", "--cancel", "--reassignment-json-file", plan)
 	if err == nil || !strings.Contains(out, "NO_REASSIGNMENT_IN_PROGRESS") {
 		t.Fatalf("cancel of a finished move: %v\n%s", err, out)
@@ -208,5 +239,26 @@ func TestProposeRackAware(t *testing.T) {
 	plain, err := ProposeRackAware(cur, []int32{7, 8}, racks)
 	if err != nil || !slices.Equal(plain.Partitions[0].Replicas, []int32{7, 8}) {
 		t.Errorf("no racks: %v %v", plain, err)
+	}
+}
+
+// TestThrottledReplicas: --throttle's topic lists, as Kafka's tool: the
+// moving partitions' current replicas throttled as leaders, the added
+// ones as followers; merged with what the topic had.
+func TestThrottledReplicas(t *testing.T) {
+	cur := &Reassignment{Partitions: []PartitionAssignment{partAssign("t", 0, []int32{1, 2}), partAssign("t", 1, []int32{2, 3}), partAssign("u", 0, []int32{1})}}
+	plan := &Reassignment{Partitions: []PartitionAssignment{partAssign("t", 0, []int32{2, 4}), partAssign("t", 1, []int32{2, 3}), partAssign("u", 0, []int32{3, 1})}}
+	leader, follower := ThrottledReplicas(cur, plan)
+	if got := mergeList("", leader["t"]); got != "0:1,0:2" {
+		t.Errorf("t leader list %q", got)
+	}
+	if got := mergeList("", follower["t"]); got != "0:4" {
+		t.Errorf("t follower list %q", got)
+	}
+	if got := mergeList("5:9", follower["u"]); got != "0:3,5:9" {
+		t.Errorf("u follower list merged %q", got)
+	}
+	if got := mergeList("*", leader["u"]); got != "*" {
+		t.Errorf("* merged %q", got)
 	}
 }
