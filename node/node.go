@@ -396,7 +396,8 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log, Observer: n.metrics.m.Requests,
 		MaxConnections: int(cfg.MaxConnections), MaxConnectionsPerIP: int(cfg.MaxConnectionsPerIP),
 		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides, ConnectionsMaxIdle: cfg.ConnectionsMaxIdle,
-		FailedAuthenticationDelay: cfg.FailedAuthenticationDelay, Authorizer: n.kafkaAuthorizer()}
+		FailedAuthenticationDelay: cfg.FailedAuthenticationDelay, Authorizer: n.kafkaAuthorizer(),
+		QuotaWindowNum: int(cfg.Quota.Num), QuotaWindowSize: cfg.Quota.Size}
 	if len(cfg.KafkaListeners) > 1 {
 		// Clients have listeners of their own: replica fetches are taken
 		// only on the inter-broker one (issue 14).

@@ -107,6 +107,8 @@ func newTable(b Broker) *table {
 		{key: kmsg.ListTransactions, min: 0, max: 1, handle: handleListTransactions, needs: has[Transactions]},
 		{key: kmsg.WriteTxnMarkers, min: 0, max: 1, handle: handleWriteTxnMarkers, needs: has[TxnMarkers]},
 		{key: kmsg.DescribeProducers, min: 0, max: 0, handle: handleDescribeProducers, needs: has[ProducerStates]},
+		{key: kmsg.DescribeClientQuotas, min: 0, max: 1, handle: handleDescribeClientQuotas, needs: has[QuotaAdmin]},
+		{key: kmsg.AlterClientQuotas, min: 0, max: 1, handle: handleAlterClientQuotas, needs: has[QuotaAdmin]},
 		{key: kmsg.UnregisterBroker, min: 0, max: 0, handle: handleUnregisterBroker, needs: has[Unregisterer]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {

@@ -26,7 +26,10 @@
 // a PartitionAdmin CreatePartitions 0-3; SaslHandshake 1 (listed from 0)
 // and SaslAuthenticate 0-2 on every listener (ILLEGAL_SASL_STATE outside
 // a SASL exchange); with a ScramAdmin DescribeUserScramCredentials 0 and
-// AlterUserScramCredentials 0;
+// AlterUserScramCredentials 0; with a QuotaAdmin DescribeClientQuotas 0-1
+// and AlterClientQuotas 0-1, and the client quotas enforced on every
+// request (quotas.go: byte rates and request time, throttle_time_ms and
+// a muted connection as KIP-219);
 // with Groups (groups.go: each
 // group lives in one shard, a partition of __consumer_offsets; multi-group
 // requests are split by shard and the answers merged in request order)

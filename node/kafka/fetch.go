@@ -80,6 +80,14 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
+	if replica, _ := fetchReplica(req); replica < 0 && s.quotas != nil {
+		// A consumer over consumer_byte_rate gets no data until its
+		// throttle has passed (quotas.go).
+		if t := s.quotas.record(quorum.QuotaConsumerByteRate, r.principal, quotaClientID(r), 0, time.Now()); t > 0 {
+			throttle(r, resp, t)
+			return resp, nil
+		}
+	}
 	maxBytes := int(req.MaxBytes)
 	if maxBytes <= 0 {
 		maxBytes = int(^uint32(0) >> 1)

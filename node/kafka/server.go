@@ -45,6 +45,9 @@ type Server struct {
 	authz struct{ allowed, denied atomic.Int64 }
 	// scramSecret makes up the SCRAM salts of unknown users (sasl.go).
 	scramSecret [32]byte
+	// quotas measures client quotas; nil when the Broker has no
+	// QuotaAdmin (quotas.go).
+	quotas *quotaManager
 }
 
 // NewServer returns a server answering through b. It serves nothing until
@@ -69,6 +72,9 @@ func NewServer(b Broker, opts Options) (*Server, error) {
 		perIP:     map[netip.Addr]int{},
 	}
 	_, _ = rand.Read(s.scramSecret[:])
+	if qa, ok := b.(QuotaAdmin); ok {
+		s.quotas = newQuotaManager(qa, opts.QuotaWindowNum, opts.QuotaWindowSize)
+	}
 	return s, nil
 }
 
