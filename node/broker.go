@@ -304,7 +304,38 @@ func (b *broker) Fetch(ctx context.Context, p kafka.FetchPartition) kafka.FetchR
 	if err != nil {
 		return kafka.FetchResult{Err: err, HighWatermark: -1, LogStartOffset: -1}
 	}
+	if p.ClientRack != "" && p.ReplicaID < 0 && b.cfg.Racks.RackAwareFetch {
+		if to, ok := b.readReplica(p); ok {
+			return r.Redirect(p, to)
+		}
+	}
 	return r.Fetch(p)
+}
+
+// readReplica is the replica a consumer in p.ClientRack is sent to
+// (replica.selector.class RackAwareReplicaSelector, KIP-392), and
+// whether it is another one than this broker as the partition's leader.
+// A consumer already past the high watermark stays (a follower may not
+// have its offset yet).
+func (b *broker) readReplica(p kafka.FetchPartition) (int32, bool) {
+	to := int32(quorum.NoLeader)
+	b.ctrl.View(func(im *quorum.Image) {
+		t := im.Topics[p.Topic]
+		if t == nil || p.Partition < 0 || int(p.Partition) >= len(t.Partitions) {
+			return
+		}
+		part := &t.Partitions[p.Partition]
+		if part.Leader == b.cfg.NodeID {
+			to = im.PreferredReadReplica(part, p.ClientRack)
+		}
+	})
+	if to == quorum.NoLeader || to == b.cfg.NodeID {
+		return 0, false
+	}
+	if r := b.node().replica(p.Topic, p.Partition); r == nil || p.Offset > r.HighWatermark() {
+		return 0, false
+	}
+	return to, true
 }
 
 // TopicName implements kafka.TopicNames (Fetch v13+ names topics by ID).

@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -45,7 +47,12 @@ func startClusterWith(t *testing.T, n int, listener string, extra ...string) []*
 			"--listeners=" + listener + "://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 			"--advertised.listeners=" + listener + "://127.0.0.1:" + port(tn.kl) + ",CONTROLLER://127.0.0.1:" + port(tn.ctrlL),
 			"--inter.broker.listener.name=" + listener}
-		args, env := splitExtra(t, tn.dir, args, extra)
+		// "{id}" in an extra setting is the node's id (broker.rack=r{id}).
+		ex := make([]string, len(extra))
+		for j, e := range extra {
+			ex[j] = strings.ReplaceAll(e, "{id}", strconv.Itoa(i+1))
+		}
+		args, env := splitExtra(t, tn.dir, args, ex)
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}

@@ -78,6 +78,8 @@ var topicConfigs = []topicConfig{
 	{"delete.retention.ms", "log.cleaner.delete.retention.ms", typeLong, "how long a tombstone (null value) survives after its segment was cleaned", intIn(0, math.MaxInt64)},
 	{"flush.messages", "log.flush.interval.messages", typeLong, "fsync after this many records", intIn(1, math.MaxInt64)},
 	{"flush.ms", "log.flush.interval.ms", typeLong, "fsync when the oldest unflushed record is this old", intIn(0, math.MaxInt64)},
+	{quorum.ConfigFollowerThrottledReplicas, "", typeList, "replicas (partition:broker, or *) whose fetches outside the ISR count against their broker's follower.replication.throttled.rate", checkThrottledReplicas},
+	{quorum.ConfigLeaderThrottledReplicas, "", typeList, "replicas (partition:broker, or *) that, as leader, send to followers outside the ISR within their broker's leader.replication.throttled.rate", checkThrottledReplicas},
 	{"max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms", typeLong, "a record is compacted at the latest this long after it was written", intIn(1, math.MaxInt64)},
 	{"max.message.bytes", "message.max.bytes", typeInt, "largest record batch", intIn(61, math.MaxInt32)},
 	{"message.timestamp.after.max.ms", "log.message.timestamp.after.max.ms", typeLong, "refuse a record timestamped further than this in the future", intIn(1, math.MaxInt64)},
@@ -276,9 +278,30 @@ func (b *broker) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource)
 				out[i].Entries = append(out[i].Entries, uncleanEntry(t))
 			}
 		case kafka.ConfigResourceBroker:
-			if r.Name != "" && r.Name != strconv.Itoa(int(b.cfg.NodeID)) {
-				out[i].Err, out[i].ErrMessage = kerr.InvalidRequest, "describe the configs of broker "+strconv.Itoa(int(b.cfg.NodeID))+" on that broker"
+			if r.Name == "" {
+				// The cluster default resource: its dynamic configs only.
+				for _, dc := range brokerDynamicConfigs {
+					if v, ok := im.BrokerConfigs[""][dc.name]; ok && want(dc.name) {
+						out[i].Entries = append(out[i].Entries, kafka.ConfigEntry{Name: dc.name, Value: v, Source: kafka.ConfigSourceDynamicDefaultBroker, Type: typeLong, Doc: dc.doc})
+					}
+				}
 				continue
+			}
+			if r.Name != strconv.Itoa(int(b.cfg.NodeID)) {
+				out[i].Err, out[i].ErrMessage = kerr.InvalidRequest, "describe the configs of broker "+r.Name+" on that broker (this is broker "+strconv.Itoa(int(b.cfg.NodeID))+")"
+				continue
+			}
+			for _, dc := range brokerDynamicConfigs {
+				if !want(dc.name) {
+					continue
+				}
+				e := kafka.ConfigEntry{Name: dc.name, Value: strconv.FormatInt(replica.Unthrottled, 10), Source: kafka.ConfigSourceDefaultConfig, Type: typeLong, Doc: dc.doc}
+				if v, ok := im.BrokerConfigs[r.Name][dc.name]; ok {
+					e.Value, e.Source = v, kafka.ConfigSourceDynamicBroker
+				} else if v, ok := im.BrokerConfigs[""][dc.name]; ok {
+					e.Value, e.Source = v, kafka.ConfigSourceDynamicDefaultBroker
+				}
+				out[i].Entries = append(out[i].Entries, e)
 			}
 			for _, k := range config.Keys() {
 				if !want(k) {
@@ -297,14 +320,35 @@ func (b *broker) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource)
 	return out, nil
 }
 
-// AlterConfigs implements kafka.Configs: topic overrides go through the
-// quorum (AlterConfigs); broker configs are static.
+// AlterConfigs implements kafka.Configs: topic overrides and dynamic
+// broker configs (the cluster default "" or a broker id; throttle.go) go
+// through the quorum, and are answered once every live broker has them;
+// other broker configs are static.
 func (b *broker) AlterConfigs(ctx context.Context, rs []kafka.ConfigAlteration, validateOnly bool) ([]kafka.ConfigResult, error) {
 	out := make([]kafka.ConfigResult, len(rs))
 	var published uint64 // the highest index of the changes proposed
 	for i, r := range rs {
+		if r.Type == kafka.ConfigResourceBroker {
+			if msg, err := validateBrokerAlteration(r); err != nil {
+				out[i].Err, out[i].ErrMessage = err, msg
+				continue
+			}
+			cmd := &quorum.AlterBrokerConfigs{Broker: r.Name, Set: r.Set, Delete: r.Delete}
+			var err error
+			if validateOnly {
+				_, _, err = quorum.Plan(b.ctrl.Image(), quorum.Policy{}, cmd)
+			} else {
+				var index uint64
+				_, index, err = b.ctrl.Publish(ctx, cmd)
+				published = max(published, index)
+			}
+			if err != nil {
+				out[i].Err, out[i].ErrMessage = controllerError(err), err.Error()
+			}
+			continue
+		}
 		if r.Type != kafka.ConfigResourceTopic {
-			out[i].Err, out[i].ErrMessage = kerr.InvalidRequest, "only topic configs can be altered; broker configs are static"
+			out[i].Err, out[i].ErrMessage = kerr.InvalidRequest, fmt.Sprintf("resource type %d is not served", r.Type)
 			continue
 		}
 		if err := validateTopicConfigs(b.cfg, r.Set); err != nil {

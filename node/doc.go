@@ -100,8 +100,24 @@
 // has its replica open when answered) and ListPartitionReassignments
 // from its image. TestReassignmentUnderLoad (reassign_test.go) moves a
 // partition from {1,2,3} to {2,3,4}, 4 a broker-only node, under an
-// acks=all load, and cancels a move. Replication throttles
-// (leader/follower.replication.throttled.rate) are not built yet.
+// acks=all load, and cancels a move.
+//
+// Dynamic broker configs and throttles (throttle.go): IncrementalAlterConfigs
+// of a BROKER resource (the cluster default "" or a broker id) publishes
+// quorum.AlterBrokerConfigs for the dynamic keys only (a static key answers
+// INVALID_REQUEST, a bad value INVALID_CONFIG); DescribeConfigs shows them
+// with DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG. Every
+// reconcile gives the replica manager this broker's effective
+// leader/follower.replication.throttled.rate and each replica whether its
+// topic's *.replication.throttled.replicas name it here, with its ISR
+// (node/replica/throttle.go enforces them). TestThrottledReassignment.
+//
+// Racks: broker.rack is registered; with replica.selector.class
+// RackAwareReplicaSelector a leader redirects a v11+ consumer with a
+// rack_id to an in-sync replica in its rack (broker.Fetch, readReplica),
+// and followers serve v11+ consumer fetches up to their high watermark
+// (KIP-392; TestFetchFromFollower, kgo and kcat). UnregisterBroker is
+// published (reassign.go).
 //
 // The maintenance loop (maintain in node.go) does the time-driven log
 // work over the replicas: flush.ms, retention every 5 minutes, each log's

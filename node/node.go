@@ -467,7 +467,7 @@ func gossipAdvertiseIP(host string) (string, error) {
 // register registers this broker with the quorum and unfences it.
 func (n *Node) register(ctx context.Context, clean bool) error {
 	reply, err := n.proposeRetrying(ctx, &quorum.RegisterBroker{
-		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean, Endpoints: n.endpoints(),
+		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean, Endpoints: n.endpoints(), Rack: n.cfg.Racks.Rack,
 	})
 	if err != nil {
 		return fmt.Errorf("node: register broker %d: %w", n.cfg.NodeID, err)
@@ -823,6 +823,7 @@ func (n *Node) reconcile() {
 		return
 	}
 	self := n.cfg.NodeID
+	n.applyThrottles(im)
 	want := map[replica.TP]bool{}
 	// The eligible brokers and their epochs (KIP-841/903), one map for
 	// every replica: it is never changed after this.
@@ -874,6 +875,7 @@ func (n *Node) reconcile() {
 				}
 			}
 			n.applyCleanup(r, t)
+			r.SetThrottle(n.throttleOf(t, int32(i)))
 			r.Become(p, pc, brokers)
 		}
 	}

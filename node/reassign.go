@@ -2,7 +2,10 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/quorum"
@@ -33,4 +36,16 @@ func (b *broker) ListReassignments(parts []quorum.TopicPartition) []quorum.Ongoi
 	var out []quorum.OngoingReassignment
 	b.ctrl.View(func(im *quorum.Image) { out = im.Reassignments(parts) })
 	return out
+}
+
+var _ kafka.Unregisterer = (*broker)(nil)
+
+// UnregisterBroker implements kafka.Unregisterer: the quorum refuses a
+// broker that still hosts a replica (quorum/unregister.go).
+func (b *broker) UnregisterBroker(ctx context.Context, id int32) error {
+	_, err := b.node().publish(ctx, &quorum.UnregisterBroker{ID: id})
+	if err == nil || errors.As(err, new(*kerr.Error)) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", controllerError(err), err)
 }

@@ -223,6 +223,25 @@ func (r *Replica) CheckLeaderEpoch(current int32) error {
 	return nil
 }
 
+// CheckReadEpoch is CheckLeaderEpoch for a consumer's read, which a
+// follower serves too (KIP-392: fetch from a follower, up to its high
+// watermark): the epoch is checked the same way, and only a replica that
+// is neither an unfenced leader nor a follower answers
+// NOT_LEADER_OR_FOLLOWER.
+func (r *Replica) CheckReadEpoch(current int32) error {
+	switch {
+	case current >= 0 && current < r.leaderEpoch:
+		return kerr.FencedLeaderEpoch
+	case current > r.leaderEpoch:
+		return kerr.UnknownLeaderEpoch
+	case r.role == Follower:
+		return nil
+	case r.role != Leader || r.fenced:
+		return kerr.NotLeaderForPartition
+	}
+	return nil
+}
+
 // Fenced says whether this leader was told by the controller that a newer
 // leader epoch exists: it acknowledges nothing until the metadata makes it
 // leader again at a newer epoch or a follower.

@@ -52,6 +52,12 @@ func TestCheckLeaderEpoch(t *testing.T) {
 	if err := r.CheckLeaderEpoch(2); err != kerr.NotLeaderForPartition {
 		t.Errorf("follower: %v", err)
 	}
+	// A follower serves consumers' reads (KIP-392), epochs checked alike.
+	for cur, want := range map[int32]error{-1: nil, 1: kerr.FencedLeaderEpoch, 2: nil, 3: kerr.UnknownLeaderEpoch} {
+		if err := r.CheckReadEpoch(cur); err != want {
+			t.Errorf("follower: CheckReadEpoch(%d) = %v, want %v", cur, err, want)
+		}
+	}
 }
 
 func TestStaleAndUnknown(t *testing.T) {

@@ -275,6 +275,10 @@ func newCommand(t CommandType) Command {
 		return &DeleteACLs{}
 	case CmdAlterReassignments:
 		return &AlterPartitionReassignments{}
+	case CmdUnregisterBroker:
+		return &UnregisterBroker{}
+	case CmdAlterBrokerConfigs:
+		return &AlterBrokerConfigs{}
 	}
 	return nil
 }

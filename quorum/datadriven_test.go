@@ -164,6 +164,17 @@ func (h *harness) command(t *testing.T, d *datadriven.TestData) Command {
 			spec.Replicas = append([]int32{}, ids(t, s)...)
 		}
 		return &AlterPartitionReassignments{Partitions: []ReassignmentSpec{spec}, KeepReplicationFactor: d.HasArg("keep-rf")}
+	case "alter-broker-config":
+		set, _ := arg(d, "set")
+		del, _ := arg(d, "delete")
+		broker, _ := arg(d, "broker")
+		c := &AlterBrokerConfigs{Broker: broker, Set: kvs(set)}
+		if del != "" {
+			c.Delete = strings.Split(del, ";")
+		}
+		return c
+	case "unregister":
+		return &UnregisterBroker{ID: id}
 	case "producer-ids":
 		return &AllocateProducerIDs{BrokerID: int32(argInt(t, d, "broker", 0)), BrokerEpoch: epoch}
 	}
@@ -198,6 +209,14 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			return "none\n"
 		}
 		return b.String()
+	case "broker-config":
+		// broker-config id=N key=K: N's effective dynamic value of K.
+		key, _ := arg(d, "key")
+		v, ok := h.im.BrokerConfig(int32(argInt(t, d, "id", 0)), key)
+		if !ok {
+			return "unset\n"
+		}
+		return v + "\n"
 	case "unclean-elections":
 		var b strings.Builder
 		for _, u := range h.im.UncleanElections() {

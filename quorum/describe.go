@@ -2,6 +2,8 @@ package quorum
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -30,6 +32,12 @@ func (im *Image) Describe(topic string) string {
 				fmt.Fprintf(&b, " log-dir-offline=%s", d)
 			}
 			b.WriteString("\n")
+		}
+		for _, name := range slices.Sorted(maps.Keys(im.BrokerConfigs)) {
+			if name == "" {
+				name = "<default>"
+			}
+			fmt.Fprintf(&b, "broker-config %s %s\n", name, formatConfigs(im.BrokerConfigs[strings.TrimPrefix(name, "<default>")]))
 		}
 		if im.NextProducerID > 0 {
 			fmt.Fprintf(&b, "next-producer-id %d\n", im.NextProducerID)

@@ -7,7 +7,8 @@
 // The Image holds the cluster id, the brokers (id, endpoints, rack, broker
 // epoch, fenced, shutting down), the topics (name, topic id, config
 // overrides) with their partitions (replicas, ISR, leader, leader epoch,
-// partition epoch, unclean elections), and the next producer id.
+// partition epoch, unclean elections), the next producer id, and the
+// dynamic broker configs (broker_configs.go).
 //
 // A change goes through three steps, as in Kafka's ReplicationControlManager:
 //
@@ -47,7 +48,26 @@
 // client id's or user and client id's quota, named or default, as KRaft's
 // ClientQuotaRecord; AlterClientQuotas validates as Kafka's controller,
 // Image.ResolveQuota finds the quota a connection is held to by Kafka's
-// precedence; quota.go).
+// precedence; quota.go), unregister_broker (UnregisterBroker
+// after a decommission: refused with INVALID_REQUEST while any partition
+// names the broker; unregister.go, testdata/unregister.txt), broker_config
+// (dynamic broker configs of the cluster default "" or one broker id; a
+// broker's own value wins over the default; broker_configs.go,
+// testdata/broker_config.txt).
+//
+// # Racks and dynamic broker configs
+//
+// A broker registers its broker.rack; placement (CreateTopics,
+// CreatePartitions) lists the alive brokers alternating racks, so a
+// partition's replicas land on as many racks as it has replicas (up to
+// the racks there are). Image.BrokerRack is the one rack lookup for other
+// packages; Image.PreferredReadReplica is KIP-392's RackAwareReplicaSelector
+// (the leader, unless an alive in-sync replica is in the consumer's rack
+// and the leader is not; TestPreferredReadReplica). The dynamic broker
+// configs the brokers read (leader.replication.throttled.rate,
+// follower.replication.throttled.rate) are stored as given: which keys are
+// dynamic and their values are checked by the node (node/throttle.go);
+// Image.BrokerConfig resolves broker, then cluster default.
 //
 // # Partition reassignment
 //

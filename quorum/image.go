@@ -182,6 +182,9 @@ type Image struct {
 	acls *ACLSet
 	// Quotas holds the client quotas by QuotaEntity.Key (quota.go).
 	Quotas map[string]*ClientQuota `json:"quotas,omitempty"`
+	// BrokerConfigs holds the dynamic broker configs by resource name:
+	// "" for the cluster default, else a broker id (broker_configs.go).
+	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
 
 	topicsByID map[UUID]string
 }
@@ -232,6 +235,7 @@ func (im *Image) Clone() *Image {
 	c.NextProducerID = im.NextProducerID
 	c.Scram = cloneScram(im.Scram)
 	c.Quotas = cloneQuotas(im.Quotas)
+	c.BrokerConfigs = cloneBrokerConfigs(im.BrokerConfigs)
 	if im.ACLs != nil {
 		c.ACLs = maps.Clone(im.ACLs)
 	}

@@ -83,6 +83,10 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		return p.deleteACLs(c)
 	case *AlterPartitionReassignments:
 		return p.alterReassignments(c)
+	case *UnregisterBroker:
+		return p.unregisterBroker(c)
+	case *AlterBrokerConfigs:
+		return p.alterBrokerConfigs(c)
 	case *AllocateProducerIDs:
 		b, err := p.broker(c.BrokerID, c.BrokerEpoch)
 		if err != nil {

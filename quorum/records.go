@@ -326,6 +326,10 @@ func newRecord(t RecordType) Record {
 		return &ACLRecord{}
 	case TypeRemoveACL:
 		return &RemoveACLRecord{}
+	case TypeUnregisterBroker:
+		return &UnregisterBrokerRecord{}
+	case TypeBrokerConfig:
+		return &BrokerConfigRecord{}
 	}
 	return nil
 }

@@ -112,6 +112,10 @@ func (im *Image) Replay(r Record) error {
 		return im.replayClientQuota(r)
 	case *ACLRecord, *RemoveACLRecord:
 		return im.replayACL(r)
+	case *UnregisterBrokerRecord:
+		return im.replayUnregisterBroker(r)
+	case *BrokerConfigRecord:
+		return im.replayBrokerConfig(r)
 	default:
 		return fmt.Errorf("%w: replay of %T", ErrUnknownCommand, r)
 	}

@@ -216,10 +216,10 @@ type Config struct {
 	LogCleanerMinCompactionLag  time.Duration
 	LogCleanerMaxCompactionLag  time.Duration
 	LogCleanerDeleteRetention   time.Duration
-
-	// Groups, Transactions: the coordinators, their topics (groups.go, txn.go).
+	// The coordinators (groups.go, txn.go); broker.rack and its uses (rack.go).
 	Groups       Groups
 	Transactions Transactions
+	Racks        Racks
 	Security     // gossip encryption keys, TLS reloads (security.go)
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
@@ -254,7 +254,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), authzKeys, quotaKeys, securityKeys)
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), authzKeys, quotaKeys, securityKeys, rackKeys())
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{

@@ -147,6 +147,13 @@ func (s *Server) authorizeAPI(r *request) kmsg.Response {
 			resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
 			return resp
 		}
+	case *kmsg.UnregisterBrokerRequest:
+		if !s.clusterAllowed(r, kmsg.ACLOperationAlter) {
+			resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+			resp.ErrorCode = clusterDenied
+			resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+			return resp
+		}
 	case *kmsg.ListPartitionReassignmentsRequest:
 		if !s.clusterAllowed(r, kmsg.ACLOperationDescribe) {
 			resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)

@@ -43,6 +43,7 @@ func TestAuthorizeAPIRefusals(t *testing.T) {
 			return r.(*kmsg.ElectLeadersResponse).Topics[0].Partitions[1].ErrorCode
 		}},
 		{&kmsg.AlterPartitionAssignmentsRequest{}, func(r kmsg.Response) int16 { return r.(*kmsg.AlterPartitionAssignmentsResponse).ErrorCode }},
+		{&kmsg.UnregisterBrokerRequest{BrokerID: 4}, func(r kmsg.Response) int16 { return r.(*kmsg.UnregisterBrokerResponse).ErrorCode }},
 		{&kmsg.ListPartitionReassignmentsRequest{}, func(r kmsg.Response) int16 { return r.(*kmsg.ListPartitionReassignmentsResponse).ErrorCode }},
 		{&kmsg.DescribeUserSCRAMCredentialsRequest{}, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeUserSCRAMCredentialsResponse).ErrorCode }},
 		{&kmsg.AlterUserSCRAMCredentialsRequest{Deletions: []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "a", Mechanism: 1}, {Name: "a", Mechanism: 2}}}, func(r kmsg.Response) int16 {

@@ -45,9 +45,13 @@ func configAllowed(s *Server, r *request, op kmsg.ACLOperation, typ int8, name s
 
 // Config sources (Kafka's DescribeConfigsResponse.ConfigSource).
 const (
-	ConfigSourceTopic         int8 = 1 // DYNAMIC_TOPIC_CONFIG
-	ConfigSourceStaticBroker  int8 = 4 // STATIC_BROKER_CONFIG
-	ConfigSourceDefaultConfig int8 = 5 // DEFAULT_CONFIG
+	ConfigSourceTopic int8 = 1 // DYNAMIC_TOPIC_CONFIG
+	// DYNAMIC_BROKER_CONFIG and DYNAMIC_DEFAULT_BROKER_CONFIG: a dynamic
+	// broker config of one broker, and the cluster-wide default.
+	ConfigSourceDynamicBroker        int8 = 2
+	ConfigSourceDynamicDefaultBroker int8 = 3
+	ConfigSourceStaticBroker         int8 = 4 // STATIC_BROKER_CONFIG
+	ConfigSourceDefaultConfig        int8 = 5 // DEFAULT_CONFIG
 )
 
 // ConfigResource names one resource of DescribeConfigs.

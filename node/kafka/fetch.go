@@ -30,8 +30,15 @@ import (
 // leader epoch (v9+) is checked by the Broker (FENCED_LEADER_EPOCH,
 // UNKNOWN_LEADER_EPOCH). A replica fetch (replica id >= 0) reads up to the
 // leader's log end and carries last_fetched_epoch (v12); a diverging epoch
-// in the answer (KIP-320/595) ends the wait at once. No preferred read
-// replica.
+// in the answer (KIP-320/595) ends the wait at once.
+//
+// Fetch from follower (KIP-392, v11+): a consumer's fetch may go to a
+// follower, which answers up to its own high watermark (LSO for
+// read_committed); below v11 only the leader serves consumers
+// (NOT_LEADER_OR_FOLLOWER). When the Broker redirects a v11+ consumer
+// with a rack_id (replica.selector.class RackAwareReplicaSelector), the
+// partition answers no records and preferred_read_replica, with the
+// leader's offsets, and the request is answered at once.
 //
 // Isolation (v4+): a consumer with isolation_level 1 (read_committed)
 // reads only below the last stable offset (LSO: the high watermark, or
@@ -217,8 +224,11 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []s
 			if req.Version < 12 {
 				fp.LastFetchedEpoch = -1
 			}
+			if req.Version >= 11 && replica < 0 {
+				fp.AnyReplica, fp.ClientRack = true, req.Rack
+			}
 			res := logs.Fetch(ctx, fp)
-			if res.File != nil && (res.Err != nil || res.Diverging != nil || room <= 0 && total > 0 || res.File.Len() == 0) {
+			if res.File != nil && (res.Err != nil || res.Diverging != nil || res.Redirect || room <= 0 && total > 0 || res.File.Len() == 0) {
 				res.File.Release()
 				res.File = nil
 			}
@@ -226,6 +236,11 @@ func fetchOnce(ctx context.Context, logs Logs, req *kmsg.FetchRequest, names []s
 			switch {
 			case res.Err != nil:
 				failed = true
+			case res.Redirect:
+				// The consumer fetches from its rack's replica: answer now.
+				failed = true
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+				rp.PreferredReadReplica = res.PreferredReadReplica
 			case res.Diverging != nil:
 				// The follower must truncate before it fetches on:
 				// answer now.

@@ -139,6 +139,13 @@ type FetchPartition struct {
 	// below the last stable offset, with the aborted transactions among
 	// them (FetchResult.Aborted). Replica fetches read uncommitted.
 	ReadCommitted bool
+	// AnyReplica (a consumer's Fetch v11+, which carries client
+	// metadata) lets a follower serve the read, up to its own high
+	// watermark (KIP-392); below v11 a consumer reads from the leader.
+	AnyReplica bool
+	// ClientRack is a v11+ consumer's rack_id (client.rack), "" if none:
+	// the leader may answer with a preferred read replica in that rack.
+	ClientRack string
 }
 
 // EpochEnd is a diverging-epoch answer to a replica fetch: the leader's
@@ -169,6 +176,11 @@ type FetchResult struct {
 	// Diverging (replica fetches, v12+) tells the follower where its log
 	// leaves the leader's; no records come with it.
 	Diverging *EpochEnd
+	// Redirect (consumer fetches v11+, KIP-392) answers with no records
+	// and sends the consumer to PreferredReadReplica, an in-sync
+	// replica in its rack; the offsets are the leader's.
+	Redirect             bool
+	PreferredReadReplica int32
 }
 
 // FileRecords are record batches left in a file, which a Fetch response

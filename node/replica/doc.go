@@ -118,6 +118,20 @@
 // HW lost committed records (a power cut in page-cache mode): Add logs a
 // warning and LostOnRecovery counts them.
 //
+// # Replication throttles and fetch from follower
+//
+// throttle.go: two broker-wide quotas (leader.replication.throttled.rate,
+// follower.replication.throttled.rate; SetThrottleRates) and, per replica,
+// whether its topic throttles it here as leader or follower (SetThrottle,
+// with the partition's ISR). A leader reads at most the leader quota's
+// bytes (no records past it) for a throttled follower outside the ISR; a
+// fetcher leaves a throttled follower outside the ISR out of its requests
+// while the follower quota is spent, and asks again when it refills.
+// In-sync replicas are never throttled (acks=all does not wait on it).
+// Consumers' v11+ fetches are served by a follower too, up to its high
+// watermark (partition.CheckReadEpoch); Redirect answers a consumer, as
+// leader, with the preferred read replica the node chose (KIP-392).
+//
 // # Corruption
 //
 // scrub.go runs one scrubber goroutine that verifies the sealed segments
@@ -148,5 +162,6 @@
 // Replica.mu by process; the clock loop wakes replicas with it released.
 // The fetcher and alterer
 // goroutines take Replica.mu only with their own locks released. Host
-// methods are called with Replica.mu held and must not call back.
+// methods are called with Replica.mu held and must not call back. The
+// quotas' locks and each Replica.throttle's are leaves.
 package replica

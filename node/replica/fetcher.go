@@ -47,6 +47,9 @@ type fetcher struct {
 	// queue holds each follower's latest fetch (its lock is a leaf,
 	// taken under Replica.mu by enqueue).
 	queue *queue[partition.FetchRequest]
+	// deferred holds the fetches of throttled replicas held back until
+	// the follower quota refills (requeue).
+	deferred *queue[partition.FetchRequest]
 
 	// mu is a leaf: taken under Manager.fetch by stopFetchers.
 	mu struct {
@@ -64,7 +67,7 @@ func (m *Manager) fetcher(leader int32) *fetcher {
 	defer m.fetch.Unlock()
 	f := m.fetch.fetchers[leader]
 	if f == nil {
-		f = &fetcher{m: m, leader: leader, queue: newQueue[partition.FetchRequest]()}
+		f = &fetcher{m: m, leader: leader, queue: newQueue[partition.FetchRequest](), deferred: newQueue[partition.FetchRequest]()}
 		m.fetch.fetchers[leader] = f
 		if !m.fetch.stopped {
 			m.wg.Add(1)
@@ -101,15 +104,44 @@ type fetchKey struct {
 type fetchItem struct {
 	r   *Replica
 	req partition.FetchRequest
+	// maxBytes is the partition's max bytes in the request: less than
+	// replica.fetch.max.bytes for a throttled replica.
+	maxBytes int32
+	// throttled: its records count against the follower quota.
+	throttled bool
 }
 
 func (f *fetcher) take() []fetchItem {
 	queued := f.queue.take()
 	items := make([]fetchItem, 0, len(queued))
+	var wait time.Duration
 	for r, req := range queued {
-		items = append(items, fetchItem{r, req})
+		it := fetchItem{r: r, req: req, maxBytes: replicaFetchMaxBytes}
+		if r.followerThrottled() {
+			// follower.replication.throttled.rate (throttle.go): past
+			// the quota the replica waits out of the request.
+			avail, w := f.m.followerQuota.available(time.Now())
+			if avail <= 0 {
+				f.deferred.put(r, req)
+				wait = max(wait, w)
+				continue
+			}
+			it.maxBytes, it.throttled = int32(min(avail, replicaFetchMaxBytes)), true
+		}
+		items = append(items, it)
+	}
+	if wait > 0 {
+		time.AfterFunc(wait, f.requeue)
 	}
 	return items
+}
+
+// requeue puts the fetches the follower quota held back in the queue
+// again.
+func (f *fetcher) requeue() {
+	for r, req := range f.deferred.take() {
+		f.queue.put(r, req)
+	}
 }
 
 func (f *fetcher) run() {
@@ -168,6 +200,9 @@ func (f *fetcher) run() {
 					continue
 				}
 				answered[k] = true
+				if items[k].throttled {
+					f.m.followerQuota.record(len(rp.RecordBatches), time.Now())
+				}
 				if ch := items[k].r.fetched(items[k].req, rp, nil); ch != nil {
 					flushes = append(flushes, ch)
 				}
@@ -220,7 +255,7 @@ func (f *fetcher) fetch(items []fetchItem) (*kmsg.FetchResponse, error) {
 		p.FetchOffset = it.req.FetchOffset
 		p.LastFetchedEpoch = it.req.LastFetchedEpoch
 		p.LogStartOffset = -1
-		p.PartitionMaxBytes = replicaFetchMaxBytes
+		p.PartitionMaxBytes = it.maxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 	}
 	conn, reused, err := f.dial()

@@ -129,6 +129,9 @@ type Manager struct {
 	}
 	alterer *alterer
 	scrub   *scrubber
+	// leaderQuota and followerQuota are the replication throttles
+	// (throttle.go).
+	leaderQuota, followerQuota *quota
 
 	// start is when the replicas' clock began; clock reads it in ticks
 	// (tests replace it); sched holds the replicas with something due.
@@ -175,6 +178,7 @@ func NewManager(h Host, opts Options) (*Manager, error) {
 	m.sched.kick = make(chan struct{}, 1)
 	m.fetch.fetchers = map[int32]*fetcher{}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.leaderQuota, m.followerQuota = newQuota(), newQuota()
 	m.alterer = newAlterer(m)
 	m.scrub = newScrubber(m, opts.ScrubInterval, opts.ScrubBytesPerSecond)
 	var err error

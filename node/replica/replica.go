@@ -62,6 +62,13 @@ type Replica struct {
 		due int64
 	}
 
+	// throttle is what the node last said about throttling the replica
+	// (throttle.go); its lock is a leaf.
+	throttle struct {
+		sync.Mutex
+		t Throttle
+	}
+
 	// sched is the replica's place in the Manager's scheduler, guarded
 	// by its mutex (clock.go).
 	sched struct {
@@ -364,6 +371,15 @@ func (r *Replica) checkEpoch(current int32) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mu.part.CheckLeaderEpoch(current)
+}
+
+func (r *Replica) checkReadEpoch(current int32) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.dead {
+		return kerr.NotLeaderForPartition
+	}
+	return r.mu.part.CheckReadEpoch(current)
 }
 
 // logErr logs a replica error once until a different one happens. r.mu

@@ -132,7 +132,11 @@ func (r *Replica) Fetch(p kafka.FetchPartition) kafka.FetchResult {
 		return r.replicaFetch(p)
 	}
 	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
-	if err := r.checkEpoch(p.CurrentLeaderEpoch); err != nil {
+	check := r.checkEpoch
+	if p.AnyReplica {
+		check = r.checkReadEpoch // a follower serves it too (KIP-392)
+	}
+	if err := check(p.CurrentLeaderEpoch); err != nil {
 		res.Err = err
 		return res
 	}
@@ -146,6 +150,21 @@ func (r *Replica) Fetch(p kafka.FetchPartition) kafka.FetchResult {
 	if res.Err == nil && next > p.Offset {
 		res.Aborted = r.aborted(p.Offset, next)
 	}
+	return res
+}
+
+// Redirect answers a consumer's fetch, as leader, by sending it to the
+// preferred read replica to (KIP-392): no records, this leader's offsets.
+// It answers the fetch's epoch error instead when there is one.
+func (r *Replica) Redirect(p kafka.FetchPartition, to int32) kafka.FetchResult {
+	res := kafka.FetchResult{HighWatermark: -1, LogStartOffset: -1}
+	if err := r.checkEpoch(p.CurrentLeaderEpoch); err != nil {
+		res.Err = err
+		return res
+	}
+	hw := r.hw.Load()
+	res.HighWatermark, res.LastStableOffset, res.LogStartOffset = hw, r.LastStable(hw), r.log.LogStartOffset()
+	res.Redirect, res.PreferredReadReplica = true, to
 	return res
 }
 
@@ -238,7 +257,26 @@ func (r *Replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 		res.Diverging = &kafka.EpochEnd{Epoch: a.Diverging.Epoch, EndOffset: a.Diverging.EndOffset}
 		return res
 	}
-	res, _ = r.read(res, a.ReadFrom, p.MaxBytes, math.MaxInt64, a.HW, r.LastStable(a.HW))
+	maxBytes := p.MaxBytes
+	throttled := r.leaderThrottled(p.ReplicaID)
+	if throttled {
+		// leader.replication.throttled.rate (throttle.go): past the
+		// quota, no records for this follower now.
+		avail, _ := r.m.leaderQuota.available(time.Now())
+		if avail <= 0 {
+			res.HighWatermark, res.LastStableOffset, res.LogStartOffset = a.HW, r.LastStable(a.HW), r.log.LogStartOffset()
+			return res
+		}
+		maxBytes = min(maxBytes, avail)
+	}
+	res, _ = r.read(res, a.ReadFrom, maxBytes, math.MaxInt64, a.HW, r.LastStable(a.HW))
+	if throttled {
+		n := len(res.Records)
+		if res.File != nil {
+			n = res.File.Len()
+		}
+		r.m.leaderQuota.record(n, time.Now())
+	}
 	return res
 }
 

@@ -18,7 +18,7 @@ import (
 type configsCmd struct {
 	common
 	entityType, entityName string
-	entityDefault          bool     // --entity-default (users, clients)
+	entityDefault          bool     // --entity-default (brokers, users, clients)
 	all                    bool     // describe --all
 	add, del               []string // alter --add-config, --delete-config
 }
@@ -30,7 +30,7 @@ func NewConfigsCommand() *cobra.Command {
 	c.register(root)
 	root.PersistentFlags().StringVar(&c.entityType, "entity-type", "topics", "topics, brokers, users or clients")
 	root.PersistentFlags().StringVar(&c.entityName, "entity-name", "", "the topic name, broker id, user name or client id")
-	root.PersistentFlags().BoolVar(&c.entityDefault, "entity-default", false, "users or clients: the default quotas (of every user or client id without its own)")
+	root.PersistentFlags().BoolVar(&c.entityDefault, "entity-default", false, "brokers: the cluster-wide default of the dynamic broker configs; users or clients: the default quotas (of every user or client id without its own)")
 
 	describeCmd := &cobra.Command{
 		Use:     "describe",
@@ -46,7 +46,7 @@ func NewConfigsCommand() *cobra.Command {
 	alter := &cobra.Command{
 		Use:     "alter",
 		Short:   "Set or delete configs of a topic or broker (incremental)",
-		Example: "  sluice configs alter --entity-type topics --entity-name orders --add-config retention.ms=86400000,min.insync.replicas=2\n  sluice configs alter --entity-name table --add-config cleanup.policy=[compact,delete]\n  sluice configs alter --entity-type users --entity-name alice --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'\n  sluice configs alter --entity-type users --entity-name alice --delete-config SCRAM-SHA-256\n  sluice configs alter --entity-type clients --entity-name app --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152\n  sluice configs alter --entity-type users --entity-default --add-config request_percentage=50",
+		Example: "  sluice configs alter --entity-type topics --entity-name orders --add-config retention.ms=86400000,min.insync.replicas=2\n  sluice configs alter --entity-name table --add-config cleanup.policy=[compact,delete]\n  sluice configs alter --entity-type users --entity-name alice --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'\n  sluice configs alter --entity-type users --entity-name alice --delete-config SCRAM-SHA-256\n  sluice configs alter --entity-type clients --entity-name app --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152\n  sluice configs alter --entity-type users --entity-default --add-config request_percentage=50\n  sluice configs alter --entity-type brokers --entity-name 2 --add-config leader.replication.throttled.rate=10485760\n  sluice configs alter --entity-type brokers --entity-default --delete-config follower.replication.throttled.rate",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.alter(cmd.Context(), cmd.OutOrStdout())
@@ -58,13 +58,29 @@ func NewConfigsCommand() *cobra.Command {
 	return root
 }
 
-// broker parses --entity-name as a broker id.
-func (c *configsCmd) broker() (int32, error) {
+// brokers parses --entity-name as a broker id, or gives none (the
+// cluster-wide default resource) with --entity-default.
+func (c *configsCmd) brokers() ([]int32, error) {
+	if c.entityDefault {
+		if c.entityName != "" {
+			return nil, fmt.Errorf("give --entity-name or --entity-default, not both")
+		}
+		return nil, nil
+	}
 	id, err := strconv.ParseInt(c.entityName, 10, 32)
 	if err != nil {
-		return 0, fmt.Errorf("--entity-name %q: want a broker id", c.entityName)
+		return nil, fmt.Errorf("--entity-name %q: want a broker id (or --entity-default for the cluster default)", c.entityName)
 	}
-	return int32(id), nil
+	return []int32{int32(id)}, nil
+}
+
+// entity names the entity in messages: "topic orders", "broker 2",
+// "brokers' default".
+func (c *configsCmd) entity() string {
+	if c.entityDefault {
+		return "brokers' default"
+	}
+	return strings.TrimSuffix(c.entityType, "s") + " " + c.entityName
 }
 
 func (c *configsCmd) badType() error {
@@ -92,11 +108,11 @@ func (c *configsCmd) describe(ctx context.Context, w io.Writer) error {
 			}
 			rc, err = s.adm.DescribeTopicConfigs(s.ctx, c.entityName)
 		case "brokers":
-			id, perr := c.broker()
+			ids, perr := c.brokers()
 			if perr != nil {
 				return perr
 			}
-			rc, err = s.adm.DescribeBrokerConfigs(s.ctx, id)
+			rc, err = s.adm.DescribeBrokerConfigs(s.ctx, ids...)
 		default:
 			return c.badType()
 		}
@@ -132,7 +148,7 @@ func (c *configsCmd) describe(ctx context.Context, w io.Writer) error {
 			if c.all {
 				what = "All configs"
 			}
-			fmt.Fprintf(w, "%s for %s %s are:\n", what, strings.TrimSuffix(c.entityType, "s"), c.entityName)
+			fmt.Fprintf(w, "%s for %s are:\n", what, c.entity())
 			for _, e := range out {
 				fmt.Fprintf(w, "  %s=%s sensitive=%v source=%s\n", e.Key, e.Value, e.Sensitive, e.Source)
 			}
@@ -169,11 +185,11 @@ func (c *configsCmd) alter(ctx context.Context, w io.Writer) error {
 		case "topics":
 			resp, err = s.adm.AlterTopicConfigs(s.ctx, changes, c.entityName)
 		case "brokers":
-			id, perr := c.broker()
+			ids, perr := c.brokers()
 			if perr != nil {
 				return perr
 			}
-			resp, err = s.adm.AlterBrokerConfigs(s.ctx, changes, id)
+			resp, err = s.adm.AlterBrokerConfigs(s.ctx, changes, ids...)
 		default:
 			return c.badType()
 		}
@@ -186,7 +202,7 @@ func (c *configsCmd) alter(ctx context.Context, w io.Writer) error {
 			}
 		}
 		if c.format == "text" {
-			fmt.Fprintf(w, "Completed updating config for %s %s.\n", strings.TrimSuffix(c.entityType, "s"), c.entityName)
+			fmt.Fprintf(w, "Completed updating config for %s.\n", c.entity())
 		}
 		return nil
 	})

@@ -5,7 +5,7 @@
 // (kafka-transactions.sh), `sluice quorum describe
 // --status|--replication` (kafka-metadata-quorum.sh, through
 // DescribeQuorum), `sluice topics reassign` (kafka-reassign-partitions.sh),
-// `sluice cluster health|info|decommission`, and the client-side
+// `sluice cluster health|info|decommission|unregister`, and the client-side
 // checks `sluice produce`, `sluice consume` (direct partition assignment,
 // or a consumer group member with --group) and `sluice perf
 // produce|consume` (Kafka's perf-test lines). It speaks only the Kafka
@@ -69,22 +69,27 @@
 // JSON files (TopicsToMove, Reassignment):
 //   - `topics reassign --generate --topics-to-move-json-file F
 //     --broker-list 1,2,3` prints the current assignment and a proposal
-//     (Kafka's rack-unaware placement from the first broker listed,
-//     each partition keeping its replication factor);
+//     (Kafka's placement from the first broker listed, rack-aware when the
+//     brokers have racks (ProposeRackAware; --disable-rack-aware), each
+//     partition keeping its replication factor);
 //   - `--execute --reassignment-json-file F` starts the moves
 //     (AlterPartitionReassignments) and prints the current assignment to
 //     keep for a rollback; `--verify` says per partition whether the move
 //     completed, is in progress (with the adding and removing replicas,
 //     from ListPartitionReassignments) or the replicas differ from the
 //     file (exit 2 until every one completed); `--cancel` cancels the
-//     moves in progress. `--throttle` is refused: replication throttles
-//     are not built yet.
+//     moves in progress. `--execute --throttle N` first sets the moving
+//     topics' *.replication.throttled.replicas (current replicas as
+//     leaders, added ones as followers) and both throttle rates on every
+//     broker involved (reassign_throttle.go); `--verify`, once every
+//     partition completed, removes them ("Throttle was removed.").
 //   - `cluster decommission --broker-id N` plans a reassignment that
 //     replaces N in every partition by the live broker outside the
 //     partition hosting the fewest replicas (DecommissionPlan), starts it
 //     and prints "k of m partitions moved off broker N" as the count
-//     changes, until done or --wait (10m; exit 2). The broker stays
-//     registered: stop it afterwards.
+//     changes, until done or --wait (10m; exit 2), then unregisters the
+//     broker (UnregisterBroker): stop it afterwards. `cluster unregister
+//     --id N` is kafka-cluster.sh unregister alone.
 //
 // Conventions, after kafka-topics.sh, kafka-configs.sh and rpk:
 //   - --bootstrap-server HOST:PORT,... (default: $SLUICE_CLI_BOOTSTRAP_SERVERS,

@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-log/sluice/tools/internal/cli"
 )
@@ -52,6 +54,7 @@ type reassignCmd struct {
 	generate, execute, verify, cancel bool
 	topicsFile, reassignFile          string
 	brokerList                        string
+	disableRackAware                  bool
 	throttle                          int64
 }
 
@@ -64,7 +67,10 @@ func newReassignCommand(com *common) *cobra.Command {
 with its JSON files.
 
 --generate --topics-to-move-json-file F --broker-list 1,2,3 prints the current
-assignment and a proposed one spreading the topics over the brokers listed.
+assignment and a proposed one spreading the topics over the brokers listed;
+when the brokers have racks (broker.rack), the replicas of each partition are
+spread over racks, as Kafka's rack-aware assignment (--disable-rack-aware
+ignores them; every listed broker needs a rack, or none).
 --execute --reassignment-json-file F starts the moves (save the current
 assignment it prints to roll back). --verify --reassignment-json-file F says,
 per partition, whether its move completed or is in progress (exit 2 while any
@@ -84,7 +90,8 @@ partition goes back to its replicas before the move.`,
 	f.StringVar(&c.topicsFile, "topics-to-move-json-file", "", "the topics to move (--generate)")
 	f.StringVar(&c.reassignFile, "reassignment-json-file", "", "the target assignment (--execute, --verify, --cancel)")
 	f.StringVar(&c.brokerList, "broker-list", "", "the brokers to spread the topics over (--generate)")
-	f.Int64Var(&c.throttle, "throttle", -1, "replication throttle in bytes/s (not supported yet: refused)")
+	f.BoolVar(&c.disableRackAware, "disable-rack-aware", false, "ignore the brokers' racks (--generate)")
+	f.Int64Var(&c.throttle, "throttle", -1, "with --execute: the replication throttle in bytes/s for the moving replicas (removed by --verify once done)")
 	return cmd
 }
 
@@ -98,8 +105,8 @@ func (c *reassignCmd) run(ctx context.Context, w io.Writer) error {
 	if n != 1 {
 		return errors.New("give exactly one of --generate, --execute, --verify, --cancel")
 	}
-	if c.throttle >= 0 {
-		return errors.New("--throttle: replication throttles are not supported yet; run without it")
+	if c.throttle >= 0 && !c.execute {
+		return errors.New("--throttle goes with --execute")
 	}
 	if c.generate {
 		return c.runGenerate(ctx, w)
@@ -201,7 +208,15 @@ func (c *reassignCmd) runGenerate(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		prop, err := Propose(cur, brokers)
+		racks := map[int32]string{}
+		if !c.disableRackAware {
+			for _, b := range md.Brokers {
+				if b.Rack != nil && *b.Rack != "" {
+					racks[b.NodeID] = *b.Rack
+				}
+			}
+		}
+		prop, err := ProposeRackAware(cur, brokers, racks)
 		if err != nil {
 			return err
 		}
@@ -243,6 +258,98 @@ func Propose(cur *Reassignment, brokers []int32) (*Reassignment, error) {
 	return out, nil
 }
 
+// ProposeRackAware is Propose over brokers with racks (racks maps a
+// broker to its rack; brokers without one are absent): Kafka's rack-aware
+// placement (AdminUtils.assignReplicasToBrokersRackAware, started at the
+// first broker). The brokers are listed alternating racks (racks sorted,
+// brokers by id within a rack); partition p's first replica is the
+// broker at p mod n of that list, and each further replica is the next
+// one walked at the partition's shift whose rack, and broker, the
+// partition does not use yet (any rack once every rack is used). With no
+// racks it is Propose; with racks on some brokers only it fails, as
+// Kafka's tool does.
+func ProposeRackAware(cur *Reassignment, brokers []int32, racks map[int32]string) (*Reassignment, error) {
+	var with, without []int32
+	for _, b := range brokers {
+		if racks[b] != "" {
+			with = append(with, b)
+		} else {
+			without = append(without, b)
+		}
+	}
+	if len(with) == 0 {
+		return Propose(cur, brokers)
+	}
+	if len(without) > 0 {
+		return nil, fmt.Errorf("brokers %v have a rack and %v have none: give every broker a broker.rack, or add --disable-rack-aware", with, without)
+	}
+	arranged := RackAlternated(brokers, racks)
+	n := len(arranged)
+	nRacks := 0
+	seen := map[string]bool{}
+	for _, b := range brokers {
+		if !seen[racks[b]] {
+			seen[racks[b]] = true
+			nRacks++
+		}
+	}
+	out := &Reassignment{Version: 1}
+	shift := map[string]int{}
+	for _, p := range cur.Partitions {
+		rf := len(p.Replicas)
+		if rf > n {
+			return nil, fmt.Errorf("%s-%d has %d replicas, more than the %d brokers listed", p.Topic, p.Partition, rf, n)
+		}
+		i := int(p.Partition)
+		if i > 0 && i%n == 0 {
+			shift[p.Topic]++
+		}
+		first := i % n
+		reps := []int32{arranged[first]}
+		usedRacks := map[string]bool{racks[arranged[first]]: true}
+		for k := 0; len(reps) < rf; k++ {
+			b := arranged[first]
+			if n > 1 {
+				b = arranged[(first+1+(shift[p.Topic]*nRacks+k)%(n-1))%n]
+			}
+			r := racks[b]
+			if (!usedRacks[r] || len(usedRacks) == nRacks) && !slices.Contains(reps, b) {
+				reps = append(reps, b)
+				usedRacks[r] = true
+			}
+		}
+		out.Partitions = append(out.Partitions, partAssign(p.Topic, p.Partition, reps))
+	}
+	return out, nil
+}
+
+// RackAlternated lists brokers alternating between racks: racks in name
+// order, brokers by id within a rack (Kafka's getRackAlternatedBrokerList).
+func RackAlternated(brokers []int32, racks map[int32]string) []int32 {
+	byRack := map[string][]int32{}
+	var names []string
+	for _, b := range brokers {
+		r := racks[b]
+		if _, ok := byRack[r]; !ok {
+			names = append(names, r)
+		}
+		byRack[r] = append(byRack[r], b)
+	}
+	sort.Strings(names)
+	for _, r := range names {
+		slices.Sort(byRack[r])
+	}
+	var out []int32
+	for i := 0; len(out) < len(brokers); i++ {
+		for _, r := range names {
+			if i < len(byRack[r]) {
+				out = append(out, byRack[r][i])
+			}
+		}
+	}
+	return out
+}
+
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -276,6 +383,12 @@ func (c *reassignCmd) runExecute(s session, w io.Writer, plan *Reassignment) err
 		}
 		cur.Partitions = append(cur.Partitions, partAssign(p.Topic, p.Partition, pd.Replicas))
 		req.Assign(p.Topic, p.Partition, p.Replicas)
+	}
+	if c.throttle >= 0 {
+		// The throttle first, as Kafka's tool: the moves start under it.
+		if err := c.setThrottles(s, w, cur, plan); err != nil {
+			return err
+		}
 	}
 	resp, err := s.adm.AlterPartitionAssignments(s.ctx, req)
 	if err != nil {
@@ -370,6 +483,9 @@ func (c *reassignCmd) runVerify(s session, w io.Writer, plan *Reassignment) erro
 	if err == nil && moving > 0 {
 		return fmt.Errorf("%w: %d of %d partitions not yet moved", cli.ErrProblem, moving, len(rows))
 	}
+	if err == nil {
+		err = c.clearThrottles(s, w, plan)
+	}
 	return err
 }
 
@@ -431,8 +547,9 @@ func NewDecommissionCommand() *cobra.Command {
 Each partition with a replica on the broker gets a reassignment that puts the
 live broker hosting the fewest replicas (and not already a replica) in its
 place; the command then reports progress until no partition has a replica on
-it, or --wait passes. The broker stays registered: stop it afterwards (its
-registration stays in the metadata, fenced, as Kafka's before UnregisterBroker).`,
+it, or --wait passes, and ends by unregistering the broker (UnregisterBroker,
+as kafka-cluster.sh unregister): it leaves the cluster's metadata. Stop it
+afterwards; if it starts again it registers anew.`,
 		Example: "  sluice cluster decommission --broker-id 4",
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return c.run(cmd.Context(), cmd.OutOrStdout()) },
@@ -508,9 +625,9 @@ func (c *decommissionCmd) run(ctx context.Context, w io.Writer) error {
 		}
 		if len(plan.Partitions) == 0 {
 			fmt.Fprintf(w, "Broker %d hosts no replicas.\n", c.broker)
-			return nil
+			return unregister(s, w, c.broker)
 		}
-		rc := reassignCmd{common: &c.common}
+		rc := reassignCmd{common: &c.common, throttle: -1}
 		if err := rc.runExecute(s, w, plan); err != nil {
 			return err
 		}
@@ -532,7 +649,7 @@ func (c *decommissionCmd) run(ctx context.Context, w io.Writer) error {
 				last = done
 			}
 			if done == len(rows) {
-				return nil
+				return unregister(s, w, c.broker)
 			}
 			t := time.NewTimer(500 * time.Millisecond)
 			select {
@@ -543,4 +660,53 @@ func (c *decommissionCmd) run(ctx context.Context, w io.Writer) error {
 			}
 		}
 	})
+}
+
+// unregister removes broker's registration (UnregisterBroker), which the
+// controller refuses while the broker hosts a replica.
+func unregister(s session, w io.Writer, broker int32) error {
+	req := kmsg.NewPtrUnregisterBrokerRequest()
+	req.BrokerID = broker
+	resp, err := req.RequestWith(s.ctx, s.cl)
+	if err != nil {
+		return fmt.Errorf("unregister broker %d: %w", broker, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		msg := ""
+		if resp.ErrorMessage != nil {
+			msg = ": " + *resp.ErrorMessage
+		}
+		return fmt.Errorf("%w: unregister broker %d: %v%s", cli.ErrProblem, broker, err, msg)
+	}
+	fmt.Fprintf(w, "Broker %d unregistered: stop it now (if it starts again it registers anew).\n", broker)
+	return nil
+}
+
+// unregisterCmd is `sluice cluster unregister --id N`.
+type unregisterCmd struct {
+	common
+	broker int32
+}
+
+// NewUnregisterCommand returns `sluice cluster unregister`.
+func NewUnregisterCommand() *cobra.Command {
+	var c unregisterCmd
+	cmd := &cobra.Command{
+		Use:   "unregister --id N",
+		Short: "Remove a broker that hosts no replicas from the cluster's metadata",
+		Long: `Remove a broker's registration from the cluster's metadata (UnregisterBroker),
+like kafka-cluster.sh unregister. The controller refuses a broker that still hosts
+replicas: move them off first (sluice cluster decommission does both).`,
+		Example: "  sluice cluster unregister --id 4",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if c.broker < 0 {
+				return errors.New("--id is required")
+			}
+			return c.with(cmd.Context(), func(s session) error { return unregister(s, cmd.OutOrStdout(), c.broker) })
+		},
+	}
+	c.register(cmd)
+	cmd.Flags().Int32Var(&c.broker, "id", -1, "the broker to unregister")
+	return cmd
 }

@@ -62,7 +62,8 @@ func TestReassignJSONFormats(t *testing.T) {
 // TestReassignCommandsOnCluster: on three real nodes, --generate proposes
 // moving a topic onto brokers 2 and 3, --execute starts it, --verify
 // reports it complete, --cancel of a finished move is refused, and
-// `cluster decommission` empties broker 2 with the records still there.
+// `cluster decommission` empties broker 2 with the records still there
+// and unregisters it (refused before, while it hosted replicas).
 func TestReassignCommandsOnCluster(t *testing.T) {
 	_, bootstrap := startCluster(t, 3)
 	dir := t.TempDir()
@@ -96,15 +97,46 @@ func TestReassignCommandsOnCluster(t *testing.T) {
 	if err := os.WriteFile(plan, []byte(mustJSON(gen["proposed"])), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := mustRun(t, bootstrap, "topics", "reassign", "--execute", "--reassignment-json-file", plan)
-	if !strings.Contains(out, "Successfully started partition reassignments for rt-0,rt-1,rt-2") || !strings.Contains(out, "Save this to use as the --reassignment-json-file") {
+	out := mustRun(t, bootstrap, "topics", "reassign", "--execute", "--reassignment-json-file", plan, "--throttle", "50000000")
+	if !strings.Contains(out, "Successfully started partition reassignments for rt-0,rt-1,rt-2") || !strings.Contains(out, "Save this to use as the --reassignment-json-file") ||
+		!strings.Contains(out, "The inter-broker throttle limit was set to 50000000 B/s") {
 		t.Fatalf("execute:\n%s", out)
+	}
+	throttle := func(broker int32) string {
+		t.Helper()
+		rcs, err := kadm.NewClient(cl).DescribeBrokerConfigs(ctx, broker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rc := range rcs {
+			for _, e := range rc.Configs {
+				if e.Key == "leader.replication.throttled.rate" {
+					return *e.Value + " " + e.Source.String()
+				}
+			}
+		}
+		return ""
+	}
+	if got := throttle(2); got != "50000000 DYNAMIC_BROKER_CONFIG" {
+		t.Errorf("broker 2's leader.replication.throttled.rate after --execute --throttle: %q", got)
 	}
 	verified := func() bool {
 		out, err := run(t, bootstrap, "topics", "reassign", "--verify", "--reassignment-json-file", plan)
-		return err == nil && strings.Count(out, "is completed.") == 3
+		return err == nil && strings.Count(out, "is completed.") == 3 && strings.Contains(out, "Throttle was removed.")
 	}
 	waitFor(ctx, t, "the moves complete", verified)
+	if got := throttle(2); got != "9223372036854775807 DEFAULT_CONFIG" {
+		t.Errorf("broker 2's leader.replication.throttled.rate after --verify: %q", got)
+	}
+	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, "rt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range rcs[0].Configs {
+		if strings.HasSuffix(e.Key, ".replication.throttled.replicas") && e.Value != nil && *e.Value != "" {
+			t.Errorf("after --verify rt has %s=%s", e.Key, *e.Value)
+		}
+	}
 	out, err = run(t, bootstrap, "topics", "reassign", "--cancel", "--reassignment-json-file", plan)
 	if err == nil || !strings.Contains(out, "NO_REASSIGNMENT_IN_PROGRESS") {
 		t.Fatalf("cancel of a finished move: %v\n%s", err, out)
@@ -113,14 +145,26 @@ func TestReassignCommandsOnCluster(t *testing.T) {
 		t.Error("two actions accepted")
 	}
 
+	// Broker 2 hosts replicas: UnregisterBroker is refused, saying so.
+	out, err = run(t, bootstrap, "cluster", "unregister", "--id", "2")
+	if err == nil || !strings.Contains(out+err.Error(), "INVALID_REQUEST") || !strings.Contains(out+err.Error(), "still hosts replicas") {
+		t.Fatalf("unregister of a broker with replicas: %v\n%s", err, out)
+	}
+	out, err = run(t, bootstrap, "cluster", "unregister", "--id", "9")
+	if err == nil || !strings.Contains(out+err.Error(), "BROKER_ID_NOT_REGISTERED") {
+		t.Fatalf("unregister of an unknown broker: %v\n%s", err, out)
+	}
 	out = mustRun(t, bootstrap, "cluster", "decommission", "--broker-id", "2")
-	if !strings.Contains(out, "partitions moved off broker 2") {
+	if !strings.Contains(out, "partitions moved off broker 2") || !strings.Contains(out, "Broker 2 unregistered") {
 		t.Fatalf("decommission:\n%s", out)
 	}
 	adm := kadm.NewClient(cl)
 	md, err := adm.Metadata(ctx, "rt")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if slices.Contains(md.Brokers.NodeIDs(), 2) {
+		t.Errorf("after decommission the metadata still lists broker 2: %v", md.Brokers.NodeIDs())
 	}
 	for _, pd := range md.Topics["rt"].Partitions {
 		if slices.Contains(pd.Replicas, 2) {
@@ -148,5 +192,73 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waiting for %s: %v", what, ctx.Err())
 		case <-tm.C:
 		}
+	}
+}
+
+// TestProposeRackAware: with racks, every partition's replicas span
+// min(RF, racks) racks, leaders rotate over all brokers, and a broker
+// list where only some brokers have racks is refused.
+func TestProposeRackAware(t *testing.T) {
+	racks := map[int32]string{1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
+	if got := RackAlternated([]int32{6, 5, 4, 3, 2, 1}, racks); !slices.Equal(got, []int32{1, 3, 5, 2, 4, 6}) {
+		t.Errorf("rack-alternated list %v", got)
+	}
+	for _, rf := range []int{2, 3, 4} {
+		cur := &Reassignment{Version: 1}
+		for p := range int32(12) {
+			cur.Partitions = append(cur.Partitions, partAssign("t", p, make([]int32, rf)))
+		}
+		prop, err := ProposeRackAware(cur, []int32{1, 2, 3, 4, 5, 6}, racks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaders := map[int32]int{}
+		for _, p := range prop.Partitions {
+			used := map[string]bool{}
+			for _, r := range p.Replicas {
+				used[racks[r]] = true
+			}
+			if len(p.Replicas) != rf || len(used) != min(rf, 3) {
+				t.Errorf("rf %d: partition %d: replicas %v span racks %v", rf, p.Partition, p.Replicas, used)
+			}
+			for i, r := range p.Replicas {
+				if slices.Contains(p.Replicas[:i], r) {
+					t.Errorf("rf %d: partition %d: replicas %v repeat %d", rf, p.Partition, p.Replicas, r)
+				}
+			}
+			leaders[p.Replicas[0]]++
+		}
+		if len(leaders) != 6 {
+			t.Errorf("rf %d: leaders %v: not every broker leads", rf, leaders)
+		}
+	}
+	cur := &Reassignment{Version: 1, Partitions: []PartitionAssignment{partAssign("t", 0, []int32{1, 2})}}
+	if _, err := ProposeRackAware(cur, []int32{1, 2, 7}, racks); err == nil || !strings.Contains(err.Error(), "--disable-rack-aware") {
+		t.Errorf("brokers with and without racks: %v", err)
+	}
+	plain, err := ProposeRackAware(cur, []int32{7, 8}, racks)
+	if err != nil || !slices.Equal(plain.Partitions[0].Replicas, []int32{7, 8}) {
+		t.Errorf("no racks: %v %v", plain, err)
+	}
+}
+
+// TestThrottledReplicas: --throttle's topic lists, as Kafka's tool: the
+// moving partitions' current replicas throttled as leaders, the added
+// ones as followers; merged with what the topic had.
+func TestThrottledReplicas(t *testing.T) {
+	cur := &Reassignment{Partitions: []PartitionAssignment{partAssign("t", 0, []int32{1, 2}), partAssign("t", 1, []int32{2, 3}), partAssign("u", 0, []int32{1})}}
+	plan := &Reassignment{Partitions: []PartitionAssignment{partAssign("t", 0, []int32{2, 4}), partAssign("t", 1, []int32{2, 3}), partAssign("u", 0, []int32{3, 1})}}
+	leader, follower := ThrottledReplicas(cur, plan)
+	if got := mergeList("", leader["t"]); got != "0:1,0:2" {
+		t.Errorf("t leader list %q", got)
+	}
+	if got := mergeList("", follower["t"]); got != "0:4" {
+		t.Errorf("t follower list %q", got)
+	}
+	if got := mergeList("5:9", follower["u"]); got != "0:3,5:9" {
+		t.Errorf("u follower list merged %q", got)
+	}
+	if got := mergeList("*", leader["u"]); got != "*" {
+		t.Errorf("* merged %q", got)
 	}
 }
