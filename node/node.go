@@ -396,7 +396,8 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 	kopts := kafka.Options{MaxRequestBytes: cfg.SocketRequestMaxBytes, Logger: n.log, Observer: n.metrics.m.Requests,
 		MaxConnections: int(cfg.MaxConnections), MaxConnectionsPerIP: int(cfg.MaxConnectionsPerIP),
 		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides, ConnectionsMaxIdle: cfg.ConnectionsMaxIdle,
-		FailedAuthenticationDelay: cfg.FailedAuthenticationDelay, Authorizer: n.kafkaAuthorizer()}
+		FailedAuthenticationDelay: cfg.FailedAuthenticationDelay, Authorizer: n.kafkaAuthorizer(),
+		FetchSessionCacheSlots: cfg.Scale.FetchSessionSlots()}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
 		return err
 	}

@@ -217,10 +217,10 @@ type Config struct {
 	LogCleanerMaxCompactionLag  time.Duration
 	LogCleanerDeleteRetention   time.Duration
 
-	// Groups and Transactions configure the group and transaction
-	// coordinators and their internal topics (groups.go, txn.go).
+	// Groups, Transactions, Scale: see groups.go, txn.go and scale.go.
 	Groups       Groups
 	Transactions Transactions
+	Scale        Scale
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
 	Values    map[string]string
@@ -254,7 +254,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), authzKeys)
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), authzKeys)
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{
