@@ -65,7 +65,8 @@ func TestFetchRedialsAClosedIdleConnection(t *testing.T) {
 		t.Fatalf("read on the closed connection: %v, want EOF", err)
 	}
 	start := time.Now()
-	if _, err := f.fetch(nil); err != nil {
+	req, _ := f.request(&fetchSession{}, nil)
+	if _, err := f.fetch(req); err != nil {
 		t.Fatalf("fetch after the leader closed the idle connection: %v", err)
 	}
 	if n := <-served; n != 1 {
