@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestTwoNamedListeners: a broker with two PLAINTEXT listeners under other
@@ -64,5 +66,38 @@ func TestTwoNamedListeners(t *testing.T) {
 	}
 	if got[0] != "via "+internal || got[1] != "via 127.0.0.1:"+extPort {
 		t.Fatalf("records %q", got)
+	}
+
+	// A replica fetch (a follower's, claiming broker 1 at its registered
+	// epoch) is taken only on the inter-broker listener (issue 14): on
+	// EXTERNAL it is refused as unauthorized; on INTERNAL it gets past
+	// that check (and is then refused as no assigned replica's). kgo
+	// sends the newest version both sides know: topic id and ReplicaState.
+	tds, err := kadm.NewClient(newClient(t, tn)).ListTopics(ctx, "both")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		seed string
+		want int16
+	}{
+		{"127.0.0.1:" + extPort, kerr.TopicAuthorizationFailed.Code},
+		{internal, kerr.NotLeaderForPartition.Code},
+	} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(tc.seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.ReplicaState.ID, req.MaxWaitMillis = 1, 1, 0
+		req.Topics = []kmsg.FetchRequestTopic{{Topic: "both", TopicID: tds["both"].ID, Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 1 << 20}}}}
+		resp, err := req.RequestWith(ctx, cl)
+		cl.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != tc.want {
+			t.Fatalf("replica fetch through %s: error %d, want %d", tc.seed, got, tc.want)
+		}
 	}
 }

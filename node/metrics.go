@@ -136,7 +136,12 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 	}
 	if srv := s.srv; srv != nil {
 		cs := srv.ConnStats()
-		st.Connections, st.ConnectionsRefusedMax, st.ConnectionsRefusedPerIP, st.ConnectionsIdleClosed = cs.Open, cs.RefusedMax, cs.RefusedPerIP, cs.IdleClosed
+		// Every Kafka listener is exported, also one nobody has used yet.
+		st.Connections = make(map[string]metrics.ListenerConns, len(s.cfg.KafkaListeners))
+		for _, l := range s.cfg.KafkaListeners {
+			lc := cs.ByListener[l.Name]
+			st.Connections[l.Name] = metrics.ListenerConns{Open: lc.Open, RefusedMax: lc.RefusedMax, RefusedPerIP: lc.RefusedPerIP, IdleClosed: lc.IdleClosed}
+		}
 		st.FailedAuthentication = maps.Clone(cs.HandshakeFailedBy)
 		for l, n := range cs.SASLFailedBy {
 			if st.FailedAuthentication == nil {

@@ -398,6 +398,11 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides, ConnectionsMaxIdle: cfg.ConnectionsMaxIdle,
 		FailedAuthenticationDelay: cfg.FailedAuthenticationDelay, Authorizer: n.kafkaAuthorizer(),
 		FetchSessionCacheSlots: cfg.Scale.FetchSessionSlots()}
+	if len(cfg.KafkaListeners) > 1 {
+		// Clients have listeners of their own: replica fetches are taken
+		// only on the inter-broker one (issue 14).
+		kopts.ReplicaListener = cfg.InterBrokerListener
+	}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
 		return err
 	}

@@ -371,6 +371,9 @@ func (c *conn) readFailed(err error) {
 		}
 	case errors.Is(err, errIdle):
 		c.s.refused.idle.Add(1)
+		c.s.mu.Lock()
+		c.s.listenerCounts(c.listener).IdleClosed++
+		c.s.mu.Unlock()
 		c.log.Debug("kafka: closing idle connection", "connections_max_idle", c.s.opts.ConnectionsMaxIdle)
 	case errors.Is(err, io.EOF):
 		c.log.Debug("kafka: peer closed connection")

@@ -56,7 +56,10 @@ import (
 // on the cluster, else every partition answers TOPIC_AUTHORIZATION_FAILED
 // and nothing is read or counted as the replica's (KafkaApis does the
 // same); a consumer needs READ on each topic (TOPIC_AUTHORIZATION_FAILED
-// for the partitions of one it may not read).
+// for the partitions of one it may not read). With Options.ReplicaListener
+// set, a replica fetch on any other listener is refused the same way,
+// authorizer or not: followers dial the inter-broker listener, so one
+// that arrives on a client listener is a client posing as a follower.
 //
 // Fetch sessions (KIP-227, v7+; fetch_session.go): a full fetch at
 // session epoch 0 opens a session when the cache has room
@@ -135,7 +138,9 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 // refused), a consumer's READ on each topic. It returns which topics
 // are refused, nil if none.
 func fetchDenied(s *Server, r *request, req *kmsg.FetchRequest, names []string) []bool {
-	if !s.Authorizing() {
+	replica, _ := fetchReplica(req)
+	wrongListener := replica >= 0 && s.opts.ReplicaListener != "" && r.listener != s.opts.ReplicaListener
+	if !wrongListener && !s.Authorizing() {
 		return nil
 	}
 	var denied []bool
@@ -145,8 +150,8 @@ func fetchDenied(s *Server, r *request, req *kmsg.FetchRequest, names []string) 
 		}
 		denied[i] = true
 	}
-	if replica, _ := fetchReplica(req); replica >= 0 {
-		if !s.clusterAllowed(r, kmsg.ACLOperationClusterAction) {
+	if replica >= 0 {
+		if wrongListener || !s.clusterAllowed(r, kmsg.ACLOperationClusterAction) {
 			for i := range req.Topics {
 				deny(i)
 			}

@@ -36,6 +36,29 @@ type refusedCounts struct {
 	// and the SASL counts by listener (sasl.go).
 	handshakeBy            map[string]int64
 	saslFailedBy, saslOKBy map[string]int64
+	// byListener counts the refusals and idle closes of each listener;
+	// Server.mu guards it.
+	byListener map[string]*ListenerConns
+}
+
+// listenerCounts is the listener's counts, made on first use; s.mu must be held.
+func (s *Server) listenerCounts(name string) *ListenerConns {
+	if s.refused.byListener == nil {
+		s.refused.byListener = map[string]*ListenerConns{}
+	}
+	lc := s.refused.byListener[name]
+	if lc == nil {
+		lc = &ListenerConns{}
+		s.refused.byListener[name] = lc
+	}
+	return lc
+}
+
+// ListenerConns is one listener's share of ConnStats.
+type ListenerConns struct {
+	Open                     int
+	RefusedMax, RefusedPerIP int64
+	IdleClosed               int64
 }
 
 // ConnStats is a snapshot of the server's connections.
@@ -63,6 +86,10 @@ type ConnStats struct {
 	// session ended without re-authentication (Kafka's
 	// expired-connections-killed-count).
 	ExpiredClosed int64
+	// ByListener is Open, RefusedMax, RefusedPerIP and IdleClosed by
+	// listener name (a copy; a listener that never had a connection is
+	// missing).
+	ByListener map[string]ListenerConns
 }
 
 // ConnStats returns the current connection counts.
@@ -73,21 +100,32 @@ func (s *Server) ConnStats() ConnStats {
 	if len(s.refused.handshakeBy) > 0 {
 		by = maps.Clone(s.refused.handshakeBy)
 	}
+	byListener := make(map[string]ListenerConns, len(s.refused.byListener))
+	for name, lc := range s.refused.byListener {
+		byListener[name] = ListenerConns{RefusedMax: lc.RefusedMax, RefusedPerIP: lc.RefusedPerIP, IdleClosed: lc.IdleClosed}
+	}
+	for c := range s.conns {
+		lc := byListener[c.listener]
+		lc.Open++
+		byListener[c.listener] = lc
+	}
 	s.mu.Unlock()
-	return ConnStats{Open: open, RefusedMax: s.refused.total.Load(), RefusedPerIP: s.refused.perIP.Load(), IdleClosed: s.refused.idle.Load(),
+	return ConnStats{Open: open, ByListener: byListener, RefusedMax: s.refused.total.Load(), RefusedPerIP: s.refused.perIP.Load(), IdleClosed: s.refused.idle.Load(),
 		HandshakeFailed: s.refused.handshake.Load(), HandshakeFailedBy: by,
 		SASLFailedBy: maps.Clone(s.refused.saslFailedBy), SASLAuthenticatedBy: maps.Clone(s.refused.saslOKBy),
 		ExpiredClosed: s.refused.expired.Load()}
 }
 
-// admit counts nc against the limits and reports whether it may stay; s.mu
-// must be held. The address returned is the one to release when it goes.
-func (s *Server) admit(nc net.Conn) (netip.Addr, bool) {
+// admit counts nc, come in on listener, against the limits and reports
+// whether it may stay; s.mu must be held. The address returned is the one
+// to release when it goes.
+func (s *Server) admit(nc net.Conn, listener string) (netip.Addr, bool) {
 	var ip netip.Addr
 	if ap, err := netip.ParseAddrPort(nc.RemoteAddr().String()); err == nil {
 		ip = ap.Addr().Unmap()
 	}
 	if m := s.opts.MaxConnections; m > 0 && len(s.conns) >= m {
+		s.listenerCounts(listener).RefusedMax++
 		if n := s.refused.total.Add(1); n&(n-1) == 0 {
 			// The 1st, 2nd, 4th, 8th...: a flood does not flood the log.
 			s.opts.Logger.Warn("kafka: refusing connection: max.connections reached", "remote", nc.RemoteAddr().String(), "max_connections", m, "refused", n)
@@ -95,6 +133,7 @@ func (s *Server) admit(nc net.Conn) (netip.Addr, bool) {
 		return ip, false
 	}
 	if limit, ok := s.ipLimit(ip); ok && s.perIP[ip] >= limit {
+		s.listenerCounts(listener).RefusedPerIP++
 		if n := s.refused.perIP.Add(1); n&(n-1) == 0 {
 			s.opts.Logger.Warn("kafka: refusing connection: max.connections.per.ip reached", "remote", nc.RemoteAddr().String(), "limit", limit, "refused", n)
 		}

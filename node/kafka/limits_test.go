@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -126,4 +127,23 @@ func TestIdleConnectionClosed(t *testing.T) {
 	release()
 	waiting.recv(req, corr, 9)
 	waiting.apiVersions()
+}
+
+// TestConnStatsByListener: connections and refusals are counted by the
+// listener they came in on (the connection metrics' listener label).
+func TestConnStatsByListener(t *testing.T) {
+	s := startServer(t, Options{MaxConnections: 3})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.ServeListener("EXTERNAL", ln) }()
+	ext := ln.Addr().String()
+	for _, addr := range []string{s.addr, ext, ext} {
+		dial(t, addr).apiVersions()
+	}
+	dial(t, ext).expectClosed()
+	waitStats(t, s, "counts by listener", func(st ConnStats) bool {
+		return st.ByListener["EXTERNAL"] == ListenerConns{Open: 2, RefusedMax: 1} && st.ByListener[""] == ListenerConns{Open: 1}
+	})
 }

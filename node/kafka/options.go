@@ -75,6 +75,15 @@ type Options struct {
 	// server keeps (max.incremental.fetch.session.cache.slots). Zero:
 	// DefaultFetchSessionCacheSlots; negative: no sessions (Kafka's 0).
 	FetchSessionCacheSlots int
+	// ReplicaListener, when set, is the only listener a replica fetch
+	// (replica id >= 0) is taken on: the node's inter.broker.listener.name
+	// when it has other Kafka listeners for clients. A replica fetch that
+	// comes in on any other listener is refused for every partition
+	// (TOPIC_AUTHORIZATION_FAILED), nothing read and nothing counted as
+	// the replica's, so a client of a client listener cannot pose as a
+	// follower. Empty: every listener takes them (one listener serves
+	// brokers and clients alike).
+	ReplicaListener string
 }
 
 // EnsureDefaults fills zero fields with their defaults and returns o.

@@ -184,7 +184,7 @@ func (s *Server) startConn(nc net.Conn, listener string, sec Security) {
 		_ = nc.Close()
 		return
 	}
-	ip, ok := s.admit(nc)
+	ip, ok := s.admit(nc, listener)
 	if !ok {
 		_ = nc.Close()
 		return

@@ -174,10 +174,12 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(isrExpands, prometheus.CounterValue, float64(b.IsrExpands))
 	ch <- prometheus.MustNewConstMetric(lostOnRecovery, prometheus.CounterValue, float64(b.LostOnRecovery))
 	gauge(offlineLogDirs, float64(b.OfflineLogDirs))
-	gauge(connCount, float64(b.Connections), "PLAINTEXT")
-	ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(b.ConnectionsRefusedMax), "PLAINTEXT", "max.connections")
-	ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(b.ConnectionsRefusedPerIP), "PLAINTEXT", "max.connections.per.ip")
-	ch <- prometheus.MustNewConstMetric(connIdleClosed, prometheus.CounterValue, float64(b.ConnectionsIdleClosed), "PLAINTEXT")
+	for l, lc := range b.Connections {
+		gauge(connCount, float64(lc.Open), l)
+		ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(lc.RefusedMax), l, "max.connections")
+		ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(lc.RefusedPerIP), l, "max.connections.per.ip")
+		ch <- prometheus.MustNewConstMetric(connIdleClosed, prometheus.CounterValue, float64(lc.IdleClosed), l)
+	}
 	for l, n := range b.FailedAuthentication {
 		ch <- prometheus.MustNewConstMetric(failedAuth, prometheus.CounterValue, float64(n), l)
 	}

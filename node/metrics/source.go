@@ -83,13 +83,8 @@ type BrokerStat struct {
 	// OfflineLogDirs counts the log directories that failed (0 or 1: a
 	// node has one).
 	OfflineLogDirs int
-	// Connections is the number of open client connections (PLAINTEXT);
-	// ConnectionsRefusedMax and ConnectionsRefusedPerIP count those closed
-	// at accept by max.connections and max.connections.per.ip[.overrides];
-	// ConnectionsIdleClosed those closed by connections.max.idle.ms.
-	Connections                                    int
-	ConnectionsRefusedMax, ConnectionsRefusedPerIP int64
-	ConnectionsIdleClosed                          int64
+	// Connections is the Kafka listeners' connections by listener name.
+	Connections map[string]ListenerConns
 	// FailedAuthentication counts, by listener name, the connections
 	// closed by a failed TLS handshake or SASL authentication;
 	// SuccessfulAuthentication the SASL authentications that succeeded.
@@ -102,6 +97,16 @@ type BrokerStat struct {
 	AuthorizationAllowed, AuthorizationDenied int64
 	// Cleaner is the log cleaner; nil when log.cleaner.enable is false.
 	Cleaner *CleanerStat
+}
+
+// ListenerConns is one Kafka listener's connections: Open now,
+// RefusedMax and RefusedPerIP closed at accept by max.connections and
+// max.connections.per.ip[.overrides], IdleClosed closed by
+// connections.max.idle.ms.
+type ListenerConns struct {
+	Open                     int
+	RefusedMax, RefusedPerIP int64
+	IdleClosed               int64
 }
 
 // CleanerStat is the log cleaner pool (Kafka's LogCleaner and
