@@ -123,8 +123,10 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		fetchOnce(ctx, logs, req, names, denied, resp, maxBytes, &files)
 		break
 	}
+	// A follower's session is privileged in the cache; a replica fetch
+	// refused (no CLUSTER_ACTION, a client listener) is not a follower's.
 	replica, _ := fetchReplica(req)
-	files = s.sessions.finish(time.Now(), req, &sr, resp, files, replica >= 0)
+	files = s.sessions.finish(time.Now(), req, &sr, resp, files, replica >= 0 && denied == nil)
 	s.fetched(req, resp, files)
 	emptyNotNull(resp) // file partitions too: their encoding ignores it
 	if len(files) > 0 {

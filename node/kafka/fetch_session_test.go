@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -295,5 +296,40 @@ func TestFetchSessionTopicIDs(t *testing.T) {
 	sr = c.begin(now, inc)
 	if sr.err != nil || sr.session == nil || len(sr.topics) != 1 || sr.topics[0].TopicID != id2 {
 		t.Fatalf("forgetting topic 1 by ID: %+v", sr)
+	}
+}
+
+// TestRefusedReplicaFetchNotPrivileged: a replica fetch refused (here: on
+// a client listener) opens at most a consumer's session, which cannot
+// evict others' as a follower's could; the same fetch on the replica
+// listener opens a follower's.
+func TestRefusedReplicaFetchNotPrivileged(t *testing.T) {
+	s, err := NewServer(newFakeData("127.0.0.1:9092"), Options{ReplicaListener: "INTERNAL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	privileged := func(listener string) bool {
+		t.Helper()
+		req := sessionFetch(0, 0, 0, map[int32]int64{0: 0})
+		req.ReplicaID = 2
+		r := &request{key: req.Key(), version: req.GetVersion(), body: req, api: s.table.lookup(req.Key()), listener: listener, host: "h"}
+		resp, err := r.api.handle(context.Background(), s, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := resp.(*kmsg.FetchResponse).SessionID
+		s.sessions.mu.Lock()
+		defer s.sessions.mu.Unlock()
+		sess := s.sessions.mu.sessions[id]
+		if sess == nil {
+			t.Fatalf("replica fetch on %s opened no session", listener)
+		}
+		return sess.privileged
+	}
+	if privileged("EXTERNAL") {
+		t.Fatal("a replica fetch refused on the client listener opened a follower's session")
+	}
+	if !privileged("INTERNAL") {
+		t.Fatal("a replica fetch on the replica listener opened a consumer's session")
 	}
 }
