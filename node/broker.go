@@ -318,6 +318,19 @@ func (b *broker) TopicName(id kafka.TopicID) (string, bool) {
 	return name, name != ""
 }
 
+// TopicID implements kafka.TopicIDs (OffsetCommit and OffsetFetch v10
+// name topics by ID).
+func (b *broker) TopicID(name string) (kafka.TopicID, bool) {
+	var id kafka.TopicID
+	ok := false
+	b.node().ctrl.View(func(im *quorum.Image) {
+		if t := im.Topics[name]; t != nil {
+			id, ok = kafka.TopicID(t.ID), true
+		}
+	})
+	return id, ok
+}
+
 // Appended implements kafka.Logs.
 func (b *broker) Appended() <-chan struct{} {
 	b.sig.Lock()

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-
+	"slices"
 	"strconv"
 	"strings"
 
@@ -186,8 +186,8 @@ func (n *Node) syncGroupTopics(im *quorum.Image) {
 		if strings.HasPrefix(name, "__") {
 			continue
 		}
-		ti := group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions))}
-		if same && n.groupTopics[name] != ti {
+		ti := group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions)), Racks: partitionRacks(im, t)}
+		if old, ok := n.groupTopics[name]; same && (!ok || !old.Equal(ti)) {
 			same = false
 		}
 		topics[name] = ti
@@ -197,6 +197,29 @@ func (n *Node) syncGroupTopics(im *quorum.Image) {
 	}
 	n.groupTopics = topics
 	n.coord.SetTopics(topics)
+}
+
+// partitionRacks are the racks of each partition's replicas (their
+// brokers' rack), sorted, for the rack-aware assignors; nil when no
+// replica of the topic has a rack.
+func partitionRacks(im *quorum.Image, t *quorum.Topic) [][]string {
+	var out [][]string
+	some := false
+	for _, p := range t.Partitions {
+		var racks []string
+		for _, id := range p.Replicas {
+			if b := im.Brokers[id]; b != nil && b.Rack != "" && !slices.Contains(racks, b.Rack) {
+				racks = append(racks, b.Rack)
+			}
+		}
+		slices.Sort(racks)
+		some = some || len(racks) > 0
+		out = append(out, racks)
+	}
+	if !some {
+		return nil
+	}
+	return out
 }
 
 // ledPartitions are the partitions of topic led here, with their leader

@@ -40,7 +40,7 @@ func BenchmarkOffsetCommitRate(b *testing.B) {
 	c.createTopic(ctx, "rate", 1, nil)
 	// No linger (kgo waits 10 ms by default): a commit does not wait either.
 	prod := c.client(kgo.DefaultProduceTopic("rate"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
-	committer := c.client()
+	committer := c.client(kgo.MaxVersions(offsetsByName())) // commits by topic name
 	adm := kadm.NewClient(committer)
 	// The first commit of each group creates __consumer_offsets, finds the
 	// coordinator and waits for its shard to load; none is measured.

@@ -56,7 +56,7 @@ func TestBenchGroupsScale(t *testing.T) {
 	c.createTopic(ctx, "scale", 1, nil)
 	var cls []*kgo.Client
 	for range 4 {
-		cls = append(cls, c.client())
+		cls = append(cls, c.client(kgo.MaxVersions(offsetsByName()))) // commits by topic name
 	}
 	adm := kadm.NewClient(cls[0])
 	waitFor(ctx, t, "a first commit", func() bool {

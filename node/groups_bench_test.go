@@ -40,7 +40,7 @@ func BenchmarkOffsetCommit(b *testing.B) {
 		report(b, lat)
 	})
 	b.Run("offset-commit", func(b *testing.B) {
-		cl := c.client()
+		cl := c.client(kgo.MaxVersions(offsetsByName())) // commits by topic name
 		adm := kadm.NewClient(cl)
 		// The first commit creates __consumer_offsets and finds the
 		// coordinator; it is not measured.

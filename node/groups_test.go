@@ -167,7 +167,7 @@ func TestGroupsOneNode(t *testing.T) {
 	})
 
 	t.Run("bad input", func(t *testing.T) {
-		cl := newClient(t, tn)
+		cl := newClient(t, tn, kgo.MaxVersions(offsetsByName())) // topics by name (v10's by ID: TestOffsetsV10)
 		commit := func(group, meta string) *kmsg.OffsetCommitResponse {
 			req := kmsg.NewPtrOffsetCommitRequest()
 			req.Group, req.Generation = group, -1

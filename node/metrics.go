@@ -151,6 +151,12 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 		}
 		st.SuccessfulAuthentication = cs.SASLAuthenticatedBy
 		st.ExpiredConnectionsKilled = cs.ExpiredClosed
+		for k, qt := range srv.QuotaStats() {
+			if st.QuotaThrottles == nil {
+				st.QuotaThrottles = map[string]metrics.QuotaThrottle{}
+			}
+			st.QuotaThrottles[k] = metrics.QuotaThrottle{Count: qt.Count, Time: qt.Time}
+		}
 		az := srv.AuthzStats()
 		st.AuthorizationAllowed, st.AuthorizationDenied = az.Allowed, az.Denied
 	}

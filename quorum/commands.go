@@ -267,6 +267,8 @@ func newCommand(t CommandType) Command {
 		return &LogDirOffline{}
 	case CmdAlterScram:
 		return &AlterScramCredentials{}
+	case CmdAlterClientQuotas:
+		return &AlterClientQuotas{}
 	case CmdCreateACLs:
 		return &CreateACLs{}
 	case CmdDeleteACLs:

@@ -43,7 +43,11 @@
 // salt, stored key, server key, iterations; scram.go),
 // access_control_entry and remove_access_control_entry (ACL bindings by
 // id, KRaft's AccessControlEntryRecord; CreateACLs and DeleteACLs with
-// Kafka's filter semantics; acl.go).
+// Kafka's filter semantics; acl.go), client_quota (one key of a user's,
+// client id's or user and client id's quota, named or default, as KRaft's
+// ClientQuotaRecord; AlterClientQuotas validates as Kafka's controller,
+// Image.ResolveQuota finds the quota a connection is held to by Kafka's
+// precedence; quota.go).
 //
 // # Partition reassignment
 //

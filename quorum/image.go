@@ -180,6 +180,8 @@ type Image struct {
 	// the authorizer, rebuilt (never changed) on every ACL record.
 	ACLs map[string]ACLBinding `json:"acls,omitempty"`
 	acls *ACLSet
+	// Quotas holds the client quotas by QuotaEntity.Key (quota.go).
+	Quotas map[string]*ClientQuota `json:"quotas,omitempty"`
 
 	topicsByID map[UUID]string
 }
@@ -229,6 +231,7 @@ func (im *Image) Clone() *Image {
 	c.LastBrokerEpoch = im.LastBrokerEpoch
 	c.NextProducerID = im.NextProducerID
 	c.Scram = cloneScram(im.Scram)
+	c.Quotas = cloneQuotas(im.Quotas)
 	if im.ACLs != nil {
 		c.ACLs = maps.Clone(im.ACLs)
 	}

@@ -75,6 +75,8 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		return p.logDirOffline(c)
 	case *AlterScramCredentials:
 		return p.alterScram(c)
+	case *AlterClientQuotas:
+		return p.alterClientQuotas(c)
 	case *CreateACLs:
 		return p.createACLs(c)
 	case *DeleteACLs:

@@ -320,6 +320,8 @@ func newRecord(t RecordType) Record {
 		return &ScramCredentialRecord{}
 	case TypeRemoveScramCredential:
 		return &RemoveScramCredentialRecord{}
+	case TypeClientQuota:
+		return &ClientQuotaRecord{}
 	case TypeACL:
 		return &ACLRecord{}
 	case TypeRemoveACL:

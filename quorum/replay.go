@@ -108,6 +108,8 @@ func (im *Image) Replay(r Record) error {
 		return im.replayLogDirOffline(r)
 	case *ScramCredentialRecord, *RemoveScramCredentialRecord:
 		return im.replayScram(r)
+	case *ClientQuotaRecord:
+		return im.replayClientQuota(r)
 	case *ACLRecord, *RemoveACLRecord:
 		return im.replayACL(r)
 	default:

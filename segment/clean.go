@@ -57,7 +57,8 @@ type CleanOptions struct {
 type CleanStats struct {
 	BytesRead, BytesWritten   int64
 	RecordsRead, RecordsKept  int64
-	SegmentsCleaned, Passes   int
+	SegmentsCleaned, Passes   int // segments rewritten; passes
+	SegmentsWritten           int // files they were rewritten into (small neighbours are grouped)
 	Duration                  time.Duration
 	FirstDirty, CleanedTo     int64 // the cleaner checkpoint before and after
 	BatchesDropped, EmptyKept int   // batches left out whole; batches kept empty (a producer's last)

@@ -149,8 +149,12 @@ func (s *script) runClean(d *datadriven.TestData) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("passes=%d segments=%d records %d->%d dropped-batches=%d empty-kept=%d cleaned %d->%d\n",
-			st.Passes, st.SegmentsCleaned, st.RecordsRead, st.RecordsKept, st.BatchesDropped, st.EmptyKept, st.FirstDirty, st.CleanedTo) + s.state(), nil
+		segs := fmt.Sprint(st.SegmentsCleaned)
+		if st.SegmentsWritten != st.SegmentsCleaned {
+			segs += fmt.Sprintf("->%d", st.SegmentsWritten) // grouped
+		}
+		return fmt.Sprintf("passes=%d segments=%s records %d->%d dropped-batches=%d empty-kept=%d cleaned %d->%d\n",
+			st.Passes, segs, st.RecordsRead, st.RecordsKept, st.BatchesDropped, st.EmptyKept, st.FirstDirty, st.CleanedTo) + s.state(), nil
 	case "dump":
 		return dumpLog(s.l)
 	case "kv":

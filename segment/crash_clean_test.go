@@ -36,24 +36,31 @@ func TestCrashPointsClean(t *testing.T) {
 	if testing.Short() {
 		stride, want = 20, 10
 	}
-	total := 0
+	total, grouped := 0, 0
 	for run := 0; run < runs || total < want && run < 20; run++ {
 		seed := uint64(time.Now().UnixNano())
 		if run == 0 {
 			seed = 1
 		}
-		total += cleanCrashRun(t, seed, stride)
+		n, g := cleanCrashRun(t, seed, stride)
+		total, grouped = total+n, grouped+g
 	}
 	if total < want {
 		t.Fatalf("only %d crash points checked, want %d", total, want)
 	}
-	t.Logf("%d crash points checked", total)
+	// Seed 1's later rounds group small cleaned segments into one file
+	// (a multi-segment swap); their crash points must be among those checked.
+	if grouped == 0 {
+		t.Fatalf("no crash point of a grouped swap checked")
+	}
+	t.Logf("%d crash points checked, %d of them in Cleans that grouped segments", total, grouped)
 }
 
 // cleanCrashRun appends, flushes and cleans a log three times, taking a
 // crash image before every mutating file operation of each Clean, and
-// checks every stride-th. It returns how many it checked.
-func cleanCrashRun(t *testing.T, seed uint64, stride int) int {
+// checks every stride-th. It returns how many it checked, and how many of
+// those were in a Clean that grouped segments.
+func cleanCrashRun(t *testing.T, seed uint64, stride int) (checked, grouped int) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -85,7 +92,6 @@ func cleanCrashRun(t *testing.T, seed uint64, stride int) int {
 	}
 	defer l.Close()
 	w := written{}
-	checked := 0
 	for round := 0; round < 3; round++ {
 		appendKVs(t, l, rng, w, 20+rng.IntN(40), 5+rng.IntN(40), 1000+int64(round)*1000, int32(round))
 		if err := l.Flush(); err != nil {
@@ -98,7 +104,7 @@ func cleanCrashRun(t *testing.T, seed uint64, stride int) int {
 			OffsetMapBytes: []int{0, 200, 1000}[rng.IntN(3)]}
 		images = images[:0]
 		armed.Store(true)
-		_, err := l.Clean(context.Background(), o)
+		st, err := l.Clean(context.Background(), o)
 		armed.Store(false)
 		if err != nil {
 			fail("clean: %v", err)
@@ -112,9 +118,12 @@ func cleanCrashRun(t *testing.T, seed uint64, stride int) int {
 			}
 			checkCleanImage(t, fmt.Sprintf("seed %d round %d image %d", seed, round, i), img, opts, w, leo, want, o, rng.IntN(4) == 0)
 			checked++
+			if st.SegmentsWritten < st.SegmentsCleaned {
+				grouped++
+			}
 		}
 	}
-	return checked
+	return checked, grouped
 }
 
 // checkCleanImage opens the log on a crash image taken during a Clean and
@@ -148,10 +157,18 @@ func checkCleanImage(t *testing.T, name string, fs *vfs.MemFS, opts Options, w w
 	if err != nil {
 		fail("%v", err)
 	}
+	logs := 0
 	for _, n := range names {
 		if len(n) > len(cleanedSuffix) && n[len(n)-len(cleanedSuffix):] == cleanedSuffix {
 			fail("recovery left %s", n)
 		}
+		if _, ok := parseSegmentName(n); ok {
+			logs++
+		}
+	}
+	// A grouped swap's other members go with it: no file outlives its seal.
+	if segs := l.Segments(); logs != len(segs) {
+		fail("%d .log files for segments %v: %v", logs, segs, names)
 	}
 	if !again {
 		return

@@ -61,6 +61,9 @@ type Log struct {
 	// cutGen counts truncations and deletions of segments: a Clean whose
 	// offset map was built before one may not swap (ErrCleanRaced).
 	cutGen int64
+	// swapInstalled is closed when the Clean swap in flight has put its
+	// segments in the list (nil: none in flight); see swapWait.
+	swapInstalled chan struct{}
 
 	flushed atomic.Int64 // every offset below is fsynced
 
@@ -517,6 +520,7 @@ func (at readStart) retry(err error) (int64, bool) {
 	case errors.Is(err, errHoleToEnd):
 		return at.nextBase, true
 	case errors.Is(err, errSegmentReplaced):
+		at.l.swapWait()
 		return at.offset, true
 	}
 	return 0, false

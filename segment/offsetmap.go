@@ -13,6 +13,7 @@ type offsetMap struct {
 	slots []offsetSlot // len is a power of two
 	n     int          // slots in use
 	max   int          // the most slots maxBytes allows (a power of two)
+	sink  uint64       // keeps touch's loads
 }
 
 type offsetSlot struct {
@@ -67,6 +68,21 @@ func (m *offsetMap) put(h0, h1 uint64, offset int64) {
 			return
 		}
 	}
+}
+
+// touch loads the first slot each of ks probes (h0 == h1 == 0: none), in
+// a loop with no dependency between its loads, so that the cache misses
+// of a batch's keys overlap; put and get then find the slots in cache.
+func (m *offsetMap) touch(ks []keyAt) {
+	if len(m.slots) == 0 {
+		return
+	}
+	mask := uint64(len(m.slots) - 1)
+	var s uint64
+	for _, k := range ks {
+		s += m.slots[k.h0&mask].h1
+	}
+	m.sink = s
 }
 
 // get returns key's latest offset, if the map has it.

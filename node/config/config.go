@@ -80,8 +80,8 @@ type Config struct {
 	FailedAuthenticationDelay time.Duration
 	// ConnectionsMaxReauth is connections.max.reauth.ms (0: none).
 	ConnectionsMaxReauth time.Duration
-	// authorizer.class.name, allow.everyone.if.no.acl.found, super.users,
-	// ssl.principal.mapping.rules, in that order (authz.go).
+	Quota                QuotaWindow // quota.window.num and quota.window.size.seconds (quota.go)
+	// authorizer.class.name, allow.everyone.if.no.acl.found, super.users, ssl.principal.mapping.rules (authz.go).
 	Authorizer, AllowEveryoneIfNoACLFound bool
 	SuperUsers                            []string
 	PrincipalRules                        sasl.PrincipalRules
@@ -254,7 +254,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), authzKeys)
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), authzKeys, quotaKeys)
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{

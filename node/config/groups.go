@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,6 +137,14 @@ func groupKeys() []key {
 				}
 			}
 			c.Groups.Coordinator.ConsumerAssignors = names
+			return nil
+		}},
+		{"group.consumer.migration.policy", "bidirectional", "online migration between classic and KIP-848 consumer groups (bidirectional, upgrade, downgrade, disabled)", func(c *Config, v string) error {
+			p := strings.ToLower(strings.TrimSpace(v))
+			if !slices.Contains(group.MigrationPolicies, p) {
+				return fmt.Errorf("%w: group.consumer.migration.policy %q: use one of %s", ErrInvalid, v, strings.Join(group.MigrationPolicies, ", "))
+			}
+			c.Groups.Coordinator.MigrationPolicy = p
 			return nil
 		}},
 	}

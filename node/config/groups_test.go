@@ -43,17 +43,18 @@ func TestGroupsKeys(t *testing.T) {
 	}
 	c, err = load(t, minimal+"group.consumer.min.session.timeout.ms=1000\ngroup.consumer.session.timeout.ms=3000\n"+
 		"group.consumer.min.heartbeat.interval.ms=100\ngroup.consumer.heartbeat.interval.ms=500\ngroup.consumer.max.size=4\n"+
-		"group.consumer.assignors=range,org.apache.kafka.coordinator.group.assignor.UniformAssignor\n", nil)
+		"group.consumer.assignors=range,org.apache.kafka.coordinator.group.assignor.UniformAssignor\n"+
+		"group.consumer.migration.policy=UPGRADE\n", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g := c.Groups.Coordinator; g.ConsumerSessionTimeout != 3*time.Second || g.ConsumerHeartbeatInterval != 500*time.Millisecond ||
-		g.ConsumerMaxSize != 4 || !reflect.DeepEqual(g.ConsumerAssignors, []string{"range", "uniform"}) {
+		g.ConsumerMaxSize != 4 || !reflect.DeepEqual(g.ConsumerAssignors, []string{"range", "uniform"}) || g.MigrationPolicy != "upgrade" {
 		t.Errorf("parsed consumer keys %+v", g)
 	}
 	for _, bad := range []string{
 		"group.consumer.session.timeout.ms=3000", "group.consumer.heartbeat.interval.ms=100",
-		"group.consumer.assignors=sticky", "group.consumer.max.size=0",
+		"group.consumer.assignors=sticky", "group.consumer.max.size=0", "group.consumer.migration.policy=sideways",
 		"group.consumer.min.heartbeat.interval.ms=1\ngroup.consumer.heartbeat.interval.ms=50000\ngroup.consumer.max.heartbeat.interval.ms=60000",
 		"offsets.topic.num.partitions=0", "offsets.topic.replication.factor=0", "offsets.topic.replication.factor=40000",
 		"group.max.size=0", "offsets.commit.timeout.ms=0", "offset.metadata.max.bytes=-1",

@@ -43,6 +43,13 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration
 	// ConsumerMaxSize is group.consumer.max.size (0 = no bound).
 	ConsumerMaxSize int
+	// MigrationPolicy is group.consumer.migration.policy (Kafka 4's:
+	// bidirectional, upgrade, downgrade, disabled; "" = bidirectional):
+	// whether a classic group with members is upgraded online to a
+	// consumer group when a member joins with ConsumerGroupHeartbeat,
+	// and whether a consumer group left with only classic members is
+	// downgraded (mixed.go).
+	MigrationPolicy string
 	// ConsumerAssignors is group.consumer.assignors ("uniform", "range"):
 	// the server assignors members may name; the first is the default.
 	ConsumerAssignors []string
@@ -61,6 +68,7 @@ func DefaultConfig() Config {
 		ConsumerSessionTimeout:    45 * time.Second,
 		ConsumerHeartbeatInterval: 5 * time.Second,
 		ConsumerAssignors:         []string{"uniform", "range"},
+		MigrationPolicy:           MigrationBidirectional,
 	}
 }
 

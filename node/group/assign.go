@@ -9,9 +9,11 @@ package group
 // else the first of group.consumer.assignors.
 
 import (
+	"fmt"
 	"hash/fnv"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -19,6 +21,33 @@ import (
 type TopicInfo struct {
 	ID         [16]byte
 	Partitions int32
+	// Racks are, per partition, the racks of its replicas (their
+	// brokers' broker.rack), sorted; nil or empty: unknown. The
+	// assignors prefer to give a partition to a member in one of them
+	// (KIP-881), and a change of them makes the groups subscribed to the
+	// topic assign again (Kafka 4.1, KIP-1101).
+	Racks [][]string
+}
+
+// Equal reports whether t and o say the same (the driver calls SetTopics
+// only when something changed).
+func (t TopicInfo) Equal(o TopicInfo) bool {
+	return t.ID == o.ID && t.Partitions == o.Partitions &&
+		slices.EqualFunc(t.Racks, o.Racks, func(a, b []string) bool { return slices.Equal(a, b) })
+}
+
+// racks is partition p's replica racks.
+func (t TopicInfo) racks(p int32) []string {
+	if int(p) < len(t.Racks) {
+		return t.Racks[p]
+	}
+	return nil
+}
+
+// rackMatch: a member in rack (known) may read partition p of t from a
+// replica in its own rack.
+func (t TopicInfo) rackMatch(p int32, rack string) bool {
+	return rack != "" && slices.Contains(t.racks(p), rack)
 }
 
 // setTopics replaces the topic metadata and bumps the epoch of every
@@ -97,6 +126,11 @@ func (s *Shard) subscriptionHash(c *cgroup) int64 {
 		h.Write([]byte(t))
 		h.Write(info.ID[:])
 		h.Write([]byte{byte(info.Partitions >> 24), byte(info.Partitions >> 16), byte(info.Partitions >> 8), byte(info.Partitions)})
+		for p, racks := range info.Racks {
+			if len(racks) > 0 {
+				fmt.Fprintf(h, "|%d:%s", p, strings.Join(racks, ","))
+			}
+		}
 	}
 	return int64(h.Sum64())
 }
@@ -121,14 +155,16 @@ func (s *Shard) cgAssign(g *group, w *cgWrite) {
 		}
 	}
 	subs := map[string][]string{}
+	rack := map[string]string{}
 	for _, m := range c.members {
 		subs[m.id] = s.resolve(m)
+		rack[m.id] = m.rackID
 	}
 	var next map[string]tps
 	if name == "range" {
-		next = s.assignRange(subs)
+		next = s.assignRange(subs, rack)
 	} else {
-		next = s.assignUniform(subs, c.target)
+		next = s.assignUniform(subs, rack, c.target)
 	}
 	c.assignorUsed = name
 	for _, id := range sortedKeys(next) {
@@ -142,8 +178,12 @@ func (s *Shard) cgAssign(g *group, w *cgWrite) {
 }
 
 // assignRange is the range assignor: per topic, the members subscribed to
-// it in id order get contiguous ranges, the first ones one more.
-func (s *Shard) assignRange(subs map[string][]string) map[string]tps {
+// it in id order get contiguous ranges, the first ones one more. With
+// racks (KIP-881, as Kafka's RangeAssignor does it) each member first
+// takes, up to its count, the lowest partitions with a replica in its
+// rack, then the members fill their counts with the lowest partitions
+// left, in id order; without racks that is the contiguous ranges.
+func (s *Shard) assignRange(subs map[string][]string, rack map[string]string) map[string]tps {
 	out := map[string]tps{}
 	byTopic := map[string][]string{}
 	for _, id := range sortedKeys(subs) {
@@ -155,16 +195,36 @@ func (s *Shard) assignRange(subs map[string][]string) map[string]tps {
 	for t, ms := range byTopic {
 		info := s.topics[t]
 		n, k := int(info.Partitions), len(ms)
-		p := 0
-		for i, id := range ms {
-			cnt := n / k
+		quota := make([]int, k)
+		for i := range ms {
+			quota[i] = n / k
 			if i < n%k {
-				cnt++
+				quota[i]++
 			}
-			for j := 0; j < cnt; j++ {
-				out[id][info.ID] = append(out[id][info.ID], int32(p))
-				p++
+		}
+		taken := make([]bool, n)
+		give := func(i, p int) {
+			out[ms[i]][info.ID] = append(out[ms[i]][info.ID], int32(p))
+			taken[p] = true
+			quota[i]--
+		}
+		for i, id := range ms {
+			for p := 0; p < n && quota[i] > 0; p++ {
+				if !taken[p] && info.rackMatch(int32(p), rack[id]) {
+					give(i, p)
+				}
 			}
+		}
+		p := 0
+		for i := range ms {
+			for ; quota[i] > 0 && p < n; p++ {
+				if !taken[p] {
+					give(i, p)
+				}
+			}
+		}
+		for _, id := range ms {
+			slices.Sort(out[id][info.ID])
 		}
 	}
 	return out
@@ -174,8 +234,12 @@ func (s *Shard) assignRange(subs map[string][]string) map[string]tps {
 // current owner while it is subscribed, the others go to the eligible
 // member with the fewest, then partitions move from the most loaded to
 // the least loaded eligible member until no two eligible members differ
-// by more than one.
-func (s *Shard) assignUniform(subs map[string][]string, prev map[string]tps) map[string]tps {
+// by more than one. With racks (KIP-881), among the members a partition
+// could go to with the fewest, one in a rack of its replicas is taken;
+// a move prefers a partition outside its owner's rack, and a member in
+// its rack; stickiness comes first (an owner keeps its partitions
+// whatever their racks).
+func (s *Shard) assignUniform(subs map[string][]string, rack map[string]string, prev map[string]tps) map[string]tps {
 	type part struct {
 		topic string
 		id    [16]byte
@@ -226,10 +290,14 @@ func (s *Shard) assignUniform(subs map[string][]string, prev map[string]tps) map
 			free = append(free, pt)
 		}
 	}
+	match := func(pt part, m string) bool { return s.topics[pt.topic].rackMatch(pt.p, rack[m]) }
 	least := func(pt part, except string) string {
 		best := ""
 		for _, m := range members {
-			if m != except && eligible[m][pt.topic] && (best == "" || count[m] < count[best]) {
+			if m == except || !eligible[m][pt.topic] {
+				continue
+			}
+			if best == "" || count[m] < count[best] || (count[m] == count[best] && match(pt, m) && !match(pt, best)) {
 				best = m
 			}
 		}
@@ -243,14 +311,21 @@ func (s *Shard) assignUniform(subs map[string][]string, prev map[string]tps) map
 	}
 	for moved := true; moved; {
 		moved = false
-		for i := len(parts) - 1; i >= 0; i-- { // the last partitions move: members keep their first
-			pt := parts[i]
-			from := owner[pt]
-			if to := least(pt, from); to != "" && count[from]-count[to] > 1 {
-				owner[pt] = to
-				count[from]--
-				count[to]++
-				moved = true
+		// Partitions outside their owner's rack move first, then the
+		// last ones (members keep their first).
+		for _, offRack := range []bool{true, false} {
+			for i := len(parts) - 1; i >= 0; i-- {
+				pt := parts[i]
+				from := owner[pt]
+				if offRack && match(pt, from) {
+					continue
+				}
+				if to := least(pt, from); to != "" && count[from]-count[to] > 1 {
+					owner[pt] = to
+					count[from]--
+					count[to]++
+					moved = true
+				}
 			}
 		}
 	}

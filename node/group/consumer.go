@@ -24,9 +24,9 @@ package group
 //     group.instance.id takes it over without a rebalance. A second live
 //     member with the same instance id is UNRELEASED_INSTANCE_ID.
 //   - A group id is a classic or a consumer group: an empty classic group
-//     becomes a consumer group (its offsets kept); a classic group with
-//     members is GROUP_ID_NOT_FOUND (no online upgrade here); a JoinGroup
-//     to a consumer group with members is INCONSISTENT_GROUP_PROTOCOL.
+//     becomes a consumer group (its offsets kept); a Stable classic group
+//     with members is upgraded online, and classic members join a
+//     consumer group (mixed groups): mixed.go.
 //   - Every change is written as Kafka's records (records848.go) and the
 //     heartbeat answered when they are Appended; a failed write is
 //     answered with the mapped error and the whole group written again.
@@ -67,6 +67,8 @@ type cmember struct {
 
 	deadline       time.Time // session expiry
 	revokeDeadline time.Time // while revoking: removed then
+
+	classic *classicMeta // a member using the classic protocol (mixed.go); nil: the consumer protocol
 }
 
 // cgroup is the KIP-848 part of a group.
@@ -196,11 +198,8 @@ func (s *Shard) consumerAppended(o *op, code int16) {
 	if !o.cgWaits {
 		return
 	}
-	switch r := o.cgResp.(type) {
-	case *kmsg.ConsumerGroupHeartbeatResponse:
-		if code != 0 {
-			*r = kmsg.ConsumerGroupHeartbeatResponse{Version: r.Version, ErrorCode: code, MemberEpoch: -1}
-		}
+	if code != 0 {
+		o.cgResp = withError(o.cgResp, code)
 	}
 	s.respond(o.w.id, o.cgResp)
 }
@@ -270,11 +269,11 @@ func (s *Shard) consumerHeartbeat(now time.Time, r Request, req *kmsg.ConsumerGr
 	}
 	g := s.groups[req.Group]
 	switch {
-	case g != nil && g.consumer == nil && (len(g.members) > 0 || len(g.pending) > 0 || g.state != stateEmpty):
-		fail(codeGroupNotFound, "Group "+req.Group+" is a classic group with members: online upgrade to the consumer protocol is not supported; let its members leave first.")
-		return
 	case (g == nil || g.consumer == nil) && req.MemberEpoch != 0:
 		fail(codeUnknownMember, "")
+		return
+	case g != nil && g.consumer == nil && len(g.members) == 0 && (len(g.pending) > 0 || g.state != stateEmpty):
+		fail(codeNotAvailable, "Classic group "+req.Group+" is rebalancing: its upgrade to the consumer protocol waits until it is Stable; retry.")
 		return
 	case g == nil:
 		g = newGroup(req.Group, now)
@@ -282,6 +281,12 @@ func (s *Shard) consumerHeartbeat(now time.Time, r Request, req *kmsg.ConsumerGr
 		g.makeConsumer()
 	}
 	w := &cgWrite{g: g}
+	if g.consumer == nil && len(g.members) > 0 { // the online upgrade (mixed.go)
+		if code, msg := s.upgrade(now, g, w); code != 0 {
+			fail(code, msg)
+			return
+		}
+	}
 	if g.consumer == nil { // an empty classic group becomes a consumer group, its offsets kept
 		if g.generation > 0 || g.protocolType != "" {
 			w.add(groupTombstone(g.id))
@@ -318,6 +323,7 @@ func (s *Shard) cgLeave(now time.Time, g *group, req *kmsg.ConsumerGroupHeartbea
 		w.add(cgCurrentRecord(c, m))
 	} else {
 		s.cgRemove(now, g, m, w)
+		s.maybeDowngrade(now, g, w)
 	}
 	s.flushCG(w, wt, resp)
 }
@@ -353,7 +359,7 @@ func (s *Shard) cgHeartbeat(now time.Time, g *group, r Request, req *kmsg.Consum
 	} else {
 		m = c.members[req.MemberID]
 		switch {
-		case m == nil:
+		case m == nil || m.classic != nil:
 			s.respond(wt.id, cgError(req.Version, codeUnknownMember, ""))
 			return
 		case req.InstanceID != nil && c.static[*req.InstanceID] != m.id:
@@ -416,7 +422,7 @@ func (s *Shard) cgJoin(now time.Time, g *group, req *kmsg.ConsumerGroupHeartbeat
 	if req.InstanceID != nil {
 		if oldID, ok := c.static[*req.InstanceID]; ok && oldID != id {
 			old := c.members[oldID]
-			if old.epoch != -2 {
+			if old.epoch != -2 && old.classic == nil {
 				return nil, false, codeUnreleasedInstance, "Static member " + oldID + " with instance id " + *req.InstanceID + " is not released yet."
 			}
 			// The restart of a static member: the new id takes the old
@@ -425,7 +431,10 @@ func (s *Shard) cgJoin(now time.Time, g *group, req *kmsg.ConsumerGroupHeartbeat
 			w.add(cgMemberTombstones(c, oldID)...)
 			w.removed = append(w.removed, oldID)
 			nm := *old
-			nm.id, nm.epoch = id, old.prevEpoch
+			nm.id, nm.classic = id, nil // a classic static member restarted on the consumer protocol
+			if old.epoch == -2 {
+				nm.epoch = old.prevEpoch
+			}
 			c.members[id] = &nm
 			c.static[nm.instanceID] = id
 			if t, ok := c.target[oldID]; ok {
@@ -437,7 +446,10 @@ func (s *Shard) cgJoin(now time.Time, g *group, req *kmsg.ConsumerGroupHeartbeat
 			return &nm, false, 0, ""
 		}
 	}
-	if m = c.members[id]; m != nil {
+	if m = c.members[id]; m != nil && m.classic != nil {
+		return nil, false, codeUnknownMember, "Member " + id + " of group " + g.id + " uses the classic protocol."
+	}
+	if m != nil {
 		// A member rejoining with epoch 0 lost what it owned.
 		m.assigned, m.revoking, m.state, m.prevEpoch, m.epoch = tps{}, tps{}, mStable, 0, 0
 		return m, false, 0, ""
@@ -608,6 +620,7 @@ func (s *Shard) fireConsumer(g *group, now time.Time) {
 			s.cgRemove(now, g, m, w)
 		}
 	}
+	s.maybeDowngrade(now, g, w)
 	s.flushCG(w, nil, nil)
 }
 
@@ -718,8 +731,8 @@ func (s *Shard) releaseParked(id uint64, code int16) {
 	}
 	delete(s.parked, id)
 	for _, p := range ps {
-		if r, ok := p.resp.(*kmsg.ConsumerGroupHeartbeatResponse); ok && code != 0 {
-			p.resp = cgError(r.Version, code, "")
+		if code != 0 {
+			p.resp = withError(p.resp, code)
 		}
 		s.respond(p.id, p.resp)
 	}

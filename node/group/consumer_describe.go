@@ -52,6 +52,9 @@ func (s *Shard) consumerDescribe(r Request, req *kmsg.ConsumerGroupDescribeReque
 				rm.Assignment = s.describeAssignment(m.assigned)
 				rm.TargetAssignment = s.describeAssignment(c.target[m.id])
 				rm.MemberType = 1
+				if m.classic != nil {
+					rm.MemberType = 0
+				}
 				rg.Members = append(rg.Members, rm)
 			}
 		}
@@ -122,6 +125,11 @@ func (c *cgroup) validateOffsetCommit(memberID string, epoch int32, version int1
 	switch {
 	case m == nil:
 		return codeUnknownMember
+	case m.classic != nil: // a classic member commits with its generation
+		if epoch != m.epoch {
+			return codeIllegalGen
+		}
+		return 0
 	case version < 9:
 		return codeUnsupportedVersion
 	case epoch > m.epoch:

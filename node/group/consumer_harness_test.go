@@ -15,7 +15,8 @@ import (
 //
 //	topics t=3 u=2            SetTopics (a topic's id is its name, padded)
 //	hb member=a epoch=0 topics=t,u regex=re assignor=range instance=i
-//	   owned=t/0,t/1 rebalance=30s v=1 g=g regex-size=N
+//	   owned=t/0,t/1 rebalance=30s v=1 g=g regex-size=N rack=r
+//	racks t=a/b,b,c           SetTopics again, partition 0 of t in racks a and b, …
 //	cg-describe groups=g
 func (h *harness) runConsumer() bool {
 	switch h.d.Cmd {
@@ -25,8 +26,25 @@ func (h *harness) runConsumer() bool {
 			n, _ := strconv.Atoi(strings.Join(a.Vals, ""))
 			m[a.Key] = TopicInfo{ID: topicID(a.Key), Partitions: int32(n)}
 		}
+		h.topicSet = m
 		h.s.SetTopics(h.now, m)
 		h.printf("topics set")
+		h.drain()
+	case "racks":
+		// racks t=a/b,b,c: partition 0 of t has replicas in racks a and
+		// b, 1 in b, 2 in c (the last topics command's topics).
+		for _, a := range h.d.CmdArgs {
+			ti := h.topicSet[a.Key]
+			ti.Racks = nil
+			for _, v := range strings.Split(strings.Join(a.Vals, ","), ",") {
+				rs := strings.Split(v, "/")
+				slices.Sort(rs)
+				ti.Racks = append(ti.Racks, rs)
+			}
+			h.topicSet[a.Key] = ti
+		}
+		h.s.SetTopics(h.now, h.topicSet)
+		h.printf("racks set")
 		h.drain()
 	case "hb":
 		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
@@ -49,6 +67,7 @@ func (h *harness) runConsumer() bool {
 			req.SubscribedTopicRegex = &re
 		}
 		req.ServerAssignor = h.strp("assignor")
+		req.RackID = h.strp("rack")
 		if _, ok := h.arg("owned"); ok {
 			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
 			parts := h.partitions("owned")
@@ -178,6 +197,12 @@ func fmtConsumerRecord(r Record) string {
 	case recMember:
 		fmt.Fprintf(&b, " = instance=%s client=%s topics=%s regex=%q rebalance=%s assignor=%q", m.instanceID, m.clientID,
 			strings.Join(m.topicNames, ","), m.regex, m.rebalance, m.assignor)
+		if m.classic != nil {
+			fmt.Fprintf(&b, " classic(session=%s protocols=%d)", m.classic.session, len(m.classic.protocols))
+		}
+		if m.rackID != "" {
+			fmt.Fprintf(&b, " rack=%s", m.rackID)
+		}
 	case recTargetMetadata:
 		fmt.Fprintf(&b, " = assignment-epoch=%d", c.assignmentEpoch)
 	case recTargetMember:
@@ -198,6 +223,12 @@ func dumpConsumer(b *strings.Builder, c *cgroup, since func(time.Time) string) {
 			fmtTPs(m.assigned), fmtTPs(m.revoking), fmtTPs(c.target[m.id]))
 		if m.instanceID != "" {
 			fmt.Fprintf(b, " instance=%s", m.instanceID)
+		}
+		if m.classic != nil {
+			fmt.Fprintf(b, " classic(session=%s protocols=%d)", m.classic.session, len(m.classic.protocols))
+		}
+		if m.rackID != "" {
+			fmt.Fprintf(b, " rack=%s", m.rackID)
 		}
 		fmt.Fprintf(b, " topics=%s", strings.Join(m.topicNames, ","))
 		if m.regex != "" {

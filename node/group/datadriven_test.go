@@ -159,6 +159,7 @@ func (h *harness) newShard() {
 	h.cfg.RetentionCheckInterval = h.dur("check-interval", h.cfg.RetentionCheckInterval)
 	h.cfg.OffsetMetadataMaxBytes = int(h.int("metadata-max", int64(h.cfg.OffsetMetadataMaxBytes)))
 	h.cfg.ConsumerMaxSize = int(h.int("consumer-max-size", 0))
+	h.cfg.MigrationPolicy = h.str("migration", MigrationBidirectional)
 	h.autoAck = h.str("auto-ack", "true") == "true"
 	h.log, h.pending = nil, nil
 	h.s = NewShard(0, h.cfg)
@@ -245,6 +246,17 @@ func (h *harness) protocols() []kmsg.JoinGroupRequestProtocol {
 		m := kmsg.NewConsumerMemberMetadata()
 		m.Version = 0
 		m.Topics = topics
+		if _, ok := h.arg("owned"); ok { // v1: the partitions it owns (a cooperative client)
+			m.Version = 1
+			parts := h.partitions("owned")
+			for _, t := range sortedKeys(parts) {
+				if t != "" {
+					op := kmsg.NewConsumerMemberMetadataOwnedPartition()
+					op.Topic, op.Partitions = t, parts[t]
+					m.OwnedPartitions = append(m.OwnedPartitions, op)
+				}
+			}
+		}
 		meta = m.AppendTo(nil)
 	} else if n := h.int("meta-size", -1); n >= 0 {
 		meta = make([]byte, n)
@@ -287,6 +299,9 @@ func (h *harness) sync() {
 		id, val, _ := strings.Cut(a, "=")
 		ga := kmsg.NewSyncGroupRequestGroupAssignment()
 		ga.MemberID, ga.MemberAssignment = h.long(id), []byte(val)
+		if strings.HasPrefix(val, "@") { // @t/0/1+u/2: the consumer protocol's assignment
+			ga.MemberAssignment = consumerAssignment(val[1:])
+		}
 		if n, err := strconv.Atoi(val); err == nil && n > 1000 {
 			ga.MemberAssignment = make([]byte, n)
 		}
@@ -447,4 +462,21 @@ func (h *harness) fetch() {
 		req.Groups = append(req.Groups, rg)
 	}
 	h.step(req)
+}
+
+// consumerAssignment encodes t/0/1+u/2 as the consumer protocol's
+// assignment.
+func consumerAssignment(spec string) []byte {
+	a := kmsg.NewConsumerMemberAssignment()
+	for _, part := range strings.Split(spec, "+") {
+		fields := strings.Split(part, "/")
+		t := kmsg.NewConsumerMemberAssignmentTopic()
+		t.Topic = fields[0]
+		for _, f := range fields[1:] {
+			n, _ := strconv.Atoi(f)
+			t.Partitions = append(t.Partitions, int32(n))
+		}
+		a.Topics = append(a.Topics, t)
+	}
+	return a.AppendTo(nil)
 }

@@ -73,7 +73,8 @@
 //   - txn_offsets.go: TxnOffsetCommit and the pending transactional
 //     offsets, below.
 //   - consumer.go, assign.go, consumer_describe.go, records848.go: KIP-848
-//     consumer groups, below.
+//     consumer groups, below; mixed.go: the online migration between the
+//     protocols and classic members inside a consumer group.
 //   - tombstones.go: tombstones are issued before they are written, so a
 //     commit still in flight for the same partition must not reappear when
 //     it lands, and a tombstone whose write fails is undone.
@@ -84,10 +85,19 @@
 //
 // A group id is a classic group or a consumer group (group.consumer
 // records, ConsumerGroupHeartbeat): an empty group of one type becomes the
-// other on the other's first request, its offsets kept; a non-empty one
-// refuses the other protocol (JoinGroup: INCONSISTENT_GROUP_PROTOCOL;
-// ConsumerGroupHeartbeat: GROUP_ID_NOT_FOUND with a message saying that
-// the online upgrade of a group with members is not supported here).
+// other on the other's first request, its offsets kept. A group with
+// members migrates online as Kafka 4's does, under
+// group.consumer.migration.policy (Config.MigrationPolicy; mixed.go):
+//
+//	classic group, Stable ── ConsumerGroupHeartbeat joins (upgrade allowed) ──▶ consumer group
+//	    every classic member kept: epoch = generation, its assignment owned and targeted
+//	consumer group with classic members: JoinGroup/SyncGroup/Heartbeat/LeaveGroup
+//	    served from its state (JoinGroup: the member's subscription, owned
+//	    partitions from it; generation = member epoch; SyncGroup: what it owns;
+//	    Heartbeat: REBALANCE_IN_PROGRESS to make it rejoin)
+//	last consumer-protocol member leaves (downgrade allowed) ──▶ classic group
+//	    generation = assignment epoch, members with their protocols and
+//	    partitions, then a rebalance
 //
 //	heartbeat(epoch 0: join | > 0 | -1 leave | -2 static leave)
 //	  → member changed (new, subscription, assignor)? group epoch + 1
@@ -128,13 +138,25 @@
 // read what they wrote) and gets their error if one fails. A failed write
 // is answered with the mapped error and the whole group written again
 // (the records are upserts by key), so that log and memory meet.
-// Differences from Kafka: no classic members inside a consumer group (no
-// online upgrade or downgrade with members); the metadata hash is FNV-64a,
-// not Murmur3 (a Kafka coordinator reading these records assigns once
-// more); the assignment is computed in the heartbeat that finds it stale
-// (no group.consumer.min.assignment.interval); racks are kept but not
-// used by the assignors; regular expressions are Go's RE2, matched
-// against whole names.
+// The assignors are rack-aware (KIP-881): TopicInfo.Racks gives each
+// partition's replica racks, a member its rack; range gives each member
+// its rack's partitions first within its count, uniform prefers a
+// member in the partition's rack among the least loaded and moves
+// off-rack partitions first (stickiness comes first: an owner keeps its
+// partitions). Racks are part of the metadata hash, so a change of them
+// assigns again (KIP-1101).
+//
+// Differences from Kafka: the metadata hash is FNV-64a, not Murmur3 (a
+// Kafka coordinator reading these records assigns once more); the
+// assignment is computed in the heartbeat that finds it stale (no
+// group.consumer.min.assignment.interval); regular expressions are Go's
+// RE2, matched against whole names; a classic group is upgraded only
+// when Stable (Kafka converts one in any state): until then the joining
+// member is answered COORDINATOR_NOT_AVAILABLE, which clients retry, so
+// that no member's partitions are unknown; a classic member of a consumer
+// group gets MEMBER_ID_REQUIRED without a pending id being kept, and its
+// JoinGroup answer names no leader (every client then acts as a
+// follower and takes the server's assignment from SyncGroup).
 //
 // Every request is checked as Kafka checks it: an empty group id is
 // INVALID_GROUP_ID; an unknown member UNKNOWN_MEMBER_ID; a fenced instance
@@ -194,7 +216,9 @@
 // Records are Kafka's __consumer_offsets schemas, as Kafka 4 writes them
 // (records.go draws them): OffsetCommitKey v1 / OffsetCommitValue v3 with
 // the leader epoch, GroupMetadataKey v2 / GroupMetadataValue v3, and the
-// consumer group record types 3-8 (records848.go draws them); a nil
+// consumer group record types 3-8 (records848.go draws them; a classic
+// member of a consumer group keeps its session timeout and protocols in
+// the member record's tagged ClassicMemberMetadata); a nil
 // value is a tombstone. The group record is the whole group: written after
 // the leader's assignment, when a generation ends without members, and when
 // a static member is replaced without a rebalance. Replay rebuilds what
@@ -220,7 +244,9 @@
 // # Tests
 //
 // testdata/*.txt are datadriven scripts (a harness with a clock and
-// scripted clients, regenerated with -rewrite; consumer*.txt for KIP-848);
+// scripted clients, regenerated with -rewrite; consumer*.txt for KIP-848,
+// migration.txt for the migration and mixed groups, racks.txt for the
+// rack-aware assignors);
 // TestRandom drives shards with random clients (classic and KIP-848,
 // transactional commits and markers), clocks, topic changes and write
 // outcomes; FuzzReplay feeds Replay any record (seeds of every type,

@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,30 @@ func fmtMeta(b []byte) string {
 	if len(b) == 0 {
 		return "-"
 	}
+	return fmtMetaText(b)
+}
+
+// fmtSyncAssignment shows a SyncGroup's assignment: decoded when it is
+// the consumer protocol's (a consumer group's classic member gets one).
+func fmtSyncAssignment(b []byte) string {
+	if len(b) >= 6 && b[0] == 0 && b[1] == 0 {
+		var a kmsg.ConsumerMemberAssignment
+		if err := a.ReadFrom(b); err == nil {
+			var parts []string
+			for _, t := range a.Topics {
+				var ps []string
+				for _, p := range t.Partitions {
+					ps = append(ps, strconv.Itoa(int(p)))
+				}
+				parts = append(parts, t.Topic+"/"+strings.Join(ps, ","))
+			}
+			return "assign(" + strings.Join(parts, ";") + ")"
+		}
+	}
+	return fmtMeta(b)
+}
+
+func fmtMetaText(b []byte) string {
 	var m kmsg.ConsumerMemberMetadata
 	if err := m.ReadFrom(b); err == nil && len(m.Topics) > 0 {
 		return "sub(" + strings.Join(m.Topics, ";") + ")"
@@ -53,7 +78,7 @@ func (h *harness) fmtResponse(body kmsg.Response) string {
 	case *kmsg.SyncGroupResponse:
 		fmt.Fprintf(&b, "SyncGroup %s", errName(r.ErrorCode))
 		if r.ErrorCode == 0 {
-			fmt.Fprintf(&b, " assignment=%s", fmtMeta(r.MemberAssignment))
+			fmt.Fprintf(&b, " assignment=%s", fmtSyncAssignment(r.MemberAssignment))
 		}
 	case *kmsg.HeartbeatResponse:
 		fmt.Fprintf(&b, "Heartbeat %s", errName(r.ErrorCode))

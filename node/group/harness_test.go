@@ -32,6 +32,8 @@ type harness struct {
 	pending []Append          // Appends not yet Appended (autoAck off)
 	log     []logRec          // what was Appended(nil), in order
 	open    map[uint64]string // requests stepped and not yet answered
+	// topicSet is what the last topics (or racks) command set.
+	topicSet map[string]TopicInfo
 }
 
 func newHarness(t *testing.T) *harness {

@@ -88,9 +88,8 @@ func (s *Shard) joinGroup(now time.Time, r Request, req *kmsg.JoinGroupRequest) 
 	}
 	if g.consumer != nil {
 		if len(g.consumer.members) > 0 {
-			// No classic members in a consumer group here (Kafka 4's
-			// mixed groups are not served).
-			fail(codeInconsistent)
+			// A classic member of a consumer group (mixed.go).
+			s.cgClassicJoin(now, r, g, req, protos, session, rebalance)
 			return
 		}
 		// An empty consumer group becomes a classic group, its offsets

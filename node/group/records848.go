@@ -15,7 +15,10 @@ package group
 //	       {group, member}                   instanceId?, rackId?, clientId,
 //	                                         clientHost, subscribedTopicNames[],
 //	                                         subscribedTopicRegex?,
-//	                                         rebalanceTimeoutMs, serverAssignor?}
+//	                                         rebalanceTimeoutMs, serverAssignor?,
+//	                                         tag0 classicMemberMetadata?{
+//	                                           sessionTimeoutMs, supportedProtocols[
+//	                                           name, metadata bytes]}}
 //	6    ConsumerGroupTargetAssignmentMetadataKey{group}
 //	                                       …Value{assignmentEpoch}
 //	7    ConsumerGroupTargetAssignmentMemberKey{group, member}
@@ -104,8 +107,49 @@ func cgMemberRecord(g *cgroup, m *cmember) Record {
 	v = kbin.AppendCompactNullableString(v, nilIfEmpty(m.regex))
 	v = kbin.AppendInt32(v, ms(m.rebalance))
 	v = kbin.AppendCompactNullableString(v, nilIfEmpty(m.assignor))
-	v = endStruct(v)
+	if m.classic == nil {
+		v = endStruct(v)
+	} else {
+		cm := appendClassicMeta(nil, m.classic)
+		v = kbin.AppendUvarint(v, 1) // one tagged field: ClassicMemberMetadata
+		v = kbin.AppendUvarint(v, 0)
+		v = kbin.AppendUvarint(v, uint32(len(cm)))
+		v = append(v, cm...)
+	}
 	return Record{Key: cgKey(recMember, g.id, &m.id), Value: v}
+}
+
+// appendClassicMeta is ClassicMemberMetadata{sessionTimeoutMs int32,
+// supportedProtocols[name string, metadata bytes]}, flexible.
+func appendClassicMeta(b []byte, c *classicMeta) []byte {
+	b = kbin.AppendInt32(b, ms(c.session))
+	b = kbin.AppendCompactArrayLen(b, len(c.protocols))
+	for _, p := range c.protocols {
+		b = kbin.AppendCompactString(b, p.name)
+		b = kbin.AppendCompactBytes(b, p.metadata)
+		b = endStruct(b)
+	}
+	return endStruct(b)
+}
+
+func readClassicMeta(b []byte) (*classicMeta, error) {
+	r := reader{kbin.Reader{Src: b}}
+	c := &classicMeta{session: durMs(r.Int32())}
+	n := r.CompactArrayLen()
+	if n < 0 || int(n) > len(r.Src) {
+		return nil, fmt.Errorf("%w: classic member metadata: %d protocols", ErrCorruptRecord, n)
+	}
+	for i := int32(0); i < n && r.Ok(); i++ {
+		name := r.CompactString()
+		meta := slices.Clone(r.CompactBytes())
+		if meta == nil {
+			meta = []byte{}
+		}
+		r.skipTags()
+		c.protocols = append(c.protocols, protocol{name: name, metadata: meta})
+	}
+	r.skipTags()
+	return c, r.done("classic member metadata")
 }
 
 func cgTargetMetadataRecord(g *cgroup) Record {
@@ -292,11 +336,23 @@ func decodeConsumerValue(typ int16, memberID string, b []byte) (func(*cgroup), e
 		if p := r.CompactNullableString(); p != nil {
 			v.assignor = *p
 		}
-		r.skipTags()
+		var classicErr error
+		n = int32(r.Uvarint())
+		for i := int32(0); i < n && r.Ok(); i++ {
+			tag, size := r.Uvarint(), int(r.Uvarint())
+			b := r.Span(size)
+			if tag == 0 && r.Ok() {
+				v.classic, classicErr = readClassicMeta(b)
+			}
+		}
+		if classicErr != nil {
+			return nil, classicErr
+		}
 		return func(c *cgroup) {
 			m := c.member(memberID)
 			m.instanceID, m.rackID, m.clientID, m.clientHost = v.instanceID, v.rackID, v.clientID, v.clientHost
 			m.topicNames, m.regex, m.rebalance, m.assignor = v.topicNames, v.regex, v.rebalance, v.assignor
+			m.classic = v.classic
 			c.indexStatic()
 		}, r.done("member metadata")
 	case recTargetMetadata:

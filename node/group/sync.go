@@ -58,6 +58,9 @@ func (s *Shard) syncGroup(now time.Time, r Request, req *kmsg.SyncGroupRequest) 
 		code = codeInvalidGroupID
 	case g == nil:
 		code = codeUnknownMember
+	case g.consumer != nil:
+		s.cgClassicSync(now, r, g, req)
+		return
 	default:
 		code = g.validateMember(req.MemberID, req.InstanceID)
 	}
@@ -148,6 +151,10 @@ func (s *Shard) assignmentAppended(now time.Time, id uint64, o *op, code int16) 
 }
 
 func (s *Shard) heartbeat(now time.Time, r Request, req *kmsg.HeartbeatRequest) {
+	if g, code := s.memberGroup(req.Group); code == 0 && g.consumer != nil {
+		s.cgClassicHeartbeat(now, r, g, req)
+		return
+	}
 	resp := kmsg.NewPtrHeartbeatResponse()
 	resp.Version = req.Version
 	defer s.respond(r.ID, resp)
@@ -176,6 +183,10 @@ func (s *Shard) heartbeat(now time.Time, r Request, req *kmsg.HeartbeatRequest) 
 }
 
 func (s *Shard) leaveGroup(now time.Time, r Request, req *kmsg.LeaveGroupRequest) {
+	if g, code := s.memberGroup(req.Group); code == 0 && g.consumer != nil {
+		s.cgClassicLeave(now, r, g, req)
+		return
+	}
 	resp := kmsg.NewPtrLeaveGroupResponse()
 	resp.Version = req.Version
 	defer s.respond(r.ID, resp)

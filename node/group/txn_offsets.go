@@ -102,6 +102,8 @@ func (c *cgroup) validateTxnCommit(memberID string, epoch int32) int16 {
 	switch {
 	case m == nil:
 		return codeUnknownMember
+	case m.classic != nil && epoch != m.epoch: // a classic member commits with its generation
+		return codeIllegalGen
 	case epoch > m.epoch:
 		return codeFencedEpoch
 	case epoch < m.epoch:

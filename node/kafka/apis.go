@@ -60,6 +60,11 @@ func newTable(b Broker) *table {
 	if has[TopicNames](b) {
 		fetchMax = 15
 	}
+	// OffsetCommit and OffsetFetch v10 name topics by ID.
+	offsetsMax := int16(9)
+	if has[TopicNames](b) && has[TopicIDs](b) {
+		offsetsMax = 10
+	}
 	rows := []api{
 		{key: kmsg.Metadata, min: 0, max: 12, handle: handleMetadata, maxBytes: metadataMaxBytes},
 		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
@@ -83,8 +88,8 @@ func newTable(b Broker) *table {
 		{key: kmsg.SyncGroup, min: 0, max: 5, handle: handleSyncGroup, needs: has[Groups]},
 		{key: kmsg.Heartbeat, min: 0, max: 4, handle: handleHeartbeat, needs: has[Groups]},
 		{key: kmsg.LeaveGroup, min: 0, max: 5, handle: handleLeaveGroup, needs: has[Groups]},
-		{key: kmsg.OffsetCommit, min: 2, max: 9, handle: handleOffsetCommit, needs: has[Groups]},
-		{key: kmsg.OffsetFetch, min: 1, max: 9, handle: handleOffsetFetch, needs: has[Groups]},
+		{key: kmsg.OffsetCommit, min: 2, max: offsetsMax, handle: handleOffsetCommit, needs: has[Groups]},
+		{key: kmsg.OffsetFetch, min: 1, max: offsetsMax, handle: handleOffsetFetch, needs: has[Groups]},
 		{key: kmsg.DescribeGroups, min: 0, max: 6, handle: handleDescribeGroups, needs: has[Groups]},
 		{key: kmsg.ListGroups, min: 0, max: 5, handle: handleListGroups, needs: has[Groups]},
 		{key: kmsg.DeleteGroups, min: 0, max: 2, handle: handleDeleteGroups, needs: has[Groups]},
@@ -107,6 +112,8 @@ func newTable(b Broker) *table {
 		{key: kmsg.ListTransactions, min: 0, max: 1, handle: handleListTransactions, needs: has[Transactions]},
 		{key: kmsg.WriteTxnMarkers, min: 0, max: 1, handle: handleWriteTxnMarkers, needs: has[TxnMarkers]},
 		{key: kmsg.DescribeProducers, min: 0, max: 0, handle: handleDescribeProducers, needs: has[ProducerStates]},
+		{key: kmsg.DescribeClientQuotas, min: 0, max: 1, handle: handleDescribeClientQuotas, needs: has[QuotaAdmin]},
+		{key: kmsg.AlterClientQuotas, min: 0, max: 1, handle: handleAlterClientQuotas, needs: has[QuotaAdmin]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needs != nil && !a.needs(b)

@@ -154,6 +154,26 @@ func (s *Server) authorizeAPI(r *request) kmsg.Response {
 			resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
 			return resp
 		}
+	case *kmsg.DescribeClientQuotasRequest:
+		if !s.clusterAllowed(r, kmsg.ACLOperationDescribeConfigs) {
+			resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+			resp.ErrorCode = clusterDenied
+			resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+			return resp
+		}
+	case *kmsg.AlterClientQuotasRequest:
+		if !s.clusterAllowed(r, kmsg.ACLOperationAlterConfigs) {
+			resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+			for _, e := range req.Entries {
+				re := kmsg.NewAlterClientQuotasResponseEntry()
+				re.ErrorCode = clusterDenied
+				for _, p := range e.Entity {
+					re.Entity = append(re.Entity, kmsg.AlterClientQuotasResponseEntryEntity{Type: p.Type, Name: p.Name})
+				}
+				resp.Entries = append(resp.Entries, re)
+			}
+			return resp
+		}
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
 		if !s.clusterAllowed(r, kmsg.ACLOperationDescribe) {
 			resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)

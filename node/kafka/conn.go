@@ -151,6 +151,9 @@ func (c *conn) serve() {
 			c.remote.Store(0)
 		}
 		ok := c.answer(r)
+		if r.throttle > 0 && ok {
+			ok = c.waitThrottle(r.throttle)
+		}
 		if r.api.recycle {
 			c.s.frames.put(r.frame)
 			r.frame = nil
@@ -420,7 +423,11 @@ func (c *conn) principal() string {
 
 // answerWith answers r with handler h.
 func (c *conn) answerWith(r *request, h handler) bool {
+	start := time.Now()
 	resp, err := h(c.ctx, c.s, r)
+	if c.s.quotas != nil && err == nil {
+		c.s.quotaAnswer(r, resp, start)
+	}
 	if c.obs != nil {
 		r.stamps.handled = time.Now()
 		r.stamps.remote = time.Duration(c.remote.Load())
@@ -438,11 +445,13 @@ func (c *conn) answerWith(r *request, h handler) bool {
 		return true // the API sends no response (Produce with acks=0)
 	}
 	if d, ok := resp.(*deferredResponse); ok {
+		t := r.throttle
 		c.fin <- func() response {
 			d.wait()
 			if c.obs != nil {
 				r.stamps.waited()
 			}
+			setThrottle(d.Response, t)
 			return c.encode(r, d.Response)
 		}
 		return c.ctx.Err() == nil
@@ -533,4 +542,21 @@ func derefOr[T any](p *T, or T) T {
 		return or
 	}
 	return *p
+}
+
+// waitThrottle holds the connection for a client quota's throttle after
+// its answer (KIP-219: the broker reads nothing more from a throttled
+// client until the throttle has passed); false if the connection or the
+// server closes meanwhile.
+func (c *conn) waitThrottle(t time.Duration) bool {
+	timer := time.NewTimer(t)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	case <-c.s.done:
+		return true // shutting down: answer what is queued without waiting
+	}
 }

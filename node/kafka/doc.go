@@ -25,12 +25,16 @@
 // a PartitionAdmin CreatePartitions 0-3; SaslHandshake 1 (listed from 0)
 // and SaslAuthenticate 0-2 on every listener (ILLEGAL_SASL_STATE outside
 // a SASL exchange); with a ScramAdmin DescribeUserScramCredentials 0 and
-// AlterUserScramCredentials 0;
+// AlterUserScramCredentials 0; with a QuotaAdmin DescribeClientQuotas 0-1
+// and AlterClientQuotas 0-1, and the client quotas enforced on every
+// request (quotas.go: byte rates and request time, throttle_time_ms and
+// a muted connection as KIP-219);
 // with Groups (groups.go: each
 // group lives in one shard, a partition of __consumer_offsets; multi-group
 // requests are split by shard and the answers merged in request order)
 // JoinGroup 2-9, SyncGroup 0-5, Heartbeat 0-4, LeaveGroup 0-5,
-// OffsetCommit 2-9, OffsetFetch 1-9, DescribeGroups 0-6, ListGroups 0-5,
+// OffsetCommit 2-10, OffsetFetch 1-10 (v10, topics by ID, with TopicNames
+// and TopicIDs; 9 without), DescribeGroups 0-6, ListGroups 0-5,
 // DeleteGroups 0-2, OffsetDelete 0, TxnOffsetCommit 0-5,
 // ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (Kafka 4.1's
 // ranges, KIP-896, KIP-848);

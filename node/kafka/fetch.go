@@ -90,6 +90,19 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		cp.Topics = sr.topics
 		req = &cp
 	}
+	if replica, _ := fetchReplica(req); replica < 0 && s.quotas != nil {
+		// A consumer over consumer_byte_rate gets no data until its
+		// throttle has passed (quotas.go). As in Kafka, an incremental
+		// fetch's session moved on to its next epoch, and the answer
+		// names it.
+		if t := s.quotas.record(quorum.QuotaConsumerByteRate, r.principal, quotaClientID(r), 0, time.Now()); t > 0 {
+			if sr.session != nil {
+				resp.SessionID = sr.session.id
+			}
+			throttle(r, resp, t)
+			return resp, nil
+		}
+	}
 	maxBytes := int(req.MaxBytes)
 	if maxBytes <= 0 {
 		maxBytes = int(^uint32(0) >> 1)

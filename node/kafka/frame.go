@@ -166,6 +166,9 @@ type request struct {
 	// session's expiry is judged by it (sasl.go), not by when the
 	// request's turn came.
 	readAt time.Time
+	// throttle is how long the connection waits after answering r before
+	// it takes the next request: r's client quota throttle (quotas.go).
+	throttle time.Duration
 	// principal and host are the connection's (conn.principal,
 	// conn.host), set once the request is authenticated: the
 	// authorizer's subject; Groups show the host per member.

@@ -56,6 +56,16 @@ type TopicNames interface {
 	TopicName(id TopicID) (string, bool)
 }
 
+// TopicIDs is the optional Broker capability to give a topic's ID by its
+// name. With it and TopicNames the server serves OffsetCommit and
+// OffsetFetch v10 (topics by ID, Kafka 4.2), without them up to v9. Safe
+// for concurrent use.
+type TopicIDs interface {
+	// TopicID returns the ID of the topic with this name, false if there
+	// is none.
+	TopicID(name string) (TopicID, bool)
+}
+
 // ProducerIDs is the optional Broker capability to hand out producer ids
 // (InitProducerId for idempotent producers; transactions are not served).
 type ProducerIDs interface {

@@ -7,8 +7,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// OffsetCommit (key 8), versions 2-9 (Kafka 4 dropped 0-1, KIP-896; v10's
-// topic ids came with Kafka 4.2); served when the Broker implements Groups.
+// OffsetCommit (key 8), versions 2-10 (Kafka 4 dropped 0-1, KIP-896; v10,
+// Kafka 4.2's, names topics by ID and is served when the Broker also
+// implements TopicNames and TopicIDs); served when the Broker implements
+// Groups.
 //
 // Behavior:
 //   - An empty group id answers INVALID_GROUP_ID for every partition, as
@@ -19,6 +21,8 @@ import (
 //     the request's order.
 //   - A shard that cannot answer gives its error to every partition it was
 //     asked about.
+//   - v10: a topic ID that names no topic answers UNKNOWN_TOPIC_ID; the
+//     shard is asked by name.
 func handleOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
@@ -29,19 +33,32 @@ func handleOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Respon
 	}
 	codes := map[tp]int16{}
 	readable := topicCheck(s, r, kmsg.ACLOperationRead)
+	names := make([]string, len(req.Topics))
+	unknownID := make([]bool, len(req.Topics)) // v10: an ID that names no topic
+	for i, t := range req.Topics {
+		names[i] = t.Topic
+		if req.Version >= 10 {
+			var ok bool
+			names[i], ok = s.broker.(TopicNames).TopicName(t.TopicID)
+			unknownID[i] = !ok
+		}
+	}
 	sub := *req
 	sub.Topics = nil
-	for _, t := range req.Topics {
+	for i, t := range req.Topics {
 		st := t
+		st.Topic = names[i]
 		st.Partitions = nil
 		for _, p := range t.Partitions {
 			switch {
+			case unknownID[i]:
+				// answered below
 			case req.Group == "":
-				codes[tp{t.Topic, p.Partition}] = kerr.InvalidGroupID.Code
-			case !readable(t.Topic):
-				codes[tp{t.Topic, p.Partition}] = kerr.TopicAuthorizationFailed.Code
-			case !g.PartitionExists(t.Topic, p.Partition):
-				codes[tp{t.Topic, p.Partition}] = kerr.UnknownTopicOrPartition.Code
+				codes[tp{st.Topic, p.Partition}] = kerr.InvalidGroupID.Code
+			case !readable(st.Topic):
+				codes[tp{st.Topic, p.Partition}] = kerr.TopicAuthorizationFailed.Code
+			case !g.PartitionExists(st.Topic, p.Partition):
+				codes[tp{st.Topic, p.Partition}] = kerr.UnknownTopicOrPartition.Code
 			default:
 				st.Partitions = append(st.Partitions, p)
 			}
@@ -68,14 +85,17 @@ func handleOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Respon
 			}
 		}
 	}
-	for _, t := range req.Topics {
+	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = names[i], t.TopicID // each encoded where its version has it
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			code, ok := codes[tp{t.Topic, p.Partition}]
-			if !ok {
+			code, ok := codes[tp{names[i], p.Partition}]
+			switch {
+			case unknownID[i]:
+				code = kerr.UnknownTopicID.Code
+			case !ok:
 				code = kerr.UnknownServerError.Code // the shard left it out
 			}
 			rp.ErrorCode = code

@@ -7,8 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// OffsetFetch (key 9), versions 1-9 (Kafka 4 dropped 0, KIP-896; v10's
-// topic ids came with Kafka 4.2); served when the Broker implements
+// OffsetFetch (key 9), versions 1-10 (Kafka 4 dropped 0, KIP-896; v10,
+// Kafka 4.2's, names topics by ID and is served when the Broker also
+// implements TopicNames and TopicIDs); served when the Broker implements
 // Groups.
 //
 // Behavior:
@@ -21,6 +22,9 @@ import (
 //     error to each of its groups.
 //   - A null topic list asks for every committed offset of the group; a
 //     partition without a committed offset answers offset -1 (the shard's).
+//   - v10: the shards are asked by name; a topic ID that names no topic
+//     answers UNKNOWN_TOPIC_ID for its partitions; of every committed
+//     offset, those of topics that no longer exist (no ID) are left out.
 func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
 	req := r.body.(*kmsg.OffsetFetchRequest)
 	if req.Version < 8 {
@@ -62,11 +66,15 @@ func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Respons
 	for i, g := range req.Groups {
 		ids[i] = g.Group
 	}
+	groups := req.Groups
+	if req.Version >= 10 {
+		groups = offsetFetchByName(s, req.Groups)
+	}
 	answers := coordinateAuthorized(ctx, s, r, kmsg.ACLOperationDescribe, ids, func(idx []int) kmsg.Request {
 		sub := *req
 		sub.Groups = make([]kmsg.OffsetFetchRequestGroup, len(idx))
 		for j, i := range idx {
-			sub.Groups[j] = req.Groups[i]
+			sub.Groups[j] = groups[i]
 		}
 		return &sub
 	})
@@ -87,6 +95,9 @@ func handleOffsetFetch(ctx context.Context, s *Server, r *request) (kmsg.Respons
 						p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode = -1, -1, nil, kerr.TopicAuthorizationFailed.Code
 					}
 				})
+			if req.Version >= 10 {
+				rg.Topics = offsetFetchByID(s, req.Groups[i].Topics, rg.Topics)
+			}
 		} else {
 			rg.ErrorCode = groupCode(nil)
 		}
@@ -104,4 +115,66 @@ func findGroup[G any](groups []G, id string, name func(G) string) (G, bool) {
 	}
 	var zero G
 	return zero, false
+}
+
+// offsetFetchByName is groups (v10: topics by ID) with the names filled
+// in, the topics whose ID names none left out.
+func offsetFetchByName(s *Server, groups []kmsg.OffsetFetchRequestGroup) []kmsg.OffsetFetchRequestGroup {
+	tn := s.broker.(TopicNames)
+	out := make([]kmsg.OffsetFetchRequestGroup, len(groups))
+	for i, g := range groups {
+		out[i] = g
+		if g.Topics == nil {
+			continue
+		}
+		out[i].Topics = make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(g.Topics))
+		for _, t := range g.Topics {
+			if name, ok := tn.TopicName(t.TopicID); ok {
+				t.Topic = name
+				out[i].Topics = append(out[i].Topics, t)
+			}
+		}
+	}
+	return out
+}
+
+// offsetFetchByID is a shard's answer for one group (asked by name) in
+// v10's form: the requested topics in request order with their IDs, an
+// unknown ID's partitions UNKNOWN_TOPIC_ID; for every committed offset
+// (asked nil), the topics that have an ID.
+func offsetFetchByID(s *Server, asked []kmsg.OffsetFetchRequestGroupTopic, got []kmsg.OffsetFetchResponseGroupTopic) []kmsg.OffsetFetchResponseGroupTopic {
+	var out []kmsg.OffsetFetchResponseGroupTopic
+	if asked == nil {
+		ids := s.broker.(TopicIDs)
+		for _, t := range got {
+			if id, ok := ids.TopicID(t.Topic); ok {
+				t.TopicID = id
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	tn := s.broker.(TopicNames)
+	for _, t := range asked {
+		name, ok := tn.TopicName(t.TopicID)
+		if ok {
+			if rt, found := findGroup(got, name, func(g kmsg.OffsetFetchResponseGroupTopic) string { return g.Topic }); found {
+				rt.TopicID = t.TopicID
+				out = append(out, rt)
+				continue
+			}
+		}
+		rt := kmsg.NewOffsetFetchResponseGroupTopic()
+		rt.Topic, rt.TopicID = name, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+			if !ok {
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out = append(out, rt)
+	}
+	return out
 }

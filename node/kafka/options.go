@@ -84,6 +84,11 @@ type Options struct {
 	// follower. Empty: every listener takes them (one listener serves
 	// brokers and clients alike).
 	ReplicaListener string
+	// QuotaWindowNum and QuotaWindowSize are how client quotas are
+	// measured (quota.window.num, quota.window.size.seconds; quotas.go).
+	// Zero: Kafka's 11 samples of 1 s.
+	QuotaWindowNum  int
+	QuotaWindowSize time.Duration
 }
 
 // EnsureDefaults fills zero fields with their defaults and returns o.
@@ -93,6 +98,12 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.MaxRequestBytes == 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.QuotaWindowNum <= 0 {
+		o.QuotaWindowNum = 11
+	}
+	if o.QuotaWindowSize <= 0 {
+		o.QuotaWindowSize = time.Second
 	}
 	if o.MaxQueuedRequests == 0 {
 		o.MaxQueuedRequests = DefaultMaxQueuedRequests

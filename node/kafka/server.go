@@ -48,6 +48,9 @@ type Server struct {
 	scramSecret [32]byte
 	// sessions holds the fetch sessions (fetch_session.go).
 	sessions *fetchSessionCache
+	// quotas measures client quotas; nil when the Broker has no
+	// QuotaAdmin (quotas.go).
+	quotas *quotaManager
 }
 
 // NewServer returns a server answering through b. It serves nothing until
@@ -73,6 +76,9 @@ func NewServer(b Broker, opts Options) (*Server, error) {
 	}
 	_, _ = rand.Read(s.scramSecret[:])
 	s.sessions = newFetchSessionCache(max(opts.FetchSessionCacheSlots, 0), binary.LittleEndian.Uint64(s.scramSecret[:8])^uint64(time.Now().UnixNano()))
+	if qa, ok := b.(QuotaAdmin); ok {
+		s.quotas = newQuotaManager(qa, opts.QuotaWindowNum, opts.QuotaWindowSize)
+	}
 	return s, nil
 }
 

@@ -30,6 +30,8 @@ var (
 	authzAllowed    = desc("kafka_security_authorizer_metrics_authorization_allowed_total", "Kafka authorizer-metrics authorization-allowed: authorization checks the ACLs allowed (a request checks one or more resources).")
 	authzDenied     = desc("kafka_security_authorizer_metrics_authorization_denied_total", "Kafka authorizer-metrics authorization-denied: authorization checks the ACLs refused.")
 	okAuth          = desc("kafka_server_socket_server_metrics_successful_authentication_total", "Kafka socket-server-metrics successful-authentication-total: SASL authentications that succeeded.", "listener")
+	quotaThrottled  = desc("sluice_client_quota_throttled_total", "Requests answered with a client-quota throttle (throttle_time_ms > 0), by quota key.", "quota")
+	quotaThrottleS  = desc("sluice_client_quota_throttle_seconds_total", "Time clients were throttled by client quotas, by quota key.", "quota")
 	connIdleClosed  = desc("sluice_kafka_connections_idle_closed_total", "Client connections closed by connections.max.idle.ms.", "listener")
 	lostOnRecovery  = desc("sluice_log_lost_on_recovery_records_total", "Committed records the local logs no longer held when opened (below their checkpointed high watermark): a power cut took unflushed data.")
 	offlineLogDirs  = desc("kafka_log_logmanager_offlinelogdirectorycount", "Kafka LogManager OfflineLogDirectoryCount: log directories of this broker that failed (I/O error, full disk); their replicas serve nothing until a restart.")
@@ -179,6 +181,10 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(lc.RefusedMax), l, "max.connections")
 		ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(lc.RefusedPerIP), l, "max.connections.per.ip")
 		ch <- prometheus.MustNewConstMetric(connIdleClosed, prometheus.CounterValue, float64(lc.IdleClosed), l)
+	}
+	for k, qt := range b.QuotaThrottles {
+		ch <- prometheus.MustNewConstMetric(quotaThrottled, prometheus.CounterValue, float64(qt.Count), k)
+		ch <- prometheus.MustNewConstMetric(quotaThrottleS, prometheus.CounterValue, qt.Time.Seconds(), k)
 	}
 	for l, n := range b.FailedAuthentication {
 		ch <- prometheus.MustNewConstMetric(failedAuth, prometheus.CounterValue, float64(n), l)

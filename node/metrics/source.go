@@ -92,6 +92,9 @@ type BrokerStat struct {
 	// ExpiredConnectionsKilled counts the connections closed because
 	// their SASL session ended without re-authentication.
 	ExpiredConnectionsKilled int64
+	// QuotaThrottles counts the client-quota throttles and their time by
+	// quota key (producer_byte_rate, ...).
+	QuotaThrottles map[string]QuotaThrottle
 	// AuthorizationAllowed and AuthorizationDenied count the
 	// authorizer's decisions (authorizer.class.name set).
 	AuthorizationAllowed, AuthorizationDenied int64
@@ -107,6 +110,12 @@ type ListenerConns struct {
 	Open                     int
 	RefusedMax, RefusedPerIP int64
 	IdleClosed               int64
+}
+
+// QuotaThrottle is the throttles of one client-quota key.
+type QuotaThrottle struct {
+	Count int64
+	Time  time.Duration
 }
 
 // CleanerStat is the log cleaner pool (Kafka's LogCleaner and

@@ -1,7 +1,9 @@
 // Package tlstest makes throwaway certificates for tests of TLS
 // listeners: a CA, and server or client certificates it signs, as PEM.
 // Nothing here is for production use: keys are ECDSA P-256, made fresh,
-// valid for a day.
+// valid for a day (NewCA, Issue) or as long as asked (NewCAValid,
+// IssueValid: the local development cluster of `sluice cluster start
+// --secure`).
 //
 //	ca, _ := tlstest.NewCA("test CA")
 //	srv, _ := ca.Issue("broker", "127.0.0.1", "localhost")
@@ -55,15 +57,18 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
-// NewCA makes a self-signed CA called name.
-func NewCA(name string) (*CA, error) {
+// NewCA makes a self-signed CA called name, valid for a day.
+func NewCA(name string) (*CA, error) { return NewCAValid(name, 24*time.Hour) }
+
+// NewCAValid makes a self-signed CA called name, valid for valid.
+func NewCAValid(name string, valid time.Duration) (*CA, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(valid),
 		IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 	}
@@ -79,8 +84,14 @@ func NewCA(name string) (*CA, error) {
 }
 
 // Issue signs a certificate for name, good for servers and clients, with
-// hosts (IP addresses or DNS names) as subject alternative names.
+// hosts (IP addresses or DNS names) as subject alternative names, valid
+// for a day.
 func (ca *CA) Issue(name string, hosts ...string) (Cert, error) {
+	return ca.IssueValid(24*time.Hour, name, hosts...)
+}
+
+// IssueValid is Issue for a certificate valid for valid.
+func (ca *CA) IssueValid(valid time.Duration, name string, hosts ...string) (Cert, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return Cert{}, err
@@ -91,7 +102,7 @@ func (ca *CA) Issue(name string, hosts ...string) (Cert, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(valid),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}

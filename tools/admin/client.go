@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluice-log/sluice/tools/internal/cli"
 )
 
 // common are the flags every admin command takes.
@@ -38,12 +40,7 @@ func (c *common) servers() []string {
 		s = os.Getenv("SLUICE_CLI_BOOTSTRAP_SERVERS")
 	}
 	if s == "" {
-		var l struct {
-			BootstrapServers string `json:"bootstrap_servers"`
-		}
-		if b, err := os.ReadFile(filepath.Join("sluice-cluster", "cluster.json")); err == nil && json.Unmarshal(b, &l) == nil {
-			s = l.BootstrapServers
-		}
+		s, _ = localCluster()
 	}
 	if s == "" {
 		s = "127.0.0.1:9092"
@@ -57,11 +54,30 @@ func (c *common) client(opts ...kgo.Opt) (*kgo.Client, error) {
 	if c.format != "text" && c.format != "json" {
 		return nil, fmt.Errorf("--format %q: want text or json", c.format)
 	}
-	sec, err := securityOpts(c.commandConfig)
+	props := c.commandConfig
+	if props == "" && c.bootstrap == "" && os.Getenv("SLUICE_CLI_BOOTSTRAP_SERVERS") == "" {
+		// The local cluster's own client settings (sluice cluster start
+		// --secure writes them).
+		_, props = localCluster()
+	}
+	sec, err := cli.SecurityOpts(props)
 	if err != nil {
 		return nil, err
 	}
 	return kgo.NewClient(slices.Concat([]kgo.Opt{kgo.SeedBrokers(c.servers()...)}, sec, opts)...)
+}
+
+// localCluster is the bootstrap servers and client properties file of
+// the local cluster in ./sluice-cluster (cluster.json), "" where none.
+func localCluster() (bootstrap, clientProperties string) {
+	var l struct {
+		BootstrapServers string `json:"bootstrap_servers"`
+		ClientProperties string `json:"client_properties"`
+	}
+	if b, err := os.ReadFile(filepath.Join("sluice-cluster", "cluster.json")); err == nil && json.Unmarshal(b, &l) == nil {
+		return l.BootstrapServers, l.ClientProperties
+	}
+	return "", ""
 }
 
 func (c *common) ctx(parent context.Context) (context.Context, context.CancelFunc) {

@@ -18,6 +18,7 @@ import (
 type configsCmd struct {
 	common
 	entityType, entityName string
+	entityDefault          bool     // --entity-default (users, clients)
 	all                    bool     // describe --all
 	add, del               []string // alter --add-config, --delete-config
 }
@@ -25,15 +26,16 @@ type configsCmd struct {
 // NewConfigsCommand returns `sluice configs`.
 func NewConfigsCommand() *cobra.Command {
 	var c configsCmd
-	root := &cobra.Command{Use: "configs", Short: "Describe and alter topic and broker configs and users' SCRAM credentials (Kafka admin API)"}
+	root := &cobra.Command{Use: "configs", Short: "Describe and alter topic and broker configs, users' SCRAM credentials and client quotas (Kafka admin API)"}
 	c.register(root)
-	root.PersistentFlags().StringVar(&c.entityType, "entity-type", "topics", "topics, brokers or users")
-	root.PersistentFlags().StringVar(&c.entityName, "entity-name", "", "the topic name, broker id or user name")
+	root.PersistentFlags().StringVar(&c.entityType, "entity-type", "topics", "topics, brokers, users or clients")
+	root.PersistentFlags().StringVar(&c.entityName, "entity-name", "", "the topic name, broker id, user name or client id")
+	root.PersistentFlags().BoolVar(&c.entityDefault, "entity-default", false, "users or clients: the default quotas (of every user or client id without its own)")
 
 	describeCmd := &cobra.Command{
 		Use:     "describe",
 		Short:   "Describe the configs of a topic or broker",
-		Example: "  sluice configs describe --entity-type topics --entity-name orders\n  sluice configs describe --entity-type brokers --entity-name 1 --all\n  sluice configs describe --entity-type users",
+		Example: "  sluice configs describe --entity-type topics --entity-name orders\n  sluice configs describe --entity-type brokers --entity-name 1 --all\n  sluice configs describe --entity-type users\n  sluice configs describe --entity-type clients --entity-name app",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.describe(cmd.Context(), cmd.OutOrStdout())
@@ -44,7 +46,7 @@ func NewConfigsCommand() *cobra.Command {
 	alter := &cobra.Command{
 		Use:     "alter",
 		Short:   "Set or delete configs of a topic or broker (incremental)",
-		Example: "  sluice configs alter --entity-type topics --entity-name orders --add-config retention.ms=86400000,min.insync.replicas=2\n  sluice configs alter --entity-name table --add-config cleanup.policy=[compact,delete]\n  sluice configs alter --entity-type users --entity-name alice --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'\n  sluice configs alter --entity-type users --entity-name alice --delete-config SCRAM-SHA-256",
+		Example: "  sluice configs alter --entity-type topics --entity-name orders --add-config retention.ms=86400000,min.insync.replicas=2\n  sluice configs alter --entity-name table --add-config cleanup.policy=[compact,delete]\n  sluice configs alter --entity-type users --entity-name alice --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'\n  sluice configs alter --entity-type users --entity-name alice --delete-config SCRAM-SHA-256\n  sluice configs alter --entity-type clients --entity-name app --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152\n  sluice configs alter --entity-type users --entity-default --add-config request_percentage=50",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.alter(cmd.Context(), cmd.OutOrStdout())
@@ -66,13 +68,20 @@ func (c *configsCmd) broker() (int32, error) {
 }
 
 func (c *configsCmd) badType() error {
-	return fmt.Errorf("--entity-type %q: want topics, brokers or users", c.entityType)
+	return fmt.Errorf("--entity-type %q: want topics, brokers, users or clients", c.entityType)
 }
 
 func (c *configsCmd) describe(ctx context.Context, w io.Writer) error {
 	return c.with(ctx, func(s session) error {
-		if c.entityType == "users" {
+		switch c.entityType {
+		case "users":
 			return c.describeUsers(s, w)
+		case "clients":
+			quotas, err := c.describeQuotas(s)
+			if err != nil {
+				return err
+			}
+			return c.emit(w, quotas, func() { printQuotas(w, quotas) })
 		}
 		var rc kadm.ResourceConfigs
 		var err error
@@ -132,8 +141,8 @@ func (c *configsCmd) describe(ctx context.Context, w io.Writer) error {
 }
 
 func (c *configsCmd) alter(ctx context.Context, w io.Writer) error {
-	if c.entityType == "users" {
-		return c.with(ctx, func(s session) error { return c.alterUsers(s, w) })
+	if c.entityType == "users" || c.entityType == "clients" {
+		return c.with(ctx, func(s session) error { return c.alterPrincipal(s, w) })
 	}
 	sets, err := parseKVs(c.add)
 	if err != nil {

@@ -122,9 +122,25 @@ type UserCredentials struct {
 	Credentials map[string]int32 `json:"credentials"` // mechanism → iterations
 }
 
+// UsersDescription is `sluice configs describe --entity-type users`
+// in JSON: the SCRAM credentials and the quotas.
+type UsersDescription struct {
+	Credentials []UserCredentials `json:"credentials"`
+	Quotas      []EntityQuotas    `json:"quotas"`
+}
+
 // describeUsers is `sluice configs describe --entity-type users`: one
-// user, or every user with a credential.
+// user, or every user with a credential or a quota; with
+// --entity-default, the default user quotas.
 func (c *configsCmd) describeUsers(s session, w io.Writer) error {
+	quotas, err := c.describeQuotas(s)
+	if err != nil {
+		return err
+	}
+	var out []UserCredentials
+	if c.entityDefault {
+		return c.emit(w, UsersDescription{Quotas: quotas}, func() { printQuotas(w, quotas) })
+	}
 	var names []string
 	if c.entityName != "" {
 		names = []string{c.entityName}
@@ -133,7 +149,6 @@ func (c *configsCmd) describeUsers(s session, w io.Writer) error {
 	if err != nil {
 		return c.unreachable(err)
 	}
-	var out []UserCredentials
 	for _, d := range res.Sorted() {
 		if d.Err != nil {
 			return fmt.Errorf("user %s: %v%s", d.User, d.Err, detail(d.ErrMessage))
@@ -144,7 +159,8 @@ func (c *configsCmd) describeUsers(s session, w io.Writer) error {
 		}
 		out = append(out, u)
 	}
-	return c.emit(w, out, func() {
+	return c.emit(w, UsersDescription{Credentials: out, Quotas: quotas}, func() {
+		defer printQuotas(w, quotas)
 		for _, u := range out {
 			var parts []string
 			for _, m := range []string{sasl.MechanismScramSHA256, sasl.MechanismScramSHA512} {

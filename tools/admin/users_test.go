@@ -86,4 +86,27 @@ func TestUsersSCRAM(t *testing.T) {
 	if _, err := run(t, bootstrap, "configs", "describe", "--entity-type", "users", "--timeout", "3s"); err == nil {
 		t.Fatal("the CLI without --command-config was served on a SASL listener")
 	}
+
+	// Client quotas (KIP-546) as kafka-configs.sh sets them: a user's
+	// quota beside its SCRAM credential, a client id's, the defaults.
+	mustRun(t, bootstrap, append([]string{"configs", "alter", "--entity-type", "users", "--entity-name", "alice",
+		"--add-config", "producer_byte_rate=1048576,SCRAM-SHA-256=[password=alice-secret]"}, cc...)...)
+	mustRun(t, bootstrap, append([]string{"configs", "alter", "--entity-type", "clients", "--entity-name", "app", "--add-config", "consumer_byte_rate=2048,request_percentage=25.5"}, cc...)...)
+	mustRun(t, bootstrap, append([]string{"configs", "alter", "--entity-type", "clients", "--entity-default", "--add-config", "producer_byte_rate=4096"}, cc...)...)
+	out = mustRun(t, bootstrap, append([]string{"configs", "describe", "--entity-type", "users", "--entity-name", "alice"}, cc...)...)
+	if !strings.Contains(out, "Quota configs for user=alice are producer_byte_rate=1048576") || !strings.Contains(out, "user-principal 'alice' are SCRAM-SHA-256=iterations=") {
+		t.Fatalf("describe alice: %s", out)
+	}
+	out = mustRun(t, bootstrap, append([]string{"configs", "describe", "--entity-type", "clients"}, cc...)...)
+	if !strings.Contains(out, "Quota configs for client-id=app are consumer_byte_rate=2048, request_percentage=25.5") ||
+		!strings.Contains(out, "Quota configs for client-id=<default> are producer_byte_rate=4096") {
+		t.Fatalf("describe clients: %s", out)
+	}
+	mustRun(t, bootstrap, append([]string{"configs", "alter", "--entity-type", "clients", "--entity-name", "app", "--delete-config", "consumer_byte_rate,request_percentage"}, cc...)...)
+	if out = mustRun(t, bootstrap, append([]string{"configs", "describe", "--entity-type", "clients", "--entity-name", "app"}, cc...)...); strings.Contains(out, "app") {
+		t.Fatalf("app's quotas after deleting them: %s", out)
+	}
+	if out, err := run(t, bootstrap, append([]string{"configs", "alter", "--entity-type", "clients", "--entity-name", "app", "--add-config", "producer_byte_rate=-1"}, cc...)...); err == nil || !strings.Contains(err.Error(), "INVALID_REQUEST") {
+		t.Fatalf("a negative quota: %v\n%s", err, out)
+	}
 }

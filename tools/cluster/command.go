@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,6 +28,7 @@ type command struct {
 	basePort int           // start --base-port
 	timeout  time.Duration // start --timeout
 	props    []string      // start --set
+	secure   bool          // start --secure
 	node     string        // kill's and restart's NODE argument
 	nodeWait time.Duration // roll --node-timeout
 }
@@ -60,6 +62,7 @@ func NewCommand() *cobra.Command {
 	start.Flags().IntVar(&c.basePort, "base-port", KafkaPort, "Kafka port of node 0; node i uses it + 100*i, and so on for each port")
 	start.Flags().DurationVar(&c.timeout, "timeout", 90*time.Second, "how long to wait for the cluster to become healthy")
 	start.Flags().StringArrayVar(&c.props, "set", nil, "extra server.properties line KEY=VALUE for every node (repeatable)")
+	start.Flags().BoolVar(&c.secure, "secure", false, "TLS (a CA made for the cluster), SCRAM-SHA-512 and ACLs; writes DIR/client.properties and DIR/kcat.conf for the admin user")
 
 	status := &cobra.Command{
 		Use:   "status",
@@ -109,13 +112,18 @@ func (c *command) start(ctx context.Context, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	l, err := Start(ctx, out, Options{Dir: c.dir, Nodes: c.nodes, BasePort: c.basePort, Properties: extra})
+	l, err := Start(ctx, out, Options{Dir: c.dir, Nodes: c.nodes, BasePort: c.basePort, Properties: extra, Secure: c.secure})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "cluster %s is up: %d nodes\n", l.ClusterID, len(l.Nodes))
 	fmt.Fprintf(out, "bootstrap servers: %s\n", l.BootstrapServers)
 	fmt.Fprintf(out, "layout:            %s\n", layoutPath(l.Dir))
+	if l.ClientProperties != "" {
+		fmt.Fprintf(out, "secured:           SASL_SSL, SCRAM-SHA-512 user admin, ACLs on; CA %s\n", filepath.Join(l.Dir, "secure", "ca.pem"))
+		fmt.Fprintf(out, "client settings:   %s (Kafka tools: --command-config)\n", l.ClientProperties)
+		fmt.Fprintf(out, "kcat:              kcat -F %s -b %s -L\n", filepath.Join(l.Dir, "kcat.conf"), l.BootstrapServers)
+	}
 	fmt.Fprintf(out, "stop it with:      sluice cluster stop --dir %s\n", l.Dir)
 	return nil
 }
@@ -192,6 +200,8 @@ type Options struct {
 	BasePort   int               // Kafka port of node 0 (node i adds 100*i); 0: 9092
 	Properties map[string]string // extra server.properties for every node
 	Executable string            // the sluice binary; "": this process's
+	// Secure starts the cluster with TLS, SCRAM and ACLs (secure.go).
+	Secure bool
 	// NodeArgs, when set, gives extra `sluice node` arguments per node
 	// (kept in cluster.json, so restarts use them too).
 	NodeArgs func(Node) []string
@@ -246,7 +256,19 @@ func Start(ctx context.Context, w io.Writer, o Options) (Layout, error) {
 		if _, err := meta.Format(n.DataDir, meta.Meta{ClusterID: l.ClusterID, NodeID: n.ID, InitialControllers: voters}); err != nil {
 			return l, fmt.Errorf("format node %d: %w", n.ID, err)
 		}
-		if err := writeFileAtomic(n.Config, []byte(l.properties(n, o.Properties))); err != nil {
+	}
+	props := o.Properties
+	if o.Secure {
+		sec, err := secureFiles(&l)
+		if err != nil {
+			return l, fmt.Errorf("secure: %w", err)
+		}
+		l.Listener = secureListener
+		maps.Copy(sec, o.Properties) // --set wins
+		props = sec
+	}
+	for _, n := range l.Nodes {
+		if err := writeFileAtomic(n.Config, []byte(l.properties(n, props))); err != nil {
 			return l, err
 		}
 	}
@@ -280,7 +302,7 @@ func eachNodeSees(l Layout) string {
 	var b strings.Builder
 	for _, n := range l.Nodes {
 		fmt.Fprintf(&b, "\nnode %d sees: ", n.ID)
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.Kafka), kgo.RequestRetries(0))
+		cl, err := l.client([]string{n.Kafka}, kgo.RequestRetries(0))
 		if err != nil {
 			fmt.Fprintf(&b, "%v", err)
 			continue
@@ -323,7 +345,7 @@ func logTails(l Layout, lines int) string {
 // waitHealthy waits until every node process runs, every broker is in the
 // metadata and a controller is elected, printing progress every 2 s.
 func waitHealthy(ctx context.Context, w io.Writer, l Layout) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(l.BootstrapServers, ",")...), kgo.RequestRetries(0))
+	cl, err := l.client(nil, kgo.RequestRetries(0))
 	if err != nil {
 		return err
 	}
@@ -487,7 +509,7 @@ func printStatus(ctx context.Context, w io.Writer, l Layout) error {
 	if up == 0 {
 		return fmt.Errorf("no node is running; start them with `sluice cluster start --dir %s`", l.Dir)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(l.BootstrapServers, ",")...))
+	cl, err := l.client(nil)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,15 @@
 // still runs; a node that exits at once (a bad setting, a port in use) is
 // an error quoting its last log lines, and cluster.json keeps the old pid.
 //
+// start --secure (secure.go) starts a cluster locked down as a newcomer's
+// production one should be: one SASL_SSL Kafka listener (a CA made for
+// the cluster, SCRAM-SHA-512, brokers authenticating to each other as
+// the "broker" user) and the StandardAuthorizer, with DIR/client.properties
+// (the admin super user's settings, which `sluice` commands in DIR's
+// parent use by default and Kafka's tools take with --command-config)
+// and DIR/kcat.conf (kcat -F). The controller, gossip and HTTP ports stay
+// on 127.0.0.1 in plaintext.
+//
 // A roll (Roll) restarts the nodes one at a time, the active controller
 // last: SIGTERM, so the node's controlled shutdown (controlled.shutdown.enable)
 // moves its leaderships away before it closes; wait for the exit; start it

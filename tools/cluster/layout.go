@@ -25,6 +25,11 @@ type Layout struct {
 	Dir              string `json:"dir"`
 	BootstrapServers string `json:"bootstrap_servers"`
 	Nodes            []Node `json:"nodes"`
+	// Listener is the Kafka listener's name and security protocol:
+	// PLAINTEXT, or SASL_SSL for a --secure cluster (secure.go), whose
+	// ClientProperties is the admin's client.properties.
+	Listener         string `json:"listener,omitempty"`
+	ClientProperties string `json:"client_properties,omitempty"`
 }
 
 // Node is one node of the cluster.
@@ -86,7 +91,14 @@ func (l Layout) properties(n Node, extra map[string]string) string {
 	fmt.Fprintf(&b, "node.id=%d\n", n.ID)
 	fmt.Fprintf(&b, "process.roles=broker,controller\n")
 	fmt.Fprintf(&b, "controller.quorum.voters=%s\n", l.voters())
-	fmt.Fprintf(&b, "listeners=PLAINTEXT://%s,CONTROLLER://%s,GOSSIP://%s,HTTP://%s\n", n.Kafka, n.Controller, n.Gossip, n.HTTP)
+	listener := l.Listener
+	if listener == "" {
+		listener = "PLAINTEXT"
+	}
+	fmt.Fprintf(&b, "listeners=%s://%s,CONTROLLER://%s,GOSSIP://%s,HTTP://%s\n", listener, n.Kafka, n.Controller, n.Gossip, n.HTTP)
+	if l.ClientProperties != "" {
+		fmt.Fprintf(&b, "ssl.keystore.location=%s\n", filepath.Join(l.Dir, "secure", fmt.Sprintf("node-%d.pem", n.ID)))
+	}
 	var seeds []string
 	for _, o := range l.Nodes {
 		if o.ID != n.ID {

@@ -52,7 +52,7 @@ func Roll(ctx context.Context, w io.Writer, l Layout, o RollOptions) error {
 			return fmt.Errorf("node %d (pid %d) is not running: a roll restarts running nodes one at a time and keeps the others up; start it first with `sluice cluster restart --dir %s %d`", n.ID, n.PID, l.Dir, n.ID)
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(l.BootstrapServers, ",")...), kgo.RequestRetries(0))
+	cl, err := l.client(nil, kgo.RequestRetries(0))
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func WaitInSync(ctx context.Context, w io.Writer, l Layout, id int32) error {
 	if !ok {
 		return fmt.Errorf("no node %d in %s", id, layoutPath(l.Dir))
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(l.BootstrapServers, ",")...), kgo.RequestRetries(0))
+	cl, err := l.client(nil, kgo.RequestRetries(0))
 	if err != nil {
 		return err
 	}

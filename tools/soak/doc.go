@@ -171,7 +171,11 @@
 //	group-undelivered       at-least-once: an acknowledged record (in the
 //	                        final log) below an acknowledged commit was
 //	                        not delivered to a member of the group before
-//	                        the first such commit was acknowledged
+//	                        the first such commit was acknowledged; with
+//	                        page-cache durability a record at an offset a
+//	                        power loss cut after the commit was sent (or
+//	                        after the group got another record there) is
+//	                        explained: the commit is about what was lost
 //	group-double-owner      two members claimed one partition in one
 //	                        generation at the same time
 //	group-commit-lost       a final committed offset is not what the

@@ -1,4 +1,4 @@
-package admin
+package cli
 
 import (
 	"crypto/tls"
@@ -15,7 +15,7 @@ import (
 	"github.com/sluice-log/sluice/node/sasl"
 )
 
-// securityOpts reads --command-config, a Kafka client properties file,
+// SecurityOpts reads --command-config, a Kafka client properties file,
 // as kafka-configs.sh and the other Kafka tools take it:
 // security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL),
 // sasl.mechanism (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) with the username
@@ -23,7 +23,7 @@ import (
 // or ssl.truststore.certificates (PEM), ssl.keystore.location (a PEM
 // file with the client's key and certificate, for mTLS) and
 // ssl.endpoint.identification.algorithm (empty skips the host check).
-func securityOpts(path string) ([]kgo.Opt, error) {
+func SecurityOpts(path string) ([]kgo.Opt, error) {
 	if path == "" {
 		return nil, nil
 	}
