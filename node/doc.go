@@ -45,15 +45,21 @@
 //     metadata.
 //  3. startQuorum: start the quorum Controller (<log.dirs>/quorum; an
 //     initial controller bootstraps as a Raft voter, any other node joins
-//     as a non-voter: join.go), the reconciler and the replicas'
-//     goroutines, liveness gossip when a GOSSIP listener is configured,
+//     as a non-voter: join.go; over mutual TLS when CONTROLLER is
+//     mapped to SSL, admitting only super.users peers when the
+//     authorizer is on: security.go), the reconciler and the replicas'
+//     goroutines, liveness gossip when a GOSSIP listener is configured
+//     (encrypted with sluice.gossip.encryption.keys),
 //     the leader-rebalance check (auto.leader.rebalance.enable:
 //     rebalance.go, active only on the active controller);
 //     then register the broker (retried while the outcome is unknown) and
 //     wait to be unfenced: the active controller sees the new epoch in
 //     gossip, or, without gossip, the node proposes UnfenceBroker itself.
-//  4. serve: the Kafka protocol, the maintenance loop and, with an HTTP
-//     listener, /healthz, /readyz and /metrics.
+//  4. serve: the Kafka protocol, the maintenance loop, the certificate
+//     reload loop (sluice.ssl.reload.interval.ms; ReloadTLS, which
+//     `sluice node` also calls on SIGHUP, with SetGossipKeys for the
+//     gossip keys reread from its configuration) and, with an HTTP listener,
+//     /healthz, /readyz and /metrics (HTTPS when HTTP is mapped to SSL).
 //
 // Close undoes them. First, with controlled.shutdown.enable, it asks the
 // controller to move the node's leaderships and ISR memberships to the
@@ -156,7 +162,10 @@
 // metadata's partition leaders for the markers, and connections to the
 // other brokers' inter-broker listener with the fetchers' TLS and SASL.
 // The replicas' KIP-890 verification (txnVerifier) is the broker's
-// VerifyTxn.
+// VerifyTxn, which also checks TxnOffsetCommit and, for transaction.version
+// 2's requests (Produce v12, TxnOffsetCommit v5), adds the partition to
+// the transaction; the broker's TransactionVersion (the transaction.version
+// setting) is the level ApiVersions finalizes.
 //
 // # Admin writes
 //

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/node/replica"
 	"github.com/sluice-log/sluice/quorum"
 )
@@ -75,6 +77,12 @@ func (n *Node) serveHTTP(ln net.Listener) {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
+		if lt := n.cfg.TLS[config.ListenerHTTP]; lt != nil {
+			// HTTPS (HTTP mapped to SSL), with client certificates when
+			// its ssl.client.auth asks; the handshake is bounded by
+			// ReadHeaderTimeout.
+			ln = tls.NewListener(ln, lt.Server)
+		}
 		if err := n.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			n.log.Error("node: http listener failed", "err", err)
 		}

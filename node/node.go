@@ -331,6 +331,13 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		OnApply:      func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
 		AwaitApplied: n.awaitReconciled,
 	}
+	if ct := cfg.TLS[config.ListenerController]; ct != nil {
+		// Mutual TLS between the nodes on the controller port.
+		qc.ServerTLS, qc.ClientTLS = ct.Server, ct.ClientFor
+		if cfg.Authorizer {
+			qc.AuthorizePeer = n.authorizeControllerPeer
+		}
+	}
 	if a, ok := cfg.Advertised(config.ListenerController); ok && a.Host != "" {
 		qc.AdvertiseAddr = net.JoinHostPort(a.Host, strconv.Itoa(int(ctrlL.Addr().(*net.TCPAddr).Port)))
 		if a.Port != 0 {
@@ -364,7 +371,7 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
 		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port), SessionTimeout: cfg.BrokerSessionTimeout, ClusterID: n.clusterID, Log: n.log,
-			ProbeListener: cfg.InterBrokerListener, ProbeInterval: cfg.BrokerProbeInterval}
+			ProbeListener: cfg.InterBrokerListener, ProbeInterval: cfg.BrokerProbeInterval, Keys: cfg.GossipKeys}
 		if a, ok := cfg.Advertised(config.ListenerGossip); ok && a.Port != 0 {
 			if gc.AdvertiseAddr, err = gossipAdvertiseIP(a.Host); err != nil {
 				return fmt.Errorf("node: advertised GOSSIP listener: %w", err)
@@ -422,6 +429,10 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 	}()
 	n.wg.Add(1)
 	go n.maintain()
+	if cfg.TLSReloadInterval > 0 && len(cfg.TLS) > 0 {
+		n.wg.Add(1)
+		go n.tlsReloadLoop(cfg.TLSReloadInterval)
+	}
 	if httpL != nil {
 		n.serveHTTP(httpL)
 	}

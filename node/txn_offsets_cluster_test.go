@@ -19,7 +19,11 @@ import (
 // commit marker it then writes makes them visible, and a later
 // transaction aborted there leaves them as they were.
 func TestTxnOffsetsLeaderMove(t *testing.T) {
-	c := startReplCluster(t, 3, txnSettings...)
+	// Raw requests, no transaction coordinator: KIP-890's check of
+	// TxnOffsetCommit accepts all.
+	c := newReplCluster(t, 3, false, txnSettings...)
+	c.verifier = acceptVerifier{}
+	c.start()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	c.createTopic(ctx, "in", 2, nil)

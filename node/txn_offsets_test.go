@@ -124,7 +124,8 @@ func (x *txnOffsets) marker(pid int64, epoch int16, commit bool) {
 }
 
 // TestTxnOffsetCommit: on a real node, with raw TxnOffsetCommit,
-// WriteTxnMarkers and OffsetFetch requests, a transaction's offsets are
+// WriteTxnMarkers and OffsetFetch requests (no transaction coordinator:
+// KIP-890's check of TxnOffsetCommit accepts all), a transaction's offsets are
 // invisible (UNSTABLE_OFFSET_COMMIT with require_stable) until its commit
 // marker, never visible after an abort, and a restarted node (the
 // coordinator loading the partition again) rebuilds both the pending and
@@ -134,7 +135,7 @@ func (x *txnOffsets) marker(pid int64, epoch int16, commit bool) {
 func TestTxnOffsetCommit(t *testing.T) {
 	dir := t.TempDir()
 	settings := []string{"offsets.topic.num.partitions=3"}
-	tn := startNode(t, dir, settings...)
+	tn := startNodeWith(t, dir, Options{txnVerifier: acceptVerifier{}}, settings...)
 	ctx := testCtx(t)
 	cl := newClient(t, tn)
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, "in"); err != nil {
@@ -159,7 +160,7 @@ func TestTxnOffsetCommit(t *testing.T) {
 
 	// A restart: the coordinator loads the transactional batch as pending.
 	tn.close(t)
-	tn = startNode(t, dir, settings...)
+	tn = startNodeWith(t, dir, Options{txnVerifier: acceptVerifier{}}, settings...)
 	x.cl = newClient(t, tn)
 	if got := x.fetch(true); got != "0:UNSTABLE_OFFSET_COMMIT 1:UNSTABLE_OFFSET_COMMIT " {
 		t.Errorf("after a restart, require_stable: %s", got)
@@ -189,7 +190,7 @@ func TestTxnOffsetCommit(t *testing.T) {
 
 	// Another restart replays all of it: commits, the abort, the markers.
 	tn.close(t)
-	tn = startNode(t, dir, settings...)
+	tn = startNodeWith(t, dir, Options{txnVerifier: acceptVerifier{}}, settings...)
 	x.cl = newClient(t, tn)
 	if got := x.fetch(true); got != "0=5 1=20 " {
 		t.Errorf("after the second restart: %s, want 0=5 1=20", got)

@@ -68,13 +68,13 @@ func (b *broker) CompleteTxn(partition int32, producerID int64, commit bool) {
 type txnVerify struct{ n *Node }
 
 // VerifyTxn implements kafka.TxnVerifier.
-func (v txnVerify) VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error {
+func (v txnVerify) VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32, add bool) error {
 	tv := v.n.txnVerifier
 	if v.n.testVerifier != nil {
 		tv = v.n.testVerifier
 	}
 	if tv != nil {
-		return tv.VerifyTxn(ctx, transactionalID, producerID, epoch, topic, partition)
+		return tv.VerifyTxn(ctx, transactionalID, producerID, epoch, topic, partition, add)
 	}
 	return nil
 }

@@ -310,21 +310,26 @@ func TestTxnDataPath(t *testing.T) {
 // acceptVerifier accepts every transactional batch.
 type acceptVerifier struct{}
 
-func (acceptVerifier) VerifyTxn(context.Context, string, int64, int16, string, int32) error {
+func (acceptVerifier) VerifyTxn(context.Context, string, int64, int16, string, int32, bool) error {
 	return nil
 }
 
 // fakeVerifier stands in for the transaction coordinator's KIP-890
 // verification: it answers by transactional id, counts the calls, and
-// for "block" waits until released (telling entered first).
+// for "block" waits until released (telling entered first). A call to
+// add (transaction.version 2) counts as the id with "+add".
 type fakeVerifier struct {
 	calls   chan string
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (f *fakeVerifier) VerifyTxn(ctx context.Context, txnID string, _ int64, _ int16, _ string, _ int32) error {
-	f.calls <- txnID
+func (f *fakeVerifier) VerifyTxn(ctx context.Context, txnID string, _ int64, _ int16, _ string, _ int32, add bool) error {
+	if add {
+		f.calls <- txnID + "+add"
+	} else {
+		f.calls <- txnID
+	}
 	switch txnID {
 	case "not-added":
 		return kerr.InvalidTxnState
@@ -354,7 +359,7 @@ func TestTxnVerification(t *testing.T) {
 	fv := &fakeVerifier{calls: make(chan string, 16), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	tn := startNodeWith(t, t.TempDir(), Options{txnVerifier: fv})
 	ctx := testCtx(t)
-	cl := newClient(t, tn)
+	cl := newClient(t, tn, kgo.MaxVersions(tv1Versions())) // Produce v11: verified
 	createTopic(ctx, t, cl, "vtx", 1)
 	w := newTxnWire(ctx, t, cl, "vtx", 1)
 	calls := func() []string {
@@ -412,6 +417,37 @@ func TestTxnVerification(t *testing.T) {
 	}
 	if _, _, open := tn.replica("vtx", 0).Log().OngoingTxn(3); open {
 		t.Fatal("the late batch opened a transaction")
+	}
+
+	// Transaction version 2 (Produce v12): the coordinator is asked to
+	// add the partition, and no guard is kept: the previous
+	// transaction's marker (at the bumped epoch 1) written while the add
+	// is in flight does not fail the batch; a late batch of the ended
+	// transaction (epoch 0) is fenced by the log.
+	calls()
+	w2 := newTxnWire(ctx, t, newClient(t, tn), "vtx", 1)
+	fv.release = make(chan struct{})
+	go func() { answer <- w2.produce("block", txnBatchOf(4, 1, 0, "tv2")) }()
+	select {
+	case <-fv.entered:
+	case <-ctx.Done():
+		t.Fatal("the batch was never added")
+	}
+	if code := w2.marker(4, 1, true, 0); code != 0 {
+		t.Fatalf("commit marker: error %d", code)
+	}
+	close(fv.release)
+	if p := <-answer; p.ErrorCode != 0 {
+		t.Fatalf("version 2 batch across the previous transaction's marker: %+v", p)
+	}
+	if p := w2.produce("ok", txnBatchOf(4, 0, 1, "late")); p.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("late batch at the ended transaction's epoch: %+v", p)
+	}
+	// The late batch's epoch is not its open transaction's: it asks too
+	// (a real coordinator would answer PRODUCER_FENCED; the log refuses
+	// it all the same).
+	if got := calls(); !slices.Equal(got, []string{"block+add", "ok+add"}) {
+		t.Fatalf("calls %q, want two adds", got)
 	}
 }
 

@@ -24,7 +24,11 @@ import (
 var (
 	_ kafka.Transactions = (*broker)(nil)
 	_ kafka.TxnVerifier  = (*broker)(nil)
+	_ kafka.TxnVersion   = (*broker)(nil)
 )
+
+// TransactionVersion implements kafka.TxnVersion: transaction.version.
+func (b *broker) TransactionVersion() int16 { return b.node().cfg.Transactions.Version }
 
 // FindTxnCoordinator implements kafka.Transactions: the leader of the
 // id's partition of __transaction_state, created on first use.
@@ -54,12 +58,16 @@ func (b *broker) ListTransactions(_ context.Context, states []string, producerID
 	return b.txnc.ListTransactions(states, producerIDs, minDuration)
 }
 
-// VerifyTxn is the produce path's KIP-890 part 1 check (kafka.TxnVerifier):
-// is topic's partition in the producer's ongoing transaction? Asked of
-// the id's coordinator: this node's shard, or the coordinator's node
-// with AddPartitionsToTxn v4 VerifyOnly.
-func (b *broker) VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error {
+// VerifyTxn is the produce path's KIP-890 check (kafka.TxnVerifier): is
+// topic's partition in the producer's ongoing transaction (part 1), or,
+// with add, add it (part 2)? Asked of the id's coordinator: this node's
+// shard, or the coordinator's node with AddPartitionsToTxn v4 VerifyOnly
+// (v5 to add).
+func (b *broker) VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32, add bool) error {
 	n := b.node()
+	if n.testVerifier != nil { // a test's stand-in (Options.txnVerifier)
+		return n.testVerifier.VerifyTxn(ctx, transactionalID, producerID, epoch, topic, partition, add)
+	}
 	p, ok := n.shardOf(txn.StateTopic, transactionalID)
 	if !ok {
 		return kerr.CoordinatorNotAvailable
@@ -73,7 +81,7 @@ func (b *broker) VerifyTxn(ctx context.Context, transactionalID string, producer
 	if leader == quorum.NoLeader {
 		return kerr.CoordinatorNotAvailable
 	}
-	return n.txnc.Verify(ctx, leader, n.cfg.NodeID, p, transactionalID, producerID, epoch, topic, partition)
+	return n.txnc.Verify(ctx, leader, n.cfg.NodeID, p, transactionalID, producerID, epoch, topic, partition, add)
 }
 
 // txnHost is the node seen by the transaction coordinator

@@ -18,9 +18,13 @@ import (
 // flush, commit) against the same 100 records per flush from idempotent
 // producers in the same run (target: ≥ 70%), with one producer and with
 // txnBenchProducers of them at once (an application with one producer
-// per task). Each op is one batch of 100 from one producer (b.N of each
-// kind, in alternating chunks of txnBenchChunk so that both see the
-// same machine); the producers take ops from a shared count. kgo's
+// per task). The transactional producers use transaction.version 2
+// (KIP-890 part 2, which the cluster finalizes: no AddPartitionsToTxn,
+// the epoch bumped by EndTxn v5); a third set, capped below its
+// requests, runs version 1 in the same chunks (x-idempotent-tv1). Each
+// op is one batch of 100 from one producer (b.N of each kind, in
+// alternating chunks of txnBenchChunk so that all see the same
+// machine); the producers take ops from a shared count. kgo's
 // defaults throughout (its 20 ms backoff on CONCURRENT_TRANSACTIONS
 // included). Reported: idem-records/s, txn-records/s, x-idempotent
 // (their ratio), the p50/p99 of EndTransaction (which returns once
@@ -38,7 +42,7 @@ func BenchmarkTxnProduce(b *testing.B) {
 	value := make([]byte, 1024)
 	for _, n := range []int{1, txnBenchProducers} {
 		b.Run(fmt.Sprintf("producers-%d", n), func(b *testing.B) {
-			idem, txns := make([]*kgo.Client, n), make([]*kgo.Client, n)
+			idem, txns, txns1 := make([]*kgo.Client, n), make([]*kgo.Client, n), make([]*kgo.Client, n)
 			var mu sync.Mutex
 			var commits []time.Duration
 			idemOp := func(cl *kgo.Client) { txnBenchBatch(ctx, b, cl, topic, value) }
@@ -48,30 +52,37 @@ func BenchmarkTxnProduce(b *testing.B) {
 				commits = append(commits, d)
 				mu.Unlock()
 			}
+			txn1Op := func(cl *kgo.Client) { txnBenchOne(ctx, b, cl, topic, value, value) }
 			for i := range n {
 				idem[i] = c.client(kgo.ProducerLinger(0))
 				txns[i] = c.client(kgo.ProducerLinger(0), kgo.TransactionalID(fmt.Sprintf("bench-%d-%d", n, i)),
 					kgo.TransactionTimeout(time.Minute))
-				idemOp(idem[i]) // metadata, producer id
-				txnOp(txns[i])  // the coordinator, producer id, state topic
+				txns1[i] = c.client(kgo.ProducerLinger(0), kgo.TransactionalID(fmt.Sprintf("bench1-%d-%d", n, i)),
+					kgo.TransactionTimeout(time.Minute), kgo.MaxVersions(tv1Versions()))
+				idemOp(idem[i])  // metadata, producer id
+				txnOp(txns[i])   // the coordinator, producer id, state topic
+				txn1Op(txns1[i]) // the same, transaction.version 1
 			}
 			commits = commits[:0]
 			markers0, secs0 := txnBenchMarkers(b, c)
 			// Alternate chunks of idempotent and transactional ops, so
-			// that both see the same machine (others' load drifts).
-			var idemTime, txnTime time.Duration
+			// that all see the same machine (others' load drifts).
+			var idemTime, txnTime, txn1Time time.Duration
 			b.ResetTimer()
 			for done := 0; done < b.N; {
 				k := min(txnBenchChunk, b.N-done)
 				idemTime += txnBenchRun(k, idem, idemOp)
 				txnTime += txnBenchRun(k, txns, txnOp)
+				txn1Time += txnBenchRun(k, txns1, txn1Op)
 				done += k
 			}
 			idemRate := float64(b.N*100) / idemTime.Seconds()
 			txnRate := float64(b.N*100) / txnTime.Seconds()
+			txn1Rate := float64(b.N*100) / txn1Time.Seconds()
 			b.ReportMetric(idemRate, "idem-records/s")
 			b.ReportMetric(txnRate, "txn-records/s")
 			b.ReportMetric(txnRate/idemRate, "x-idempotent")
+			b.ReportMetric(txn1Rate/idemRate, "x-idempotent-tv1")
 			slices.Sort(commits)
 			b.ReportMetric(float64(commits[len(commits)/2].Microseconds()), "commit-p50-µs")
 			b.ReportMetric(float64(commits[len(commits)*99/100].Microseconds()), "commit-p99-µs")

@@ -427,7 +427,7 @@ func txnBatch(pid int64, epoch int16, seq int32, v string) []byte {
 	return b.AppendTo(nil)
 }
 
-// TestTxnProduceVerified: KIP-890 part 1 on three nodes. A transactional
+// TestTxnProduceVerified: KIP-890 part 1 on three nodes (Produce v11). A transactional
 // batch to a partition its transaction never added is refused by the
 // partition leader after asking the coordinator (INVALID_TXN_STATE: no
 // hanging transaction); once AddPartitionsToTxn added it, the same
@@ -436,7 +436,7 @@ func TestTxnProduceVerified(t *testing.T) {
 	c := startReplCluster(t, 3, txnSettings...)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl := c.client()
+	cl := c.client(kgo.MaxVersions(tv1Versions())) // Produce v11: verified, not added
 	const topic, id = "verified", "v-1"
 	c.createTopic(ctx, topic, 1, nil)
 	pid, epoch := initPID(ctx, t, cl, id)

@@ -2,6 +2,8 @@ package quorum
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,6 +57,23 @@ type Config struct {
 	OnApply func(Change)
 	// Logger for raft; nil silences it.
 	Logger hclog.Logger
+	// ServerTLS and ClientTLS, when set, secure the controller port with
+	// mutual TLS (the node's CONTROLLER listener mapped to SSL): accepted
+	// connections are served with ServerTLS, which must require and verify
+	// client certificates (tls.RequireAndVerifyClientCert), and peers are
+	// dialled with ClientTLS(addr), which presents this node's
+	// certificate. The handshake comes before the hello: a peer whose
+	// certificate the truststore does not trust is refused, counted and
+	// logged before raft or the forwarding server reads a byte of it.
+	ServerTLS *tls.Config
+	ClientTLS func(addr string) *tls.Config
+	// AuthorizePeer, if set (with ServerTLS), decides from the verified
+	// certificate of an accepted peer whether it is a member of the
+	// cluster (the node: a super user, when the authorizer is on); an
+	// error refuses the connection, counted and logged with the reason.
+	// A trusted CA may also sign clients' certificates, which must not
+	// reach raft or forwarding.
+	AuthorizePeer func(cert *x509.Certificate) error
 	// PeerLog receives one line per refused controller-port connection
 	// (another cluster's id, a malformed hello), at most one a minute per
 	// peer host and reason; nil discards.
@@ -154,7 +173,16 @@ func Open(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, log: logger, fsm: NewFSM(cfg.OnApply), conns: map[net.Conn]struct{}{}, nudges: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.raftReady = make(chan struct{})
-	c.mux = newMuxListener(ln, adv, c.serveForward, hello{ClusterID: cfg.ClusterID, NodeID: cfg.NodeID}, newRefusals(cfg.PeerLog))
+	if (cfg.ServerTLS == nil) != (cfg.ClientTLS == nil) {
+		ln.Close()
+		return nil, errors.New("quorum: Config needs both ServerTLS and ClientTLS, or neither")
+	}
+	if cfg.ServerTLS != nil && cfg.ServerTLS.ClientAuth != tls.RequireAndVerifyClientCert {
+		ln.Close()
+		return nil, errors.New("quorum: Config.ServerTLS must require and verify client certificates (mutual TLS)")
+	}
+	c.mux = newMuxListener(ln, adv, c.serveForward, hello{ClusterID: cfg.ClusterID, NodeID: cfg.NodeID}, newRefusals(cfg.PeerLog), cfg.ServerTLS, cfg.ClientTLS)
+	c.mux.authorizePeer = cfg.AuthorizePeer
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger,
 	})

@@ -147,6 +147,20 @@
 // vote, append nor propose here; RaftStats.RefusedConns counts the
 // connections refused.
 //
+// The hello keeps other clusters out, not attackers: the cluster id is
+// public (Metadata answers it). With Config.ServerTLS and ClientTLS (the
+// node's CONTROLLER listener mapped to SSL) every controller-port
+// connection, raft's and forwarding's, is mutual TLS before the hello:
+// the acceptor requires a client certificate its truststore verifies,
+// and the dialler presents its own and verifies the acceptor's. A failed
+// handshake is refused like a bad hello (counted, one line a minute per
+// host); Config.AuthorizePeer may then refuse a verified certificate (the
+// node admits only super.users principals when its authorizer is on),
+// since one CA may sign clients' certificates too. A process outside the
+// cluster that once forwarded fence_broker, register_broker or
+// remove_server with the cluster id alone is refused at the handshake
+// (node's TestControllerSSL, with a client that does it by hand).
+//
 // On disk, under the node's <log.dirs>/quorum: raft.db (the bolt log and
 // stable store) and snapshots/ (the JSON image, versioned);
 // meta.properties, written by `sluice init`, lies beside it (node/meta).
@@ -211,6 +225,13 @@
 //   - the session timeout (broker.session.timeout.ms, 9 s), the bound: a
 //     broker not seen alive by gossip for that long is fenced, counted from
 //     when this controller became active.
+//
+// GossipConfig.Keys turn on memberlist's keyring: every packet and stream
+// is encrypted and authenticated (AES-GCM, the cluster label as
+// authenticated data) with the first key and opened with any, so a
+// process without a key cannot join nor speak for a member, and keys
+// rotate one node at a time, by restarts or live with Gossip.SetKeys
+// (TestGossipKeys, TestGossipKeysLive; docs/deploy.md).
 //
 // The active controller's own death comes first: the other voters elect
 // a new one (hashicorp/raft's defaults: a heartbeat timeout of 1-2 s,

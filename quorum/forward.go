@@ -174,8 +174,7 @@ func (c *Controller) forward(ctx context.Context, addr string, req *forwardReque
 
 // call is forward, also returning the response's index.
 func (c *Controller) call(ctx context.Context, addr string, req *forwardRequest, reply any) (uint64, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := c.mux.dial(ctx, addr)
 	if err != nil {
 		return 0, err
 	}

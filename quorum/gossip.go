@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -48,6 +49,15 @@ type GossipConfig struct {
 	// where its name ("2") and epoch would fence or unfence our broker 2.
 	// Empty: no label (tests).
 	ClusterID string
+	// Keys, if set, encrypt and authenticate every gossip packet and
+	// stream (memberlist's keyring: AES-GCM, the label as authenticated
+	// data): Keys[0] encrypts what this node sends, each key is tried on
+	// what it receives, and anything no key opens is dropped. A node
+	// without a key the others hold cannot join, nor speak for a member.
+	// Keys of 16, 24 or 32 bytes (AES-128/192/256). Rotation, one node at
+	// a time: add the new key behind the primary everywhere, then make it
+	// primary everywhere, then drop the old one (docs/deploy.md).
+	Keys [][]byte
 	// Log, if set, gets a line for every fence and unfence the active
 	// controller proposes, with what gossip showed of the broker (Kafka
 	// logs these too: the first thing an operator asks when a broker
@@ -60,11 +70,13 @@ type GossipConfig struct {
 // it also turns the membership into fence and unfence commands (see
 // Liveness). Methods are safe for concurrent use.
 type Gossip struct {
-	cfg   GossipConfig
-	ctrl  *Controller
-	ml    *memberlist.Memberlist
-	epoch atomic.Int64
-	nudge chan struct{}
+	cfg  GossipConfig
+	ctrl *Controller
+	ml   *memberlist.Memberlist
+	// keyring is memberlist's (GossipConfig.Keys), nil without keys.
+	keyring *memberlist.Keyring
+	epoch   atomic.Int64
+	nudge   chan struct{}
 	// joinOnce starts keepJoining at the first Join.
 	joinOnce sync.Once
 
@@ -109,6 +121,14 @@ func StartGossip(cfg GossipConfig, ctrl *Controller) (*Gossip, error) {
 	mc.DeadNodeReclaimTime = cfg.SessionTimeout / 3
 	if cfg.ClusterID != "" {
 		mc.Label = "sluice/" + cfg.ClusterID
+	}
+	if len(cfg.Keys) > 0 {
+		kr, err := memberlist.NewKeyring(cfg.Keys, cfg.Keys[0])
+		if err != nil {
+			return nil, fmt.Errorf("quorum: gossip keys: %w", err)
+		}
+		mc.Keyring, g.keyring = kr, kr
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	}
 	mc.Delegate = gossipDelegate{g}
 	mc.Events = gossipEvents{g}
@@ -164,6 +184,34 @@ func (g *Gossip) keepJoining(seeds []string) {
 func (g *Gossip) SetBrokerEpoch(epoch int64) error {
 	g.epoch.Store(epoch)
 	return g.ml.UpdateNode(g.cfg.SessionTimeout)
+}
+
+// SetKeys replaces the gossip keys of a running node: keys[0] becomes the
+// primary (what this node encrypts with), every key of keys is accepted,
+// and keys not listed are no longer accepted. Rotation without restarts
+// takes the three steps of a rolling one (GossipConfig.Keys), each on
+// every node before the next. Gossip started without keys cannot turn
+// encryption on, nor off, here: that needs a restart.
+func (g *Gossip) SetKeys(keys [][]byte) error {
+	if g.keyring == nil || len(keys) == 0 {
+		return errors.New("quorum: gossip keys can only be changed while encrypted: turning gossip encryption on or off needs a restart of every node")
+	}
+	for _, k := range keys {
+		if err := g.keyring.AddKey(k); err != nil {
+			return fmt.Errorf("quorum: gossip key: %w", err)
+		}
+	}
+	if err := g.keyring.UseKey(keys[0]); err != nil {
+		return fmt.Errorf("quorum: gossip key: %w", err)
+	}
+	for _, k := range g.keyring.GetKeys() {
+		if !slices.ContainsFunc(keys, func(w []byte) bool { return bytes.Equal(w, k) }) {
+			if err := g.keyring.RemoveKey(k); err != nil {
+				return fmt.Errorf("quorum: gossip key: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // Leave announces a clean departure, then stops; Close alone looks like a

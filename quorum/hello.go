@@ -153,6 +153,36 @@ func (r *refusals) allow(key string) (bool, int) {
 	return true, 0
 }
 
+// refusedTLS logs (rate-limited) a failed TLS handshake on the secured
+// controller port: a peer without a certificate this node trusts.
+func (r *refusals) refusedTLS(remote net.Addr, err error) {
+	host := remote.String()
+	if ta, ok := remote.(*net.TCPAddr); ok {
+		host = ta.IP.String()
+	}
+	ok, held := r.allow(host + "\x00tls")
+	if !ok {
+		return
+	}
+	r.log.Error(fmt.Sprintf("quorum: refused a controller-port connection from %s: TLS handshake: %v: the CONTROLLER listener takes only peers with a certificate signed by a CA in its truststore (listener.name.controller.ssl.truststore.location); check the peer's keystore, or that it speaks TLS at all", remote, err),
+		"remote", remote.String(), "refused_since_last_line", held)
+}
+
+// refusedPeer logs (rate-limited) a peer whose trusted certificate
+// Config.AuthorizePeer refused.
+func (r *refusals) refusedPeer(remote net.Addr, err error) {
+	host := remote.String()
+	if ta, ok := remote.(*net.TCPAddr); ok {
+		host = ta.IP.String()
+	}
+	ok, held := r.allow(host + "\x00peer")
+	if !ok {
+		return
+	}
+	r.log.Error(fmt.Sprintf("quorum: refused a controller-port connection from %s: %v", remote, err),
+		"remote", remote.String(), "refused_since_last_line", held)
+}
+
 // refused logs (rate-limited) why the connection from remote was closed.
 func (r *refusals) refused(remote net.Addr, clusterID string, h hello, err error) {
 	host := remote.String()

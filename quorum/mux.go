@@ -2,7 +2,11 @@ package quorum
 
 import (
 	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -34,6 +38,12 @@ type muxListener struct {
 	hello     []byte    // what Dial sends
 	refusals  *refusals // logs refused connections
 	refused   atomic.Int64
+	// serverTLS and clientTLS, when set, wrap every accepted and dialled
+	// connection in mutual TLS before the hello (Config.ServerTLS).
+	serverTLS *tls.Config
+	clientTLS func(addr string) *tls.Config
+	// authorizePeer: Config.AuthorizePeer.
+	authorizePeer func(*x509.Certificate) error
 
 	raftConns chan net.Conn
 	closeOnce sync.Once
@@ -42,10 +52,11 @@ type muxListener struct {
 
 var _ raft.StreamLayer = (*muxListener)(nil)
 
-func newMuxListener(ln net.Listener, advertise net.Addr, handle func(net.Conn), self hello, refusals *refusals) *muxListener {
+func newMuxListener(ln net.Listener, advertise net.Addr, handle func(net.Conn), self hello, refusals *refusals, serverTLS *tls.Config, clientTLS func(string) *tls.Config) *muxListener {
 	m := &muxListener{
 		ln: ln, advertise: advertise, handle: handle,
 		clusterID: self.ClusterID, hello: appendHello(nil, self), refusals: refusals,
+		serverTLS: serverTLS, clientTLS: clientTLS,
 		raftConns: make(chan net.Conn), closed: make(chan struct{}),
 	}
 	go m.acceptLoop()
@@ -72,6 +83,28 @@ func (m *muxListener) acceptLoop() {
 }
 
 func (m *muxListener) route(conn net.Conn) {
+	if m.serverTLS != nil {
+		tc := tls.Server(conn, m.serverTLS)
+		_ = conn.SetDeadline(time.Now().Add(firstByteTimeout))
+		if err := tc.Handshake(); err != nil {
+			if !errors.Is(err, io.EOF) { // a connect-and-close is no peer
+				m.refused.Add(1)
+				m.refusals.refusedTLS(conn.RemoteAddr(), err)
+			}
+			conn.Close()
+			return
+		}
+		_ = conn.SetDeadline(time.Time{})
+		if m.authorizePeer != nil {
+			if err := m.authorizePeer(tc.ConnectionState().PeerCertificates[0]); err != nil {
+				m.refused.Add(1)
+				m.refusals.refusedPeer(conn.RemoteAddr(), err)
+				conn.Close()
+				return
+			}
+		}
+		conn = tc
+	}
 	br := bufio.NewReader(conn)
 	_ = conn.SetReadDeadline(time.Now().Add(firstByteTimeout))
 	h, err := checkHello(br, m.clusterID)
@@ -118,8 +151,8 @@ func (m *muxListener) answerRefused(conn net.Conn, br *bufio.Reader) {
 	if _, err := conn.Write(m.hello); err != nil {
 		return
 	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.CloseWrite()
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok { // TCP or TLS
+		_ = cw.CloseWrite()
 	}
 	_, _ = io.CopyN(io.Discard, br, 64<<10)
 }
@@ -147,10 +180,12 @@ func (m *muxListener) Close() error {
 // Addr is the advertised address: what raft tells its peers.
 func (m *muxListener) Addr() net.Addr { return m.advertise }
 
-// Dial implements raft.StreamLayer: it connects and sends the hello; raft
-// then writes its RPC type byte.
+// Dial implements raft.StreamLayer: it connects (with TLS when
+// configured) and sends the hello; raft then writes its RPC type byte.
 func (m *muxListener) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	conn, err := net.DialTimeout("tcp", string(addr), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := m.dial(ctx, string(addr))
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +197,23 @@ func (m *muxListener) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 		return nil, err
 	}
 	return conn, nil
+}
+
+// dial connects to the controller port at addr: TCP, then the TLS
+// handshake (this node's certificate, the peer's checked against the
+// truststore) when the port is secured. The hello is the caller's.
+func (m *muxListener) dial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil || m.clientTLS == nil {
+		return conn, err
+	}
+	tc := tls.Client(conn, m.clientTLS(addr))
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("quorum: TLS handshake with the controller port at %s: %w (check this node's listener.name.controller.ssl.* keystore and truststore)", addr, err)
+	}
+	return tc, nil
 }
 
 // peekedConn is a connection whose first bytes were buffered by route.

@@ -19,7 +19,8 @@ type RaftStats struct {
 	Commits    int64
 	CommitTime time.Duration
 	// RefusedConns counts the connections the controller port closed for
-	// a malformed hello or another cluster's id (hello.go).
+	// a malformed hello or another cluster's id (hello.go), a failed TLS
+	// handshake or a certificate AuthorizePeer refused (mux.go).
 	RefusedConns int64
 }
 

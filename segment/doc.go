@@ -290,15 +290,20 @@
 // <name>.tmp, fsynced, renamed, and the directory fsynced. Format, all
 // big-endian:
 //
-//	magic "SLPS" (4) | version 2 (1) | crc (4) CRC-32C of every byte after it
+//	magic "SLPS" (4) | version 3 (1) | crc (4) CRC-32C of every byte after it
 //	offset (8) | flags (1) bit 0: may miss producers | count (4)
 //	count × { producer id (8) | epoch (2) | latest write, ms (8)
-//	          open transaction's first offset, -1 none (8)   version 2
-//	          coordinator epoch of the last marker, -1 none (4)   version 2
+//	          open transaction's first offset, -1 none (8)   version 2+
+//	          coordinator epoch of the last marker, -1 none (4)   version 2+
 //	          n (1, at most 5) | n × { first seq (4) | last seq (4)
 //	                                   first offset (8) | last offset (8) } }
+//	version 3: ended (4) | ended × { first offset (8) | marker offset (8) }
+//	          the transactions ended by a marker that a high watermark
+//	          had not passed when last asked, markers rising
 //
-// Version 1 snapshots (no transaction fields) still load.
+// Version 1 (no transaction fields) and 2 (no ended transactions)
+// snapshots still load; a binary that knows only version 2 skips a
+// version 3 snapshot as corrupt and rebuilds from an older one or a scan.
 // Open loads the newest snapshot at or below the recovered log end (after
 // an unclean shutdown: at or below the recovery point, see Transactions)
 // that decodes (a corrupt one is removed and the one before tried) and scans
@@ -338,8 +343,9 @@
 //     first offset of each transaction whose marker is at or above hw (a
 //     marker above the high watermark may yet be truncated away, so its
 //     transaction stays unstable until the high watermark passes it, as
-//     Kafka's unreplicatedTxns). Rebuilds recover those from the markers
-//     they scan; a snapshot taken past such a marker does not keep it.
+//     Kafka's unreplicatedTxns). Snapshots keep them (version 3) and
+//     rebuilds add those of the markers they scan, so a restart with the
+//     high watermark below such a marker keeps its transaction unstable.
 //   - Producers with an open transaction never expire.
 //   - An abort writes an 'a' entry with the marker, in the append's index
 //     batch (no fsync, as the offset index). AbortedTxns(from, upTo)

@@ -351,7 +351,7 @@ func (s *producerState) expire(nowMs, ttlMs, pid int64) {
 // Producer-state snapshot format (see the package doc), big-endian.
 const (
 	snapMagic      = "SLPS"
-	snapVersion    = 2                     // 2 adds the open transaction and coordinator epoch; 1 still loads
+	snapVersion    = 3                     // 2 adds the open transaction and coordinator epoch, 3 the ended transactions; 1 and 2 still load
 	snapHeaderSize = 4 + 1 + 4 + 8 + 1 + 4 // magic, version, crc, offset, flags, count
 	snapFlagLossy  = 1
 )
@@ -387,6 +387,13 @@ func (s *producerState) encode(off int64) []byte {
 			b = be.AppendUint64(b, uint64(pb.lastOffset))
 		}
 	}
+	// v3: the transactions ended by a marker the high watermark may not
+	// have passed (ended): a restart keeps them unstable until it does.
+	b = be.AppendUint32(b, uint32(len(s.ended)))
+	for _, t := range s.ended {
+		b = be.AppendUint64(b, uint64(t.first))
+		b = be.AppendUint64(b, uint64(t.marker))
+	}
 	be.PutUint32(b[5:], crc32.Checksum(b[9:], castagnoli))
 	return b
 }
@@ -402,7 +409,7 @@ func decodeProducerState(b []byte, off int64) (producerState, error) {
 		return bad("no snapshot header")
 	}
 	v := b[4]
-	if v != 1 && v != snapVersion {
+	if v < 1 || v > snapVersion {
 		return bad("version %d", v)
 	}
 	fixed := 19 // id, epoch, latest write, n
@@ -447,6 +454,25 @@ func decodeProducerState(b []byte, off int64) (producerState, error) {
 		s.producers[id] = e
 		if e.txnFirst >= 0 {
 			s.pushOpen(e)
+		}
+	}
+	if v >= 3 {
+		if len(b)-p < 4 {
+			return bad("no ended transactions")
+		}
+		k := int(be.Uint32(b[p:]))
+		p += 4
+		if k > maxEnded || len(b)-p < k*16 {
+			return bad("%d ended transactions", k)
+		}
+		for range k {
+			t := endedTxn{first: int64(be.Uint64(b[p:])), marker: int64(be.Uint64(b[p+8:]))}
+			p += 16
+			if t.first < 0 || t.marker < t.first || t.marker >= off ||
+				len(s.ended) > 0 && t.marker <= s.ended[len(s.ended)-1].marker {
+				return bad("ended transaction %d..%d", t.first, t.marker)
+			}
+			s.ended = append(s.ended, t)
 		}
 	}
 	if p != len(b) {

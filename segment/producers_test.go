@@ -17,6 +17,8 @@ func FuzzDecodeProducerState(f *testing.F) {
 		s.update(h, int64(1000+i))
 	}
 	f.Add(s.encode(70))
+	s.ended = []endedTxn{{first: 5, marker: 12}, {first: 20, marker: 40}} // version 3's ended transactions
+	f.Add(s.encode(70))
 	empty := newProducerState(false)
 	f.Add(empty.encode(0))
 	f.Add([]byte("SLPS"))

@@ -367,18 +367,30 @@ func txnFollowerRun(t *testing.T, seed uint64) {
 }
 
 // TestSnapshotV1Loads: a version 1 snapshot (before transactions) loads,
-// with no transaction open; version 2 round-trips open transactions.
+// with no transaction open; version 2 round-trips open transactions,
+// version 3 the ended ones too.
 func TestSnapshotV1Loads(t *testing.T) {
 	st := newProducerState(false)
 	h := BatchHeader{ProducerID: 3, ProducerEpoch: 2, BaseOffset: 10, LastOffsetDelta: 1, BaseSequence: 0, Attributes: attrTransactional}
 	st.update(h, 77)
-	v2 := st.encode(20)
-	got, err := decodeProducerState(v2, 20)
+	st.ended = []endedTxn{{first: 4, marker: 8}}
+	v3 := st.encode(20)
+	got, err := decodeProducerState(v3, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if fu, ok := got.firstUnstable(); !ok || fu != 10 || got.producers[3].txnFirst != 10 {
-		t.Fatalf("v2: first unstable %d %v", fu, ok)
+		t.Fatalf("v3: first unstable %d %v", fu, ok)
+	}
+	if lso := got.lastStable(8); lso != 4 || len(got.ended) != 1 {
+		t.Fatalf("v3: ended %v, LSO at high watermark 8 %d, want 4", got.ended, lso)
+	}
+	// Version 2: no ended transactions (the 4-byte count and its entry).
+	v2 := append([]byte(nil), v3[:len(v3)-4-16]...)
+	v2[4] = 2
+	binary.BigEndian.PutUint32(v2[5:], crc32.Checksum(v2[9:], castagnoli))
+	if got, err = decodeProducerState(v2, 20); err != nil || len(got.ended) != 0 || got.producers[3].txnFirst != 10 {
+		t.Fatalf("v2: %v %+v", err, got)
 	}
 	// Version 1: the same entry without the 12 bytes of transaction state.
 	v1 := append([]byte(nil), v2[:snapHeaderSize]...)

@@ -217,10 +217,10 @@ type Config struct {
 	LogCleanerMaxCompactionLag  time.Duration
 	LogCleanerDeleteRetention   time.Duration
 
-	// Groups, Transactions, Scale: see groups.go, txn.go and scale.go.
-	Groups       Groups
-	Transactions Transactions
-	Scale        Scale
+	Groups       Groups       // the group coordinator, its topic (groups.go)
+	Transactions Transactions // the transaction coordinator, its topic (txn.go)
+	Scale        Scale        // fetch sessions (scale.go)
+	Security                  // gossip encryption keys, TLS reloads (security.go)
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
 	Values    map[string]string
@@ -254,7 +254,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), authzKeys, quotaKeys)
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), authzKeys, quotaKeys, securityKeys)
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{
@@ -586,8 +586,8 @@ func (c *Config) validate(v *viper.Viper) error {
 func (c *Config) validateListeners() error {
 	for _, l := range c.Listeners {
 		if l.Name == ListenerController || l.Name == ListenerHTTP || l.Name == ListenerGossip {
-			if p, ok := c.SecurityProtocols[l.Name]; ok && p != "PLAINTEXT" {
-				return fmt.Errorf("%w: listener.security.protocol.map: %s:%s: the %s listener speaks PLAINTEXT only", ErrInvalid, l.Name, p, l.Name)
+			if p, ok := c.SecurityProtocols[l.Name]; ok && p != "PLAINTEXT" && (p != "SSL" || l.Name == ListenerGossip) {
+				return internalProtocolError(l.Name, p)
 			}
 			continue
 		}
@@ -728,7 +728,7 @@ func (c *Config) Verify() (meta.Meta, error) {
 // password): its Values entry is empty, and DescribeConfigs answers it
 // as null, as Kafka does.
 func Sensitive(key string) bool {
-	return slices.ContainsFunc(sslKeys, func(k sslKey) bool { return k.sensitive && k.name == key })
+	return key == gossipKeysKey || slices.ContainsFunc(sslKeys, func(k sslKey) bool { return k.sensitive && k.name == key })
 }
 
 func mapSet(m map[string]string, k, v string) map[string]string {

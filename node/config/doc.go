@@ -66,6 +66,20 @@
 // SLUICE_LISTENER_NAME_<NAME>_SASL_ENABLED_MECHANISMS and
 // SLUICE_LISTENER_NAME_<NAME>_<PLAIN|SCRAM_SHA_256|SCRAM_SHA_512>_SASL_JAAS_CONFIG.
 //
+// The node's own ports (security.go): CONTROLLER and HTTP may be mapped
+// to SSL in listener.security.protocol.map and take the same ssl.* keys
+// (listener.name.controller.ssl.*, listener.name.http.ssl.*) into
+// Config.TLS. CONTROLLER always requires client certificates (mutual TLS
+// between the nodes; an override to anything else is refused);
+// controller.listener.names, which Kafka's KRaft configs carry, must
+// name CONTROLLER. GOSSIP stays PLAINTEXT and is encrypted with
+// sluice.gossip.encryption.keys (base64 AES keys, the first primary;
+// never described). A listener's keystore and truststore files are
+// reread every sluice.ssl.reload.interval.ms (60000; 0: off) and by
+// Config.ReloadTLS (SIGHUP): ListenerTLS swaps what new handshakes use
+// (tls_reload.go), open connections keep theirs, and a file that does
+// not load changes nothing.
+//
 // Authorization (authz.go): authorizer.class.name set to
 // org.apache.kafka.metadata.authorizer.StandardAuthorizer turns it on
 // (Config.Authorizer; empty: off, any other class refused), super.users

@@ -8,38 +8,54 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // ListenerTLS is the TLS of one SSL listener, built from the ssl.* keys
-// (and their listener.name.<name>.ssl.* overrides).
+// (and their listener.name.<name>.ssl.* overrides). Its keystore and
+// truststore can be reloaded (Reload): each new handshake, served or
+// dialled, uses the ones loaded last; connections already open keep
+// theirs. Safe for concurrent use.
 type ListenerTLS struct {
-	// Server serves the listener: the keystore's certificate, and with
-	// ssl.client.auth requested or required the truststore's CAs to
-	// verify client certificates.
+	// Server serves the listener: its GetConfigForClient hands each
+	// handshake the keystore's certificate and, with ssl.client.auth
+	// requested or required, the truststore's CAs to verify client
+	// certificates, as loaded last. Its ClientAuth and versions are the
+	// configured ones.
 	Server *tls.Config
-	// Client dials the listener on other brokers (replica fetchers, when
-	// it is inter.broker.listener.name): the truststore's CAs verify the
-	// server, the keystore's certificate is presented when asked (mTLS).
-	// ServerName is left empty: set it to the dialled host (ClientFor).
-	Client *tls.Config
 	// ClientAuth is ssl.client.auth: none, requested or required.
 	ClientAuth string
+
+	opts tlsOpts
+	// reloadMu serialises Reload; cur is what handshakes use now.
+	reloadMu sync.Mutex
+	cur      atomic.Pointer[tlsMaterial]
 }
 
-// ClientFor returns the Client config for dialling addr (host:port): a
-// copy whose ServerName is addr's host, checked against the server's
-// certificate unless ssl.endpoint.identification.algorithm is empty.
+// ClientFor returns the client config for dialling addr (host:port) on
+// another broker (replica fetchers, when this is
+// inter.broker.listener.name; controllers, for CONTROLLER): the
+// truststore's CAs verify the server, the keystore's certificate is
+// presented when asked (mTLS), and ServerName is addr's host, checked
+// against the server's certificate unless
+// ssl.endpoint.identification.algorithm is empty.
 func (t *ListenerTLS) ClientFor(addr string) *tls.Config {
-	c := t.Client.Clone()
+	c := t.cur.Load().client.Clone()
 	if host, _, err := net.SplitHostPort(addr); err == nil {
 		c.ServerName = host
 	}
 	return c
 }
+
+// Leaf is the listener's own certificate as loaded last.
+func (t *ListenerTLS) Leaf() *x509.Certificate { return t.cur.Load().cert.Leaf }
+
+// Trusted is the truststore's CA pool as loaded last (nil without one).
+func (t *ListenerTLS) Trusted() *x509.CertPool { return t.cur.Load().roots }
 
 // sslKey is one ssl.* key: a listener may override it with
 // listener.name.<listener>.<key>.
@@ -141,7 +157,7 @@ func (c *Config) buildTLS(name string) (*ListenerTLS, error) {
 	}
 
 	// The keystore: a file with key and chain, or both inline.
-	var certPEM, keyPEM []byte
+	o := tlsOpts{listener: name}
 	loc, locKey := get("ssl.keystore.location")
 	chain, chainKey := get("ssl.keystore.certificate.chain")
 	inlineKey, keyKey := get("ssl.keystore.key")
@@ -149,70 +165,49 @@ func (c *Config) buildTLS(name string) (*ListenerTLS, error) {
 	case loc != "" && (chain != "" || inlineKey != ""):
 		return nil, fail(locKey, "set either %s or %s with %s, not both", locKey, chainKey, keyKey)
 	case loc != "":
-		b, err := os.ReadFile(loc)
-		if err != nil {
-			return nil, fail(locKey, "%v", err)
-		}
-		certPEM, keyPEM = b, b
+		o.keystore, o.keystoreKey = loc, locKey
 	case chain != "" && inlineKey != "":
-		certPEM, keyPEM = []byte(chain), []byte(inlineKey)
+		o.inlineCert, o.inlineKey, o.keystoreKey = []byte(chain), []byte(inlineKey), chainKey+", "+keyKey
 	case chain != "" || inlineKey != "":
 		return nil, fail(chainKey, "%s and %s go together: set both (or ssl.keystore.location with a PEM file holding both)", chainKey, keyKey)
 	default:
 		return nil, fail("ssl.keystore.location", "an SSL listener needs a certificate: set ssl.keystore.location to a PEM file with the private key and certificate chain, or ssl.keystore.certificate.chain and ssl.keystore.key (or their listener.name.%s. forms)", strings.ToLower(name))
 	}
-	cert, err := parseKeyPair(certPEM, keyPEM)
-	if err != nil {
-		k := locKey
-		if loc == "" {
-			k = chainKey + ", " + keyKey
-		}
-		return nil, fail(k, "%v", err)
-	}
 
 	// The truststore, optional unless client certificates are checked.
-	var roots *x509.CertPool
 	tloc, tlocKey := get("ssl.truststore.location")
 	tcerts, tcertsKey := get("ssl.truststore.certificates")
 	if tloc != "" && tcerts != "" {
 		return nil, fail(tlocKey, "set either %s or %s, not both", tlocKey, tcertsKey)
 	}
-	if tloc != "" || tcerts != "" {
-		b, k := []byte(tcerts), tcertsKey
-		if tloc != "" {
-			k = tlocKey
-			if b, err = os.ReadFile(tloc); err != nil {
-				return nil, fail(k, "%v", err)
-			}
-		}
-		certs, err := parseCertificates(b)
-		if err != nil {
-			return nil, fail(k, "%v", err)
-		}
-		roots = x509.NewCertPool()
-		for _, c := range certs {
-			roots.AddCert(c)
-		}
+	o.truststore, o.truststoreKey, o.inlineTrust = tloc, tlocKey, []byte(tcerts)
+	if tloc == "" {
+		o.truststoreKey = tcertsKey
 	}
 
-	t := &ListenerTLS{Server: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	t := &ListenerTLS{}
 	auth, authKey := get("ssl.client.auth")
 	t.ClientAuth = strings.ToLower(auth)
+	if name == ListenerController {
+		// Raft and forwarding between controllers and brokers: both
+		// sides prove who they are (mutual TLS), always.
+		if t.ClientAuth != "required" && strings.HasPrefix(authKey, "listener.name.") {
+			return nil, fail(authKey, "%q: the %s listener always requires client certificates (mutual TLS between the nodes): set it to required or remove it", auth, ListenerController)
+		}
+		t.ClientAuth = "required"
+	}
 	switch t.ClientAuth {
 	case "none":
-		t.Server.ClientAuth = tls.NoClientCert
+		o.clientAuth = tls.NoClientCert
 	case "requested":
-		t.Server.ClientAuth = tls.VerifyClientCertIfGiven
+		o.clientAuth = tls.VerifyClientCertIfGiven
 	case "required":
-		t.Server.ClientAuth = tls.RequireAndVerifyClientCert
+		o.clientAuth = tls.RequireAndVerifyClientCert
 	default:
 		return nil, fail(authKey, "%q: want none, requested or required", auth)
 	}
-	if t.ClientAuth != "none" {
-		if roots == nil {
-			return nil, fail(authKey, "%s verifies client certificates against the truststore: set ssl.truststore.location or ssl.truststore.certificates to the CA that signs them", t.ClientAuth)
-		}
-		t.Server.ClientCAs = roots
+	if t.ClientAuth != "none" && tloc == "" && tcerts == "" {
+		return nil, fail(authKey, "%s verifies client certificates against the truststore: set ssl.truststore.location or ssl.truststore.certificates to the CA that signs them (or their listener.name.%s. forms)", t.ClientAuth, strings.ToLower(name))
 	}
 	protos, protosKey := get("ssl.enabled.protocols")
 	for _, p := range strings.Split(protos, ",") {
@@ -227,12 +222,12 @@ func (c *Config) buildTLS(name string) (*ListenerTLS, error) {
 		default:
 			return nil, fail(protosKey, "%q: Sluice speaks TLSv1.2 and TLSv1.3 (older versions are insecure)", strings.TrimSpace(p))
 		}
-		if t.Server.MinVersion == 0 || v < t.Server.MinVersion {
-			t.Server.MinVersion = v
+		if o.minVersion == 0 || v < o.minVersion {
+			o.minVersion = v
 		}
-		t.Server.MaxVersion = max(t.Server.MaxVersion, v)
+		o.maxVersion = max(o.maxVersion, v)
 	}
-	if t.Server.MinVersion == 0 {
+	if o.minVersion == 0 {
 		return nil, fail(protosKey, "enable at least one of TLSv1.2, TLSv1.3")
 	}
 	suites, suitesKey := get("ssl.cipher.suites")
@@ -247,32 +242,27 @@ func (c *Config) buildTLS(name string) (*ListenerTLS, error) {
 			if !ok {
 				return nil, fail(suitesKey, "%q is not a cipher suite Go offers as secure; use IANA names such as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", s)
 			}
-			t.Server.CipherSuites = append(t.Server.CipherSuites, id)
+			o.suites = append(o.suites, id)
 		}
-	}
-	t.Client = &tls.Config{
-		Certificates: t.Server.Certificates, RootCAs: roots,
-		MinVersion: t.Server.MinVersion, MaxVersion: t.Server.MaxVersion, CipherSuites: t.Server.CipherSuites,
 	}
 	algo, algoKey := get("ssl.endpoint.identification.algorithm")
 	switch strings.ToLower(algo) {
 	case "https":
+		o.checkName = true
 	case "":
 		// Verify the chain, not the name (Kafka's empty algorithm).
-		t.Client.InsecureSkipVerify = true
-		t.Client.VerifyConnection = func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("tls: the server sent no certificate")
-			}
-			opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
-			for _, c := range cs.PeerCertificates[1:] {
-				opts.Intermediates.AddCert(c)
-			}
-			_, err := cs.PeerCertificates[0].Verify(opts)
-			return err
-		}
 	default:
 		return nil, fail(algoKey, "%q: want https (check the host name) or empty (check the chain only)", algo)
+	}
+	t.opts = o
+	m, err := o.load(nil)
+	if err != nil {
+		return nil, err
+	}
+	t.cur.Store(m)
+	t.Server = &tls.Config{
+		ClientAuth: o.clientAuth, MinVersion: o.minVersion, MaxVersion: o.maxVersion, CipherSuites: o.suites,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return t.cur.Load().server, nil },
 	}
 	return t, nil
 }
@@ -372,12 +362,17 @@ func parseKeyPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 }
 
 // sslListeners are the names of the Kafka listeners mapped to SSL or
-// SASL_SSL.
+// SASL_SSL, and CONTROLLER and HTTP when they are mapped to SSL.
 func (c *Config) sslListeners() []string {
 	var out []string
 	for _, l := range c.KafkaListeners {
 		if p := c.SecurityProtocols[l.Name]; p == "SSL" || p == "SASL_SSL" {
 			out = append(out, l.Name)
+		}
+	}
+	for _, name := range []string{ListenerController, ListenerHTTP} {
+		if _, ok := c.Listener(name); ok && c.SecurityProtocols[name] == "SSL" {
+			out = append(out, name)
 		}
 	}
 	return slices.Clip(out)

@@ -51,8 +51,8 @@ func TestSSLListenerConfig(t *testing.T) {
 		if lt == nil || len(c.TLS) != 1 {
 			t.Fatalf("TLS = %v, want the SSL listener's only", c.TLS)
 		}
-		if lt.Server.ClientAuth != auth || len(lt.Server.Certificates) != 1 || lt.Server.Certificates[0].Leaf.Subject.CommonName != "broker" {
-			t.Fatalf("server TLS: auth %v, certificates %d", lt.Server.ClientAuth, len(lt.Server.Certificates))
+		if lt.Server.ClientAuth != auth || lt.Leaf().Subject.CommonName != "broker" {
+			t.Fatalf("server TLS: auth %v, certificate %s", lt.Server.ClientAuth, lt.Leaf().Subject)
 		}
 		if lt.Server.MinVersion != tls.VersionTLS12 || lt.Server.MaxVersion != tls.VersionTLS13 {
 			t.Fatalf("versions %x-%x, want TLS 1.2 to 1.3", lt.Server.MinVersion, lt.Server.MaxVersion)
@@ -67,7 +67,7 @@ func TestSSLListenerConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(t, c, tls.RequireAndVerifyClientCert)
-		if c.TLS["SSL"].Client.RootCAs == nil || !c.TLS["SSL"].Client.RootCAs.Equal(ca.Pool()) {
+		if c.TLS["SSL"].ClientFor("127.0.0.1:9094").RootCAs == nil || !c.TLS["SSL"].ClientFor("127.0.0.1:9094").RootCAs.Equal(ca.Pool()) {
 			t.Fatal("the client config does not trust the truststore's CA")
 		}
 	})
@@ -143,7 +143,13 @@ func TestSSLConfigErrors(t *testing.T) {
 		{"bad truststore", sslListeners + ks + "ssl.truststore.certificates=hello\n", "ssl.truststore.certificates: no PEM certificate found"},
 		{"override of a plaintext listener", sslListeners + ks + "listener.name.plaintext.ssl.keystore.location=/x\n", "PLAINTEXT is not a Kafka listener mapped to SSL"},
 		{"sasl without keystore", "listeners=SASL_SSL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093\ninter.broker.listener.name=SASL_SSL\nsasl.enabled.mechanisms=SCRAM-SHA-256\nlistener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"b\" password=\"p\";\n", "an SSL listener needs a certificate"},
-		{"controller ssl", sslListeners + ks + "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SSL\n", "the CONTROLLER listener speaks PLAINTEXT only"},
+		{"controller ssl without truststore", sslListeners + ks + "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SSL\n", "listener CONTROLLER (SSL): ssl.client.auth: required verifies client certificates against the truststore"},
+		{"controller ssl without client auth", sslListeners + ks + "ssl.truststore.location=" + dir + "/ca.pem\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SSL\nlistener.name.controller.ssl.client.auth=none\n", "the CONTROLLER listener always requires client certificates"},
+		{"controller sasl", sslListeners + ks + "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SASL_SSL\n", "the CONTROLLER listener speaks PLAINTEXT or SSL"},
+		{"gossip ssl", "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093,GOSSIP://127.0.0.1:7946\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,GOSSIP:SSL\n", "encrypt gossip with sluice.gossip.encryption.keys"},
+		{"http sasl", "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093,HTTP://127.0.0.1:9644\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,HTTP:SASL_SSL\n", "the HTTP listener speaks PLAINTEXT or SSL (HTTPS"},
+		{"http ssl without keystore", "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093,HTTP://127.0.0.1:9644\nlistener.security.protocol.map=PLAINTEXT:PLAINTEXT,HTTP:SSL\n", "listener HTTP (SSL): ssl.keystore.location: an SSL listener needs a certificate"},
+		{"controller listener name", sslListeners + ks + "controller.listener.names=CTRL\n", "Sluice's controller listener is named CONTROLLER"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(t, minimal+tc.file, nil)

@@ -12,8 +12,10 @@ import (
 // Lists every row of the dispatch table with its version range, in key order;
 // wide ranges matter, since librdkafka enables features by range overlap and
 // sarama clamps to them. Produce is listed from v0 though v0-2 close the
-// connection (api.listFrom0: librdkafka compresses only then). No features are advertised (v3 SupportedFeatures and
-// FinalizedFeatures are empty, FinalizedFeaturesEpoch -1).
+// connection (api.listFrom0: librdkafka compresses only then). v3 answers
+// list the transaction.version feature when transactions are served
+// (addFeatures: supported 0-2, finalized at the Broker's TxnVersion level,
+// FinalizedFeaturesEpoch 0); otherwise no features and epoch -1.
 //
 // A version the server does not support is not an error that closes the
 // connection, unlike for every other API (KIP-511): the body is not read and
@@ -71,7 +73,33 @@ func handleAPIVersions(_ context.Context, s *Server, r *request) (kmsg.Response,
 	for _, a := range s.table.apis {
 		resp.ApiKeys = append(resp.ApiKeys, apiKeyRange(a))
 	}
+	if req.Version >= 3 {
+		addFeatures(s, resp)
+	}
 	return resp, nil
+}
+
+// addFeatures lists the features of a v3+ answer: transaction.version
+// when the Broker serves Transactions (supported 0-2, finalized at its
+// TxnVersion's level, 2 without one), as Kafka 4 lists it. A feature at
+// level 0 is not finalized, as in Kafka.
+func addFeatures(s *Server, resp *kmsg.ApiVersionsResponse) {
+	if !has[Transactions](s.broker) {
+		return
+	}
+	sf := kmsg.NewApiVersionsResponseSupportedFeature()
+	sf.Name, sf.MinVersion, sf.MaxVersion = "transaction.version", 0, MaxTransactionVersion
+	resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	level := int16(MaxTransactionVersion)
+	if v, ok := s.broker.(TxnVersion); ok {
+		level = min(v.TransactionVersion(), MaxTransactionVersion)
+	}
+	resp.FinalizedFeaturesEpoch = 0
+	if level > 0 {
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = "transaction.version", level, level
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	}
 }
 
 func apiKeyRange(a *api) kmsg.ApiVersionsResponseApiKey {

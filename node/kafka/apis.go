@@ -70,7 +70,7 @@ func newTable(b Broker) *table {
 		{key: kmsg.ApiVersions, min: 0, max: 3, handle: handleAPIVersions, maxBytes: apiVersionsMaxBytes},
 		{key: kmsg.CreateTopics, min: 0, max: 7, handle: handleCreateTopics, needs: has[TopicAdmin]},
 		{key: kmsg.DeleteTopics, min: 0, max: 6, handle: handleDeleteTopics, needs: has[TopicAdmin]},
-		{key: kmsg.Produce, min: 3, max: 9, handle: handleProduce, needs: has[Logs], listFrom0: true, recycle: true},
+		{key: kmsg.Produce, min: 3, max: 12, handle: handleProduce, needs: has[Logs], listFrom0: true, recycle: true},
 		{key: kmsg.Fetch, min: 4, max: fetchMax, handle: handleFetch, needs: has[Logs]},
 		{key: kmsg.ListOffsets, min: 0, max: 8, handle: handleListOffsets, needs: has[Logs]},
 		{key: kmsg.OffsetForLeaderEpoch, min: 0, max: 4, handle: handleOffsetForLeaderEpoch, needs: has[Logs]},
@@ -106,8 +106,7 @@ func newTable(b Broker) *table {
 		{key: kmsg.DeleteACLs, min: 0, max: 3, handle: handleDeleteACLs, needs: has[ACLAdmin]},
 		{key: kmsg.AddPartitionsToTxn, min: 0, max: 5, handle: handleAddPartitionsToTxn, needs: has[Transactions]},
 		{key: kmsg.AddOffsetsToTxn, min: 0, max: 4, handle: handleAddOffsetsToTxn, needs: has[Transactions]},
-		// EndTxn v5 is transaction.version 2 (KIP-890 part 2): not served.
-		{key: kmsg.EndTxn, min: 0, max: 4, handle: handleEndTxn, needs: has[Transactions]},
+		{key: kmsg.EndTxn, min: 0, max: 5, handle: handleEndTxn, needs: has[Transactions]},
 		{key: kmsg.DescribeTransactions, min: 0, max: 0, handle: handleDescribeTransactions, needs: has[Transactions]},
 		{key: kmsg.ListTransactions, min: 0, max: 1, handle: handleListTransactions, needs: has[Transactions]},
 		{key: kmsg.WriteTxnMarkers, min: 0, max: 1, handle: handleWriteTxnMarkers, needs: has[TxnMarkers]},

@@ -132,7 +132,7 @@ func TestFetchEmptyIsNotNull(t *testing.T) {
 	}
 }
 
-// TestProduceListedFromV0: ApiVersions lists Produce 0-9, as Kafka 4
+// TestProduceListedFromV0: ApiVersions lists Produce 0-12, as Kafka 4
 // does, so that librdkafka compresses (it checks for Produce v0 before
 // using gzip, snappy or lz4); a v2 request still closes the connection.
 func TestProduceListedFromV0(t *testing.T) {
@@ -143,8 +143,8 @@ func TestProduceListedFromV0(t *testing.T) {
 	for _, k := range resp.ApiKeys {
 		if k.ApiKey == kmsg.Produce.Int16() {
 			found = true
-			if k.MinVersion != 0 || k.MaxVersion != 9 {
-				t.Errorf("Produce listed %d-%d, want 0-9", k.MinVersion, k.MaxVersion)
+			if k.MinVersion != 0 || k.MaxVersion != 12 {
+				t.Errorf("Produce listed %d-%d, want 0-12", k.MinVersion, k.MaxVersion)
 			}
 		}
 	}
@@ -155,5 +155,5 @@ func TestProduceListedFromV0(t *testing.T) {
 	req.Version = 2
 	c.send(req)
 	c.expectClosed()
-	ts.logs.waitFor(t, "closing connection", "Produce v2 (supported 3-9)")
+	ts.logs.waitFor(t, "closing connection", "Produce v2 (supported 3-12)")
 }

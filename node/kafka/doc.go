@@ -9,9 +9,9 @@
 // FindCoordinator 0-6 (groups with a Groups, transactional ids with
 // Transactions, refusing each without);
 // with a TopicAdmin CreateTopics 0-7 and DeleteTopics 0-6 (request
-// validation here, the work in the Broker); with Logs Produce 3-9 (listed
+// validation here, the work in the Broker); with Logs Produce 3-12 (listed
 // from 0 for librdkafka's sake; transactional batches, verified through a
-// TxnVerifier), Fetch 4-12 (4-15 when the Logs is also a
+// TxnVerifier, added to their transaction from v12), Fetch 4-12 (4-15 when the Logs is also a
 // TopicNames: topics by ID, KIP-903's ReplicaState; read_committed up to
 // the last stable offset with the aborted transactions), ListOffsets 0-8
 // (both isolation levels) and OffsetForLeaderEpoch 0-4; with TxnMarkers
@@ -41,9 +41,12 @@
 // with Transactions (txns.go: each transactional id lives in one shard, a
 // partition of __transaction_state, routed as groups are) InitProducerId
 // with a transactional id, AddPartitionsToTxn 0-5 (v4+: the brokers'
-// KIP-890 form, CLUSTER_ACTION), AddOffsetsToTxn 0-4, EndTxn 0-4 (not v5:
-// transaction.version 2 is not finalized), DescribeTransactions 0 and
-// ListTransactions 0-1.
+// KIP-890 form, CLUSTER_ACTION), AddOffsetsToTxn 0-4, EndTxn 0-5,
+// DescribeTransactions 0 and ListTransactions 0-1; ApiVersions v3 then
+// lists the transaction.version feature (supported 0-2, finalized at the
+// TxnVersion's level): at 2 clients use KIP-890 part 2 (Produce v12 and
+// TxnOffsetCommit v5 add their partition through the TxnVerifier, EndTxn
+// v5 bumps the epoch), below it part 1; both are served either way.
 //
 // # Connection model
 //

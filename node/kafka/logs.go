@@ -88,6 +88,11 @@ type ProducePartition struct {
 	// (KIP-890 part 1: TxnVerifier); the server has already checked that
 	// such batches come with an id the client may use.
 	TransactionalID string
+	// AddToTxn: the request is Produce v12+ (transaction.version 2,
+	// KIP-890 part 2): such a batch adds its partition to the
+	// transaction through the coordinator (TxnVerifier with add) instead
+	// of only verifying that the client added it.
+	AddToTxn bool
 }
 
 // ProduceResult is the outcome for one ProducePartition.

@@ -12,9 +12,13 @@ import (
 	"github.com/sluice-log/sluice/segment"
 )
 
-// Produce (key 0), versions 3-9; served when the Broker implements Logs.
-// ApiVersions lists 0-9, as Kafka 4 does (api.listFrom0); a v0-2 request
-// closes the connection like any other unsupported version.
+// Produce (key 0), versions 3-12; served when the Broker implements Logs.
+// ApiVersions lists 0-12, as Kafka 4 does (api.listFrom0); a v0-2 request
+// closes the connection like any other unsupported version. v10-11 answer
+// as v9 (KIP-951's leader hints are optional tagged fields and are left
+// out); v12 is transaction.version 2: its transactional batches add their
+// partition to the transaction (ProducePartition.AddToTxn). v13 (topic
+// ids) is not served.
 //
 // acks must be 0, 1 or -1 (all); anything else answers every partition
 // INVALID_REQUIRED_ACKS and writes nothing. Each partition is appended on
@@ -39,7 +43,9 @@ import (
 // the partition is first verified with the transaction coordinator
 // (KIP-890 part 1, TxnVerifier; its failure answers INVALID_TXN_STATE or
 // INVALID_PRODUCER_EPOCH, a coordinator that cannot answer
-// NOT_ENOUGH_REPLICAS, which the producer retries). A request with
+// NOT_ENOUGH_REPLICAS, which the producer retries); from v12 it is added
+// to the transaction instead (KIP-890 part 2: the client sends no
+// AddPartitionsToTxn). A request with
 // transactional batches but no transactional id answers every partition
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka does. Whether a request
 // has any is read from each partition's first batch header (Kafka's
@@ -94,7 +100,7 @@ func handleProduce(ctx context.Context, s *Server, r *request) (kmsg.Response, e
 				continue
 			}
 			res := logs.Produce(ctx, ProducePartition{Topic: t.Topic, Partition: p.Partition, Acks: req.Acks,
-				Records: p.Records, TransactionalID: txnID})
+				Records: p.Records, TransactionalID: txnID, AddToTxn: req.Version >= 12})
 			s.produced(t.Topic, res.Records, len(p.Records), res.Err)
 			rp.ErrorCode = quorum.ErrorCode(res.Err)
 			if res.Err == nil {

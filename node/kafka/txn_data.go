@@ -64,7 +64,9 @@ type ProducerState struct {
 // TxnVerifier verifies, with the transaction coordinator of
 // transactionalID, that producerID at epoch has added topic/partition to
 // its ongoing transaction (AddPartitionsToTxn v4+ with VerifyOnly,
-// KIP-890 part 1). The node's partition leader asks it before appending a
+// KIP-890 part 1), or, with add, adds it (v5 without VerifyOnly: the
+// implicit add of transaction.version 2, KIP-890 part 2, for Produce v12+
+// and TxnOffsetCommit v5+). The node's partition leader asks it before appending a
 // transactional batch that would open a transaction on the partition, so
 // that a late write of a zombie or an aborted transaction cannot open one
 // that no coordinator will ever end (a hanging transaction, an LSO stuck
@@ -78,7 +80,7 @@ type TxnVerifier interface {
 	// older epoch), or a coordinator error (NOT_COORDINATOR,
 	// COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS,
 	// CONCURRENT_TRANSACTIONS). VerifyError maps it to the produce's.
-	VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32) error
+	VerifyTxn(ctx context.Context, transactionalID string, producerID int64, epoch int16, topic string, partition int32, add bool) error
 }
 
 // VerifyError is the Produce error for a TxnVerifier's error, as Kafka's

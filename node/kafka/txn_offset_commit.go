@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // TxnOffsetCommit (key 28), versions 0-5; served when the Broker
@@ -13,16 +15,28 @@ import (
 // until the transaction's marker (node/group, txn_offsets.go).
 //
 // Behavior:
+//
 //   - Authorization as Kafka's KafkaApis: WRITE on the transactional id
 //     (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition),
 //     READ on the group (GROUP_AUTHORIZATION_FAILED), READ on each topic
 //     (TOPIC_AUTHORIZATION_FAILED for its partitions; the rest commit).
+//
 //   - An empty group id answers INVALID_GROUP_ID for every partition; a
 //     partition that does not exist UNKNOWN_TOPIC_OR_PARTITION.
+//
 //   - The others go to the group's shard, routed as OffsetCommit is; a
 //     shard that cannot answer (NOT_COORDINATOR,
 //     COORDINATOR_LOAD_IN_PROGRESS, ...) gives its error to every
 //     partition it was asked about. The answer keeps the request's order.
+//
+//   - KIP-890: before the shard writes, the group's __consumer_offsets
+//     partition is verified to be in the producer's transaction (v0-4:
+//     the client sent AddOffsetsToTxn) or, v5+ (transaction.version 2),
+//     added to it (the client sends no AddOffsetsToTxn), through the
+//     Broker's TxnVerifier; a zombie's commit is INVALID_PRODUCER_EPOCH,
+//     one outside the transaction INVALID_TXN_STATE, a coordinator that
+//     cannot answer COORDINATOR_NOT_AVAILABLE (the client retries), for
+//     every partition.
 //
 // Version notes: v3+ carry the member id, generation and group instance
 // id (KIP-447), which the shard checks; v0-2 commit without membership.
@@ -68,6 +82,16 @@ func handleTxnOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Res
 		}
 	}
 	if len(sub.Topics) > 0 {
+		if code := txnOffsetsVerify(ctx, s, req); code != 0 {
+			for _, t := range sub.Topics {
+				for _, p := range t.Partitions {
+					codes[tp{t.Topic, p.Partition}] = code
+				}
+			}
+			sub.Topics = nil
+		}
+	}
+	if len(sub.Topics) > 0 {
 		r2 := *r
 		r2.body = &sub
 		answer, err := coordinateOne(ctx, s, &r2, req.Group)
@@ -102,4 +126,25 @@ func handleTxnOffsetCommit(ctx context.Context, s *Server, r *request) (kmsg.Res
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// txnOffsetsVerify is the KIP-890 step of TxnOffsetCommit: 0, or the code
+// for every partition of the request.
+func txnOffsetsVerify(ctx context.Context, s *Server, req *kmsg.TxnOffsetCommitRequest) int16 {
+	v, ok := s.broker.(TxnVerifier)
+	if !ok {
+		return 0
+	}
+	shard, ok := s.broker.(Groups).GroupShard(req.Group)
+	if !ok {
+		return 0 // the shard answers NOT_COORDINATOR
+	}
+	err := VerifyError(v.VerifyTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, offsetsTopic, shard, req.Version >= 5))
+	switch err {
+	case nil:
+		return 0
+	case kerr.NotEnoughReplicas:
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return quorum.ErrorCode(err)
 }

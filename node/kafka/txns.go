@@ -50,6 +50,20 @@ type Transactions interface {
 	PartitionExists(topic string, partition int32) bool
 }
 
+// TxnVersion is an optional Transactions capability: the level of the
+// transaction.version feature the cluster finalizes, which ApiVersions
+// v3+ advertises (FinalizedFeatures) so that clients pick their path:
+// 2 is KIP-890 part 2 (no AddPartitionsToTxn, EndTxn v5 bumps the epoch),
+// 0 or 1 keeps them on part 1. Without it the level is 2. The server
+// serves both whatever the level: each request's version decides.
+type TxnVersion interface {
+	TransactionVersion() int16
+}
+
+// MaxTransactionVersion is the highest transaction.version this server
+// supports (ApiVersions' SupportedFeatures).
+const MaxTransactionVersion = 2
+
 // coordinateTxn passes a request for one transactional id to its shard.
 // Before __transaction_state exists no broker coordinates anything:
 // NOT_COORDINATOR, which sends the client back to FindCoordinator.

@@ -170,6 +170,7 @@ type RaftStat struct {
 	Commits    int64
 	CommitTime time.Duration
 	// RefusedConns counts connections the controller port refused for
-	// a bad hello or a foreign cluster id.
+	// a bad hello, a foreign cluster id, a failed TLS handshake or a
+	// peer certificate not admitted.
 	RefusedConns int64
 }

@@ -28,6 +28,14 @@ import (
 // otherwise the transaction the coordinator vouched for may have ended
 // while the batch was in flight, and appending it would open one that no
 // coordinator will end (a hanging transaction): INVALID_TXN_STATE.
+//
+// Transaction version 2 (Produce v12+, ProducePartition.AddToTxn): the
+// coordinator adds the partition instead of verifying it, and the epoch,
+// bumped at every transaction's end and carried by its markers, fences a
+// batch that arrives after its transaction ended: no guard. An open
+// transaction of the producer at an older epoch is the previous one,
+// whose marker is not written here yet: the batch asks the coordinator,
+// which answers once that marker is written.
 
 // verify runs KIP-890 part 1 for a transactional batch of producer h
 // that would open a transaction: a guard, the coordinator's answer, the
@@ -39,9 +47,19 @@ func (r *Replica) verify(ctx context.Context, p kafka.ProducePartition, h segmen
 		return 0, nil
 	}
 	r.mu.Lock()
-	if _, _, ok := r.log.OngoingTxn(h.ProducerID); ok {
+	if _, epoch, ok := r.log.OngoingTxn(h.ProducerID); ok && epoch == h.ProducerEpoch {
 		r.mu.Unlock()
 		return 0, nil // already open: the log checks the rest
+	}
+	if p.AddToTxn {
+		// KIP-890 part 2: the coordinator adds the partition, holding
+		// the add until the previous transaction's markers (at the
+		// bumped epoch) are written everywhere, this partition
+		// included. No guard: should the transaction end before the
+		// batch is appended, its marker carries a newer epoch than the
+		// batch's and the log refuses the batch (INVALID_PRODUCER_EPOCH).
+		r.mu.Unlock()
+		return 0, kafka.VerifyError(v.VerifyTxn(ctx, p.TransactionalID, h.ProducerID, h.ProducerEpoch, p.Topic, p.Partition, true))
 	}
 	if r.mu.verifying == nil {
 		r.mu.verifying = map[int64]uint64{}
@@ -50,7 +68,7 @@ func (r *Replica) verify(ctx context.Context, p kafka.ProducePartition, h segmen
 	guard := r.mu.nextID
 	r.mu.verifying[h.ProducerID] = guard
 	r.mu.Unlock()
-	if err := kafka.VerifyError(v.VerifyTxn(ctx, p.TransactionalID, h.ProducerID, h.ProducerEpoch, p.Topic, p.Partition)); err != nil {
+	if err := kafka.VerifyError(v.VerifyTxn(ctx, p.TransactionalID, h.ProducerID, h.ProducerEpoch, p.Topic, p.Partition, false)); err != nil {
 		r.mu.Lock()
 		if r.mu.verifying[h.ProducerID] == guard {
 			delete(r.mu.verifying, h.ProducerID)

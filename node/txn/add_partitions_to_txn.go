@@ -153,7 +153,7 @@ func (s *Shard) fold(now time.Time, t *txn, done meta) *op {
 	}
 	t.held = keep
 	next := done
-	next.state, next.start, next.parts, next.updated = Ongoing, now, parts, now
+	next.state, next.start, next.parts, next.updated, next.tv2 = Ongoing, now, parts, now, false
 	return &op{t: t, next: next, lastEpoch: t.lastEpoch, done: func(code int16) {
 		for _, d := range dones {
 			d(code)
@@ -190,7 +190,7 @@ func (s *Shard) add(now time.Time, t *txn, parts []TopicPartition, done func(int
 		return
 	}
 	if t.state.idle() {
-		next.start, next.parts = now, nil
+		next.start, next.parts, next.tv2 = now, nil, false
 	}
 	next.state, next.parts, next.updated = Ongoing, union(next.parts, parts), now
 	s.write(&op{t: t, next: next, lastEpoch: t.lastEpoch, done: done})

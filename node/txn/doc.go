@@ -57,7 +57,8 @@
 //   - add_partitions_to_txn.go: AddPartitionsToTxn (the client form v0-3
 //     and the broker form v4+ of KIP-890 part 1, with VerifyOnly) and
 //     AddOffsetsToTxn.
-//   - end_txn.go: EndTxn, and what Kafka answers to its retries.
+//   - end_txn.go: EndTxn (v5: the epoch bump of transaction.version 2),
+//     and what Kafka answers to its retries.
 //   - shard.go: writes, markers (failed partitions retried after
 //     RetryBackoff; a failed completion record written again), loading.
 //   - timers.go: timed-out transactions are aborted with the epoch bumped
@@ -70,13 +71,20 @@
 //     before it changes nothing.
 //   - admin.go: DescribeTransactions, ListTransactions, Stats.
 //
-// Transaction version: this coordinator is Kafka's transaction.version 1
-// (KIP-890 part 1: brokers verify before appending); part 2's epoch bump
-// per transaction (EndTxn v5 answering a new epoch, implicit
-// AddPartitionsToTxn) is not done, so the driver must not finalize the
-// transaction.version 2 feature in ApiVersions: clients then stay on
-// their version 1 path. Should one send EndTxn v5 anyway, it gets its
-// own producer id and epoch back, unchanged.
+// Transaction version: both. A client of transaction.version 1 adds its
+// partitions with AddPartitionsToTxn v0-3 and ends with EndTxn v0-4 at an
+// unchanged epoch (KIP-890 part 1: brokers verify with v4+ VerifyOnly). A
+// client of transaction.version 2 (KIP-890 part 2) never sends
+// AddPartitionsToTxn: the partition leader adds each partition on its
+// first transactional produce (v5, broker form, not VerifyOnly), the
+// group coordinator the offsets partition on TxnOffsetCommit v5; EndTxn
+// v5 bumps the epoch in the Prepare record, the markers carry it, the
+// answer gives it (a new producer id at epoch 0 when exhausted, written
+// as NextProducerId), an abort without a transaction is allowed, and a
+// retry of the previous epoch's EndTxn gets the current id and epoch
+// (end_txn.go, testdata/tv2.txt). The version is the request's, per
+// transaction, as in Kafka; the driver decides which one clients use by
+// the transaction.version feature it finalizes in ApiVersions.
 //
 // # Where it differs from Kafka, on purpose
 //

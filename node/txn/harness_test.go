@@ -160,6 +160,12 @@ func fmtRecord(r Record) string {
 	if v.PreviousProducerID >= 0 {
 		s += fmt.Sprintf(" prev-pid=%d", v.PreviousProducerID)
 	}
+	if v.ClientTransactionVersion >= 2 {
+		s += " tv2"
+	}
+	if v.NextProducerID >= 0 {
+		s += fmt.Sprintf(" next-pid=%d", v.NextProducerID)
+	}
 	return s
 }
 
@@ -253,6 +259,9 @@ func fmtResponse(b kmsg.Response) string {
 	case *kmsg.AddOffsetsToTxnResponse:
 		return codeName(r.ErrorCode)
 	case *kmsg.EndTxnResponse:
+		if r.Version >= 5 {
+			return fmt.Sprintf("%s pid=%d epoch=%d", codeName(r.ErrorCode), r.ProducerID, r.ProducerEpoch)
+		}
 		return codeName(r.ErrorCode)
 	case *kmsg.AddPartitionsToTxnResponse:
 		var b []string

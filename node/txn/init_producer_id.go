@@ -151,9 +151,15 @@ func (s *Shard) producerIDsFailed(err error) {
 	waiting := s.waitPID
 	s.waitPID = nil
 	for _, r := range waiting {
-		req := r.Body.(*kmsg.InitProducerIDRequest)
-		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
-		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
-		s.respond(r.ID, resp)
+		switch req := r.Body.(type) {
+		case *kmsg.InitProducerIDRequest:
+			resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
+			s.respond(r.ID, resp)
+		case *kmsg.EndTxnRequest: // a transaction.version 2 rotation
+			resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = code, -1, -1
+			s.respond(r.ID, resp)
+		}
 	}
 }

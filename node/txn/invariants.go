@@ -43,7 +43,7 @@ func (s *Shard) checkInvariants() error {
 			return fmt.Errorf("%q: %d writes and %d markers in flight", id, writes[t], inMarkers[t])
 		case t.state < Empty || t.state > CompleteAbort:
 			return fmt.Errorf("%q in state %v", id, t.state)
-		case t.epoch < -1 || t.epoch == math.MaxInt16 && t.state != PrepareAbort && t.state != CompleteAbort:
+		case t.epoch < -1 || t.epoch == math.MaxInt16 && t.state != PrepareAbort && t.state != CompleteAbort && !t.rotating:
 			return fmt.Errorf("%q at epoch %d in %v", id, t.epoch, t.state)
 		case (t.state == Ongoing || t.state == PrepareCommit || t.state == PrepareAbort) && (t.start.IsZero() || len(t.parts) == 0):
 			return fmt.Errorf("%q %v with start %v and %d partitions", id, t.state, t.start, len(t.parts))

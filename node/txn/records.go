@@ -12,7 +12,10 @@ package txn
 // the first partitions of a transaction and each new one, Prepare*,
 // Complete*). This coordinator writes value v1 with previousProducerId
 // (the producer id before a rotation, so that KIP-360 recovery survives a
-// failover); it reads v0 and v1. States 6 (Dead) and 7
+// failover), ClientTransactionVersion 2 for a transaction ended with
+// EndTxn v5 (transaction.version 2) and NextProducerId (tag 1) for a
+// prepared one whose completion rotates the producer id; it reads v0 and
+// v1. States 6 (Dead) and 7
 // (PrepareEpochFence) are never written and do not load.
 
 import (
@@ -53,6 +56,12 @@ func metaRecord(id string, m meta) Record {
 	}
 	v.LastUpdateTimestamp, v.StartTimestamp = millis(m.updated), millis(m.start)
 	v.PreviousProducerID = m.lastPid
+	if m.tv2 {
+		v.ClientTransactionVersion = 2
+	}
+	if m.rotating {
+		v.NextProducerID, v.NextProducerEpoch = m.nextPid, 0
+	}
 	return Record{Key: txnKey(id), Value: v.AppendTo(nil)}
 }
 
@@ -97,6 +106,10 @@ func (s *Shard) replay(key, value []byte) error {
 	if m.lastPid < 0 {
 		m.lastPid = -1
 	}
+	m.tv2 = v.ClientTransactionVersion >= 2
+	if v.NextProducerID >= 0 && (st == PrepareCommit || st == PrepareAbort) {
+		m.rotating, m.nextPid = true, v.NextProducerID
+	}
 	for _, t := range v.Topics {
 		for _, p := range t.Partitions {
 			m.parts = append(m.parts, TopicPartition{t.Topic, p})
@@ -105,7 +118,7 @@ func (s *Shard) replay(key, value []byte) error {
 	m.parts = union(m.parts, nil)
 	running := st == Ongoing || st == PrepareCommit || st == PrepareAbort
 	if running && (m.start.IsZero() || len(m.parts) == 0) || !running && len(m.parts) > 0 ||
-		m.epoch == math.MaxInt16 && st != PrepareAbort && st != CompleteAbort {
+		m.epoch == math.MaxInt16 && st != PrepareAbort && st != CompleteAbort && !m.rotating {
 		return fmt.Errorf("%w: %v with start %d, %d partitions, epoch %d", ErrCorruptRecord, st,
 			v.StartTimestamp, len(m.parts), m.epoch)
 	}

@@ -112,7 +112,7 @@ func (s *Shard) appended(now time.Time, id uint64, err error) {
 			// A new id whose first record failed: it never existed.
 			delete(s.txns, t.id)
 		}
-		if o.next.state == CompleteCommit || o.next.state == CompleteAbort {
+		if (o.next.state == CompleteCommit || o.next.state == CompleteAbort) && (t.state == PrepareCommit || t.state == PrepareAbort) {
 			// Markers are written; only the record is missing: write it
 			// again after the backoff (as Kafka retries the append; if
 			// the coordinator moved, the driver drops the shard).
@@ -198,6 +198,11 @@ func (s *Shard) complete(t *txn, now time.Time) {
 	next.state, next.parts, next.updated = CompleteCommit, nil, now
 	if t.state == PrepareAbort {
 		next.state = CompleteAbort
+	}
+	if next.rotating {
+		// transaction.version 2 with the epoch exhausted: the markers
+		// carried 32767, the producer goes on as nextPid.
+		next.lastPid, next.pid, next.epoch, next.rotating, next.nextPid = t.pid, t.nextPid, 0, false, 0
 	}
 	t.markersDone, t.retryAt, t.retry = false, time.Time{}, nil
 	s.write(&op{t: t, next: next, lastEpoch: t.lastEpoch, then: s.fold(now, t, next)})

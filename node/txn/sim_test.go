@@ -29,7 +29,7 @@ type sim struct {
 	open  map[uint64]bool
 	prods map[string]*simProducer
 	inits map[uint64]string // open InitProducerId requests: their producer
-	stats struct{ answered, commits, aborts, fenced, rotations int }
+	stats struct{ answered, commits, aborts, fenced, rotations, bumps int }
 }
 
 type simProducer struct {
@@ -101,8 +101,23 @@ func (x *sim) learn(r Response) {
 			p.pid, p.epoch, p.known = b.ProducerID, b.ProducerEpoch, true
 		}
 	case *kmsg.EndTxnResponse:
+		id, ok := x.inits[r.ID]
+		delete(x.inits, r.ID)
 		if b.ErrorCode == kerr.ProducerFenced.Code {
 			x.stats.fenced++
+		}
+		if ok && b.ErrorCode == 0 && b.Version >= 5 {
+			// transaction.version 2: the answer carries the producer's
+			// next id and epoch.
+			p := x.prods[id]
+			if b.ProducerID == p.pid && b.ProducerEpoch < p.epoch {
+				x.t.Fatalf("EndTxn v5 of %q answered epoch %d, older than the producer's %d", id, b.ProducerEpoch, p.epoch)
+			}
+			if b.ProducerID != p.pid {
+				x.stats.rotations++
+			}
+			x.stats.bumps++
+			p.pid, p.epoch = b.ProducerID, b.ProducerEpoch
 		}
 	}
 }
@@ -168,6 +183,7 @@ func (x *sim) randomStep() {
 		req.Version = int16(x.rng.Intn(6))
 		req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, p.pid, epoch
 		req.Commit = x.rng.Intn(3) > 0
+		x.inits[x.reqID+1] = id
 		x.step(req)
 	case n < 60:
 		req := kmsg.NewPtrDescribeTransactionsRequest()
@@ -339,13 +355,14 @@ func TestRandom(t *testing.T) {
 			total.stats.commits += x.stats.commits
 			total.stats.aborts += x.stats.aborts
 			total.stats.rotations += x.stats.rotations
+			total.stats.bumps += x.stats.bumps
 		})
 	}
 	if total.stats.commits == 0 || total.stats.aborts == 0 {
 		t.Fatalf("the random producers never committed (%d) or aborted (%d): the test tests nothing", total.stats.commits, total.stats.aborts)
 	}
-	if total.stats.rotations == 0 {
-		t.Fatalf("no producer id was ever rotated at the last epoch")
+	if total.stats.rotations == 0 || total.stats.bumps == 0 {
+		t.Fatalf("no producer id was ever rotated at the last epoch (%d) or no EndTxn v5 bumped an epoch (%d)", total.stats.rotations, total.stats.bumps)
 	}
-	t.Logf("%d answers, %d commits, %d aborts, %d rotations", total.stats.answered, total.stats.commits, total.stats.aborts, total.stats.rotations)
+	t.Logf("%d answers, %d commits, %d aborts, %d rotations, %d EndTxn v5 bumps", total.stats.answered, total.stats.commits, total.stats.aborts, total.stats.rotations, total.stats.bumps)
 }

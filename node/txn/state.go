@@ -50,6 +50,14 @@ type meta struct {
 	parts   []TopicPartition // sorted, no duplicates
 	start   time.Time        // zero: no transaction started
 	updated time.Time
+	// tv2: the transaction ends as transaction.version 2 (KIP-890 part
+	// 2, EndTxn v5): its Prepare record already carries the bumped
+	// epoch (ClientTransactionVersion 2 in the record).
+	tv2 bool
+	// rotating: the epoch is exhausted and the transaction's completion
+	// moves the producer to nextPid at epoch 0 (NextProducerId).
+	rotating bool
+	nextPid  int64
 }
 
 // txn is one transactional id.

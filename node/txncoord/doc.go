@@ -34,8 +34,11 @@
 // shard at that epoch): the next coordinator loads the prepared
 // transactions and sends their markers again.
 //
-// Verify (verify.go) is KIP-890 part 1's check for the produce path:
-// AddPartitionsToTxn v4 with VerifyOnly, answered by the local shard or
+// Verify (verify.go) is KIP-890's step for the produce path and
+// TxnOffsetCommit: part 1's check (AddPartitionsToTxn v4 with VerifyOnly)
+// or, for transaction.version 2's requests (Produce v12+, TxnOffsetCommit
+// v5+), part 2's implicit add (v5 without VerifyOnly: the client sends no
+// AddPartitionsToTxn or AddOffsetsToTxn), answered by the local shard or
 // sent to the coordinator's node on a pooled connection.
 //
 // Lock order: node/coord's (Coordinator.mu → shard.mu → the Host's);
@@ -73,6 +76,37 @@
 // allows no fewer. With several producers the commit p99 is tens of ms:
 // the appends of the three state partitions and the markers' queues
 // share the two cores with the producers and the replicas.
+//
+// Transaction version 2 (KIP-890 part 2), December: kgo sends no
+// AddPartitionsToTxn (the partition leader's add replaces it, local or
+// one inter-broker round trip) and EndTxn answers after the Prepare
+// record as before. The bench now runs a version 1 set (capped client)
+// in the same chunks. Eight runs on the 2-core machine at load average
+// 17-27 (other helpers' jobs; 4 of them before and 4 after the marker
+// change below), medians:
+//
+//	                                  tv1      tv2     tv2 ÷ tv1 (per run, median)
+//	x-idempotent, 1 producer         0.31     0.37     1.28
+//	x-idempotent, 4 producers        0.35     0.48     1.38
+//
+// Single runs ranged 0.15-0.68 (1 producer) and 0.27-0.91 (4): the
+// process used ~14% of the wall clock in a CPU profile of the bench
+// (mostly syscalls): the time is waits, sequential acks=all rounds and
+// the scheduler of a loaded box, not CPU. What one transaction still
+// waits for in turn: its first add, held until the last transaction's
+// markers (acks=all on each leader) and completion record are written;
+// its records; the Prepare record. Two WriteTxnMarkers in flight per
+// broker (markers.go) cut the 4-producer marker mean from 4.9 to 2.1 ms
+// (medians of 3 runs each). A mutex profile of the 4-producer cell then
+// showed 37% of all mutex delay in the verifier: one connection per
+// coordinator broker, held across its round trip, so every producer's
+// first write queued behind another's add held for the last
+// transaction's markers. verify.go now takes an idle connection or dials
+// one. At load average 8-12, the same cell went from 21-34k to
+// 110-138k transactional records/s, x-idempotent 0.18-0.28 to 0.42-0.44,
+// commit p99 21-26 ms to 2.6-5.5 ms (2 runs each, idempotent 122-144k
+// and 263-313k records/s); 1 producer 0.43 (version 1 0.34-0.36). The
+// 0.7 target is not met on this machine.
 //
 // # Tests
 //

@@ -14,8 +14,11 @@ import (
 // The sending side of WriteTxnMarkers (Kafka's
 // TransactionMarkerChannelManager): a shard's Markers are split by the
 // current leader of each partition; each destination broker has one queue
-// and one goroutine that sends everything queued as one WriteTxnMarkers
-// request (v1), waits for the answer, and sends again. When every
+// and sendersPerBroker goroutines, each with its own connection, that send
+// everything queued as one WriteTxnMarkers request (v1), wait for the
+// answer, and send again: markers queued while one request waits for its
+// acks=all go out at once on the other (with several producers, markers
+// otherwise wait a whole replication round behind each other). When every
 // destination of a Markers answered, the shard is told which partitions
 // failed (MarkersWritten); it retries those after its backoff, when they
 // are split again by the leaders of the metadata then, so a moved leader
@@ -23,8 +26,13 @@ import (
 // topic counts as written, as in Kafka.
 
 // markerAPIVersion is the WriteTxnMarkers version sent: v1 (flexible),
-// what Kafka 4.1 brokers send with transaction.version 1.
+// what Kafka 4.1 brokers send.
 const markerAPIVersion = 1
+
+// sendersPerBroker is how many WriteTxnMarkers requests may be in flight
+// to one broker. Markers of one producer are never in two at once (a
+// transaction's next markers wait for its last ones' answer).
+const sendersPerBroker = 2
 
 // markerSender is every destination's queue.
 type markerSender struct {
@@ -59,7 +67,7 @@ type markerPart struct {
 	queued time.Time
 }
 
-// dest is one destination broker's queue and connection.
+// dest is one destination broker's queue.
 type dest struct {
 	id   int32
 	wake chan struct{}
@@ -68,7 +76,6 @@ type dest struct {
 		sync.Mutex
 		queue []*markerPart
 	}
-	conn *kafka.ClientConn // the sender goroutine's only
 }
 
 func newMarkerSender(c *Coordinator) *markerSender {
@@ -111,7 +118,9 @@ func (ms *markerSender) enqueue(leader int32, mp *markerPart) {
 	if d == nil && !ms.mu.closed {
 		d = &dest{id: leader, wake: make(chan struct{}, 1)}
 		ms.mu.dests[leader] = d
-		ms.c.wg.Go(func() { ms.run(d) })
+		for range sendersPerBroker {
+			ms.c.wg.Go(func() { ms.run(d) })
+		}
 	}
 	ms.mu.Unlock()
 	if d == nil {
@@ -135,12 +144,13 @@ func (ms *markerSender) close() {
 	ms.mu.Unlock()
 }
 
-// run is one destination's sender: it sends what is queued, one request
-// at a time, until the coordinator closes.
+// run is one of a destination's senders: it sends what is queued, one
+// request at a time on its own connection, until the coordinator closes.
 func (ms *markerSender) run(d *dest) {
+	var conn *kafka.ClientConn
 	defer func() {
-		if d.conn != nil {
-			d.conn.Close()
+		if conn != nil {
+			conn.Close()
 		}
 	}()
 	for {
@@ -154,7 +164,7 @@ func (ms *markerSender) run(d *dest) {
 			if len(batch) == 0 {
 				break
 			}
-			ms.sendBatch(d, batch)
+			ms.sendBatch(d, &conn, batch)
 			if ms.c.ctx.Err() != nil {
 				return
 			}
@@ -182,7 +192,7 @@ func (d *dest) take() []*markerPart {
 }
 
 // sendBatch sends one WriteTxnMarkers with batch and reports each part.
-func (ms *markerSender) sendBatch(d *dest, batch []*markerPart) {
+func (ms *markerSender) sendBatch(d *dest, conn **kafka.ClientConn, batch []*markerPart) {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = markerAPIVersion
 	for _, mp := range batch {
@@ -199,7 +209,7 @@ func (ms *markerSender) sendBatch(d *dest, batch []*markerPart) {
 		}
 		req.Markers = append(req.Markers, m)
 	}
-	resp, err := ms.roundTrip(d, req)
+	resp, err := ms.roundTrip(d, conn, req)
 	if err != nil {
 		ms.c.log.Debug("txncoord: WriteTxnMarkers failed", "broker", d.id, "markers", len(batch), "err", err)
 	}
@@ -270,23 +280,23 @@ func (ms *markerSender) failedCode(tp txn.TopicPartition, code int16, job *marke
 	return true
 }
 
-// roundTrip sends req to d, dialing first if needed; an error closes the
-// connection (the next request dials again).
-func (ms *markerSender) roundTrip(d *dest, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
-	if d.conn == nil {
+// roundTrip sends req to d on the sender's *conn, dialing first if
+// needed; an error closes the connection (the next request dials again).
+func (ms *markerSender) roundTrip(d *dest, conn **kafka.ClientConn, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	if *conn == nil {
 		c, err := ms.c.host.Dial(d.id)
 		if err != nil {
 			return nil, err
 		}
 		c.ClientID = "sluice-txn-markers"
-		d.conn = c
+		*conn = c
 	}
 	resp := kmsg.NewPtrWriteTxnMarkersResponse()
 	// The leader waits up to its request.timeout.ms for the markers to be
 	// replicated: wait a little longer than that.
-	if err := d.conn.RoundTrip(req, resp, ms.c.opts.WriteTimeout+5*time.Second); err != nil {
-		d.conn.Close()
-		d.conn = nil
+	if err := (*conn).RoundTrip(req, resp, ms.c.opts.WriteTimeout+5*time.Second); err != nil {
+		(*conn).Close()
+		*conn = nil
 		return nil, err
 	}
 	return resp, nil

@@ -31,8 +31,11 @@
 // the "broker" user) and the StandardAuthorizer, with DIR/client.properties
 // (the admin super user's settings, which `sluice` commands in DIR's
 // parent use by default and Kafka's tools take with --command-config)
-// and DIR/kcat.conf (kcat -F). The controller, gossip and HTTP ports stay
-// on 127.0.0.1 in plaintext.
+// and DIR/kcat.conf (kcat -F). The controller port speaks mutual TLS with
+// the nodes' certificates (their CN=sluice-node-N principals are super
+// users, which the controller port requires with the authorizer on), and
+// gossip is encrypted with a key made for the cluster; the HTTP port
+// stays on 127.0.0.1 in plaintext.
 //
 // A roll (Roll) restarts the nodes one at a time, the active controller
 // last: SIGTERM, so the node's controlled shutdown (controlled.shutdown.enable)

@@ -26,7 +26,10 @@ import (
 // two users bootstrapped into the metadata (admin, the super user the
 // CLI and the newcomer's clients log in as, and broker, which the
 // brokers use between themselves), and the StandardAuthorizer with both
-// as super.users: anything else needs ACLs. The CA's key is not kept, and
+// as super.users: anything else needs ACLs. The controller port speaks
+// mutual TLS with the nodes' certificates (their principals, CN=sluice-
+// node-N, are super users too, which the controller port requires), and
+// gossip is encrypted with a key made for the cluster. The CA's key is not kept, and
 // the certificates are valid for a year. What a client needs is written
 // beside them: DIR/client.properties (Kafka's client settings; `sluice`
 // commands run in the cluster's parent directory use it by default,
@@ -106,8 +109,20 @@ func secureFiles(l *Layout) (map[string]string, error) {
 		""}, "\n"))); err != nil {
 		return nil, err
 	}
+	// The nodes' own principals (their certificates' names) are super
+	// users too: with the authorizer on, only super users may use the
+	// controller port, which speaks mutual TLS.
+	supers := []string{"User:admin", "User:broker"}
+	for _, n := range l.Nodes {
+		supers = append(supers, fmt.Sprintf("User:CN=sluice-node-%d", n.ID))
+	}
+	gossipKey := make([]byte, 32)
+	if _, err := rand.Read(gossipKey); err != nil {
+		return nil, err
+	}
 	return map[string]string{
-		"listener.security.protocol.map":                        "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+		"listener.security.protocol.map":                        "SASL_SSL:SASL_SSL,CONTROLLER:SSL",
+		"sluice.gossip.encryption.keys":                         base64.StdEncoding.EncodeToString(gossipKey),
 		"inter.broker.listener.name":                            secureListener,
 		"sasl.enabled.mechanisms":                               "SCRAM-SHA-512",
 		"sasl.mechanism.inter.broker.protocol":                  "SCRAM-SHA-512",
@@ -116,7 +131,7 @@ func secureFiles(l *Layout) (map[string]string, error) {
 		"ssl.truststore.type":                                   "PEM",
 		"ssl.truststore.location":                               caPath,
 		"authorizer.class.name":                                 config.StandardAuthorizer,
-		"super.users":                                           "User:admin;User:broker",
+		"super.users":                                           strings.Join(supers, ";"),
 	}, nil
 }
 

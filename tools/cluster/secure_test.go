@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +25,8 @@ import (
 // creates an RF=3 topic, produces acks=all (replicated between the
 // brokers over SASL_SSL) and reads it back, and kcat with kcat.conf sees
 // every broker; a plaintext client, and the admin with a wrong password,
-// get nothing.
+// get nothing; the controller port takes a node's certificate over TLS and
+// closes a plaintext peer.
 func TestSecureCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
@@ -102,6 +106,35 @@ func TestSecureCluster(t *testing.T) {
 	if !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Fatalf("the admin with a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
+
+	// The controller port speaks mutual TLS: a node's certificate gets a
+	// handshake, a plaintext peer is closed before anything is read.
+	nodeCert, err := tls.LoadX509KeyPair(filepath.Join(l.Dir, "secure", "node-1.pem"), filepath.Join(l.Dir, "secure", "node-1.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(l.Dir, "secure", "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	tc, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", l.Nodes[0].Controller,
+		&tls.Config{RootCAs: roots, ServerName: "127.0.0.1", Certificates: []tls.Certificate{nodeCert}})
+	if err != nil {
+		t.Fatalf("TLS to the controller port: %v", err)
+	}
+	tc.Close()
+	pc, err := net.DialTimeout("tcp", l.Nodes[0].Controller, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = pc.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = pc.Write([]byte{0xC5, 1, 0, 0, 0, 0, 9, 0xF5})
+	if _, err := pc.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the controller port answered a plaintext peer")
+	}
+	pc.Close()
 
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {

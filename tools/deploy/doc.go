@@ -26,6 +26,10 @@
 //     nothing acknowledged is lost. Delay (tc netem) is not there yet:
 //     the development machine's kernel has no sch_netem.
 //
+// The soak across these containers (`sluice soak --docker`, every fault
+// of separate hosts, the soak's checker) is tools/soak's docker backend;
+// make test-docker runs its TestSoakDocker after TestDocker.
+//
 // Containers share the host's clock, so nothing here depends on clocks
 // agreeing; waits are on conditions with deadlines.
 package deploy

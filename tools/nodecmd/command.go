@@ -1,11 +1,13 @@
 package nodecmd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -37,7 +39,11 @@ last winning. The data directory (log.dirs) must have been formatted with
 sluice init, or initial.controllers and cluster.id must be set: the node
 then formats an empty directory itself on first start (a container's
 volume) and only verifies a formatted one, refusing another cluster's.
-SIGINT or SIGTERM stops the node cleanly.`,
+SIGINT or SIGTERM stops the node cleanly. SIGHUP rereads the SSL
+listeners' keystore and truststore files (as sluice.ssl.reload.interval.ms
+does): new connections use the renewed certificates; and it rereads
+sluice.gossip.encryption.keys from the configuration, so gossip keys
+rotate without restarts (docs/deploy.md).`,
 		Example: `  sluice init --dir ./data --cluster-id $(sluice init random-uuid) --node-id 1 --standalone --controller-addr localhost:9093
   sluice node --node.id=1 --log.dirs=./data --listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093`,
 		Args: cobra.NoArgs,
@@ -54,6 +60,11 @@ SIGINT or SIGTERM stops the node cleanly.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// SIGHUP reloads certificates (registered before the node
+			// serves, so an early one is not fatal).
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
 			opts := node.Options{Logger: log}
 			if powerJournal != "" {
 				pfs, err := powerfs.New(vfs.Default, powerJournal)
@@ -72,7 +83,18 @@ SIGINT or SIGTERM stops the node cleanly.`,
 				started(n)
 			}
 			log.Info("sluice node started", "node.id", cfg.NodeID, "kafka", n.KafkaAddr(), "controller", n.ControllerAddr())
-			<-ctx.Done()
+			keys := cfg.GossipKeys
+		run:
+			for {
+				select {
+				case <-ctx.Done():
+					break run
+				case <-hup:
+					log.Info("SIGHUP: reloading the SSL listeners' certificates and the gossip keys")
+					n.ReloadTLS()
+					keys = reloadGossipKeys(cmd, log, n, keys)
+				}
+			}
 			log.Info("sluice node stopping")
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 			defer cancel()
@@ -89,4 +111,25 @@ SIGINT or SIGTERM stops the node cleanly.`,
 	cmd.Flags().StringVar(&powerJournal, powerfs.Flag, "", "journal of durable writes for simulated power loss (sluice soak)")
 	_ = cmd.Flags().MarkHidden(powerfs.Flag)
 	return cmd
+}
+
+// reloadGossipKeys rereads the configuration and, when
+// sluice.gossip.encryption.keys changed from current, gives the node the
+// new keys; it returns the keys in effect. Other keys take effect at the
+// next start.
+func reloadGossipKeys(cmd *cobra.Command, log *slog.Logger, n *node.Node, current [][]byte) [][]byte {
+	cfg, err := config.Load(cmd.Flags(), nil)
+	if err != nil {
+		log.Error("SIGHUP: the configuration does not load; gossip keys unchanged", "err", err)
+		return current
+	}
+	if slices.EqualFunc(cfg.GossipKeys, current, bytes.Equal) {
+		return current
+	}
+	if err := n.SetGossipKeys(cfg.GossipKeys); err != nil {
+		log.Error("SIGHUP: gossip keys unchanged", "err", err)
+		return current
+	}
+	log.Info("SIGHUP: gossip keys changed; the first encrypts, all decrypt", "keys", len(cfg.GossipKeys))
+	return cfg.GossipKeys
 }

@@ -118,6 +118,13 @@ type Options struct {
 	// EOSIfServed: when the nodes serve no transactions, run without the
 	// pipeline (FullReport.EOSOff says so) instead of failing.
 	EOSIfServed bool
+	// Docker runs the soak against the containers of a compose project
+	// (docker.go) instead of node processes: ComposeFiles started as
+	// ComposeProject with the image Image, faults from DockerFaults.
+	Docker         bool
+	ComposeFiles   []string
+	ComposeProject string
+	Image          string
 }
 
 func (o *Options) acks1() bool { return o.NegativeControl == NegAcks1 }
@@ -152,21 +159,36 @@ read_committed, the output holds every input record below the committed
 offsets exactly once, in order, and nothing of an aborted transaction.
 It prints a summary table and writes a JSON report.
 
+With --docker the nodes are the containers of a compose project
+(deploy/compose.yaml and compose.brokers.yaml, make image's image), and
+the faults those of separate hosts: docker kill, stop and pause, network
+disconnects, iptables cuts (full, inbound or outbound only) and packet
+loss inside a container's namespace, and a host lost with its disk,
+replaced by a new broker id and its partitions reassigned to it.
+
 Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 --negative-control, the control lost nothing: the checker caught nothing);
 1 the tool itself failed.`,
 		Example: `  sluice soak --duration 10m
   sluice soak --duration 2m --replication-factor 1 --seed 42
-  sluice soak --duration 2m --replication-factor 1 --negative-control page-cache`,
+  sluice soak --duration 2m --replication-factor 1 --negative-control page-cache
+  sluice soak --docker --duration 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Faults = nil
+			known := AllFaults
+			if o.Docker {
+				known = DockerFaults
+				if !cmd.Flags().Changed("faults") {
+					faults = strings.Join(DockerFaults, ",")
+				}
+			}
 			for _, f := range strings.Split(faults, ",") {
 				if f = strings.TrimSpace(f); f == "" {
 					continue
 				}
-				if !slices.Contains(AllFaults, f) {
-					return fmt.Errorf("--faults: unknown fault %q (known: %s)", f, strings.Join(AllFaults, ","))
+				if !slices.Contains(known, f) {
+					return fmt.Errorf("--faults: unknown fault %q (known: %s)", f, strings.Join(known, ","))
 				}
 				o.Faults = append(o.Faults, f)
 			}
@@ -224,6 +246,10 @@ Exit status: 0 every invariant held; 2 an invariant was broken (or, with
 	f.StringVar(&o.EOSTopic, "eos-topic", "soak-eos-out", "the exactly-once pipeline's output topic")
 	f.DurationVar(&o.EOSChurn, "eos-churn", 20*time.Second, "mean time between a pipeline member leaving (and a new one joining)")
 	f.DurationVar(&o.EOSTxnTimeout, "eos-transaction-timeout", 20*time.Second, "transaction.timeout.ms of the pipeline's members")
+	f.BoolVar(&o.Docker, "docker", false, "run against the containers of a compose project (each node its own host: docker kill/stop/pause, network disconnects, iptables cuts and loss in a container's namespace, a host lost with its disk) instead of node processes; --dir, --nodes, --base-port, --node-config and power loss do not apply")
+	f.StringArrayVar(&o.ComposeFiles, "compose-file", []string{"deploy/compose.yaml", "deploy/compose.brokers.yaml"}, "with --docker: the compose files (repeatable; the broker-only nodes of compose.brokers.yaml are what host-loss replaces)")
+	f.StringVar(&o.ComposeProject, "compose-project", "sluice-soak", "with --docker: the compose project name (its containers, network and volumes are removed at the start and the end)")
+	f.StringVar(&o.Image, "image", "sluice:dev", "with --docker: the image the nodes run (make image)")
 	f.DurationVar(&o.BadClientEvery, "bad-client-every", 2*time.Second, "send a forged replica fetch, a future-epoch fetch or a poison batch this often (each must be refused); 0: never")
 	return cmd
 }
@@ -246,9 +272,9 @@ var errViolated = fmt.Errorf("soak: invariants violated: %w", cli.ErrProblem)
 
 func (o *Options) validate() error {
 	switch {
-	case o.Nodes < 1:
+	case o.Nodes < 1 && !o.Docker:
 		return fmt.Errorf("--nodes %d: need at least 1", o.Nodes)
-	case o.Partitions < 1 || o.RF < 1 || int(o.RF) > o.Nodes:
+	case o.Partitions < 1 || o.RF < 1 || (int(o.RF) > o.Nodes && !o.Docker):
 		return fmt.Errorf("--partitions %d --replication-factor %d with %d nodes: need ≥1 partition and 1 ≤ RF ≤ nodes", o.Partitions, o.RF, o.Nodes)
 	case o.Producers < 1 || o.Rate < 1:
 		return fmt.Errorf("--producers and --rate must be at least 1")
@@ -256,6 +282,11 @@ func (o *Options) validate() error {
 		return fmt.Errorf("--duration %v: need at least twice --recovery-bound (%v), the quiet end of the run", o.Duration, o.RecoveryBound)
 	case o.Durability != "sync" && o.Durability != "page-cache":
 		return fmt.Errorf("--durability %q: want sync or page-cache", o.Durability)
+	}
+	if o.Docker {
+		if err := o.validateDocker(); err != nil {
+			return err
+		}
 	}
 	switch o.NegativeControl {
 	case "":
@@ -460,48 +491,63 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	}
 
 	var power *powerLoss
-	copts := cluster.Options{Dir: o.Dir, Nodes: o.Nodes, BasePort: o.BasePort, Executable: exe, Properties: map[string]string{}}
-	maps.Copy(copts.Properties, o.NodeConfigs)
-	if o.NegativeControl == NegUnclean {
-		copts.Properties["unclean.leader.election.enable"] = "true"
-	}
-	if o.CompactPartitions > 0 {
-		// The cleaner must run during the run, not every 15 s.
-		if _, set := o.NodeConfigs["log.cleaner.backoff.ms"]; !set {
-			copts.Properties["log.cleaner.backoff.ms"] = compactCleanerBackoff
+	var l cluster.Layout
+	var hosts *dockerHosts
+	var net *netFaults
+	why := "docker backend: net-partition is iptables inside the containers' namespaces"
+	if o.Docker {
+		var stop func()
+		var err error
+		if hosts, stop, err = startDockerRun(ctx, w, &o); err != nil {
+			return nil, err
 		}
-	}
-	if o.PowerLoss {
-		power = &powerLoss{}
-		copts.NodeArgs = power.nodeArgs
-	}
-	net, why := newNetFaults(o.NetFaults && slices.Contains(o.Faults, FaultPartition), &copts)
-	if why != "" {
-		fmt.Fprintf(w, "soak: network partitions off: %s\n", why)
-		// Not in the schedule at all, so that their quota goes to no one.
-		o.Faults = slices.DeleteFunc(slices.Clone(o.Faults), func(k string) bool { return k == FaultPartition })
-	}
-	if net != nil {
-		defer net.close() // after the nodes stopped (defers run last first)
-	}
-	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	l, err := cluster.Start(sctx, w, copts)
-	cancel()
-	if net != nil {
-		net.l = l
-	}
-	if err != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = cluster.Stop(sctx, io.Discard, l)
-		return nil, fmt.Errorf("soak: start the cluster: %w", err)
-	}
-	if !o.Keep {
-		defer func() {
+		defer stop()
+		l = hosts.layout()
+	} else {
+		copts := cluster.Options{Dir: o.Dir, Nodes: o.Nodes, BasePort: o.BasePort, Executable: exe, Properties: map[string]string{}}
+		maps.Copy(copts.Properties, o.NodeConfigs)
+		if o.NegativeControl == NegUnclean {
+			copts.Properties["unclean.leader.election.enable"] = "true"
+		}
+		if o.CompactPartitions > 0 {
+			// The cleaner must run during the run, not every 15 s.
+			if _, set := o.NodeConfigs["log.cleaner.backoff.ms"]; !set {
+				copts.Properties["log.cleaner.backoff.ms"] = compactCleanerBackoff
+			}
+		}
+		if o.PowerLoss {
+			power = &powerLoss{}
+			copts.NodeArgs = power.nodeArgs
+		}
+		net, why = newNetFaults(o.NetFaults && slices.Contains(o.Faults, FaultPartition), &copts)
+		if why != "" {
+			fmt.Fprintf(w, "soak: network partitions off: %s\n", why)
+			// Not in the schedule at all, so that their quota goes to no one.
+			o.Faults = slices.DeleteFunc(slices.Clone(o.Faults), func(k string) bool { return k == FaultPartition })
+		}
+		if net != nil {
+			defer net.close() // after the nodes stopped (defers run last first)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		var err error
+		l, err = cluster.Start(sctx, w, copts)
+		cancel()
+		if net != nil {
+			net.l = l
+		}
+		if err != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			_ = cluster.Stop(sctx, io.Discard, l)
-		}()
+			return nil, fmt.Errorf("soak: start the cluster: %w", err)
+		}
+		if !o.Keep {
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				_ = cluster.Stop(sctx, io.Discard, l)
+			}()
+		}
 	}
 	seeds := strings.Split(l.BootstrapServers, ",")
 	admCl, err := kgo.NewClient(clientOpts(seeds)...)
@@ -576,14 +622,14 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		return nil, err
 	}
 	f := &faulter{l: l, exe: exe, adm: adm, cl: admCl, tps: tps, ctps: ctps, out: w, power: power, net: net,
-		sched:          newSchedule(o.Seed, o.Faults, o.FaultGap, o.Duration, len(tps)),
+		sched: newScheduleFor(o.quota(), o.Seed, o.Faults, o.FaultGap, len(tps)), hosts: hosts,
 		operatorElects: o.Durability == "page-cache", acks: byTP, groups: groupNames(o.Groups), etps: etps}
 	control := scenarioOf(o.NegativeControl)
 	switch {
 	case control != "":
 		fmt.Fprintf(w, "soak: scripted scenario %s, repeated while the run has room\n", control)
 	case len(o.Faults) > 0:
-		fmt.Fprintf(w, "soak: fault quota for %v: %v (then weighted draws)\n", o.Duration, quotaFor(o.Faults, o.Duration))
+		fmt.Fprintf(w, "soak: fault quota for %v: %v (then weighted draws)\n", o.Duration, o.quota())
 	}
 
 	h.Start = time.Now()
@@ -696,8 +742,15 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	fctx, cancel := context.WithTimeout(post, 3*time.Minute)
 	defer cancel()
 	fmt.Fprintf(w, "soak: asking every partition for its high watermark (up to %v)\n", o.RecoveryBound)
+	if hosts != nil {
+		if started, err := hosts.ensureRunning(fctx); err != nil {
+			fmt.Fprintf(w, "soak: WARNING: not every container runs for the final read: %v\n", err)
+		} else if len(started) > 0 {
+			fmt.Fprintf(w, "soak: nodes %v were down at the end; started them for the final read\n", started)
+		}
+	}
 	for _, n := range l.Nodes {
-		if !cluster.Alive(l, n.ID) {
+		if hosts == nil && !cluster.Alive(l, n.ID) {
 			fmt.Fprintf(w, "soak: node %d is down at the end; restarting it for the final read\n", n.ID)
 			if err := cluster.RestartWith(fctx, l, n.ID, exe); err != nil {
 				return nil, err
@@ -737,7 +790,7 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 		}
 	}
 
-	r := Check(h, CheckOptions{RecoveryBound: o.RecoveryBound, Quota: quotaFor(o.Faults, o.Duration), PageCache: o.Durability == "page-cache"})
+	r := Check(h, CheckOptions{RecoveryBound: o.RecoveryBound, Quota: o.quota(), PageCache: o.Durability == "page-cache"})
 	fmt.Fprintln(w)
 	PrintSummary(w, r)
 	fr := &FullReport{Settings: o, Start: h.Start, End: h.End, Faults: h.Faults, NetFaultsOff: why, EOSOff: eosOff, Report: r}

@@ -79,6 +79,9 @@ type faulter struct {
 	txnIDs func() []string
 	etps   []TP
 	faults []Fault
+	// hosts: the docker backend's containers (docker.go); nil for node
+	// processes.
+	hosts *dockerHosts
 }
 
 // run injects faults until ctx ends or the last heal time comes: every
@@ -90,7 +93,11 @@ func (f *faulter) run(ctx context.Context, lastHeal time.Time) {
 		if !wait(ctx, st.Rest) {
 			return
 		}
-		f.restartDead(ctx)
+		if f.hosts != nil {
+			f.restartDeadDocker(ctx)
+		} else {
+			f.restartDead(ctx)
+		}
 		hold := st.Hold
 		if room := time.Until(lastHeal); hold > room {
 			if room < time.Second {
@@ -143,6 +150,9 @@ func (f *faulter) restartDead(ctx context.Context) {
 
 // inject runs one fault to its heal.
 func (f *faulter) inject(ctx context.Context, st step, hold time.Duration) Fault {
+	if f.hosts != nil {
+		return f.injectDocker(ctx, st, hold)
+	}
 	kind, tp := st.Kind, f.tps[st.Partition]
 	fl := Fault{Kind: kind, Start: time.Now()}
 	skip := func(why string) Fault { fl.Skipped, fl.Healed = why, time.Now(); return fl }

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,21 +12,31 @@ import (
 // ten minutes of run (issue 7 asks for at least 20 leader kills and
 // 5 controller kills in a 10-minute run, with pauses, partitions and power
 // losses besides). A run of any length gets at least one of each kind.
-var quotaPer10m = map[string]int{FaultKillLeader: 21, FaultKillController: 6, FaultPause: 3, FaultPowerLoss: 3, FaultPartition: 3, FaultKillCoordinator: 3, FaultKillTxnCoordinator: 3}
+var quotaPer10m = map[string]int{FaultKillLeader: 21, FaultKillController: 6, FaultPause: 3, FaultPowerLoss: 3, FaultPartition: 3, FaultKillCoordinator: 3, FaultKillTxnCoordinator: 3,
+	// The docker backend's (dockerfaults.go): ten leader kills and ten
+	// disconnects give the time to writable after each its percentiles.
+	FaultStopLeader: 3, FaultDisconnect: 10, FaultLoss: 2, FaultHostLoss: 1}
+
+// dockerQuotaPer10m overrides quotaPer10m for the docker backend, whose
+// faults cost more (a container restart, a session timeout).
+var dockerQuotaPer10m = map[string]int{FaultKillLeader: 10, FaultKillController: 3, FaultPause: 2, FaultPartition: 4}
 
 // weights make leader kills the most common fault once the quota is done.
-var weights = map[string]int{FaultKillLeader: 4, FaultKillController: 2, FaultPause: 2, FaultPowerLoss: 1, FaultPartition: 2, FaultKillCoordinator: 2, FaultKillTxnCoordinator: 2}
+var weights = map[string]int{FaultKillLeader: 4, FaultKillController: 2, FaultPause: 2, FaultPowerLoss: 1, FaultPartition: 2, FaultKillCoordinator: 2, FaultKillTxnCoordinator: 2,
+	FaultStopLeader: 2, FaultDisconnect: 2, FaultLoss: 1, FaultHostLoss: 1}
 
 // Hold ranges: kills and power losses restart after 1–10 s, pauses and
 // network partitions last 5–30 s. A step shortens them (never below the
 // minimum) when the quota would not fit otherwise.
 const (
-	killHoldMin  = time.Second
-	killHoldMax  = 10 * time.Second
-	longHoldMin  = 5 * time.Second
-	longHoldMax  = 30 * time.Second
-	minRest      = 500 * time.Millisecond
-	stepOverhead = 2 * time.Second // metadata lookup, kill, restart: what a step costs beyond rest and hold
+	killHoldMin = time.Second
+	killHoldMax = 10 * time.Second
+	longHoldMin = 5 * time.Second
+	longHoldMax = 30 * time.Second
+	// disconnectHoldMin: see holdRange.
+	disconnectHoldMin = 12 * time.Second
+	minRest           = 500 * time.Millisecond
+	stepOverhead      = 2 * time.Second // metadata lookup, kill, restart: what a step costs beyond rest and hold
 )
 
 // schedule is the seeded fault plan of a run: first the quota for the
@@ -57,10 +68,14 @@ type step struct {
 
 // newSchedule plans the faults of a run of the given length.
 func newSchedule(seed uint64, kinds []string, gap, length time.Duration, parts int) *schedule {
+	return newScheduleFor(quotaFor(kinds, length), seed, kinds, gap, parts)
+}
+
+// newScheduleFor plans the faults of a run with quota q.
+func newScheduleFor(q map[string]int, seed uint64, kinds []string, gap time.Duration, parts int) *schedule {
 	s := &schedule{rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), kinds: kinds, gap: gap, parts: parts}
 	// One of each kind first, so that a run too slow for its whole quota
 	// still covers every kind; then the rest of the quota.
-	q := quotaFor(kinds, length)
 	first := slices.Clone(kinds)
 	var rest []string
 	for _, k := range kinds {
@@ -96,8 +111,13 @@ func (s *schedule) next() step {
 }
 
 func holdRange(kind string) (lo, hi time.Duration) {
-	if kind == FaultPause || kind == FaultPartition {
+	switch kind {
+	case FaultPause, FaultPartition, FaultLoss:
 		return longHoldMin, longHoldMax
+	case FaultDisconnect:
+		// Longer than the broker session timeout (10 s in compose.yaml's
+		// defaults), so that the cut is detected, not only waited out.
+		return disconnectHoldMin, longHoldMax
 	}
 	return killHoldMin, killHoldMax
 }
@@ -148,9 +168,21 @@ func (s *schedule) fit(st step, left time.Duration) step {
 
 // quotaFor is the quota of a run of the given length, by kind.
 func quotaFor(kinds []string, length time.Duration) map[string]int {
+	return quotaIn(quotaPer10m, kinds, length)
+}
+
+// dockerQuotaFor is the docker backend's quota: dockerQuotaPer10m, else
+// quotaPer10m.
+func dockerQuotaFor(kinds []string, length time.Duration) map[string]int {
+	t := maps.Clone(quotaPer10m)
+	maps.Copy(t, dockerQuotaPer10m)
+	return quotaIn(t, kinds, length)
+}
+
+func quotaIn(table map[string]int, kinds []string, length time.Duration) map[string]int {
 	q := map[string]int{}
 	for _, k := range kinds {
-		q[k] = max(int(math.Ceil(float64(quotaPer10m[k])*length.Minutes()/10)), 1)
+		q[k] = max(int(math.Ceil(float64(table[k])*length.Minutes()/10)), 1)
 	}
 	return q
 }
