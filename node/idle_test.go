@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/sluice-log/sluice/node/kafka"
+	"github.com/sluice-log/sluice/partition"
 )
 
 // TestIdleReplicasCostNothing is issue 21's guard for idle partitions,
@@ -46,9 +49,34 @@ func TestIdleReplicasCostNothing(t *testing.T) {
 	// poll; the second is measured.
 	wait(ctx, time.Second)
 	w0 := scaleWakeups(nodes)
+	s0 := make([]kafka.FetchSessionStats, len(nodes))
+	for i, tn := range nodes {
+		s0[i] = tn.srv.FetchSessionStats()
+	}
 	wait(ctx, 3*time.Second)
 	if w := scaleWakeups(nodes) - w0; w != 0 {
 		t.Errorf("%d replicas with no traffic: %d wake-ups in 3 s, want none", 3*partitions, w)
+	}
+	// Fetch sessions (KIP-227): each leader holds one session per
+	// follower broker with every partition it leads for it, and the
+	// idle followers' incremental fetches carry nothing back.
+	for i, tn := range nodes {
+		st := tn.srv.FetchSessionStats()
+		led := 0
+		for _, r := range tn.rm.Replicas() {
+			if r.Status().Role == partition.Leader {
+				led++
+			}
+		}
+		if st.Sessions != 2 || st.Partitions != 2*led {
+			t.Errorf("node %d leads %d partitions; its fetch sessions: %+v, want 2 holding %d", tn.cfg.NodeID, led, st, 2*led)
+		}
+		if n := st.IncrementalFetches - s0[i].IncrementalFetches; n == 0 {
+			t.Errorf("node %d answered no incremental fetch in 3 s", tn.cfg.NodeID)
+		}
+		if n := st.IncrementalPartitions - s0[i].IncrementalPartitions; n != 0 {
+			t.Errorf("node %d: idle followers' incremental fetches carried %d partitions back in 3 s, want none", tn.cfg.NodeID, n)
+		}
 	}
 	for _, tn := range nodes {
 		if n := tn.rm.Len(); n != partitions {

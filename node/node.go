@@ -404,7 +404,8 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 		MaxConnections: int(cfg.MaxConnections), MaxConnectionsPerIP: int(cfg.MaxConnectionsPerIP),
 		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides, ConnectionsMaxIdle: cfg.ConnectionsMaxIdle,
 		FailedAuthenticationDelay: cfg.FailedAuthenticationDelay, Authorizer: n.kafkaAuthorizer(),
-		QuotaWindowNum: int(cfg.Quota.Num), QuotaWindowSize: cfg.Quota.Size}
+		FetchSessionCacheSlots: cfg.Scale.FetchSessionSlots(),
+		QuotaWindowNum:         int(cfg.Quota.Num), QuotaWindowSize: cfg.Quota.Size}
 	if len(cfg.KafkaListeners) > 1 {
 		// Clients have listeners of their own: replica fetches are taken
 		// only on the inter-broker one (issue 14).

@@ -216,11 +216,11 @@ type Config struct {
 	LogCleanerMinCompactionLag  time.Duration
 	LogCleanerMaxCompactionLag  time.Duration
 	LogCleanerDeleteRetention   time.Duration
-	// The coordinators (groups.go, txn.go); broker.rack and its uses (rack.go).
-	Groups       Groups
-	Transactions Transactions
-	Racks        Racks
-	Security     // gossip encryption keys, TLS reloads (security.go)
+	Groups                      Groups       // the group coordinator, its topic (groups.go)
+	Transactions                Transactions // the transaction coordinator, its topic (txn.go)
+	Racks                       Racks        // broker.rack and its uses (rack.go)
+	Scale                       Scale        // fetch sessions (scale.go)
+	Security                                 // gossip encryption keys, TLS reloads (security.go)
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
 	Values    map[string]string
@@ -254,7 +254,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), authzKeys, quotaKeys, securityKeys, rackKeys())
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), authzKeys, quotaKeys, securityKeys, rackKeys())
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{

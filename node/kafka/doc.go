@@ -69,6 +69,28 @@
 // sendfile(2) (copying it when the connection is not a socket or the file
 // has no descriptor), then releases the files.
 //
+// Fetch sessions (KIP-227, fetch_session.go): the server keeps Kafka's
+// FetchSessionCache, Options.FetchSessionCacheSlots sessions
+// (max.incremental.fetch.session.cache.slots, 1000) shared by all
+// connections. A full Fetch at session epoch 0 opens one; the client's
+// next fetches name it with the next epoch and carry only the partitions
+// whose position moved and the ones to forget, and the answer carries only
+// the partitions with news (records, an error, a diverging epoch, a new
+// high watermark, last stable offset or log start offset). Every
+// partition of the session is still read on each fetch, so a follower's
+// position counts towards the ISR as with full fetches, and the records
+// of an answer still go out with sendfile(2). A partition that returned
+// records moves to the session's end, so each gets its turn under
+// max_bytes. When the cache is full, a session unused for 120 s is
+// evicted first, else the least valuable (consumers' before followers',
+// then the fewest partitions) if the new one is worth more; otherwise the
+// client fetches without a session. A wrong epoch answers
+// INVALID_FETCH_SESSION_EPOCH, an unknown id FETCH_SESSION_ID_NOT_FOUND,
+// and the client starts over with a full fetch. FetchSessionStats counts
+// sessions, cached partitions, evictions and what incremental answers
+// carried. franz-go uses sessions; librdkafka, sarama and kafka-go send
+// epoch -1 and fetch in full.
+//
 // So requests pipelined on one connection are decoded ahead but handled one
 // at a time, and responses go out strictly in request order. Handling in
 // sequence is deliberate, not only simple: Kafka processes one request per

@@ -68,22 +68,44 @@ import (
 // authorizer or not: followers dial the inter-broker listener, so one
 // that arrives on a client listener is a client posing as a follower.
 //
-// Fetch sessions (KIP-227, v7+) are not kept: every answer carries session
-// id 0, which tells the client to send full requests. A request naming a
-// session (session_id not 0) answers FETCH_SESSION_ID_NOT_FOUND, so the
-// client falls back to a full fetch.
+// Fetch sessions (KIP-227, v7+; fetch_session.go): a full fetch at
+// session epoch 0 opens a session when the cache has room
+// (max.incremental.fetch.session.cache.slots) and its answer carries the
+// session id; session epoch -1 fetches without one. An incremental fetch
+// (the session's id and next epoch) carries only added or changed
+// partitions and forgotten topics; every partition of the session is read
+// (so a follower's fetch position counts on every fetch, as in Kafka) and
+// the answer carries only those with news: records, an error, a diverging
+// epoch, or a changed high watermark, last stable offset or log start
+// offset. An unknown session id answers FETCH_SESSION_ID_NOT_FOUND, a
+// wrong epoch INVALID_FETCH_SESSION_EPOCH, a session opened with topic
+// names used with IDs (or back) FETCH_SESSION_TOPIC_ID_ERROR; the client
+// then starts over with a full fetch.
 func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, error) {
-	req := r.body.(*kmsg.FetchRequest)
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	orig := r.body.(*kmsg.FetchRequest)
+	resp := orig.ResponseKind().(*kmsg.FetchResponse)
 	logs := s.broker.(Logs)
-	if req.SessionID != 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	sr := s.sessions.begin(time.Now(), orig)
+	if sr.err != nil {
+		resp.ErrorCode = sr.err.Code
 		return resp, nil
+	}
+	// req is what to read: the request, or its session's partitions.
+	req := orig
+	if sr.session != nil || len(sr.topics) != len(orig.Topics) {
+		cp := *orig
+		cp.Topics = sr.topics
+		req = &cp
 	}
 	if replica, _ := fetchReplica(req); replica < 0 && s.quotas != nil {
 		// A consumer over consumer_byte_rate gets no data until its
-		// throttle has passed (quotas.go).
+		// throttle has passed (quotas.go). As in Kafka, an incremental
+		// fetch's session moved on to its next epoch, and the answer
+		// names it.
 		if t := s.quotas.record(quorum.QuotaConsumerByteRate, r.principal, quotaClientID(r), 0, time.Now()); t > 0 {
+			if sr.session != nil {
+				resp.SessionID = sr.session.id
+			}
 			throttle(r, resp, t)
 			return resp, nil
 		}
@@ -121,6 +143,10 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 		fetchOnce(ctx, logs, req, names, denied, resp, maxBytes, &files)
 		break
 	}
+	// A follower's session is privileged in the cache; a replica fetch
+	// refused (no CLUSTER_ACTION, a client listener) is not a follower's.
+	replica, _ := fetchReplica(req)
+	files = s.sessions.finish(time.Now(), req, &sr, resp, files, replica >= 0 && denied == nil)
 	s.fetched(req, resp, files)
 	emptyNotNull(resp) // file partitions too: their encoding ignores it
 	if len(files) > 0 {

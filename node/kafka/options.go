@@ -71,6 +71,10 @@ type Options struct {
 	// Logger receives one line per closed-on-error connection and per
 	// Broker failure. Nil discards.
 	Logger *slog.Logger
+	// FetchSessionCacheSlots bounds the fetch sessions (KIP-227) the
+	// server keeps (max.incremental.fetch.session.cache.slots). Zero:
+	// DefaultFetchSessionCacheSlots; negative: no sessions (Kafka's 0).
+	FetchSessionCacheSlots int
 	// ReplicaListener, when set, is the only listener a replica fetch
 	// (replica id >= 0) is taken on: the node's inter.broker.listener.name
 	// when it has other Kafka listeners for clients. A replica fetch that
@@ -89,6 +93,9 @@ type Options struct {
 
 // EnsureDefaults fills zero fields with their defaults and returns o.
 func (o *Options) EnsureDefaults() *Options {
+	if o.FetchSessionCacheSlots == 0 {
+		o.FetchSessionCacheSlots = DefaultFetchSessionCacheSlots
+	}
 	if o.MaxRequestBytes == 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}

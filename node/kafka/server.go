@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -45,6 +46,8 @@ type Server struct {
 	authz struct{ allowed, denied atomic.Int64 }
 	// scramSecret makes up the SCRAM salts of unknown users (sasl.go).
 	scramSecret [32]byte
+	// sessions holds the fetch sessions (fetch_session.go).
+	sessions *fetchSessionCache
 	// quotas measures client quotas; nil when the Broker has no
 	// QuotaAdmin (quotas.go).
 	quotas *quotaManager
@@ -72,6 +75,7 @@ func NewServer(b Broker, opts Options) (*Server, error) {
 		perIP:     map[netip.Addr]int{},
 	}
 	_, _ = rand.Read(s.scramSecret[:])
+	s.sessions = newFetchSessionCache(max(opts.FetchSessionCacheSlots, 0), binary.LittleEndian.Uint64(s.scramSecret[:8])^uint64(time.Now().UnixNano()))
 	if qa, ok := b.(QuotaAdmin); ok {
 		s.quotas = newQuotaManager(qa, opts.QuotaWindowNum, opts.QuotaWindowSize)
 	}

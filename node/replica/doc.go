@@ -53,7 +53,14 @@
 //     listener, with the node's keystore as client certificate), long-polled
 //     by the leader (replica.fetch.wait.max.ms 500); each answer is
 //     appended with AppendReplicated when the state machine still waits
-//     for it, then stepped. An unreachable leader is retried after
+//     for it, then stepped. The fetcher keeps a fetch session (KIP-227)
+//     with the leader: its first request is full, later ones carry only
+//     the partitions whose fetch position moved (and forget those whose
+//     replica no longer waits: fetchWanted), and the leader answers only
+//     partitions with news; the rest stay pending in the session, so an
+//     idle follower's fetch carries nothing either way. A session error
+//     (the leader restarted or evicted it) starts a new one at once,
+//     closing the old. An unreachable leader is retried after
 //     replica.fetch.backoff.ms; a kept connection that fails (the leader's
 //     process restarted while it sat idle) is first redialled once, at
 //     once.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-log/sluice/node/kafka"
@@ -39,7 +40,10 @@ var errLeaderUnreachable = errors.New("replica: partition leader unreachable")
 // Fetch request (v15: topics by ID, ReplicaState with this broker's id
 // and epoch, last_fetched_epoch) and hands each partition's answer back to
 // its replica. One request is in flight at a time; the leader long-polls
-// it (replica.fetch.wait.max.ms).
+// it (replica.fetch.wait.max.ms). Requests use a fetch session (KIP-227):
+// after the first, full one, a request carries only the partitions whose
+// fetch position changed and those that left, and the answer only the
+// partitions with news; the others stay pending in the session.
 type fetcher struct {
 	m      *Manager
 	leader int32
@@ -111,31 +115,6 @@ type fetchItem struct {
 	throttled bool
 }
 
-func (f *fetcher) take() []fetchItem {
-	queued := f.queue.take()
-	items := make([]fetchItem, 0, len(queued))
-	var wait time.Duration
-	for r, req := range queued {
-		it := fetchItem{r: r, req: req, maxBytes: replicaFetchMaxBytes}
-		if r.followerThrottled() {
-			// follower.replication.throttled.rate (throttle.go): past
-			// the quota the replica waits out of the request.
-			avail, w := f.m.followerQuota.available(time.Now())
-			if avail <= 0 {
-				f.deferred.put(r, req)
-				wait = max(wait, w)
-				continue
-			}
-			it.maxBytes, it.throttled = int32(min(avail, replicaFetchMaxBytes)), true
-		}
-		items = append(items, it)
-	}
-	if wait > 0 {
-		time.AfterFunc(wait, f.requeue)
-	}
-	return items
-}
-
 // requeue puts the fetches the follower quota held back in the queue
 // again.
 func (f *fetcher) requeue() {
@@ -144,22 +123,97 @@ func (f *fetcher) requeue() {
 	}
 }
 
+// sentPart is a partition's fetch position (and max bytes: a throttle
+// changes it) as the leader's fetch session holds it.
+type sentPart struct {
+	offset                    int64
+	leaderEpoch, fetchedEpoch int32
+	maxBytes                  int32
+}
+
+func sentOf(it fetchItem) sentPart {
+	return sentPart{it.req.FetchOffset, it.req.CurrentLeaderEpoch, it.req.LastFetchedEpoch, it.maxBytes}
+}
+
+// fetchSession is this fetcher's side of its fetch session (KIP-227) with
+// the leader, used by run's goroutine only: at epoch 0 the next request
+// is full and asks for a new session (closing session id, if any: Kafka's
+// nextCloseExisting, so that a reset leaves no session behind on the
+// leader); sent is what the leader's session holds.
+type fetchSession struct {
+	id, epoch int32
+	sent      map[fetchKey]sentPart
+}
+
+func (s *fetchSession) reset() { s.epoch, s.sent = 0, nil }
+
 func (f *fetcher) run() {
 	defer f.m.wg.Done()
 	defer f.closeConn()
 	var failing error
+	var sess fetchSession
+	// pending holds the fetches sent and not yet answered: in a session,
+	// a partition without news is left out of the answer and stays in
+	// the session, so its fetch goes on in the next request without
+	// being sent again. An idle follower's requests carry nothing.
+	pending := map[fetchKey]fetchItem{}
 	for {
-		select {
-		case <-f.m.stop:
-			return
-		case <-f.queue.wake:
+		if len(pending) == 0 {
+			select {
+			case <-f.m.stop:
+				return
+			case <-f.queue.wake:
+			}
+		} else {
+			select {
+			case <-f.m.stop:
+				return
+			default:
+			}
 		}
-		items := f.take()
-		if len(items) == 0 {
+		var wait time.Duration
+		for r, req := range f.queue.take() {
+			it := fetchItem{r: r, req: req, maxBytes: replicaFetchMaxBytes}
+			if r.followerThrottled() {
+				// follower.replication.throttled.rate (throttle.go):
+				// past the quota the replica waits out of the request
+				// (and so leaves the session until it is back).
+				avail, w := f.m.followerQuota.available(time.Now())
+				if avail <= 0 {
+					f.deferred.put(r, req)
+					wait = max(wait, w)
+					continue
+				}
+				it.maxBytes, it.throttled = int32(min(avail, replicaFetchMaxBytes)), true
+			}
+			pending[fetchKey{r.topicID, r.partition}] = it
+		}
+		if wait > 0 {
+			time.AfterFunc(wait, f.requeue)
+		}
+		// A fetch whose replica moved on (a new leader, a truncation,
+		// a repair, removal) leaves the session.
+		for k, it := range pending {
+			if !it.r.fetchWanted(it.req.Seq) {
+				delete(pending, k)
+			}
+		}
+		if len(pending) == 0 {
 			continue
 		}
-		resp, err := f.fetch(items)
+		req, full := f.request(&sess, pending)
+		resp, err := f.fetch(req)
+		if err == nil && sessionError(resp.ErrorCode) {
+			// The leader lost the session (restart, eviction) or we
+			// lost count: start over with a full fetch, at once.
+			sess.reset()
+			continue
+		}
+		if err == nil && resp.ErrorCode != 0 {
+			err = fmt.Errorf("fetch from broker %d: error code %d", f.leader, resp.ErrorCode)
+		}
 		if err != nil {
+			sess.reset()
 			f.closeConn()
 			if failing == nil || failing.Error() != err.Error() {
 				f.m.log.Warn("node: replica fetch failed; retrying", "leader", f.leader, "err", err)
@@ -173,7 +227,8 @@ func (f *fetcher) run() {
 				return
 			case <-t.C:
 			}
-			for _, it := range items {
+			for k, it := range pending {
+				delete(pending, k)
 				it.r.fetched(it.req, nil, errLeaderUnreachable)
 			}
 			continue
@@ -182,34 +237,32 @@ func (f *fetcher) run() {
 			f.m.log.Info("node: replica fetch works again", "leader", f.leader)
 			failing = nil
 		}
-		// Each partition's answer goes to its item, found by topic ID
-		// and partition (a linear search per answer made a fetch of N
-		// idle partitions cost N² here).
-		byTP := make(map[fetchKey]int, len(items))
-		for i, it := range items {
-			byTP[fetchKey{it.r.topicID, it.r.partition}] = i
-		}
-		answered := make([]bool, len(items))
+		sess.answered(req, resp, full, pending)
+		// Each partition's answer goes to its pending fetch, found by
+		// topic ID and partition.
 		var flushes []<-chan struct{}
 		for i := range resp.Topics {
 			t := &resp.Topics[i]
 			for j := range t.Partitions {
 				rp := &t.Partitions[j]
-				k, ok := byTP[fetchKey{t.TopicID, rp.Partition}]
-				if !ok || answered[k] {
+				k := fetchKey{t.TopicID, rp.Partition}
+				it, ok := pending[k]
+				if !ok {
 					continue
 				}
-				answered[k] = true
-				if items[k].throttled {
+				delete(pending, k)
+				if it.throttled {
 					f.m.followerQuota.record(len(rp.RecordBatches), time.Now())
 				}
-				if ch := items[k].r.fetched(items[k].req, rp, nil); ch != nil {
+				if ch := it.r.fetched(it.req, rp, nil); ch != nil {
 					flushes = append(flushes, ch)
 				}
 			}
 		}
-		for i, it := range items {
-			if !answered[i] {
+		if resp.SessionID == 0 {
+			// No session: every partition should have been answered.
+			for k, it := range pending {
+				delete(pending, k)
 				it.r.fetched(it.req, nil, errLeaderUnreachable)
 			}
 		}
@@ -227,9 +280,52 @@ func (f *fetcher) run() {
 	}
 }
 
-// fetch sends one Fetch for items to the leader and returns its answer.
-func (f *fetcher) fetch(items []fetchItem) (*kmsg.FetchResponse, error) {
-	req := kmsg.NewPtrFetchRequest()
+// sessionError says code is a fetch session error, after which the
+// fetcher starts a new session.
+func sessionError(code int16) bool {
+	return code == kerr.FetchSessionIDNotFound.Code || code == kerr.InvalidFetchSessionEpoch.Code ||
+		code == kerr.FetchSessionTopicIDError.Code
+}
+
+// answered records what the leader's session holds after resp answered
+// req (full says req carried every pending partition).
+func (s *fetchSession) answered(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, full bool, pending map[fetchKey]fetchItem) {
+	if resp.SessionID == 0 || !full && resp.SessionID != s.id {
+		s.id = resp.SessionID
+		s.reset() // none kept (cache full, or the session emptied)
+		return
+	}
+	if full {
+		s.id, s.epoch, s.sent = resp.SessionID, 1, make(map[fetchKey]sentPart, len(pending))
+	} else {
+		s.epoch = nextSessionEpoch(s.epoch)
+		for _, t := range req.ForgottenTopics {
+			for _, p := range t.Partitions {
+				delete(s.sent, fetchKey{t.TopicID, p})
+			}
+		}
+	}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			s.sent[fetchKey{t.TopicID, p.Partition}] = sentPart{p.FetchOffset, p.CurrentLeaderEpoch, p.LastFetchedEpoch, p.PartitionMaxBytes}
+		}
+	}
+}
+
+// nextSessionEpoch is the epoch after e: 1, 2, …, MaxInt32, then 1.
+func nextSessionEpoch(e int32) int32 {
+	if e == 1<<31-1 {
+		return 1
+	}
+	return e + 1
+}
+
+// request builds the next Fetch for the pending fetches: in a session,
+// only the partitions whose position the leader does not hold and the
+// ones to forget; else all of them, at epoch 0 to open a session. full
+// says it carries every pending partition.
+func (f *fetcher) request(sess *fetchSession, pending map[fetchKey]fetchItem) (req *kmsg.FetchRequest, full bool) {
+	req = kmsg.NewPtrFetchRequest()
 	// v15: topics by ID, and ReplicaState with this broker's id and epoch
 	// (KIP-903), without which the leader counts nothing.
 	req.SetVersion(15)
@@ -238,19 +334,25 @@ func (f *fetcher) fetch(items []fetchItem) (*kmsg.FetchResponse, error) {
 	req.MaxWaitMillis = int32(replicaFetchWaitMax / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = replicaFetchResponseMaxBytes
-	req.SessionEpoch = -1
+	req.SessionID, req.SessionEpoch = sess.id, sess.epoch
+	full = sess.epoch == 0
 	byTopic := map[quorum.UUID]int{}
-	for _, it := range items {
-		i, ok := byTopic[it.r.topicID]
+	for k, it := range pending {
+		if !full {
+			if sent, ok := sess.sent[k]; ok && sent == sentOf(it) {
+				continue
+			}
+		}
+		i, ok := byTopic[k.topic]
 		if !ok {
 			i = len(req.Topics)
-			byTopic[it.r.topicID] = i
+			byTopic[k.topic] = i
 			t := kmsg.NewFetchRequestTopic()
-			t.TopicID = it.r.topicID
+			t.TopicID = k.topic
 			req.Topics = append(req.Topics, t)
 		}
 		p := kmsg.NewFetchRequestTopicPartition()
-		p.Partition = it.r.partition
+		p.Partition = k.partition
 		p.CurrentLeaderEpoch = it.req.CurrentLeaderEpoch
 		p.FetchOffset = it.req.FetchOffset
 		p.LastFetchedEpoch = it.req.LastFetchedEpoch
@@ -258,6 +360,28 @@ func (f *fetcher) fetch(items []fetchItem) (*kmsg.FetchResponse, error) {
 		p.PartitionMaxBytes = it.maxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 	}
+	if !full {
+		forget := map[quorum.UUID]int{}
+		for k := range sess.sent {
+			if _, ok := pending[k]; ok {
+				continue
+			}
+			i, ok := forget[k.topic]
+			if !ok {
+				i = len(req.ForgottenTopics)
+				forget[k.topic] = i
+				ft := kmsg.NewFetchRequestForgottenTopic()
+				ft.TopicID = k.topic
+				req.ForgottenTopics = append(req.ForgottenTopics, ft)
+			}
+			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
+		}
+	}
+	return req, full
+}
+
+// fetch sends req to the leader and returns its answer.
+func (f *fetcher) fetch(req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
 	conn, reused, err := f.dial()
 	if err != nil {
 		return nil, err
@@ -280,9 +404,6 @@ func (f *fetcher) fetch(items []fetchItem) (*kmsg.FetchResponse, error) {
 	}
 	if err != nil {
 		return nil, err
-	}
-	if resp.ErrorCode != 0 {
-		return nil, fmt.Errorf("fetch from broker %d: error code %d", f.leader, resp.ErrorCode)
 	}
 	return resp, nil
 }

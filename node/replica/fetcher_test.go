@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-log/sluice/partition"
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // leaderHost is a Host whose every broker's Kafka listener is addr.
@@ -65,7 +66,8 @@ func TestFetchRedialsAClosedIdleConnection(t *testing.T) {
 		t.Fatalf("read on the closed connection: %v, want EOF", err)
 	}
 	start := time.Now()
-	if _, err := f.fetch(nil); err != nil {
+	req, _ := f.request(&fetchSession{}, nil)
+	if _, err := f.fetch(req); err != nil {
 		t.Fatalf("fetch after the leader closed the idle connection: %v", err)
 	}
 	if n := <-served; n != 1 {
@@ -97,5 +99,73 @@ func answerFetches(c net.Conn, id int, served chan<- int) {
 			return
 		}
 		served <- id
+	}
+}
+
+// TestFetchSessionRequests: the fetcher's requests in a fetch session
+// (KIP-227). The first is full at epoch 0; once the leader's answer named
+// a session, a request carries only the partitions whose fetch position
+// moved and forgets those no longer pending, so an idle follower's
+// request carries nothing; a session error starts over with a full
+// request that closes the old session.
+func TestFetchSessionRequests(t *testing.T) {
+	m, err := NewManager(testHost{}, Options{NodeID: 1, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fetcher{m: m, leader: 2, queue: newQueue[partition.FetchRequest]()}
+	tA, tB := quorum.UUID{1}, quorum.UUID{2}
+	ra, rb := &Replica{topicID: tA, partition: 0}, &Replica{topicID: tB, partition: 3}
+	pending := map[fetchKey]fetchItem{
+		{tA, 0}: {r: ra, req: partition.FetchRequest{Seq: 1, FetchOffset: 10, CurrentLeaderEpoch: 4, LastFetchedEpoch: 4}, maxBytes: replicaFetchMaxBytes},
+		{tB, 3}: {r: rb, req: partition.FetchRequest{Seq: 1, FetchOffset: 20, CurrentLeaderEpoch: 4, LastFetchedEpoch: 4}, maxBytes: replicaFetchMaxBytes},
+	}
+	count := func(req *kmsg.FetchRequest) (parts, forgotten int) {
+		for _, t := range req.Topics {
+			parts += len(t.Partitions)
+		}
+		for _, t := range req.ForgottenTopics {
+			forgotten += len(t.Partitions)
+		}
+		return
+	}
+	var sess fetchSession
+	req, full := f.request(&sess, pending)
+	if p, _ := count(req); !full || req.SessionID != 0 || req.SessionEpoch != 0 || p != 2 {
+		t.Fatalf("first request: full %v, session %d epoch %d, %d partitions", full, req.SessionID, req.SessionEpoch, p)
+	}
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID = 77
+	sess.answered(req, resp, full, pending)
+
+	// Idle: nothing moved.
+	req, full = f.request(&sess, pending)
+	if p, fg := count(req); full || req.SessionID != 77 || req.SessionEpoch != 1 || p != 0 || fg != 0 {
+		t.Fatalf("idle request: full %v, session %d epoch %d, %d partitions, %d forgotten", full, req.SessionID, req.SessionEpoch, p, fg)
+	}
+	resp = req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID = 77
+	sess.answered(req, resp, full, pending)
+
+	// A moved, B gone.
+	pending[fetchKey{tA, 0}] = fetchItem{r: ra, req: partition.FetchRequest{Seq: 2, FetchOffset: 15, CurrentLeaderEpoch: 4, LastFetchedEpoch: 4}, maxBytes: replicaFetchMaxBytes}
+	delete(pending, fetchKey{tB, 3})
+	req, full = f.request(&sess, pending)
+	if p, fg := count(req); full || req.SessionEpoch != 2 || p != 1 || fg != 1 ||
+		req.Topics[0].TopicID != tA || req.Topics[0].Partitions[0].FetchOffset != 15 || req.ForgottenTopics[0].TopicID != tB {
+		t.Fatalf("request after a move and a removal: %+v", req)
+	}
+	resp = req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID = 77
+	sess.answered(req, resp, full, pending)
+	if len(sess.sent) != 1 || sess.epoch != 3 {
+		t.Fatalf("session after it: epoch %d, %d partitions", sess.epoch, len(sess.sent))
+	}
+
+	// The leader lost the session: a full request closing it.
+	sess.reset()
+	req, full = f.request(&sess, pending)
+	if p, _ := count(req); !full || req.SessionID != 77 || req.SessionEpoch != 0 || p != 1 {
+		t.Fatalf("request after a reset: full %v, session %d epoch %d, %d partitions", full, req.SessionID, req.SessionEpoch, p)
 	}
 }

@@ -280,6 +280,14 @@ func (r *Replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 	return res
 }
 
+// fetchWanted says the state machine still waits for the answer to its
+// fetch seq: else the fetcher drops that fetch from its session.
+func (r *Replica) fetchWanted(seq uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.mu.dead && r.mu.part.ExpectsFetch(seq)
+}
+
 // fetched handles this follower's fetch response for req: append the
 // records (only if the state machine still waits for this fetch), then
 // step the response. When that started an fsync (sync durability: the next
