@@ -264,13 +264,30 @@ func (s *Server) quotaAnswer(r *request, resp kmsg.Response, start time.Time) {
 func quotaClientID(r *request) string { return derefOr(r.clientID, "") }
 
 // requestQuota measures the time a request took to handle against
-// request_percentage and throttles r and resp by it; replica fetches are
-// exempt.
+// request_percentage and throttles r and resp by it. The brokers' own
+// requests are exempt, as Kafka exempts cluster actions: replica fetches,
+// a replica's OffsetForLeaderEpoch, WriteTxnMarkers and the verification
+// form of AddPartitionsToTxn (v4+), so a default user quota never slows
+// replication or transaction markers.
 func (s *Server) requestQuota(r *request, resp kmsg.Response, took time.Duration, now time.Time) {
-	if f, ok := r.body.(*kmsg.FetchRequest); ok {
-		if replica, _ := fetchReplica(f); replica >= 0 {
-			return
-		}
+	if brokerRequest(r.body) {
+		return
 	}
 	throttle(r, resp, s.quotas.record(quorum.QuotaRequestPercentage, r.principal, quotaClientID(r), took.Seconds()*100, now))
+}
+
+// brokerRequest says req is one only brokers send.
+func brokerRequest(req kmsg.Request) bool {
+	switch req := req.(type) {
+	case *kmsg.FetchRequest:
+		replica, _ := fetchReplica(req)
+		return replica >= 0
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return req.ReplicaID >= 0
+	case *kmsg.WriteTxnMarkersRequest:
+		return true
+	case *kmsg.AddPartitionsToTxnRequest:
+		return req.Version >= 4
+	}
+	return false
 }

@@ -84,3 +84,35 @@ func TestDescribeClientQuotasMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestQuotaExemptsBrokers: under a default user request_percentage
+// quota, a client's requests are throttled once over it, while the
+// brokers' own (replica fetches, WriteTxnMarkers, AddPartitionsToTxn v4+)
+// never are.
+func TestRequestQuotaExemptsBrokers(t *testing.T) {
+	im := quorum.NewImage()
+	if err := im.Replay(&quorum.ClientQuotaRecord{Entity: quorum.QuotaEntity{UserDefault: true}, Key: quorum.QuotaRequestPercentage, Value: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{quotas: newQuotaManager(fixedQuotas{im}, 11, time.Second)}
+	now := time.Unix(1000, 0)
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(15)
+	fetch.ReplicaState.ID = 2
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.SetVersion(4)
+	for _, req := range []kmsg.Request{fetch, kmsg.NewPtrWriteTxnMarkersRequest(), add} {
+		r := &request{body: req, principal: "User:broker"}
+		s.requestQuota(r, req.ResponseKind(), 5*time.Second, now)
+		if r.throttle != 0 {
+			t.Fatalf("%s throttled %v", kmsg.NameForKey(req.Key()), r.throttle)
+		}
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	resp := md.ResponseKind().(*kmsg.MetadataResponse)
+	r := &request{body: md, principal: "User:alice"}
+	s.requestQuota(r, resp, 5*time.Second, now)
+	if r.throttle != time.Second || resp.ThrottleMillis != 1000 {
+		t.Fatalf("a client's 5 s of handling under a 1%% quota: throttled %v (response %d ms), want the 1 s cap", r.throttle, resp.ThrottleMillis)
+	}
+}
