@@ -137,10 +137,9 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 	if srv := s.srv; srv != nil {
 		cs := srv.ConnStats()
 		// Every Kafka listener is exported, also one nobody has used yet.
-		st.Connections = make(map[string]metrics.ListenerConns, len(s.cfg.KafkaListeners))
+		st.Connections = cs.ByListener
 		for _, l := range s.cfg.KafkaListeners {
-			lc := cs.ByListener[l.Name]
-			st.Connections[l.Name] = metrics.ListenerConns{Open: lc.Open, RefusedMax: lc.RefusedMax, RefusedPerIP: lc.RefusedPerIP, IdleClosed: lc.IdleClosed}
+			st.Connections[l.Name] = cs.ByListener[l.Name]
 		}
 		st.FailedAuthentication = maps.Clone(cs.HandshakeFailedBy)
 		for l, n := range cs.SASLFailedBy {
@@ -151,12 +150,7 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 		}
 		st.SuccessfulAuthentication = cs.SASLAuthenticatedBy
 		st.ExpiredConnectionsKilled = cs.ExpiredClosed
-		for k, qt := range srv.QuotaStats() {
-			if st.QuotaThrottles == nil {
-				st.QuotaThrottles = map[string]metrics.QuotaThrottle{}
-			}
-			st.QuotaThrottles[k] = metrics.QuotaThrottle{Count: qt.Count, Time: qt.Time}
-		}
+		st.QuotaThrottles = srv.QuotaStats()
 		az := srv.AuthzStats()
 		st.AuthorizationAllowed, st.AuthorizationDenied = az.Allowed, az.Denied
 	}

@@ -147,7 +147,7 @@ func quotaErr(code *kerr.Error, msg string) error { return &scramError{code, msg
 
 // validQuota checks one operation as Kafka's ClientQuotaControlManager
 // does; nil if fine.
-func validQuota(e QuotaEntity, op QuotaOp) error {
+func validQuota(op QuotaOp) error {
 	switch op.Key {
 	case QuotaProducerByteRate, QuotaConsumerByteRate:
 		if !op.Remove && (op.Value != math.Trunc(op.Value) || op.Value > math.MaxInt64) {
@@ -188,7 +188,7 @@ func (p *planner) alterClientQuotas(c *AlterClientQuotas) ([]Record, any, error)
 				break
 			}
 			seen[op.Key] = true
-			if err = validQuota(a.Entity, op); err == nil {
+			if err = validQuota(op); err == nil {
 				out = append(out, &ClientQuotaRecord{Entity: a.Entity, Key: op.Key, Value: op.Value, Remove: op.Remove})
 			}
 		}

@@ -1,6 +1,10 @@
 package metrics
 
-import "time"
+import (
+	"time"
+
+	"github.com/sluice-log/sluice/node/kafka"
+)
 
 // Source is what the collectors read at each scrape; the node implements
 // it. Its methods are called from the scraping goroutine, concurrently
@@ -84,7 +88,7 @@ type BrokerStat struct {
 	// node has one).
 	OfflineLogDirs int
 	// Connections is the Kafka listeners' connections by listener name.
-	Connections map[string]ListenerConns
+	Connections map[string]kafka.ListenerConns
 	// FailedAuthentication counts, by listener name, the connections
 	// closed by a failed TLS handshake or SASL authentication;
 	// SuccessfulAuthentication the SASL authentications that succeeded.
@@ -94,28 +98,12 @@ type BrokerStat struct {
 	ExpiredConnectionsKilled int64
 	// QuotaThrottles counts the client-quota throttles and their time by
 	// quota key (producer_byte_rate, ...).
-	QuotaThrottles map[string]QuotaThrottle
+	QuotaThrottles map[string]kafka.QuotaThrottles
 	// AuthorizationAllowed and AuthorizationDenied count the
 	// authorizer's decisions (authorizer.class.name set).
 	AuthorizationAllowed, AuthorizationDenied int64
 	// Cleaner is the log cleaner; nil when log.cleaner.enable is false.
 	Cleaner *CleanerStat
-}
-
-// ListenerConns is one Kafka listener's connections: Open now,
-// RefusedMax and RefusedPerIP closed at accept by max.connections and
-// max.connections.per.ip[.overrides], IdleClosed closed by
-// connections.max.idle.ms.
-type ListenerConns struct {
-	Open                     int
-	RefusedMax, RefusedPerIP int64
-	IdleClosed               int64
-}
-
-// QuotaThrottle is the throttles of one client-quota key.
-type QuotaThrottle struct {
-	Count int64
-	Time  time.Duration
 }
 
 // CleanerStat is the log cleaner pool (Kafka's LogCleaner and
