@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,10 +64,23 @@ type replCluster struct {
 // which made node starts fail with "address already in use" under load.
 // 12000-17999 keeps apart from the demo and soak tests' ranges, which run
 // real node processes at the same time.
+//
+// A port is free when probed but bound only later, when its node starts,
+// so two draws could hand out the same port: within one process a port
+// is never handed out twice (portsGiven), and node/shards.sh gives each
+// test process its own slice of the range (SLUICE_TEST_SHARD=i/n). Both
+// collisions made a node start fail with "address already in use".
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	for range 200 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 12000+rand.IntN(6000))
+	lo, span := shardPorts()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 500 {
+		port := lo + rand.IntN(span)
+		if portsGiven[port] {
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue
@@ -75,11 +89,29 @@ func freeAddr(t testing.TB) string {
 		ln.Close()
 		if err == nil {
 			pc.Close()
+			portsGiven[port] = true
 			return addr
 		}
 	}
-	t.Fatal("no free TCP+UDP port in 12000-17999")
+	t.Fatalf("no free TCP+UDP port in %d-%d", lo, lo+span-1)
 	return ""
+}
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
+
+// shardPorts is this process's slice of 12000-17999: all of it, or the
+// i-th of n when node/shards.sh set SLUICE_TEST_SHARD=i/n.
+func shardPorts() (lo, span int) {
+	lo, span = 12000, 6000
+	var i, n int
+	if _, err := fmt.Sscanf(os.Getenv("SLUICE_TEST_SHARD"), "%d/%d", &i, &n); err == nil && n > 0 && i >= 0 && i < n {
+		span /= n
+		lo += i * span
+	}
+	return lo, span
 }
 
 func startReplCluster(t testing.TB, n int, extra ...string) *replCluster {

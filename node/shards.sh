@@ -4,6 +4,8 @@
 # benchmarks (round robin over -test.list, so that neighbours by name, the
 # group clients or the ACL tests, land in different shards), from node/
 # (testdata paths are relative), with the flags given (-test.timeout ...).
+# Each shard gets SLUICE_TEST_SHARD=i/n, so that the ports its tests
+# draw (freeAddr) never collide with another shard's.
 # Prints each shard's output as it ends; exits 1 if any shard failed.
 #
 # make test uses it: node's tests mostly wait on clusters of real nodes
@@ -24,7 +26,7 @@ while [ "$i" -lt "$n" ]; do
 	run=$(share "$tests" "$i")
 	bench=$(share "$benches" "$i")
 	(
-		"$bin" -test.run "^(${run:-none})\$" -test.bench "^(${bench:-none})\$" -test.benchtime 1x "$@" >"$logs/$i" 2>&1
+		SLUICE_TEST_SHARD="$i/$n" "$bin" -test.run "^(${run:-none})\$" -test.bench "^(${bench:-none})\$" -test.benchtime 1x "$@" >"$logs/$i" 2>&1
 		rc=$?
 		echo "=== node shard $i/$n: exit $rc"
 		cat "$logs/$i"
