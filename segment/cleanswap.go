@@ -102,23 +102,18 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 	}()
 	clear(c.txnSeen)
 	c.goneAborts, c.goneMarker = c.goneAborts[:0], -1
+	c.horizon = 0
 	for _, g := range groupSegments(segs, sizes, l.opts.SegmentBytes) {
 		members := make([]*segment, len(g))
-		wasCleaned := make([]int64, len(g))
 		groupAt := noTimestamp
 		for k, i := range g {
 			members[k] = segs[i]
-			wasCleaned[k] = cleanedAt[i]
-			if !segs[i].cleaned {
-				wasCleaned[k] = noTimestamp // its tombstones were never through a clean
-			}
-			// The group's tombstones count from the latest first clean
-			// of its members: none goes before delete.retention.ms has
-			// passed since its own (Kafka keeps the last segment's
-			// modification time; see doc.go on what that delays).
+			// When the group was first cleaned, for the record only:
+			// tombstones and markers go by their batches' own delete
+			// horizons (KIP-534), not by their segment's.
 			groupAt = max(groupAt, cleanedAt[i])
 		}
-		o, err := c.rewrite(members, wasCleaned, last, logLast)
+		o, err := c.rewrite(members, last, logLast)
 		if o.file != nil {
 			o.cleanedAt = groupAt
 			outs = append(outs, o)
@@ -134,6 +129,9 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 		return err
 	}
 	ok = true
+	l.mu.Lock()
+	l.deleteHorizon = c.horizon // the pass rewrote the whole clean section
+	l.mu.Unlock()
 	c.forgetGoneAborts()
 	for _, o := range outs {
 		c.st.SegmentsCleaned += len(o.olds)
@@ -143,20 +141,22 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 }
 
 // rewrite writes what stays of the group segs to the .cleaned file of its
-// first segment and fsyncs it. cleanedAt[i] is when segs[i] was first
-// cleaned (noTimestamp: never); the batches that stay even when emptied
+// first segment and fsyncs it. The batches that stay even when emptied
 // are each producer's last (last: producer id -> its last batch's last
 // offset) and the one ending at logLast.
-func (c *cleaner) rewrite(segs []*segment, cleanedAt []int64, last map[int64]int64, logLast int64) (cleanedSeg, error) {
+func (c *cleaner) rewrite(segs []*segment, last map[int64]int64, logLast int64) (cleanedSeg, error) {
 	l := c.l
 	f, path, err := l.createCleaned(segs[0].base)
 	if err != nil {
 		return cleanedSeg{}, err
 	}
 	o := cleanedSeg{olds: segs, file: f, path: path, firstTs: noTimestamp, maxTs: noTimestamp}
+	if cap(c.out) == 0 {
+		c.out = make([]byte, 0, 2*cleanReadSize) // flushed at cleanReadSize: never grows
+	}
 	c.out = c.out[:0]
 	var written int64 // bytes of o flushed to f
-	for i, s := range segs {
+	for _, s := range segs {
 		c.rd.reset(l, s)
 		o.srcSizes = append(o.srcSizes, c.rd.end)
 		for {
@@ -170,7 +170,7 @@ func (c *cleaner) rewrite(segs []*segment, cleanedAt []int64, last map[int64]int
 			start := len(c.out)
 			lastOff, known := last[h.ProducerID]
 			keepBatch := h.ProducerID >= 0 && known && lastOff == h.LastOffset() || h.NextOffset() == logLast
-			if err := c.cleanBatch(h, b, cleanedAt[i], keepBatch); err != nil {
+			if err := c.cleanBatch(h, b, keepBatch); err != nil {
 				return o, err
 			}
 			if len(c.out) == start {

@@ -58,6 +58,11 @@ type Log struct {
 	snaps     []int64          // offsets of the producer-state snapshot files, oldest first
 	corrupt   *CorruptionError // the lowest bad batch a scrub found (scrub.go)
 	cleanedTo int64            // the cleaner checkpoint: first dirty offset (clean.go)
+	// deleteHorizon is the earliest delete horizon (ms) of a tombstone or
+	// marker the last Clean kept below cleanedTo; 0: none known. Not
+	// persisted (Kafka's latestDeleteHorizon neither): after a restart
+	// the next Clean of new dirty data finds them again.
+	deleteHorizon int64
 	// cutGen counts truncations and deletions of segments: a Clean whose
 	// offset map was built before one may not swap (ErrCleanRaced).
 	cutGen int64

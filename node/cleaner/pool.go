@@ -61,6 +61,7 @@ type Pool struct {
 	log      *slog.Logger
 	throttle throttle
 	mapBytes int
+	scratch  []segment.CleanScratch // per thread: its map and buffers, reused Clean to Clean
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -132,6 +133,7 @@ func New(cfg Config) *Pool {
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.mu.logs, p.mu.timed, p.mu.ready = map[*Handle]struct{}{}, map[*Handle]struct{}{}, map[*Handle]struct{}{}
 	p.mu.last = make([]segment.CleanStats, cfg.Threads)
+	p.scratch = make([]segment.CleanScratch, cfg.Threads)
 	p.mu.lastRun = cfg.Now()
 	p.wg.Add(cfg.Threads)
 	for i := range cfg.Threads {
@@ -369,6 +371,7 @@ func (p *Pool) clean(thread int, h *Handle) {
 	start := time.Now()
 	st, err := h.t.Log.Clean(ctx, segment.CleanOptions{
 		Policy: pol, UpTo: h.t.UpTo(), Now: p.cfg.Now(), OffsetMapBytes: p.mapBytes, Throttle: p.throttle.wait,
+		Scratch: &p.scratch[thread],
 	})
 	// Timed here: segment's CleanStats.Duration is set by a deferred
 	// assignment after the stats were returned, so it reads 0.
