@@ -357,10 +357,13 @@ func (p *Pool) pick() *Handle {
 // waitsForLag says whether time alone may make more of the log cleanable:
 // its policy has a compaction lag (min.compaction.lag.ms holds committed
 // segments back; max.compaction.lag.ms forces a clean) and committed
-// records lie past what is cleanable now.
+// records lie past what is cleanable now; or a tombstone's or marker's
+// delete horizon is yet to pass.
 func waitsForLag(pol segment.CleanPolicy, c segment.CleanCandidate, upTo int64) bool {
 	lagged := pol.MinCompactionLag > 0 || pol.MaxCompactionLag > 0 && pol.MaxCompactionLag < time.Duration(1<<62)
-	return lagged && (c.CleanableEnd < upTo || c.DirtyBytes > 0 && !c.MustClean)
+	// A delete horizon still to pass (KIP-534) makes the log cleanable
+	// with nothing dirty once it has.
+	return lagged && (c.CleanableEnd < upTo || c.DirtyBytes > 0 && !c.MustClean) || c.DeleteHorizon != 0 && !c.HorizonDue
 }
 
 // clean runs one Clean of h on thread and records what came of it.
