@@ -124,7 +124,7 @@ func WriteSnapshot(w io.Writer, im *Image, applied uint64) error {
 // ReadSnapshot reads what WriteSnapshot wrote, or a JSON snapshot of an
 // older build.
 func ReadSnapshot(r io.Reader) (*Image, uint64, error) {
-	br := bufio.NewReaderSize(r, 256<<10)
+	br := bufio.NewReaderSize(r, 64<<10)
 	first, err := br.Peek(1)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: snapshot: %v", ErrCorruptEntry, err)
