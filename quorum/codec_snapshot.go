@@ -56,7 +56,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // WriteSnapshot writes an image in the snapshot encoding.
 func WriteSnapshot(w io.Writer, im *Image, applied uint64) error {
 	crc := crc32.New(castagnoli)
-	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 256<<10)
+	bw := bufio.NewWriterSize(io.MultiWriter(w, crc), 64<<10)
 	var e encoder
 	e.b = append(e.b, snapshotMagic...)
 	e.uvarint(SnapshotVersion)

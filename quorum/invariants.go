@@ -28,7 +28,7 @@ func (im *Image) CheckInvariants() error {
 			}
 		}
 	}
-	return nil
+	return im.checkIndex()
 }
 
 func (p Partition) check() error {
