@@ -148,12 +148,34 @@ func (im *Image) sorted(s partSet, fn func(t *Topic, partition int32, p *Partiti
 	for k := range s {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b partKey) int {
-		if a.seq() != b.seq() {
-			return strings.Compare(im.idx.bySeq[a.seq()].Name, im.idx.bySeq[b.seq()].Name)
+	if len(keys) < 4*len(im.idx.bySeq) {
+		slices.SortFunc(keys, func(a, b partKey) int {
+			if a.seq() != b.seq() {
+				return strings.Compare(im.idx.bySeq[a.seq()].Name, im.idx.bySeq[b.seq()].Name)
+			}
+			return int(a.partition()) - int(b.partition())
+		})
+	} else {
+		// Many partitions (a broker's share of a million): rank the
+		// topics by name once and sort integers, not strings.
+		rank := make(map[uint32]uint32, len(im.idx.bySeq))
+		for i, name := range im.SortedTopics() {
+			rank[im.Topics[name].seq] = uint32(i)
 		}
-		return int(a.partition()) - int(b.partition())
-	})
+		for i, k := range keys {
+			keys[i] = keyOf(rank[k.seq()], k.partition())
+		}
+		slices.Sort(keys)
+		bySeq := make([]*Topic, len(rank))
+		for seq, r := range rank {
+			bySeq[r] = im.idx.bySeq[seq]
+		}
+		for _, k := range keys {
+			t := bySeq[k.seq()]
+			fn(t, k.partition(), &t.Partitions[k.partition()])
+		}
+		return
+	}
 	for _, k := range keys {
 		t := im.idx.bySeq[k.seq()]
 		fn(t, k.partition(), &t.Partitions[k.partition()])
