@@ -140,7 +140,7 @@ func ReadSnapshot(r io.Reader) (*Image, uint64, error) {
 		return nil, 0, err
 	}
 	im.reindex()
-	if err := im.CheckInvariants(); err != nil {
+	if err := im.checkImage(); err != nil {
 		return nil, 0, fmt.Errorf("%w: snapshot: %v", ErrCorruptEntry, err)
 	}
 	return im, applied, nil
