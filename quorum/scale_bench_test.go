@@ -69,7 +69,7 @@ func TestBenchMetadataScale(t *testing.T) {
 	// long proposes cmd through n (forwarded to the active controller)
 	// and retries while the outcome is unknown (leadership lost).
 	long := func(n *testNode, cmd Command) (any, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		for {
 			reply, err := n.c.Propose(ctx, cmd)
