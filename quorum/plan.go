@@ -182,7 +182,7 @@ func (p *planner) forEachPartition(fn func(t *Topic, i int32, part *Partition)) 
 // an otherwise empty ISR, marked stale when unclean) and moves its
 // leaderships elsewhere.
 func (p *planner) moveOff(id int32, unclean bool) []Record {
-	var recs []Record
+	recs := make([]Record, 0, p.im.PartitionsOn(id))
 	ok := p.acceptable(id, -1)
 	// Only partitions naming the broker can have it as leader or in the
 	// ISR: the index (index.go) spares a scan of every partition.
