@@ -111,7 +111,8 @@
 // December, load average 19-27 on the 2 cores: three back-to-back runs
 // of the same code moved x-idempotent 0.34-0.82 (1 producer) and
 // 0.46-0.68 (4), so the bench now also reports x-idempotent-med, the
-// median of the chunks' ratios (0.35 and 0.31 in one run). A CPU
+// median of the chunks' ratios (0.35 and 0.31 in one run; at load 10-12
+// another gave x-idempotent 0.52 and 0.63, medians 0.46 and 0.35). A CPU
 // profile of the 4-producer cell: the process ran 16% of the wall
 // clock (waits, not work); its mutex profile: 60% of the delay is
 // Replica.mu in Produce, shared by both kinds of producer. Four marker
