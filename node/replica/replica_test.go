@@ -240,3 +240,36 @@ func TestKafkaError(t *testing.T) {
 		t.Errorf("unknown error: got %v", got)
 	}
 }
+
+// TestIdleFetchAllocatesNothing is issue 21's guard for the leader's
+// idle poll, counted rather than timed: a follower's fetch at the log
+// end (each idle partition of its session, every poll) and a consumer's
+// at the high watermark read no segment and allocate at most what the
+// state machine's step does, and answer the log's bounds.
+func TestIdleFetchAllocatesNothing(t *testing.T) {
+	r := openTestReplica(t)
+	r.Become(&quorum.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 3},
+		partition.Config{ID: 1, LagTicks: 100, MinInsyncReplicas: 1}, nil)
+	if res := r.Produce(context.Background(), kafka.ProducePartition{Topic: "t", Acks: 1, Records: segment.BuildBatch(1, []byte("a"))}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	follower := kafka.FetchPartition{Topic: "t", CurrentLeaderEpoch: 3, Offset: 1, MaxBytes: 1 << 20, ReplicaID: 2, LastFetchedEpoch: 3}
+	if f := r.Fetch(follower); f.Err != nil || f.HighWatermark != 1 || f.LogStartOffset != 0 || f.LastStableOffset != 1 || f.File != nil || len(f.Records) != 0 {
+		t.Fatalf("idle follower fetch: %+v", f)
+	}
+	consumer := kafka.FetchPartition{Topic: "t", CurrentLeaderEpoch: -1, Offset: 1, MaxBytes: 1 << 20, ReplicaID: -1}
+	if f := r.Fetch(consumer); f.Err != nil || f.HighWatermark != 1 || f.File != nil || len(f.Records) != 0 {
+		t.Fatalf("caught-up consumer fetch: %+v", f)
+	}
+	if n := testing.AllocsPerRun(200, func() { r.Fetch(follower) }); n > 1 {
+		t.Errorf("an idle follower fetch allocates %v times, want at most 1 (the state machine's message)", n)
+	}
+	if n := testing.AllocsPerRun(200, func() { r.Fetch(consumer) }); n != 0 {
+		t.Errorf("a caught-up consumer fetch allocates %v times, want none", n)
+	}
+	// Not idle: the follower behind gets the batch.
+	follower.Offset = 0
+	if f := r.Fetch(follower); f.Err != nil || len(f.Records) == 0 {
+		t.Fatalf("follower fetch from 0: %+v", f)
+	}
+}
