@@ -77,8 +77,8 @@ func TestBenchScale(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "idle cost, 3 in-process nodes, RF=3, sluice.log.max.open.files=%d, %d×%v windows (cores: user+system CPU / wall); baseline: %d partition(s)\n",
 		cfg.files, cfg.rounds, cfg.window, base.partitions)
-	fmt.Fprintf(&b, "%-10s %-9s %-22s %-12s %-12s %-14s %-10s %-10s %-10s %-10s %-8s %-10s\n",
-		"partitions", "replicas", "cores (rounds)", "cores/node", "wakeups/s", "core/1k repl", "heap/repl", "rss/repl", "gor/repl", "fds/repl", "fds", "seg files")
+	fmt.Fprintf(&b, "%-10s %-9s %-22s %-12s %-12s %-14s %-10s %-10s %-10s %-10s %-8s %-10s %-8s\n",
+		"partitions", "replicas", "cores (rounds)", "cores/node", "wakeups/s", "core/1k repl", "heap/repl", "rss/repl", "gor/repl", "fds/repl", "fds", "seg files", "opens/s")
 	for _, r := range results {
 		repl := 3 * (r.partitions - base.partitions)
 		perK, per := "-", func(float64, string) string { return "-" }
@@ -90,10 +90,10 @@ func TestBenchScale(t *testing.T) {
 		for i, c := range r.cores {
 			rounds[i] = fmt.Sprintf("%.3f", c)
 		}
-		fmt.Fprintf(&b, "%-10d %-9d %-22s %-12.3f %-12.0f %-14s %-10s %-10s %-10s %-10s %-8d %-10d\n",
+		fmt.Fprintf(&b, "%-10d %-9d %-22s %-12.3f %-12.0f %-14s %-10s %-10s %-10s %-10s %-8d %-10d %-8.1f\n",
 			r.partitions, 3*r.partitions, fmt.Sprintf("%.3f (%s)", r.median(), strings.Join(rounds, " ")), r.median()/3, r.wakeupsPerSec,
 			perK, per(r.heap-base.heap, " B"), per(r.rss-base.rss, " B"), per(r.goroutines-base.goroutines, ""), per(r.fds-base.fds, ""),
-			r.fdsNow, r.segFiles)
+			r.fdsNow, r.segFiles, r.opensPerSec)
 	}
 	if repl := 3 * (top.partitions - base.partitions); repl > 0 {
 		// Every node hosts every partition: a node's replicas are the
@@ -127,8 +127,9 @@ type scaleResult struct {
 	heap, rss     float64 // bytes added by the topic
 	goroutines    float64
 	fds           float64
-	fdsNow        int   // the process's descriptors after settling
-	segFiles      int64 // segment files open on the three nodes then
+	opensPerSec   float64 // segment files opened per second in the windows
+	fdsNow        int     // the process's descriptors after settling
+	segFiles      int64   // segment files open on the three nodes then
 }
 
 func (r scaleResult) median() float64 {
@@ -181,6 +182,7 @@ func benchIdle(t *testing.T, n int, cfg scaleConfig) scaleResult {
 	}
 	var wakeups int64
 	var elapsed time.Duration
+	opens0 := segmentOpens(nodes)
 	for range cfg.rounds {
 		w0, c0, t0 := scaleWakeups(nodes), cpuTime(), time.Now()
 		wait(ctx, cfg.window)
@@ -190,6 +192,7 @@ func benchIdle(t *testing.T, n int, cfg scaleConfig) scaleResult {
 		res.cores = append(res.cores, (c1-c0).Seconds()/t1.Sub(t0).Seconds())
 	}
 	res.wakeupsPerSec = float64(wakeups) / elapsed.Seconds()
+	res.opensPerSec = float64(segmentOpens(nodes)-opens0) / elapsed.Seconds()
 	t.Logf("%d partitions: cores %v, wakeups/s %.0f, heap +%d B, rss +%d B, goroutines +%d, fds +%d",
 		n, res.cores, res.wakeupsPerSec, after.heap-before.heap, after.rss-before.rss, after.goroutines-before.goroutines, after.fds-before.fds)
 	return res
