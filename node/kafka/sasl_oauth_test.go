@@ -3,8 +3,8 @@ package kafka
 import (
 	"context"
 	"encoding/binary"
-	"io"
 	"errors"
+	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
