@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/node/replica"
+	"github.com/sluice-log/sluice/node/sasl"
 	"github.com/sluice-log/sluice/node/txn"
 	"github.com/sluice-log/sluice/node/txncoord"
 	"github.com/sluice-log/sluice/partition"
@@ -147,6 +148,8 @@ type Node struct {
 	cancel context.CancelFunc
 	stop   chan struct{}
 	wg     sync.WaitGroup
+	// oauth are the OAUTHBEARER listeners' validators (oauth.go).
+	oauth map[string]*sasl.OAuthValidator
 	// served is closed when the Kafka Serve loop returns.
 	served chan struct{}
 
@@ -412,6 +415,9 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 		kopts.ReplicaListener = cfg.InterBrokerListener
 	}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
+		return err
+	}
+	if err := n.oauthValidators(); err != nil {
 		return err
 	}
 	var serving sync.WaitGroup
