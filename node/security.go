@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/sluice-log/sluice/node/config"
 )
 
 // ReloadTLS rereads the keystore and truststore files of every SSL
@@ -20,6 +22,11 @@ func (n *Node) ReloadTLS() {
 		lt := n.cfg.TLS[name]
 		n.log.Info("node: reloaded the listener's keystore and truststore; new connections use them",
 			"listener", name, "subject", lt.Leaf().Subject.String(), "not_after", lt.Leaf().NotAfter)
+		if name == config.ListenerController && n.ctrl != nil {
+			// Kept forwarding connections were made with the old
+			// certificates: the next forwards dial with the new ones.
+			n.ctrl.ResetForwardConns()
+		}
 	}
 	if err != nil {
 		n.log.Error("node: certificate reload failed; the listener keeps its current certificates until the files load", "err", err)

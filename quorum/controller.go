@@ -125,6 +125,8 @@ type Controller struct {
 
 	connMu sync.Mutex
 	conns  map[net.Conn]struct{} // open forwarding connections; nil after Close
+	// pool keeps this node's idle forwarding connections (forward_pool.go).
+	pool forwardPool
 
 	// caught is the leader's memory for DescribeQuorum (status.go).
 	caught caughtUp
@@ -573,6 +575,7 @@ func (c *Controller) Close() error {
 	err := c.raft.Shutdown().Error()
 	c.trans.Close()
 	c.mux.Close()
+	c.pool.reset(true)
 	c.connMu.Lock()
 	for conn := range c.conns {
 		conn.Close()

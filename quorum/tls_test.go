@@ -137,20 +137,21 @@ func TestControllerPortMutualTLS(t *testing.T) {
 	}
 }
 
-// BenchmarkForwardStatus: one forwarded request (a new connection each,
-// as every forward), plaintext against mutual TLS on the controller port,
-// with full handshakes and resumed ones (TLS 1.3 session tickets: no
-// certificate signatures), in the same run.
+// BenchmarkForwardStatus: one forwarded request, plaintext against
+// mutual TLS on the controller port, a new connection each (as before
+// forward_pool.go) with full handshakes and resumed ones (TLS 1.3 session
+// tickets: no certificate signatures), and on kept connections
+// ("-reused", the default now), in the same run.
 //
 //	go test -run '^$' -bench ForwardStatus ./quorum/
 func BenchmarkForwardStatus(b *testing.B) {
 	ca := newTestCA(b)
-	for _, mode := range []string{"plaintext", "mtls", "mtls-resumed"} {
+	for _, mode := range []string{"plaintext", "mtls", "mtls-resumed", "plaintext-reused", "mtls-reused"} {
 		b.Run(mode, func(b *testing.B) {
 			ln := benchListen(b)
 			cfg := Config{NodeID: 1, Dir: b.TempDir(), Listener: ln, InitialVoters: []Voter{{ID: 1, Addr: ln.Addr().String()}}}
 			switch mode {
-			case "mtls":
+			case "mtls", "mtls-reused":
 				ca.mtls(&cfg, ca.issue(b, "controller"))
 			case "mtls-resumed":
 				ca.mtlsCache(&cfg, ca.issue(b, "controller"), tls.NewLRUClientSessionCache(16))
@@ -160,6 +161,7 @@ func BenchmarkForwardStatus(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
+			c.pool.noReuse = !strings.HasSuffix(mode, "-reused")
 			ctx := context.Background()
 			b.ResetTimer()
 			for range b.N {
