@@ -340,6 +340,9 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		if cfg.Authorizer {
 			qc.AuthorizePeer = n.authorizeControllerPeer
 		}
+		if cfg.NodePrincipal != "" {
+			qc.AuthorizePeerNode = n.authorizePeerNode
+		}
 	}
 	if a, ok := cfg.Advertised(config.ListenerController); ok && a.Host != "" {
 		qc.AdvertiseAddr = net.JoinHostPort(a.Host, strconv.Itoa(int(ctrlL.Addr().(*net.TCPAddr).Port)))
@@ -413,6 +416,9 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 		// Clients have listeners of their own: replica fetches are taken
 		// only on the inter-broker one (issue 14).
 		kopts.ReplicaListener = cfg.InterBrokerListener
+	}
+	if cfg.NodePrincipal != "" {
+		kopts.ReplicaPrincipal = cfg.NodePrincipalOf
 	}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
 		return err

@@ -65,6 +65,23 @@ func (n *Node) authorizeControllerPeer(cert *x509.Certificate) error {
 	return nil
 }
 
+// authorizePeerNode admits a controller-port peer whose hello says it is
+// node id only if its certificate's principal, mapped by
+// ssl.principal.mapping.rules, is that node's under
+// sluice.node.principal.pattern: one member's certificate cannot speak
+// for another in raft or forwarding.
+func (n *Node) authorizePeerNode(cert *x509.Certificate, id int32) error {
+	dn := cert.Subject.String()
+	name, err := n.cfg.PrincipalRules.Map(dn)
+	if err != nil {
+		return fmt.Errorf("ssl.principal.mapping.rules map no principal from the certificate %q: %w", dn, err)
+	}
+	if got, want := "User:"+name, n.cfg.NodePrincipalOf(id); got != want {
+		return fmt.Errorf("the certificate's principal %s is not node %d's %s (sluice.node.principal.pattern): a node's certificate must name it, so that no member can speak for another", got, id, want)
+	}
+	return nil
+}
+
 // SetGossipKeys replaces the gossip encryption keys of the running node
 // (quorum.Gossip.SetKeys): keys[0] encrypts, every key decrypts. `sluice
 // node` calls it on SIGHUP with sluice.gossip.encryption.keys reread from

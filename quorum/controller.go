@@ -74,6 +74,12 @@ type Config struct {
 	// A trusted CA may also sign clients' certificates, which must not
 	// reach raft or forwarding.
 	AuthorizePeer func(cert *x509.Certificate) error
+	// AuthorizePeerNode, if set (with ServerTLS), decides whether the
+	// verified certificate of an accepted peer may speak for the node id
+	// its hello names (the node: sluice.node.principal.pattern), so one
+	// member's certificate cannot pose as another member in raft or
+	// forwarding; an error refuses the connection, counted and logged.
+	AuthorizePeerNode func(cert *x509.Certificate, nodeID int32) error
 	// PeerLog receives one line per refused controller-port connection
 	// (another cluster's id, a malformed hello), at most one a minute per
 	// peer host and reason; nil discards.
@@ -184,7 +190,7 @@ func Open(cfg Config) (*Controller, error) {
 		return nil, errors.New("quorum: Config.ServerTLS must require and verify client certificates (mutual TLS)")
 	}
 	c.mux = newMuxListener(ln, adv, c.serveForward, hello{ClusterID: cfg.ClusterID, NodeID: cfg.NodeID}, newRefusals(cfg.PeerLog), cfg.ServerTLS, cfg.ClientTLS)
-	c.mux.authorizePeer = cfg.AuthorizePeer
+	c.mux.authorizePeer, c.mux.authorizePeerNode = cfg.AuthorizePeer, cfg.AuthorizePeerNode
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger,
 	})

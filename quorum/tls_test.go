@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"strings"
@@ -170,5 +171,47 @@ func BenchmarkForwardStatus(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestControllerPortNodeIdentity: with AuthorizePeerNode each member's
+// certificate names its node id; the quorum elects and forwards, and a
+// process holding member 2's certificate (trusted, a super user) that
+// says it is node 9 is refused before raft or forwarding read a byte,
+// so it cannot fence anyone.
+func TestControllerPortNodeIdentity(t *testing.T) {
+	ca := newTestCA(t)
+	var refused atomic.Int64
+	byID := func(cert *x509.Certificate, id int32) error {
+		if want := fmt.Sprintf("node-%d", id); cert.Subject.CommonName != want {
+			refused.Add(1)
+			return fmt.Errorf("certificate %s is not %s", cert.Subject.CommonName, want)
+		}
+		return nil
+	}
+	nodes := startQuorum(t, 3, func(c *Config) {
+		ca.mtls(c, ca.issue(t, fmt.Sprintf("node-%d", c.NodeID)))
+		c.AuthorizePeerNode = byID
+	})
+	leader := leaderOf(t, nodes)
+	registerBrokers(t, followerOf(nodes, leader), 1, 2, 3) // forwarded
+	waitSameImage(t, nodes, leader)
+	if refused.Load() != 0 {
+		t.Fatalf("%d members refused", refused.Load())
+	}
+	impostor := &testNode{id: 9, dir: t.TempDir()}
+	impostor.start(t, listen(t), nil, func(c *Config) { ca.mtls(c, ca.issue(t, "node-2")) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, _, err := impostor.c.forwardCommand(ctx, leader.addr, &FenceBroker{ID: 3, Epoch: leader.c.Image().Brokers[3].Epoch}, false)
+	cancel()
+	impostor.stop(t)
+	if err == nil {
+		t.Fatal("node 2's certificate forwarded fence_broker as node 9")
+	}
+	if refused.Load() == 0 {
+		t.Fatal("the impostor was not refused by AuthorizePeerNode")
+	}
+	if b := leader.c.Image().Brokers[3]; b.Fenced {
+		t.Fatalf("broker 3 fenced: %+v", b)
 	}
 }

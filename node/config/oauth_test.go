@@ -63,3 +63,24 @@ func TestOAuthBearerConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestNodePrincipalPattern: sluice.node.principal.pattern names each
+// node's principal; a pattern without {id} or User: is refused.
+func TestNodePrincipalPattern(t *testing.T) {
+	c, err := load(t, minimal+"sluice.node.principal.pattern=User:node-{id}\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.NodePrincipalOf(3); got != "User:node-3" {
+		t.Fatalf("node 3: %q", got)
+	}
+	c, err = load(t, minimal, nil)
+	if err != nil || c.NodePrincipalOf(3) != "" {
+		t.Fatalf("unset: %q %v", c.NodePrincipalOf(3), err)
+	}
+	for _, bad := range []string{"node-{id}", "User:node", "User:{id}-{id}"} {
+		if _, err := load(t, minimal+"sluice.node.principal.pattern="+bad+"\n", nil); err == nil || !strings.Contains(err.Error(), "sluice.node.principal.pattern") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
