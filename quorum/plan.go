@@ -48,7 +48,11 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return append([]Record{&ClusterIDRecord{ClusterID: c.ClusterID}}, scram...), nil, nil
+		features, err := bootstrapFeatures(c.Features)
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(append([]Record{&ClusterIDRecord{ClusterID: c.ClusterID}}, scram...), features...), nil, nil
 	case *RegisterBroker:
 		return p.registerBroker(c)
 	case *FenceBroker:
@@ -87,6 +91,8 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		return p.unregisterBroker(c)
 	case *AlterBrokerConfigs:
 		return p.alterBrokerConfigs(c)
+	case *UpdateFeatures:
+		return p.updateFeatures(c)
 	case *AllocateProducerIDs:
 		b, err := p.broker(c.BrokerID, c.BrokerEpoch)
 		if err != nil {
@@ -182,9 +188,11 @@ func (p *planner) forEachPartition(fn func(t *Topic, i int32, part *Partition)) 
 // an otherwise empty ISR, marked stale when unclean) and moves its
 // leaderships elsewhere.
 func (p *planner) moveOff(id int32, unclean bool) []Record {
-	var recs []Record
+	recs := make([]Record, 0, p.im.PartitionsOn(id))
 	ok := p.acceptable(id, -1)
-	p.forEachPartition(func(t *Topic, i int32, part *Partition) {
+	// Only partitions naming the broker can have it as leader or in the
+	// ISR: the index (index.go) spares a scan of every partition.
+	p.im.sorted(p.im.idx.hosts[id], func(t *Topic, i int32, part *Partition) {
 		if part.Leader != id && !slices.Contains(part.ISR, id) {
 			return
 		}
@@ -247,7 +255,9 @@ func (p *planner) unfenceBroker(c *UnfenceBroker) ([]Record, any, error) {
 	}
 	recs := []Record{&UnfenceBrokerRecord{ID: b.ID, Epoch: b.Epoch}}
 	ok := p.acceptable(-1, b.ID)
-	p.forEachPartition(func(t *Topic, i int32, part *Partition) {
+	// Only partitions without a leader are elected here: the offline
+	// index (index.go) spares a scan of every partition.
+	p.im.sorted(p.im.idx.offline, func(t *Topic, i int32, part *Partition) {
 		if part.Leader != NoLeader || !slices.Contains(part.Replicas, b.ID) {
 			return
 		}
