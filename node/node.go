@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/node/replica"
+	"github.com/sluice-log/sluice/node/sasl"
 	"github.com/sluice-log/sluice/node/txn"
 	"github.com/sluice-log/sluice/node/txncoord"
 	"github.com/sluice-log/sluice/partition"
@@ -147,6 +148,8 @@ type Node struct {
 	cancel context.CancelFunc
 	stop   chan struct{}
 	wg     sync.WaitGroup
+	// oauth are the OAUTHBEARER listeners' validators (oauth.go).
+	oauth map[string]*sasl.OAuthValidator
 	// served is closed when the Kafka Serve loop returns.
 	served chan struct{}
 
@@ -344,6 +347,9 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		if cfg.Authorizer {
 			qc.AuthorizePeer = n.authorizeControllerPeer
 		}
+		if cfg.NodePrincipal != "" {
+			qc.AuthorizePeerNode = n.authorizePeerNode
+		}
 	}
 	if a, ok := cfg.Advertised(config.ListenerController); ok && a.Host != "" {
 		qc.AdvertiseAddr = net.JoinHostPort(a.Host, strconv.Itoa(int(ctrlL.Addr().(*net.TCPAddr).Port)))
@@ -418,7 +424,13 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 		// only on the inter-broker one (issue 14).
 		kopts.ReplicaListener = cfg.InterBrokerListener
 	}
+	if cfg.NodePrincipal != "" {
+		kopts.ReplicaPrincipal = cfg.NodePrincipalOf
+	}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
+		return err
+	}
+	if err := n.oauthValidators(); err != nil {
 		return err
 	}
 	var serving sync.WaitGroup
