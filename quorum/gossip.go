@@ -92,8 +92,10 @@ type Gossip struct {
 
 	// Proposed counts fence and unfence commands proposed (for tests/metrics).
 	Proposed atomic.Int64
-	// Probes and ProbesRefused count the active controller's probes.
-	Probes, ProbesRefused atomic.Int64
+	// Probes, ProbesRefused and ProbesSilent count the active
+	// controller's probes (silent: timed out or unreachable while another
+	// broker answered the round).
+	Probes, ProbesRefused, ProbesSilent atomic.Int64
 }
 
 // StartGossip starts memberlist for this node; ctrl is the node's
@@ -385,6 +387,13 @@ func (g *Gossip) probe(live *Liveness) {
 		}()
 	}
 	wg.Wait()
+	now := time.Now()
+	answered := 0
+	for _, err := range results {
+		if err == nil {
+			answered++
+		}
+	}
 	for i, t := range targets {
 		g.Probes.Add(1)
 		switch err := results[i]; {
@@ -393,8 +402,22 @@ func (g *Gossip) probe(live *Liveness) {
 		case errors.Is(err, syscall.ECONNREFUSED):
 			g.ProbesRefused.Add(1)
 			live.Refused(t.id, t.epoch)
+		case answered > 0 && silence(err):
+			// Another listener answered this round: the silence is
+			// the broker's, not this controller's.
+			g.ProbesSilent.Add(1)
+			live.Silent(t.id, t.epoch, now)
 		}
 	}
+}
+
+// silence reports whether a failed connect is silence from its host: a
+// timeout, or the host or its network unreachable (no ARP answer, an ICMP
+// unreachable).
+func silence(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
 
 // logDecision logs a fence or unfence the active controller proposed, with
@@ -423,6 +446,8 @@ func (g *Gossip) logDecision(cmd Command, err error, live *Liveness) {
 	}
 	if live.Refusing(id, epoch) {
 		attrs = append(attrs, "listener", "refusing connections")
+	} else if live.Silenced(id, epoch, time.Now()) {
+		attrs = append(attrs, "listener", "silent (probes time out while other brokers answer)")
 	}
 	if err != nil {
 		g.cfg.Log.Warn("quorum: "+what+" failed", append(attrs, "err", err)...)
