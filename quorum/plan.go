@@ -182,9 +182,11 @@ func (p *planner) forEachPartition(fn func(t *Topic, i int32, part *Partition)) 
 // an otherwise empty ISR, marked stale when unclean) and moves its
 // leaderships elsewhere.
 func (p *planner) moveOff(id int32, unclean bool) []Record {
-	var recs []Record
+	recs := make([]Record, 0, p.im.PartitionsOn(id))
 	ok := p.acceptable(id, -1)
-	p.forEachPartition(func(t *Topic, i int32, part *Partition) {
+	// Only partitions naming the broker can have it as leader or in the
+	// ISR: the index (index.go) spares a scan of every partition.
+	p.im.sorted(p.im.idx.hosts[id], func(t *Topic, i int32, part *Partition) {
 		if part.Leader != id && !slices.Contains(part.ISR, id) {
 			return
 		}
@@ -247,7 +249,9 @@ func (p *planner) unfenceBroker(c *UnfenceBroker) ([]Record, any, error) {
 	}
 	recs := []Record{&UnfenceBrokerRecord{ID: b.ID, Epoch: b.Epoch}}
 	ok := p.acceptable(-1, b.ID)
-	p.forEachPartition(func(t *Topic, i int32, part *Partition) {
+	// Only partitions without a leader are elected here: the offline
+	// index (index.go) spares a scan of every partition.
+	p.im.sorted(p.im.idx.offline, func(t *Topic, i int32, part *Partition) {
 		if part.Leader != NoLeader || !slices.Contains(part.Replicas, b.ID) {
 			return
 		}
