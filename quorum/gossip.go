@@ -92,6 +92,10 @@ type Gossip struct {
 
 	// Proposed counts fence and unfence commands proposed (for tests/metrics).
 	Proposed atomic.Int64
+	// probeAddrs are the addresses the probes go to, by broker id; only
+	// the loop goroutine touches them.
+	probeAddrs map[int32]probeAddr
+
 	// Probes, ProbesRefused and ProbesSilent count the active
 	// controller's probes (silent: timed out or unreachable while another
 	// broker answered the round).
@@ -372,21 +376,30 @@ func (g *Gossip) probe(live *Liveness) {
 			}
 		}
 	})
+	if g.probeAddrs == nil {
+		g.probeAddrs = map[int32]probeAddr{}
+	}
 	results := make([]error, len(targets))
+	resolved := make([]probeAddr, len(targets))
 	var wg sync.WaitGroup
 	d := net.Dialer{Timeout: g.cfg.ProbeInterval}
 	for i, t := range targets {
+		cached := g.probeAddrs[t.id]
+		if cached.epoch != t.epoch || cached.name != t.addr {
+			cached = probeAddr{epoch: t.epoch, name: t.addr}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := d.DialContext(g.ctx, "tcp", t.addr)
-			if err == nil {
-				_ = c.Close()
-			}
-			results[i] = err
+			resolved[i], results[i] = g.dialProbe(&d, cached)
 		}()
 	}
 	wg.Wait()
+	for i, t := range targets {
+		if resolved[i].ip != "" {
+			g.probeAddrs[t.id] = resolved[i]
+		}
+	}
 	now := time.Now()
 	answered := 0
 	for _, err := range results {
@@ -409,6 +422,70 @@ func (g *Gossip) probe(live *Liveness) {
 			live.Silent(t.id, t.epoch, now)
 		}
 	}
+}
+
+// probeAddr is where the probes of one broker registration go: its
+// endpoint (name, host:port) and the address it resolved to (ip,
+// host:port) when a probe last reached it or first resolved it. A host
+// that is gone may take its name with it (docker's DNS forgets a killed
+// container at once, "no such host"): its last address is still probed,
+// and its silence is evidence.
+type probeAddr struct {
+	epoch    int64
+	name, ip string
+}
+
+// errProbeMoved: the probe's address did not answer, but the broker's
+// name now resolves to another address: no evidence.
+var errProbeMoved = errors.New("quorum: the broker's name resolves to another address")
+
+// dialProbe connects to the broker at a (its resolved address, else its
+// name resolved now) and returns where it probed.
+func (g *Gossip) dialProbe(d *net.Dialer, a probeAddr) (probeAddr, error) {
+	if a.ip == "" {
+		ip, err := g.resolve(a.name)
+		if err != nil {
+			return a, err
+		}
+		a.ip = ip
+	}
+	c, err := d.DialContext(g.ctx, "tcp", a.ip)
+	if err == nil {
+		_ = c.Close()
+		return a, nil
+	}
+	if silence(err) && a.ip != a.name {
+		// Silent at the address we know: has the name moved (a new IP
+		// for the same registration)? A name that no longer resolves
+		// is no move.
+		if ip, rerr := g.resolve(a.name); rerr == nil && ip != a.ip {
+			a.ip = ip
+			return a, errProbeMoved
+		}
+	}
+	return a, err
+}
+
+// resolve returns host:port with the host resolved to an IP address,
+// within a probe interval.
+func (g *Gossip) resolve(hostport string) (string, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", err
+	}
+	if net.ParseIP(host) != nil {
+		return hostport, nil
+	}
+	ctx, cancel := context.WithTimeout(g.ctx, g.cfg.ProbeInterval)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupHost(ctx, host)
+	if err != nil {
+		return "", err
+	}
+	if len(ips) == 0 {
+		return "", fmt.Errorf("quorum: %s resolves to no address", host)
+	}
+	return net.JoinHostPort(ips[0], port), nil
 }
 
 // silence reports whether a failed connect is silence from its host: a
