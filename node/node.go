@@ -325,7 +325,10 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 	}
 	qc := quorum.Config{
 		BootstrapScram: boot,
-		NodeID:         cfg.NodeID, DirectoryID: m.DirectoryID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
+		// The cluster's feature levels start at this node's settings
+		// (when it is the first active controller).
+		BootstrapFeatures: map[string]int16{quorum.FeatureTransactionVersion: cfg.Transactions.Version},
+		NodeID:            cfg.NodeID, DirectoryID: m.DirectoryID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
 		ClusterID: m.ClusterID, PeerLog: n.log,
 		Policy:       quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
 		OnApply:      func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },

@@ -284,6 +284,8 @@ func newRecord(t RecordType) Record {
 		return &UnregisterBrokerRecord{}
 	case TypeBrokerConfig:
 		return &BrokerConfigRecord{}
+	case TypeFeatureLevel:
+		return &FeatureLevelRecord{}
 	}
 	return nil
 }
