@@ -353,7 +353,7 @@ func (e gossipEvents) NotifyLeave(n *memberlist.Node) {
 }
 
 // probe connects to the ProbeListener endpoint of every broker that is
-// registered, unfenced and not shutting down (but this one), all at once,
+// registered and not shutting down (but this one), all at once,
 // each for at most ProbeInterval, and tells live which refused and which
 // accepted. A timeout or another error is no evidence either way.
 func (g *Gossip) probe(live *Liveness) {
@@ -366,7 +366,10 @@ func (g *Gossip) probe(live *Liveness) {
 	g.ctrl.View(func(im *Image) {
 		for _, id := range im.SortedBrokers() {
 			b := im.Brokers[id]
-			if id == g.cfg.NodeID || b.Fenced || b.ShuttingDown {
+			// Fenced brokers are probed too: one fenced for silence
+			// (a network cut that heals, same process and epoch) is
+			// unfenced only once a probe is answered again.
+			if id == g.cfg.NodeID || b.ShuttingDown {
 				continue
 			}
 			for _, e := range b.Endpoints {

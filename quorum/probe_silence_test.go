@@ -95,4 +95,9 @@ func TestProbeSilenceFences(t *testing.T) {
 	if leader.c.Image().Brokers[2].Fenced {
 		t.Fatal("the answering broker 2 was fenced")
 	}
+	// A fenced broker is still probed: a cut that heals (same process,
+	// same epoch) ends only when a probe is answered again, so probes
+	// that skipped fenced brokers would keep it fenced for good.
+	fenced := g.ProbesSilent.Load()
+	waitFor(t, 20*time.Second, "the fenced broker still probed", func() bool { return g.ProbesSilent.Load() >= fenced+2 })
 }
