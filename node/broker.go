@@ -448,7 +448,7 @@ func (n *Node) decideTopics(ctx context.Context, cmd quorum.Command, validateOnl
 	var reply any
 	var err error
 	if validateOnly {
-		_, reply, err = quorum.Plan(n.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: n.cfg.UncleanLeaderElectionEnable}, cmd)
+		_, reply, err = quorum.Plan(n.ctrl.Image(), quorumPolicy(n.cfg), cmd)
 	} else {
 		reply, err = n.publish(ctx, cmd)
 	}
