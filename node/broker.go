@@ -71,7 +71,8 @@ func (b *broker) Metadata(ctx context.Context, q kafka.MetadataQuery) (kafka.Clu
 		add := func(t *quorum.Topic) {
 			tm := kafka.TopicMetadata{Name: t.Name, ID: kafka.TopicID(t.ID), Internal: isInternal(t.Name)}
 			for i, p := range t.Partitions {
-				pm := kafka.PartitionMetadata{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR}
+				pm := kafka.PartitionMetadata{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR,
+					ELR: p.ELR, LastKnownELR: p.LastKnownELR}
 				for _, r := range p.Replicas {
 					if !im.Brokers[r].Alive() {
 						pm.Offline = append(pm.Offline, r)

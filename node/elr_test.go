@@ -85,6 +85,29 @@ func TestELRElectsTheSafestReplica(t *testing.T) {
 		return p.Leader == quorum.NoLeader && len(p.ISR) == 0 && slices.Equal(p.ELR, []int32{4, 5})
 	})
 
+	// Clients see the eligible replicas (DescribeTopicPartitions, KIP-966),
+	// once the broker they ask has the change.
+	dcl := c.client()
+	for {
+		dreq := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		dreq.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: topic}}
+		dresp, err := dreq.RequestWith(ctx, dcl)
+		if err != nil {
+			t.Fatalf("DescribeTopicPartitions: %v", err)
+		}
+		if len(dresp.Topics) == 1 && len(dresp.Topics[0].Partitions) == 1 {
+			dp := dresp.Topics[0].Partitions[0]
+			if dp.LeaderID == -1 && len(dp.ISR) == 0 && slices.Equal(dp.EligibleLeaderReplicas, []int32{4, 5}) {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("DescribeTopicPartitions never answered leader -1, ISR [], ELR [4 5]: %+v", dresp.Topics)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+
 	// Open returns once 3 is unfenced: an election it could win would
 	// have been in the same metadata entry as its unfence.
 	c.restart(n3)

@@ -114,6 +114,7 @@ func newTable(b Broker) *table {
 		{key: kmsg.DescribeClientQuotas, min: 0, max: 1, handle: handleDescribeClientQuotas, needs: has[QuotaAdmin]},
 		{key: kmsg.AlterClientQuotas, min: 0, max: 1, handle: handleAlterClientQuotas, needs: has[QuotaAdmin]},
 		{key: kmsg.UnregisterBroker, min: 0, max: 0, handle: handleUnregisterBroker, needs: has[Unregisterer]},
+		{key: kmsg.DescribeTopicPartitions, min: 0, max: 0, handle: handleDescribeTopicPartitions, maxBytes: metadataMaxBytes},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needs != nil && !a.needs(b)
