@@ -35,7 +35,8 @@
 // Record types: cluster_id, register_broker, fence_broker, unfence_broker,
 // broker_shutdown, create_topic, remove_topic, topic_config,
 // partition_change (complete new leader/ISR/epochs, the lost ISR of an
-// unclean election, and the new replicas of a reassignment), producer_ids, add_partitions (CreatePartitions: new
+// unclean election, the new replicas of a reassignment, the eligible
+// leader replicas and last-known ones), producer_ids, add_partitions (CreatePartitions: new
 // partitions appended from the current count, placed as CreateTopics
 // places them over the alive brokers, with the topic's replication
 // factor), log_dir_offline (a broker's log directory failed: logdir.go;
@@ -114,7 +115,7 @@
 // unclean election (outside the ISR) only where unclean.leader.election.enable
 // (Policy default, topic override) allows it or an admin asks for it, and it
 // is recorded in the partition; every leader change bumps the leader epoch and
-// every change the partition epoch; the ISR is never empty. AlterPartition
+// every change the partition epoch; the ISR is never empty without eligible leader replicas (below). AlterPartition
 // must come from the current leader with its broker epoch, the current leader
 // epoch and partition epoch, and every ISR member must be registered,
 // unfenced, not shutting down and carry its current broker epoch (KIP-841,
@@ -123,13 +124,30 @@
 // log corrupt, node/replica/scrub.go); an ISR without it and without an acceptable
 // leader is refused.
 //
-// A partition whose only ISR member re-registers after an unclean shutdown
-// (RegisterBroker.CleanShutdown false) keeps that member but marks the ISR
-// stale: electing it is then an unclean election (DESIGN.md: a restarted
-// broker is never elected from a stale ISR entry; compare KIP-966). Topics
-// with sluice.durability=sync are the exception: every acknowledged record
-// was fsynced, so the unclean shutdown lost nothing acknowledged and the
-// member stays electable.
+// Eligible leader replicas (KIP-966, elr.go; Policy.EligibleLeaderReplicasVersion
+// 1, the node's default): the high watermark is frozen while the ISR is
+// below min.insync.replicas, so a replica that leaves the ISR then holds
+// every committed record and joins the partition's ELR; the ISR may
+// empty (its last member fenced), and the leader is then elected from the
+// ELR, in replica order. A broker that re-registers after an unclean
+// shutdown leaves every ELR for the last-known ELR. The shutdown is clean
+// only when the broker's marker names the broker epoch the image holds
+// (RegisterBroker.PreviousBrokerEpoch, Kafka's clean-shutdown detection
+// by broker epoch). The ELR and last-known ELR are cleared once the ISR
+// has min.insync.replicas members. An unclean election takes a
+// last-known ELR member (or a stale ISR's) before any other replica, and
+// clears both. Scripts: testdata/elr.txt (timelines), elr_upgrade.txt;
+// node's TestELRElectsTheSafestReplica on real nodes.
+//
+// At version 0 the earlier rules hold: a partition whose only ISR member
+// re-registers after an unclean shutdown (RegisterBroker.CleanShutdown
+// false) keeps that member but marks the ISR stale: electing it is then
+// an unclean election (DESIGN.md: a restarted broker is never elected
+// from a stale ISR entry). Turning version 1 on converts a stale ISR into
+// a last-known ELR at the partition's next change. In both, topics with
+// sluice.durability=sync are the exception: every acknowledged record was
+// fsynced, so the unclean shutdown lost nothing acknowledged and the
+// replica stays electable.
 //
 // A broker whose log directory fails reports it (LogDirOffline, with its
 // broker epoch, as Kafka's brokers do in their heartbeat): the broker stays
