@@ -375,7 +375,10 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
 		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port), SessionTimeout: cfg.BrokerSessionTimeout, ClusterID: n.clusterID, Log: n.log,
-			ProbeListener: cfg.InterBrokerListener, ProbeInterval: cfg.BrokerProbeInterval, Keys: cfg.GossipKeys}
+			ProbeListener: cfg.InterBrokerListener, ProbeInterval: cfg.BrokerProbeInterval, Keys: cfg.GossipKeys,
+			OnFence: func(cause quorum.FenceCause, since time.Time, moved int) {
+				n.metrics.m.ObserveFence(string(cause), time.Since(since), moved)
+			}}
 		if a, ok := cfg.Advertised(config.ListenerGossip); ok && a.Port != 0 {
 			if gc.AdvertiseAddr, err = gossipAdvertiseIP(a.Host); err != nil {
 				return fmt.Errorf("node: advertised GOSSIP listener: %w", err)

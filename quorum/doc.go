@@ -264,6 +264,13 @@
 //     broker not seen alive by gossip for that long is fenced, counted from
 //     when this controller became active.
 //
+// Liveness.Cause names why a broker is fenced (probe_refused, gossip_dead,
+// new_incarnation, session_timeout) and since when the evidence had it
+// gone; GossipConfig.OnFence hands both to the node after each committed
+// fence, with how many of its leaderships moved, for the metrics
+// sluice_controller_fences_total{cause} and
+// sluice_controller_failover_seconds.
+//
 // GossipConfig.Keys turn on memberlist's keyring: every packet and stream
 // is encrypted and authenticated (AES-GCM, the cluster label as
 // authenticated data) with the first key and opened with any, so a

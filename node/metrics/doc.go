@@ -92,6 +92,12 @@
 //	sluice_log_cleaner_cleans_total, _failures_total   cleans that moved a log's checkpoint, and failed cleans, since the node started
 //	sluice_log_corrupt_batches_total{topic,partition}  bad batches the scrub or a read found in a local log
 //	sluice_raft_commits_total, sluice_raft_commit_seconds_total  metadata commit latency, as counters
+//	sluice_controller_fences_total{cause}              brokers fenced as the active controller: probe_refused, gossip_dead,
+//	                                                   new_incarnation, session_timeout (quorum.Liveness.Cause)
+//	sluice_controller_failover_seconds                 histogram, per fence of a broker that led partitions: from the first
+//	                                                   evidence it was gone (first refused probe, gossip's dead event, last
+//	                                                   sight) to the commit giving its partitions new leaders; what came
+//	                                                   before the evidence (up to a probe interval) is not in it
 //	sluice_group_lag_records{group,topic,partition}    high watermark minus the group's committed offset, by its coordinator
 //	sluice_memory_dirty_bytes, sluice_memory_writeback_bytes     /proc/meminfo Dirty, Writeback
 //	sluice_vm_dirty_setting{name}                      each vm.dirty_* sysctl (name without "vm.")
