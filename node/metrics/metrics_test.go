@@ -465,3 +465,15 @@ func TestObserveFence(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicationBytes: the reassignment and throttled-replica byte
+// counts pass through under Kafka's BrokerTopicMetrics names (topic=""
+// for all) and sluice_replication_throttled_bytes_total by throttle.
+func TestReplicationBytes(t *testing.T) {
+	m := New(&staticSource{b: BrokerStat{ReassignmentBytesIn: 10, ReassignmentBytesOut: 20, ThrottledLeaderBytes: 30, ThrottledFollowerBytes: 40}}, Options{ProcRoot: fakeProc(t)})
+	mfs := gather(t, m)
+	expect(t, mfs, 10, "kafka_server_brokertopicmetrics_reassignmentbytesin_total", "topic=")
+	expect(t, mfs, 20, "kafka_server_brokertopicmetrics_reassignmentbytesout_total", "topic=")
+	expect(t, mfs, 30, "sluice_replication_throttled_bytes_total", "throttle=leader")
+	expect(t, mfs, 40, "sluice_replication_throttled_bytes_total", "throttle=follower")
+}

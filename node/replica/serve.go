@@ -270,12 +270,15 @@ func (r *Replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 		maxBytes = min(maxBytes, avail)
 	}
 	res, _ = r.read(res, a.ReadFrom, maxBytes, math.MaxInt64, a.HW, r.LastStable(a.HW))
+	n := len(res.Records)
+	if res.File != nil {
+		n = res.File.Len()
+	}
 	if throttled {
-		n := len(res.Records)
-		if res.File != nil {
-			n = res.File.Len()
-		}
 		r.m.leaderQuota.record(n, time.Now())
+	}
+	if r.adding(p.ReplicaID) {
+		r.m.reassignOut.Add(int64(n))
 	}
 	return res
 }
