@@ -9,7 +9,7 @@ TESTBUILD ?= -race -tags invariants
 TESTFLAGS ?= $(TESTBUILD) -count=1 -timeout 12m
 FUZZTIME  ?= 15s
 
-.PHONY: all build test test-short bench bench-cluster bench-failover bench-scale bench-groups bench-groups-scale bench-txn bench-writeback fuzz lint demo crash e2e soak clean image cluster-up cluster-down test-docker soak-docker
+.PHONY: all build test test-short bench bench-cluster bench-failover bench-scale bench-scale-metadata bench-groups bench-groups-scale bench-txn bench-writeback fuzz lint demo crash e2e soak clean image cluster-up cluster-down test-docker soak-docker
 
 all: build
 
@@ -115,6 +115,20 @@ bench-failover: build
 bench-scale:
 	@mkdir -p bin
 	SLUICE_BENCH_SCALE=1 $(GO) test -count=1 -timeout 30m -run '^TestBenchScale$$' ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-scale.txt
+	$(MAKE) --no-print-directory bench-scale-metadata SCALE_METADATA_APPEND=-a
+
+# bench-scale-metadata (also run by bench-scale) measures the metadata
+# quorum at KRaft scale (issue 21, target 6; quorum/scale_bench_test.go):
+# SCALE_META_TOPICS topics (10,000) x 100 partitions, RF=3, created on 3
+# in-process voters through the controller's command path; snapshot write
+# and load, binary beside the JSON of older builds; image heap per
+# partition; fence and unfence of a broker; controller failover. ~3 GiB of
+# memory and a few minutes at a million partitions. Appended to
+# bin/bench-scale.txt by bench-scale, else bin/bench-scale-metadata.txt.
+SCALE_META_TOPICS ?= 10000
+bench-scale-metadata:
+	@mkdir -p bin
+	SLUICE_BENCH_METADATA=1 SLUICE_META_TOPICS=$(SCALE_META_TOPICS) $(GO) test -count=1 -timeout 40m -v -run '^TestBenchMetadataScale$$' ./quorum/ 2>&1 | grep -v '^time=\|^    scale_bench\|^=== RUN' | tee $(SCALE_METADATA_APPEND) $(if $(SCALE_METADATA_APPEND),bin/bench-scale.txt,bin/bench-scale-metadata.txt)
 
 # bench-groups measures consumer groups on 3 in-process nodes, RF=3
 # (issue 17, node/groups_bench*_test.go), each against a baseline in the

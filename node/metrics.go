@@ -60,14 +60,9 @@ func (s *metricsSource) Partitions(buf []metrics.PartitionStat) []metrics.Partit
 	}
 	replicas := map[replica.TP]assigned{}
 	n.ctrl.View(func(im *quorum.Image) {
-		for name, t := range im.Topics {
-			for i := range t.Partitions {
-				p := &t.Partitions[i]
-				if contains(p.Replicas, n.cfg.NodeID) {
-					replicas[replica.TP{Topic: name, Partition: int32(i)}] = assigned{len(p.TargetReplicas()), p.Reassigning()}
-				}
-			}
-		}
+		im.EachPartitionOn(n.cfg.NodeID, func(t *quorum.Topic, i int32, p *quorum.Partition) {
+			replicas[replica.TP{Topic: t.Name, Partition: i}] = assigned{len(p.TargetReplicas()), p.Reassigning()}
+		})
 	})
 	for _, r := range n.rm.Replicas() {
 		as, ok := replicas[replica.TP{Topic: r.Topic(), Partition: r.Partition()}]
@@ -180,11 +175,9 @@ func (s *metricsSource) Controller() metrics.ControllerStat {
 				st.FencedBrokers++
 			}
 		}
+		st.OfflinePartitions = im.OfflinePartitions()
 		for _, t := range im.Topics {
 			for _, p := range t.Partitions {
-				if p.Leader == quorum.NoLeader {
-					st.OfflinePartitions++
-				}
 				st.UncleanElections += int64(len(p.UncleanElections))
 			}
 		}

@@ -133,7 +133,7 @@ func (c PartitionChange) Build() (*PartitionChangeRecord, bool) {
 		rec.ISR = []int32{leader}
 		elr = without(elr, rec.ISR)
 	}
-	rec.ELR, rec.LastKnownELR = elr, lke
+	rec.ELR, rec.LastKnownELR = nilIfEmpty(elr), nilIfEmpty(lke)
 	if !slices.Equal(reps, cur.Replicas) || !slices.Equal(adding, cur.AddingReplicas) || !slices.Equal(removing, cur.RemovingReplicas) {
 		rec.Assignment = &Assignment{Replicas: slices.Clone(reps), Adding: slices.Clone(adding), Removing: slices.Clone(removing)}
 	}

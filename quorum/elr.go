@@ -64,3 +64,12 @@ func inOrder(reps, set []int32) []int32 {
 	}
 	return out
 }
+
+// nilIfEmpty returns s, or nil when it is empty: records and images hold
+// no empty ELR lists, so that every encoding replays to the same image.
+func nilIfEmpty(s []int32) []int32 {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}

@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -10,8 +9,10 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// SnapshotVersion is the version of the snapshot encoding.
-const SnapshotVersion = 1
+// SnapshotVersion is the version of the snapshot encoding: 2 is the
+// binary encoding (codec_snapshot.go), 1 the JSON of older builds, still
+// read.
+const SnapshotVersion = 2
 
 // Change is one step of the applied metadata stream, delivered in log order.
 type Change struct {
@@ -142,19 +143,12 @@ func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 	}
 }
 
-// snapshotFile is the encoding of a snapshot.
-type snapshotFile struct {
-	Version int    `json:"v"`
-	Applied uint64 `json:"applied"`
-	Image   *Image `json:"image"`
-}
-
 // Snapshot implements raft.FSM: it copies the image under the read lock;
 // encoding happens later in Persist, off the FSM goroutine.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return &fsmSnapshot{file: snapshotFile{Version: SnapshotVersion, Applied: f.applied, Image: f.im.Clone()}}, nil
+	return &fsmSnapshot{im: f.im.Clone(), applied: f.applied}, nil
 }
 
 // Restore implements raft.FSM: it replaces the image with a snapshot's.
@@ -178,31 +172,13 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-// WriteSnapshot writes an image in the snapshot encoding.
-func WriteSnapshot(w io.Writer, im *Image, applied uint64) error {
-	return json.NewEncoder(w).Encode(snapshotFile{Version: SnapshotVersion, Applied: applied, Image: im})
+type fsmSnapshot struct {
+	im      *Image
+	applied uint64
 }
-
-// ReadSnapshot reads what WriteSnapshot wrote.
-func ReadSnapshot(r io.Reader) (*Image, uint64, error) {
-	var s snapshotFile
-	if err := json.NewDecoder(r).Decode(&s); err != nil {
-		return nil, 0, fmt.Errorf("%w: snapshot: %v", ErrCorruptEntry, err)
-	}
-	if s.Version < 1 || s.Version > SnapshotVersion || s.Image == nil {
-		return nil, 0, fmt.Errorf("%w: snapshot version %d (this build reads up to %d)", ErrCorruptEntry, s.Version, SnapshotVersion)
-	}
-	s.Image.reindex()
-	if err := s.Image.CheckInvariants(); err != nil {
-		return nil, 0, fmt.Errorf("%w: snapshot: %v", ErrCorruptEntry, err)
-	}
-	return s.Image, s.Applied, nil
-}
-
-type fsmSnapshot struct{ file snapshotFile }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := WriteSnapshot(sink, s.file.Image, s.file.Applied); err != nil {
+	if err := WriteSnapshot(sink, s.im, s.applied); err != nil {
 		sink.Cancel()
 		return err
 	}

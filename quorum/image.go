@@ -165,6 +165,9 @@ type Topic struct {
 	ID         UUID              `json:"id"`
 	Configs    map[string]string `json:"configs,omitempty"`
 	Partitions []Partition       `json:"partitions"`
+
+	// seq numbers the topic in its image's partition index (index.go).
+	seq uint32
 }
 
 // ProducerIDBlock is a range of producer ids handed to one broker.
@@ -199,6 +202,8 @@ type Image struct {
 	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
 
 	topicsByID map[UUID]string
+	// idx indexes the partitions by broker (index.go).
+	idx partIndex
 }
 
 // NewImage returns the empty image.
@@ -207,6 +212,7 @@ func NewImage() *Image {
 		Brokers:    map[int32]*Broker{},
 		Topics:     map[string]*Topic{},
 		topicsByID: map[UUID]string{},
+		idx:        newPartIndex(),
 	}
 }
 
@@ -263,38 +269,68 @@ func (im *Image) Clone() *Image {
 		c.Brokers[id] = &nb
 	}
 	for name, t := range im.Topics {
-		nt := &Topic{Name: t.Name, ID: t.ID, Partitions: make([]Partition, len(t.Partitions))}
+		nt := &Topic{Name: t.Name, ID: t.ID, Partitions: make([]Partition, len(t.Partitions)), seq: t.seq}
 		if t.Configs != nil {
 			nt.Configs = make(map[string]string, len(t.Configs))
 			for k, v := range t.Configs {
 				nt.Configs[k] = v
 			}
 		}
+		var arena []int32
 		for i := range t.Partitions {
-			nt.Partitions[i] = t.Partitions[i].clone()
+			nt.Partitions[i] = t.Partitions[i].cloneInto(&arena)
 		}
 		c.Topics[name] = nt
 		c.topicsByID[t.ID] = name
 	}
+	c.idx = im.idx.clone(c.Topics)
 	return c
+}
+
+// cloneInto is clone with the replicas and ISR carved out of *arena
+// (capacity-limited: an append copies), one allocation for many
+// partitions instead of two each.
+func (p Partition) cloneInto(arena *[]int32) Partition {
+	q := p
+	q.Replicas, q.ISR = carve(arena, p.Replicas), carve(arena, p.ISR)
+	q.cloneRare()
+	return q
+}
+
+func carve(arena *[]int32, s []int32) []int32 {
+	if s == nil {
+		return nil
+	}
+	if cap(*arena)-len(*arena) < len(s) {
+		*arena = make([]int32, 0, max(len(s), 1024))
+	}
+	start := len(*arena)
+	*arena = append(*arena, s...)
+	return (*arena)[start:len(*arena):len(*arena)]
 }
 
 func (p Partition) clone() Partition {
 	q := p
 	q.Replicas = slices.Clone(p.Replicas)
 	q.ISR = slices.Clone(p.ISR)
-	q.AddingReplicas = slices.Clone(p.AddingReplicas)
-	q.RemovingReplicas = slices.Clone(p.RemovingReplicas)
-	q.ELR = slices.Clone(p.ELR)
-	q.LastKnownELR = slices.Clone(p.LastKnownELR)
+	q.cloneRare()
+	return q
+}
+
+// cloneRare replaces the rarely set slices of p with copies.
+func (p *Partition) cloneRare() {
+	p.AddingReplicas = slices.Clone(p.AddingReplicas)
+	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
+	p.ELR = slices.Clone(p.ELR)
+	p.LastKnownELR = slices.Clone(p.LastKnownELR)
 	if p.UncleanElections != nil {
-		q.UncleanElections = make([]UncleanElection, len(p.UncleanElections))
+		us := make([]UncleanElection, len(p.UncleanElections))
 		for i, u := range p.UncleanElections {
 			u.LostISR = slices.Clone(u.LostISR)
-			q.UncleanElections[i] = u
+			us[i] = u
 		}
+		p.UncleanElections = us
 	}
-	return q
 }
 
 // reindex rebuilds the derived indexes after decoding.
@@ -307,8 +343,11 @@ func (im *Image) reindex() {
 	}
 	im.acls = newACLSet(im.ACLs)
 	im.topicsByID = make(map[UUID]string, len(im.Topics))
-	for name, t := range im.Topics {
+	im.idx = newPartIndex()
+	for _, name := range im.SortedTopics() {
+		t := im.Topics[name]
 		im.topicsByID[t.ID] = name
+		im.idx.addTopic(t)
 	}
 }
 

@@ -73,6 +73,7 @@ func (im *Image) replayAddPartitions(r *AddPartitionsRecord) error {
 	}
 	for _, p := range r.Partitions {
 		t.Partitions = append(t.Partitions, p.clone())
+		im.idx.add(t, int32(len(t.Partitions)-1))
 	}
 	return nil
 }

@@ -213,9 +213,12 @@ func (p *planner) forEachPartition(fn func(t *Topic, i int32, part *Partition)) 
 // ISR, marked stale when unclean; with ELR it may join the ELR, or, when
 // unclean, leaves it for the last-known ELR.
 func (p *planner) moveOff(id int32, unclean bool) []Record {
-	var recs []Record
+	recs := make([]Record, 0, p.im.PartitionsOn(id))
 	ok := p.acceptable(id, -1)
-	p.forEachPartition(func(t *Topic, i int32, part *Partition) {
+	// Only partitions naming the broker can have it as leader, in the
+	// ISR or in the ELR: the index (index.go) spares a scan of every
+	// partition.
+	p.im.sorted(p.im.idx.hosts[id], func(t *Topic, i int32, part *Partition) {
 		if part.Leader != id && !slices.Contains(part.ISR, id) && !(unclean && slices.Contains(part.ELR, id)) {
 			return
 		}
@@ -282,7 +285,9 @@ func (p *planner) unfenceBroker(c *UnfenceBroker) ([]Record, any, error) {
 	}
 	recs := []Record{&UnfenceBrokerRecord{ID: b.ID, Epoch: b.Epoch}}
 	ok := p.acceptable(-1, b.ID)
-	p.forEachPartition(func(t *Topic, i int32, part *Partition) {
+	// Only partitions without a leader are elected here: the offline
+	// index (index.go) spares a scan of every partition.
+	p.im.sorted(p.im.idx.offline, func(t *Topic, i int32, part *Partition) {
 		if part.Leader != NoLeader || !slices.Contains(part.Replicas, b.ID) {
 			return
 		}

@@ -1,15 +1,16 @@
 package quorum
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 )
 
-// EntryVersion is the version of the encoding of one Raft log entry. Decoders
-// reject entries of a newer version rather than guessing.
-const EntryVersion = 1
+// EntryVersion is the version of the encoding of one Raft log entry: 2 is
+// the binary encoding (codec_records.go), 1 the JSON of older builds,
+// still read. Decoders reject entries of a newer version rather than
+// guessing.
+const EntryVersion = 2
 
 // RecordType names a record kind in the encoding.
 type RecordType string
@@ -259,55 +260,8 @@ func formatConfigs(m map[string]string) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-// wireRecord is the envelope of one record: a type tag and its payload.
-type wireRecord struct {
-	Type RecordType      `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
-
-// wireEntry is one Raft log entry: a versioned batch of records that commit
-// atomically (all in one log index) and replay in order.
-type wireEntry struct {
-	Version int          `json:"v"`
-	Records []wireRecord `json:"records"`
-}
-
-// EncodeEntry encodes a batch of records as one Raft log entry.
-func EncodeEntry(recs []Record) ([]byte, error) {
-	e := wireEntry{Version: EntryVersion, Records: make([]wireRecord, len(recs))}
-	for i, r := range recs {
-		data, err := json.Marshal(r)
-		if err != nil {
-			return nil, fmt.Errorf("quorum: encode %s: %w", r.Type(), err)
-		}
-		e.Records[i] = wireRecord{Type: r.Type(), Data: data}
-	}
-	return json.Marshal(e)
-}
-
-// DecodeEntry decodes a Raft log entry written by EncodeEntry.
-func DecodeEntry(b []byte) ([]Record, error) {
-	var e wireEntry
-	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptEntry, err)
-	}
-	if e.Version < 1 || e.Version > EntryVersion {
-		return nil, fmt.Errorf("%w: entry version %d (this build reads up to %d)", ErrCorruptEntry, e.Version, EntryVersion)
-	}
-	recs := make([]Record, len(e.Records))
-	for i, w := range e.Records {
-		r := newRecord(w.Type)
-		if r == nil {
-			return nil, fmt.Errorf("%w: unknown record type %q", ErrCorruptEntry, w.Type)
-		}
-		if err := json.Unmarshal(w.Data, r); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrCorruptEntry, w.Type, err)
-		}
-		recs[i] = r
-	}
-	return recs, nil
-}
-
+// newRecord returns an empty record of type t, or nil for an unknown type:
+// the registry of record type names, which JSON-carried records use.
 func newRecord(t RecordType) Record {
 	switch t {
 	case TypeClusterID:

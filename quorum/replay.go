@@ -58,6 +58,7 @@ func (im *Image) Replay(r Record) error {
 		}
 		im.Topics[r.Name] = t
 		im.topicsByID[r.ID] = r.Name
+		im.idx.addTopic(t)
 	case *RemoveTopicRecord:
 		t, ok := im.Topics[r.Name]
 		if !ok || t.ID != r.ID {
@@ -65,6 +66,7 @@ func (im *Image) Replay(r Record) error {
 		}
 		delete(im.Topics, r.Name)
 		delete(im.topicsByID, r.ID)
+		im.idx.removeTopic(t)
 	case *TopicConfigRecord:
 		t := im.TopicByID(r.TopicID)
 		if t == nil {
@@ -94,7 +96,9 @@ func (im *Image) Replay(r Record) error {
 		if r.LeaderEpoch != p.LeaderEpoch && r.LeaderEpoch != p.LeaderEpoch+1 {
 			return stale(r, "leader epoch %d does not follow %d", r.LeaderEpoch, p.LeaderEpoch)
 		}
+		im.idx.remove(t, r.Partition)
 		p.apply(r)
+		im.idx.add(t, r.Partition)
 	case *ProducerIDsRecord:
 		if r.Start != im.NextProducerID || r.Len <= 0 {
 			return stale(r, "block starts at %d, next producer id is %d", r.Start, im.NextProducerID)
@@ -129,8 +133,8 @@ func (p *Partition) apply(r *PartitionChangeRecord) {
 	p.LeaderEpoch = r.LeaderEpoch
 	p.PartitionEpoch = r.PartitionEpoch
 	p.StaleISR = r.StaleISR
-	p.ELR = slices.Clone(r.ELR)
-	p.LastKnownELR = slices.Clone(r.LastKnownELR)
+	p.ELR = nilIfEmpty(slices.Clone(r.ELR))
+	p.LastKnownELR = nilIfEmpty(slices.Clone(r.LastKnownELR))
 	if a := r.Assignment; a != nil {
 		p.Replicas = slices.Clone(a.Replicas)
 		p.AddingReplicas = slices.Clone(a.Adding)

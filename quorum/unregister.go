@@ -57,7 +57,8 @@ func (p *planner) unregisterBroker(c *UnregisterBroker) ([]Record, any, error) {
 	}
 	var hosted []string
 	n := 0
-	p.forEachPartition(func(t *Topic, i int32, part *Partition) {
+	// Adding replicas are among the replicas: the replica index has them.
+	p.im.sorted(p.im.idx.hosts[b.ID], func(t *Topic, i int32, part *Partition) {
 		if slices.Contains(part.Replicas, b.ID) || slices.Contains(part.AddingReplicas, b.ID) {
 			n++
 			if len(hosted) < maxNamed {
