@@ -331,9 +331,11 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		BootstrapScram: boot,
 		NodeID:         cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
 		ClusterID: m.ClusterID, PeerLog: n.log,
-		Policy:       quorumPolicy(cfg),
-		OnApply:      func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
-		AwaitApplied: n.awaitReconciled,
+		Policy:           quorumPolicy(cfg),
+		HeartbeatTimeout: cfg.Failover.RaftHeartbeatTimeout, ElectionTimeout: cfg.Failover.RaftElectionTimeout,
+		LeaderLeaseTimeout: cfg.Failover.RaftLeaderLease(),
+		OnApply:            func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
+		AwaitApplied:       n.awaitReconciled,
 	}
 	if ct := cfg.TLS[config.ListenerController]; ct != nil {
 		// Mutual TLS between the nodes on the controller port.
