@@ -313,8 +313,12 @@
 // (TestGossipKeys, TestGossipKeysLive; docs/deploy.md).
 //
 // The active controller's own death comes first: the other voters elect
-// a new one (hashicorp/raft's defaults: a heartbeat timeout of 1-2 s,
-// then the election), whose Liveness starts over (Reset) and whose probes
+// a new one (hashicorp/raft's defaults, the node's
+// controller.quorum.fetch.timeout.ms and election.timeout.ms: a
+// heartbeat timeout of 1-2 s, then the election; at 300/400 ms,
+// TestControllerFailoverTimes measured a third of the time on a loaded
+// VM, with no false election in 15 s, but the defaults stay until longer
+// runs under load say the lower ones are safe), whose Liveness starts over (Reset) and whose probes
 // then fence the dead broker. In `sluice bench --failover` a killed
 // leader that was also the active controller made its partitions
 // writable after 2.1-3.6 s, against 0.4-0.9 s for another leader.
