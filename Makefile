@@ -157,7 +157,10 @@ bench-groups:
 # x-idempotent 0.33-0.39 with 1 producer, 0.45-0.50 with 4 (version 1 in
 # the same runs: 0.30, 0.39-0.48), idempotent 174-255k records/s; e2e
 # p50 1.4-1.8 ms, p99 4.5-8.3 ms; x-uncommitted 0.97 (not re-run); the
-# table and where the time goes in node/txncoord/doc.go.
+# table and where the time goes in node/txncoord/doc.go. x-idempotent-med
+# is the median of the chunks' ratios, steadier than the ratio of sums
+# when other jobs load the machine (December, load 19-27: 0.35 with 1
+# producer, 0.31 with 4, while single runs' x-idempotent moved 0.22-0.82).
 bench-txn:
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench '^BenchmarkTxnProduce$$' -benchtime 200x -count=1 -timeout 30m ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-txn.txt

@@ -180,8 +180,10 @@
 // The replicas' KIP-890 verification (txnVerifier) is the broker's
 // VerifyTxn, which also checks TxnOffsetCommit and, for transaction.version
 // 2's requests (Produce v12, TxnOffsetCommit v5), adds the partition to
-// the transaction; the broker's TransactionVersion (the transaction.version
-// setting) is the level ApiVersions finalizes.
+// the transaction; the broker's FinalizedFeatures (txns.go: the quorum's
+// feature levels, KIP-584, or the transaction.version setting in a
+// cluster bootstrapped before feature records) are what ApiVersions
+// finalizes, and UpdateFeatures changes them through the quorum.
 //
 // # Admin writes
 //

@@ -329,7 +329,10 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 	}
 	qc := quorum.Config{
 		BootstrapScram: boot,
-		NodeID:         cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
+		// The cluster's feature levels start at this node's settings
+		// (when it is the first active controller).
+		BootstrapFeatures: map[string]int16{quorum.FeatureTransactionVersion: cfg.Transactions.Version},
+		NodeID:            cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
 		ClusterID: m.ClusterID, PeerLog: n.log,
 		Policy:           quorumPolicy(cfg),
 		HeartbeatTimeout: cfg.Failover.RaftHeartbeatTimeout, ElectionTimeout: cfg.Failover.RaftElectionTimeout,

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,10 +26,48 @@ var (
 	_ kafka.Transactions = (*broker)(nil)
 	_ kafka.TxnVerifier  = (*broker)(nil)
 	_ kafka.TxnVersion   = (*broker)(nil)
+	_ kafka.Features     = (*broker)(nil)
 )
 
-// TransactionVersion implements kafka.TxnVersion: transaction.version.
-func (b *broker) TransactionVersion() int16 { return b.node().cfg.Transactions.Version }
+// TransactionVersion implements kafka.TxnVersion: the finalized
+// transaction.version (FinalizedFeatures).
+func (b *broker) TransactionVersion() int16 {
+	levels, _ := b.FinalizedFeatures()
+	return levels[quorum.FeatureTransactionVersion]
+}
+
+// FinalizedFeatures implements kafka.Features from the metadata image:
+// its feature levels once any feature record was written (the first
+// controller writes the bootstrap levels with the cluster id). A cluster
+// bootstrapped before feature records has none: its brokers keep
+// finalizing their own transaction.version setting until UpdateFeatures
+// writes one.
+func (b *broker) FinalizedFeatures() (map[string]int16, int64) {
+	n := b.node()
+	var levels map[string]int16
+	var epoch int64
+	n.ctrl.View(func(im *quorum.Image) {
+		levels, epoch = maps.Clone(im.Features), im.FeaturesEpoch
+	})
+	if epoch == 0 {
+		levels = map[string]int16{}
+		if v := n.cfg.Transactions.Version; v > 0 {
+			levels[quorum.FeatureTransactionVersion] = v
+		}
+	}
+	return levels, epoch
+}
+
+// UpdateFeatures implements kafka.Features: through the quorum, answered
+// once every live broker has the new levels (publish). A quorum failure
+// is the answer's error.
+func (b *broker) UpdateFeatures(ctx context.Context, c *quorum.UpdateFeatures) (*quorum.UpdateFeaturesReply, error) {
+	reply, err := b.node().publish(ctx, c)
+	if err != nil {
+		return &quorum.UpdateFeaturesReply{Code: quorum.ErrorCode(controllerError(err)), Message: err.Error()}, nil
+	}
+	return reply.(*quorum.UpdateFeaturesReply), nil
+}
 
 // FindTxnCoordinator implements kafka.Transactions: the leader of the
 // id's partition of __transaction_state, created on first use.

@@ -99,6 +99,11 @@ func TestTxnCoordinatorThreeNodes(t *testing.T) {
 	if epoch != 0 {
 		t.Fatalf("a new id got epoch %d, want 0", epoch)
 	}
+	// InitProducerId is served up to v5 (KIP-890), kmsg's highest: kgo
+	// sends the highest both sides know.
+	if v := c.apiMax(ctx, t, kmsg.InitProducerID); v != 5 {
+		t.Fatalf("ApiVersions lists InitProducerId up to v%d, want 5", v)
+	}
 	pid2, epoch2 := initPID(ctx, t, cl, id)
 	if pid2 != pid || epoch2 != 1 {
 		t.Fatalf("InitProducerId again: producer %d epoch %d, want %d epoch 1", pid2, epoch2, pid)

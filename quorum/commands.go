@@ -36,10 +36,12 @@ const AnyEpoch int64 = -1
 
 // SetClusterID stores the cluster id in an image that has none, with
 // the SCRAM credentials bootstrapped at format time (sluice init
-// --add-scram), written only then, as Kafka's bootstrap records.
+// --add-scram) and the initial feature levels (features.go), written
+// only then, as Kafka's bootstrap records.
 type SetClusterID struct {
 	ClusterID string                  `json:"cluster_id"`
 	Scram     []ScramCredentialRecord `json:"scram,omitempty"`
+	Features  map[string]int16        `json:"features,omitempty"`
 }
 
 // RegisterBroker registers (or re-registers, with a new epoch) a broker. The
@@ -287,6 +289,8 @@ func newCommand(t CommandType) Command {
 		return &UnregisterBroker{}
 	case CmdAlterBrokerConfigs:
 		return &AlterBrokerConfigs{}
+	case CmdUpdateFeatures:
+		return &UpdateFeatures{}
 	}
 	return nil
 }

@@ -51,7 +51,10 @@ type Config struct {
 	// BootstrapScram are SCRAM credentials written with the cluster id
 	// when it is first written (sluice init --add-scram); ignored after.
 	BootstrapScram []ScramCredentialRecord
-	Policy         Policy
+	// BootstrapFeatures are the feature levels written with the cluster
+	// id when it is first written (features.go); ignored after.
+	BootstrapFeatures map[string]int16
+	Policy            Policy
 	// OnApply receives the stream of applied changes; see FSM. It may run
 	// before Open returns (raft restores the latest snapshot in Open).
 	OnApply func(Change)
@@ -271,7 +274,7 @@ func (c *Controller) leaderLoop(notify <-chan bool) {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ApplyTimeout)
-			if _, _, err := c.proposeLocal(ctx, &SetClusterID{ClusterID: c.cfg.ClusterID, Scram: c.cfg.BootstrapScram}, false); err != nil {
+			if _, _, err := c.proposeLocal(ctx, &SetClusterID{ClusterID: c.cfg.ClusterID, Scram: c.cfg.BootstrapScram, Features: c.cfg.BootstrapFeatures}, false); err != nil {
 				c.log.Error("quorum: cannot record the cluster id", "cluster-id", c.cfg.ClusterID, "error", err)
 			}
 			cancel()

@@ -175,6 +175,31 @@ func (h *harness) command(t *testing.T, d *datadriven.TestData) Command {
 		return c
 	case "unregister":
 		return &UnregisterBroker{ID: id}
+	case "set-cluster-id":
+		// set-cluster-id cluster=C features=name=level;...
+		cluster, _ := arg(d, "cluster")
+		c := &SetClusterID{ClusterID: cluster}
+		if s, ok := arg(d, "features"); ok {
+			c.Features = map[string]int16{}
+			for k, v := range kvs(s) {
+				n, _ := strconv.Atoi(v)
+				c.Features[k] = int16(n)
+			}
+		}
+		return c
+	case "update-features":
+		// update-features set=name=level;... type=1|2|3 [validate]
+		set, _ := arg(d, "set")
+		c := &UpdateFeatures{ValidateOnly: d.HasArg("validate")}
+		for _, kv := range strings.Split(set, ";") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%s: bad level %q", d.Pos, v)
+			}
+			c.Updates = append(c.Updates, FeatureUpdate{Name: k, Level: int16(n), UpgradeType: int8(argInt(t, d, "type", 1))})
+		}
+		return c
 	case "producer-ids":
 		return &AllocateProducerIDs{BrokerID: int32(argInt(t, d, "broker", 0)), BrokerEpoch: epoch}
 	}
@@ -261,6 +286,10 @@ func (h *harness) apply(t *testing.T, d *datadriven.TestData, cmd Command) strin
 			if er.Code != 0 {
 				fmt.Fprintf(&b, "error: %s/%d: %s\n", er.Topic, er.Partition, er.Message)
 			}
+		}
+	case *UpdateFeaturesReply:
+		if r.Code != 0 {
+			fmt.Fprintf(&b, "error: %s\n", r.Message)
 		}
 	case *ElectLeadersReply:
 		for _, er := range r.Partitions {

@@ -42,6 +42,9 @@ func (im *Image) Describe(topic string) string {
 		if im.NextProducerID > 0 {
 			fmt.Fprintf(&b, "next-producer-id %d\n", im.NextProducerID)
 		}
+		for _, name := range slices.Sorted(maps.Keys(im.Features)) {
+			fmt.Fprintf(&b, "feature %s=%d epoch=%d\n", name, im.Features[name], im.FeaturesEpoch)
+		}
 	}
 	for _, name := range im.SortedTopics() {
 		if topic != "" && name != topic {

@@ -88,7 +88,11 @@
 // names the broker; unregister.go, testdata/unregister.txt), broker_config
 // (dynamic broker configs of the cluster default "" or one broker id; a
 // broker's own value wins over the default; broker_configs.go,
-// testdata/broker_config.txt).
+// testdata/broker_config.txt), feature_level (KIP-584's finalized
+// feature levels, KRaft's FeatureLevelRecord: transaction.version,
+// written with the cluster id from the bootstrapping node's setting and
+// changed by UpdateFeatures with Kafka's upgrade and downgrade rules;
+// features.go, testdata/features.txt).
 //
 // # Racks and dynamic broker configs
 //

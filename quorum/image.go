@@ -200,6 +200,10 @@ type Image struct {
 	// BrokerConfigs holds the dynamic broker configs by resource name:
 	// "" for the cluster default, else a broker id (broker_configs.go).
 	BrokerConfigs map[string]map[string]string `json:"broker_configs,omitempty"`
+	// Features holds the finalized feature levels by name (features.go);
+	// FeaturesEpoch counts the feature records replayed.
+	Features      map[string]int16 `json:"features,omitempty"`
+	FeaturesEpoch int64            `json:"features_epoch,omitempty"`
 
 	topicsByID map[UUID]string
 	// idx indexes the partitions by broker (index.go).
@@ -254,6 +258,7 @@ func (im *Image) Clone() *Image {
 	c.Scram = cloneScram(im.Scram)
 	c.Quotas = cloneQuotas(im.Quotas)
 	c.BrokerConfigs = cloneBrokerConfigs(im.BrokerConfigs)
+	c.Features, c.FeaturesEpoch = maps.Clone(im.Features), im.FeaturesEpoch
 	if im.ACLs != nil {
 		c.ACLs = maps.Clone(im.ACLs)
 	}

@@ -55,7 +55,11 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return append([]Record{&ClusterIDRecord{ClusterID: c.ClusterID}}, scram...), nil, nil
+		features, err := bootstrapFeatures(c.Features)
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(append([]Record{&ClusterIDRecord{ClusterID: c.ClusterID}}, scram...), features...), nil, nil
 	case *RegisterBroker:
 		return p.registerBroker(c)
 	case *FenceBroker:
@@ -94,6 +98,8 @@ func Plan(im *Image, pol Policy, cmd Command) ([]Record, any, error) {
 		return p.unregisterBroker(c)
 	case *AlterBrokerConfigs:
 		return p.alterBrokerConfigs(c)
+	case *UpdateFeatures:
+		return p.updateFeatures(c)
 	case *AllocateProducerIDs:
 		b, err := p.broker(c.BrokerID, c.BrokerEpoch)
 		if err != nil {

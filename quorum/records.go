@@ -302,6 +302,8 @@ func newRecord(t RecordType) Record {
 		return &UnregisterBrokerRecord{}
 	case TypeBrokerConfig:
 		return &BrokerConfigRecord{}
+	case TypeFeatureLevel:
+		return &FeatureLevelRecord{}
 	}
 	return nil
 }

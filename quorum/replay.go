@@ -120,6 +120,8 @@ func (im *Image) Replay(r Record) error {
 		return im.replayUnregisterBroker(r)
 	case *BrokerConfigRecord:
 		return im.replayBrokerConfig(r)
+	case *FeatureLevelRecord:
+		return im.replayFeatureLevel(r)
 	default:
 		return fmt.Errorf("%w: replay of %T", ErrUnknownCommand, r)
 	}

@@ -28,13 +28,14 @@ type Transactions struct {
 	StateLogReplicationFactor int16
 	StateLogMinISR            int32
 	StateLogSegmentBytes      int32
-	// Version is the transaction.version feature level the broker
-	// advertises as finalized in ApiVersions (transaction.version, 2):
-	// 2 lets clients use KIP-890 part 2, 1 keeps them on part 1. Kafka
-	// finalizes features cluster-wide (kafka-features.sh); Sluice's
-	// quorum has no feature records yet, so it is a broker setting, to
-	// be set alike on every broker (both versions are served whatever it
-	// says: only the clients' choice depends on it).
+	// Version is the transaction.version feature level the cluster
+	// starts with (transaction.version, 2): the first controller writes
+	// it as the quorum's feature record when it bootstraps the cluster;
+	// after that `sluice features` (UpdateFeatures) changes it. 2 lets
+	// clients use KIP-890 part 2, 1 keeps them on part 1 (both versions
+	// are served whatever it says: only the clients' choice depends on
+	// it). A cluster bootstrapped before feature records advertises
+	// this setting until a level is written.
 	Version int16
 }
 
@@ -58,7 +59,7 @@ func txnKeys() []key {
 		{"transaction.state.log.segment.bytes", "104857600", "segment.bytes of __transaction_state", func(c *Config, v string) error {
 			return parseInt32(&c.Transactions.StateLogSegmentBytes, v, 1<<14, math.MaxInt32)
 		}},
-		{"transaction.version", "2", "the transaction.version feature level advertised to clients: 2 is KIP-890 part 2 (no AddPartitionsToTxn round trips, the epoch bumped at each transaction's end), 1 the earlier protocol; set it alike on every broker", func(c *Config, v string) error {
+		{"transaction.version", "2", "the transaction.version feature level a new cluster starts with (written by the first controller; then sluice features changes it): 2 is KIP-890 part 2 (no AddPartitionsToTxn round trips, the epoch bumped at each transaction's end), 1 the earlier protocol", func(c *Config, v string) error {
 			var n int32
 			if err := parseInt32(&n, v, 0, 2); err != nil {
 				return err

@@ -2,9 +2,13 @@ package kafka
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluice-log/sluice/quorum"
 )
 
 // ApiVersions (key 18), versions 0-3.
@@ -79,11 +83,28 @@ func handleAPIVersions(_ context.Context, s *Server, r *request) (kmsg.Response,
 	return resp, nil
 }
 
-// addFeatures lists the features of a v3+ answer: transaction.version
-// when the Broker serves Transactions (supported 0-2, finalized at its
-// TxnVersion's level, 2 without one), as Kafka 4 lists it. A feature at
-// level 0 is not finalized, as in Kafka.
+// addFeatures lists the features of a v3+ answer. With Features, the
+// cluster's (KIP-584): every feature the quorum supports, the levels it
+// finalized and their epoch. Otherwise transaction.version when the
+// Broker serves Transactions (supported 0-2, finalized at its
+// TxnVersion's level, 2 without one, epoch 0), as Kafka 4 lists it. A
+// feature at level 0 is not finalized, as in Kafka.
 func addFeatures(s *Server, resp *kmsg.ApiVersionsResponse) {
+	if f, ok := s.broker.(Features); ok {
+		for _, r := range quorum.SupportedFeatures() {
+			sf := kmsg.NewApiVersionsResponseSupportedFeature()
+			sf.Name, sf.MinVersion, sf.MaxVersion = r.Name, r.Min, r.Max
+			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		}
+		levels, epoch := f.FinalizedFeatures()
+		resp.FinalizedFeaturesEpoch = epoch
+		for _, name := range slices.Sorted(maps.Keys(levels)) {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = name, levels[name], levels[name]
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
+		return
+	}
 	if !has[Transactions](s.broker) {
 		return
 	}

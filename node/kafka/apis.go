@@ -74,7 +74,7 @@ func newTable(b Broker) *table {
 		{key: kmsg.Fetch, min: 4, max: fetchMax, handle: handleFetch, needs: has[Logs]},
 		{key: kmsg.ListOffsets, min: 0, max: 8, handle: handleListOffsets, needs: has[Logs]},
 		{key: kmsg.OffsetForLeaderEpoch, min: 0, max: 4, handle: handleOffsetForLeaderEpoch, needs: has[Logs]},
-		{key: kmsg.InitProducerID, min: 0, max: 4, handle: handleInitProducerID, needs: has[ProducerIDs]},
+		{key: kmsg.InitProducerID, min: 0, max: 5, handle: handleInitProducerID, needs: has[ProducerIDs]},
 		{key: kmsg.DescribeConfigs, min: 0, max: 4, handle: handleDescribeConfigs, needs: has[Configs]},
 		{key: kmsg.IncrementalAlterConfigs, min: 0, max: 1, handle: handleIncrementalAlterConfigs, needs: has[Configs]},
 		{key: kmsg.DescribeCluster, min: 0, max: 1, handle: handleDescribeCluster},
@@ -115,6 +115,7 @@ func newTable(b Broker) *table {
 		{key: kmsg.AlterClientQuotas, min: 0, max: 1, handle: handleAlterClientQuotas, needs: has[QuotaAdmin]},
 		{key: kmsg.UnregisterBroker, min: 0, max: 0, handle: handleUnregisterBroker, needs: has[Unregisterer]},
 		{key: kmsg.DescribeTopicPartitions, min: 0, max: 0, handle: handleDescribeTopicPartitions, maxBytes: metadataMaxBytes},
+		{key: kmsg.UpdateFeatures, min: 0, max: 2, handle: handleUpdateFeatures, needs: has[Features]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {
 		return a.needs != nil && !a.needs(b)

@@ -234,6 +234,10 @@ func (s *Server) authorizeAPI(r *request) kmsg.Response {
 			}
 			return resp
 		}
+	case *kmsg.UpdateFeaturesRequest:
+		if !s.clusterAllowed(r, kmsg.ACLOperationAlter) {
+			return updateFeaturesDenied(req)
+		}
 	case *kmsg.WriteTxnMarkersRequest:
 		// Brokers only (the transaction coordinator's markers).
 		if !s.clusterAllowed(r, kmsg.ACLOperationClusterAction) {

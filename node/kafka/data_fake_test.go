@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/sluice-log/sluice/quorum"
 	"github.com/sluice-log/sluice/segment"
 )
 
@@ -26,6 +28,9 @@ type fakeData struct {
 	txnIDs    []string
 	markers   []TxnMarker
 	completed []string
+	// features: nil until the first UpdateFeatures (then bootstrapped
+	// at transaction.version 2).
+	features *quorum.Image
 }
 
 func newFakeData(addr string) *fakeData {
@@ -190,4 +195,38 @@ func (f *fakeData) CreatePartitions(_ context.Context, ts []NewPartitions, _ boo
 		}
 	}
 	return out, nil
+}
+
+// The fake's feature levels: a quorum image changed by quorum.Plan and
+// Replay, as the node does through Raft.
+var _ Features = (*fakeData)(nil)
+
+func (f *fakeData) FinalizedFeatures() (map[string]int16, int64) {
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	if f.features == nil {
+		return map[string]int16{"transaction.version": 2}, 0
+	}
+	return maps.Clone(f.features.Features), f.features.FeaturesEpoch
+}
+
+func (f *fakeData) UpdateFeatures(_ context.Context, c *quorum.UpdateFeatures) (*quorum.UpdateFeaturesReply, error) {
+	f.dmu.Lock()
+	defer f.dmu.Unlock()
+	if f.features == nil {
+		f.features = quorum.NewImage()
+		if err := f.features.Replay(&quorum.FeatureLevelRecord{Name: "transaction.version", Level: 2}); err != nil {
+			return nil, err
+		}
+	}
+	recs, reply, err := quorum.Plan(f.features, quorum.Policy{}, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if err := f.features.Replay(r); err != nil {
+			return nil, err
+		}
+	}
+	return reply.(*quorum.UpdateFeaturesReply), nil
 }

@@ -19,10 +19,12 @@
 // WriteTxnMarkers 0-1 (brokers only; committed markers on
 // __consumer_offsets told to a GroupTxns); with ProducerStates
 // DescribeProducers 0 (txn_data.go holds the transactional
-// capabilities); with ProducerIDs InitProducerId 0-4; with
+// capabilities); with ProducerIDs InitProducerId 0-5; with
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
 // Elector ElectLeaders 0-2; with a Reassigner AlterPartitionReassignments
 // 0-1 and ListPartitionReassignments 0; with an Unregisterer UnregisterBroker 0;
+// with Features UpdateFeatures 0-2 (update_features.go: the quorum's
+// feature levels, KIP-584, which ApiVersions v3+ then lists);
 // with a QuorumDescriber DescribeQuorum 0-2; with
 // a PartitionAdmin CreatePartitions 0-3; SaslHandshake 1 (listed from 0)
 // and SaslAuthenticate 0-2 on every listener (ILLEGAL_SASL_STATE outside

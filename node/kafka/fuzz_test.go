@@ -187,6 +187,14 @@ func fuzzSeeds() []fuzzSeed {
 		req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{r}
 		return enc(req, 1100+int32(v))
 	}
+	updateFeatures := func(v int16) []byte {
+		req := kmsg.NewPtrUpdateFeaturesRequest()
+		req.Version = v
+		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		u.Feature, u.MaxVersionLevel, u.UpgradeType, u.AllowDowngrade = "transaction.version", 1, 2, true
+		req.FeatureUpdates = []kmsg.UpdateFeaturesRequestFeatureUpdate{u}
+		return enc(req, 5700+int32(v))
+	}
 	describeCluster := func(v int16) []byte {
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.Version, req.EndpointType = v, 1
@@ -296,6 +304,9 @@ func fuzzSeeds() []fuzzSeed {
 		{"offsetforleaderepoch-v4", epochs(4)},
 		{"initproducerid-v0", initPID(0)},
 		{"initproducerid-v4", initPID(4)},
+		{"initproducerid-v5", initPID(5)},
+		{"updatefeatures-v0", updateFeatures(0)},
+		{"updatefeatures-v2", updateFeatures(2)},
 		{"describeconfigs-v0", describeConfigs(0)},
 		{"describeconfigs-v4", describeConfigs(4)},
 		{"incrementalalterconfigs-v1", alterConfigs(1)},

@@ -9,8 +9,14 @@ import (
 	"github.com/sluice-log/sluice/quorum"
 )
 
-// InitProducerId (key 22), versions 0-4; served when the Broker implements
+// InitProducerId (key 22), versions 0-5; served when the Broker implements
 // ProducerIDs.
+//
+// Version notes: v4 answers a fenced producer PRODUCER_FENCED (below it
+// INVALID_PRODUCER_EPOCH); v5 (KIP-890) only says that the client
+// understands TRANSACTION_ABORTABLE, which InitProducerId never answers,
+// so v5 is served as v4. Kafka 4.1's v6 (KIP-939's two-phase commit
+// fields) is not served: the pinned kmsg (v1.15.1) decodes up to v5.
 //
 // For an idempotent producer (null transactional id): a new producer id
 // with epoch 0, or (v3+, producer id given) the same id with its epoch

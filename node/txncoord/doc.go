@@ -108,6 +108,27 @@
 // and 263-313k records/s); 1 producer 0.43 (version 1 0.34-0.36). The
 // 0.7 target is not met on this machine.
 //
+// December, load average 19-27 on the 2 cores: three back-to-back runs
+// of the same code moved x-idempotent 0.34-0.82 (1 producer) and
+// 0.46-0.68 (4), so the bench now also reports x-idempotent-med, the
+// median of the chunks' ratios (0.35 and 0.31 in one run; at load 10-12
+// another gave x-idempotent 0.52 and 0.63, medians 0.46 and 0.35). A CPU
+// profile of the 4-producer cell: the process ran 16% of the wall
+// clock (waits, not work); its mutex profile: 60% of the delay is
+// Replica.mu in Produce, shared by both kinds of producer. Four marker
+// senders per broker instead of two: no difference out of that noise
+// (marker mean 6-11 ms either way), so two stay. What one producer's
+// transaction waits for in turn is set by the protocol: its first
+// write's add (held until the last transaction's markers are
+// replicated, then written with its CompleteCommit: two acks=all
+// rounds), its records (the one round an idempotent batch costs), and
+// EndTxn's PrepareCommit (a third). The next transaction's records may
+// reach a partition only after that partition's marker, and its add
+// only after the completion record (a new coordinator must find the
+// prepared transaction to resend its markers), so 0.7 needs that add
+// recorded beside the prepared transaction (a record Kafka's schema
+// does not have) or markers cheaper than a replication round.
+//
 // # Tests
 //
 // txncoord_test.go runs the driver over a fake Host (real node/txn

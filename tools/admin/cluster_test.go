@@ -193,7 +193,7 @@ func run(t *testing.T, bootstrap string, args ...string) (string, error) {
 	root := &cobra.Command{Use: "sluice", SilenceUsage: true, SilenceErrors: true}
 	clusterCmd := &cobra.Command{Use: "cluster"}
 	clusterCmd.AddCommand(NewHealthCommand(), NewInfoCommand(), NewDecommissionCommand(), NewUnregisterCommand())
-	root.AddCommand(clusterCmd, NewTopicsCommand(), NewConfigsCommand(), NewACLsCommand(), NewQuorumCommand(), NewLeadersCommand(), NewGroupsCommand(), NewTransactionsCommand())
+	root.AddCommand(clusterCmd, NewTopicsCommand(), NewConfigsCommand(), NewACLsCommand(), NewQuorumCommand(), NewFeaturesCommand(), NewLeadersCommand(), NewGroupsCommand(), NewTransactionsCommand())
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)

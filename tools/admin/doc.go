@@ -2,7 +2,9 @@
 // list, describe, alter --partitions; internal topics such as
 // __consumer_offsets only with --include-internal), `sluice configs`,
 // `sluice groups` (kafka-consumer-groups.sh), `sluice transactions`
-// (kafka-transactions.sh), `sluice quorum describe
+// (kafka-transactions.sh), `sluice features` (kafka-features.sh:
+// describe through ApiVersions, upgrade, downgrade and disable through
+// UpdateFeatures), `sluice quorum describe
 // --status|--replication` (kafka-metadata-quorum.sh, through
 // DescribeQuorum), `sluice topics reassign` (kafka-reassign-partitions.sh),
 // `sluice cluster health|info|decommission|unregister`, and the client-side

@@ -35,7 +35,7 @@ func main() {
 	}
 	clusterCmd := cluster.NewCommand()
 	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand(), admin.NewDecommissionCommand(), admin.NewUnregisterCommand())
-	root.AddCommand(initcmd.NewCommand(), nodecmd.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewACLsCommand(), admin.NewQuorumCommand(), admin.NewLeadersCommand(), admin.NewGroupsCommand(), admin.NewTransactionsCommand(), admin.NewProduceCommand(), admin.NewConsumeCommand(), admin.NewPerfCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand(), soak.NewCommand(), healthcheck.NewCommand())
+	root.AddCommand(initcmd.NewCommand(), nodecmd.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewACLsCommand(), admin.NewQuorumCommand(), admin.NewFeaturesCommand(), admin.NewLeadersCommand(), admin.NewGroupsCommand(), admin.NewTransactionsCommand(), admin.NewProduceCommand(), admin.NewConsumeCommand(), admin.NewPerfCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand(), soak.NewCommand(), healthcheck.NewCommand())
 	if err := root.Execute(); err != nil {
 		if errors.Is(err, cli.ErrProblem) {
 			os.Exit(2) // the command worked and found a problem (health, filters)
