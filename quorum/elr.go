@@ -17,9 +17,10 @@ import "slices"
 // are cleared: the high watermark may move past what they hold.
 //
 // eligible.leader.replicas.version (Policy.EligibleLeaderReplicasVersion)
-// turns it on. Kafka makes it a feature finalized by the quorum; Sluice's
-// quorum has no feature records, so it is a controller setting, to be set
-// alike on every controller. At 0 the rules are the earlier ones: the ISR
+// turns it on. Kafka makes it a feature finalized by the quorum; here it
+// is still a controller setting, to be set alike on every controller
+// (feature records, features.go, came later: finalizing it there, with
+// the setting as its bootstrap level, is the next step). At 0 the rules are the earlier ones: the ISR
 // keeps its last member, marked stale after an unclean restart.
 
 // ELRVersion is the highest eligible.leader.replicas.version this build

@@ -15,9 +15,9 @@ type Failover struct {
 	// KIP-966's eligible leader replicas: a replica that left the ISR
 	// while it was below min.insync.replicas may lead when the ISR
 	// empties, unless it restarted uncleanly since. Kafka finalizes it as
-	// a feature (kafka-features.sh); Sluice's quorum has no feature
-	// records, so it is a controller setting: set it alike on every
-	// controller. 0 keeps the earlier rules (the ISR keeps its last
+	// a feature (kafka-features.sh); here it is still a controller
+	// setting (not yet one of quorum's feature records): set it alike on
+	// every controller. 0 keeps the earlier rules (the ISR keeps its last
 	// member, which after an unclean restart only an unclean election
 	// brings back).
 	ELRVersion int
