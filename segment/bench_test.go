@@ -261,7 +261,7 @@ func BenchmarkRead(b *testing.B) {
 	// Warm the page cache for both readers.
 	buf := make([]byte, chunk)
 	for p := int64(0); p < size; p += chunk {
-		if _, err := readFull(seg.file, buf, p); err != nil {
+		if _, err := readFull(l.fileForTest(seg), buf, p); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -409,7 +409,7 @@ func BenchmarkScrub(b *testing.B) {
 	readAll := func() {
 		for _, s := range sealed {
 			for p := int64(0); p < s.size; p += scrubChunk {
-				if _, err := readFull(s.file, buf[:min(scrubChunk, s.size-p)], p); err != nil {
+				if _, err := readFull(l.fileForTest(s), buf[:min(scrubChunk, s.size-p)], p); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -492,7 +492,7 @@ func BenchmarkClean(b *testing.B) {
 			return l, sealed, size
 		}
 		b.Run("codec="+name+"/baseline", func(b *testing.B) {
-			_, sealed, size := build(b)
+			bl, sealed, size := build(b)
 			buf := make([]byte, cleanReadSize)
 			dir := b.TempDir()
 			b.SetBytes(size)
@@ -505,7 +505,7 @@ func BenchmarkClean(b *testing.B) {
 						b.Fatal(err)
 					}
 					for p := int64(0); p < s.size; p += cleanReadSize {
-						n, err := readFull(s.file, buf[:min(cleanReadSize, s.size-p)], p)
+						n, err := readFull(bl.fileForTest(s), buf[:min(cleanReadSize, s.size-p)], p)
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -196,8 +196,13 @@ func (l *Log) cleanable(end int64) ([]*segment, error) {
 	n := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base >= end })
 	n = min(n, len(l.segs)-1)
 	segs := append([]*segment(nil), l.segs[:n]...)
-	for _, s := range segs {
-		s.refs++
+	for i, s := range segs {
+		if err := l.pinLocked(s); err != nil {
+			for _, p := range segs[:i] {
+				p.refs-- // their files stay open; the budget closes them when idle
+			}
+			return nil, err
+		}
 	}
 	return segs, nil
 }

@@ -337,6 +337,9 @@ const cleanReadSize = 1 << 20
 func (r *batchReader) reset(l *Log, s *segment) {
 	l.mu.Lock()
 	r.end = s.size
+	if err := l.openLocked(s); err != nil {
+		r.end = 0 // the Clean pinned s, so it is open: only tests get here
+	}
 	l.mu.Unlock()
 	r.l, r.seg, r.lo, r.hi, r.nextPos, r.maxBatch = l, s, 0, 0, 0, l.opts.MaxBatchBytes
 	if r.buf == nil {

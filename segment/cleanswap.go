@@ -256,18 +256,31 @@ func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo, gen int64) error {
 		}
 	}
 	var drop []*segment
+	var closing []vfs.File
 	l.mu.Lock()
 	for _, o := range outs {
 		for _, s := range o.olds[1:] {
 			s.removed = true // release removes it at refs == 0
 			if s.refs == 0 {
 				drop = append(drop, s)
+				if f := l.takeFileLocked(s); f != nil {
+					closing = append(closing, f)
+				}
+			}
+		}
+		// The cleaned file has its name now: the budget may close it.
+		for _, s := range l.segs {
+			if s.path == o.head().path && s.cleaned && s.refs > 0 && s.swapPin {
+				s.swapPin = false
+				s.refs--
 			}
 		}
 	}
 	l.mu.Unlock()
+	for _, f := range closing {
+		_ = f.Close()
+	}
 	for _, s := range drop {
-		_ = s.file.Close()
 		_ = l.fs.Remove(s.path + deletedSuffix)
 	}
 	if err := l.syncDir(); err != nil {
@@ -370,11 +383,15 @@ func (l *Log) commitSwapLocked(outs []cleanedSeg, cleanedTo, gen int64) error {
 	segs := make([]*segment, 0, len(outs)+len(l.segs)-i)
 	for _, o := range outs {
 		old := o.head()
-		segs = append(segs, &segment{base: old.base, path: old.path, file: o.file, size: o.size, next: o.next(),
+		// The new segment is pinned until swapCleaned has renamed its
+		// file over old's name: closed before, it could not reopen.
+		ns := &segment{base: old.base, path: old.path, size: o.size, next: o.next(),
 			firstTs: o.firstTs, maxTs: o.maxTs, maxTsOff: -1, sealed: true, lastIndexPos: o.lastIndexPos,
-			cleaned: true, cleanedAt: o.cleanedAt})
+			cleaned: true, cleanedAt: o.cleanedAt, refs: 1, swapPin: true}
+		l.setFileLocked(ns, o.file)
+		segs = append(segs, ns)
 		if old.refs == 0 {
-			_ = old.file.Close()
+			l.closeSegFileLocked(old)
 		} else {
 			old.closeLate = true
 		}

@@ -363,6 +363,23 @@
 //     below it is known, after a rebuild from the log start or from a
 //     snapshot below it, from its first batch at or after it (as Kafka).
 //
+// # Open files
+//
+// A segment's file is opened when the log first appends to it or reads
+// it (Open stats the files and opens only those a recovery scan reads),
+// and Options.Files, the node's budget (sluice.log.max.open.files),
+// closes idle ones past it: a CLOCK sweep over the open files, whose
+// hits cost a flag under Log.mu; a segment with references (a read, a
+// flush, a Span on its way to a socket) is never closed, so the budget
+// is soft while files are in use. A closed segment reopens by its name,
+// read-write when it is the active one; a removed or replaced one never
+// does (its name may hold other bytes): every reference is taken with
+// the file open, so those are still open while referenced. Closing
+// writes nothing back and loses nothing: the next Flush reopens and
+// fsyncs the file (fsync is per inode). Unwritten counts a closed
+// segment's unfsynced bytes whole rather than reopen it, and batched
+// writeback skips closed files (a hint). See files.go.
+//
 // # The filesystem contract
 //
 // All I/O goes through pebble's vfs.FS (tests use vfs.NewCrashableMem and
@@ -373,7 +390,9 @@
 //
 // # Tests
 //
-// TestCrashPoints cuts power at 1,000 or more points per run on
+// TestCrashPoints (half of its runs under a budget of one to three open
+// files, so that files close and reopen between most operations) cuts
+// power at 1,000 or more points per run on
 // vfs.NewCrashableMem and checks each image for a valid prefix, fsynced
 // durability, batch validity, and its open transactions, first unstable
 // offset and aborted transactions against a replay of its batches; TestCrashPointsAfterRecovery cuts a

@@ -111,6 +111,17 @@ type BrokerStat struct {
 	// fetched as a replica a reassignment adds and sent to such replicas.
 	ThrottledLeaderBytes, ThrottledFollowerBytes int64
 	ReassignmentBytesIn, ReassignmentBytesOut    int64
+	// SegmentFiles is the budget of open segment files
+	// (sluice.log.max.open.files: segment.Files).
+	SegmentFiles SegmentFilesStat
+}
+
+// SegmentFilesStat is the node's budget of open segment files.
+type SegmentFilesStat struct {
+	Max     int   // the budget; 0: none
+	Open    int64 // segment files open now
+	Opened  int64 // opens (first and re-opens) since the process started
+	Evicted int64 // idle files closed to stay within the budget
 }
 
 // CleanerStat is the log cleaner pool (Kafka's LogCleaner and
