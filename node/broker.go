@@ -71,7 +71,8 @@ func (b *broker) Metadata(ctx context.Context, q kafka.MetadataQuery) (kafka.Clu
 		add := func(t *quorum.Topic) {
 			tm := kafka.TopicMetadata{Name: t.Name, ID: kafka.TopicID(t.ID), Internal: isInternal(t.Name)}
 			for i, p := range t.Partitions {
-				pm := kafka.PartitionMetadata{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR}
+				pm := kafka.PartitionMetadata{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, Replicas: p.Replicas, ISR: p.ISR,
+					ELR: p.ELR, LastKnownELR: p.LastKnownELR}
 				for _, r := range p.Replicas {
 					if !im.Brokers[r].Alive() {
 						pm.Offline = append(pm.Offline, r)
@@ -448,7 +449,7 @@ func (n *Node) decideTopics(ctx context.Context, cmd quorum.Command, validateOnl
 	var reply any
 	var err error
 	if validateOnly {
-		_, reply, err = quorum.Plan(n.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: n.cfg.UncleanLeaderElectionEnable}, cmd)
+		_, reply, err = quorum.Plan(n.ctrl.Image(), quorumPolicy(n.cfg), cmd)
 	} else {
 		reply, err = n.publish(ctx, cmd)
 	}

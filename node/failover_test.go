@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluice-log/sluice/node/metrics"
 	"github.com/sluice-log/sluice/quorum"
 )
 
@@ -64,6 +65,45 @@ func TestKilledLeaderFencedByProbe(t *testing.T) {
 	t.Logf("killed leader of probe/%d: fenced after %v, writable after %v", part, fenced, writable)
 	if fenced > 2*time.Second {
 		t.Errorf("fenced after %v: the probes should fence a dead process's broker within 2 s", fenced)
+	}
+	// The active controller counted the fence by its cause and timed the
+	// failover (sluice_controller_fences_total, _failover_seconds).
+	for _, rn := range c.nodes {
+		if rn.Node == nil || !rn.ctrl.IsLeader() {
+			continue
+		}
+		mfs, err := rn.metrics.m.Gatherer().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			switch mf.GetName() {
+			case "sluice_controller_fences_total":
+				for _, m := range mf.Metric {
+					if m.Label[0].GetValue() == "probe_refused" && m.Counter.GetValue() < 1 {
+						t.Errorf("fences by probe_refused: %v, want the kill counted", m.Counter.GetValue())
+					}
+				}
+			case "sluice_controller_failover_seconds":
+				h := mf.Metric[0].Histogram
+				if h.GetSampleCount() < 1 || h.GetSampleSum() > fenced.Seconds()+1 {
+					t.Errorf("failover histogram: %d samples, sum %.3fs (fenced after %v)", h.GetSampleCount(), h.GetSampleSum(), fenced)
+				}
+				t.Logf("failover seconds: %d samples, sum %.3f", h.GetSampleCount(), h.GetSampleSum())
+			}
+		}
+	}
+}
+
+// TestFenceCausesAgree: node/metrics exports every cause quorum's
+// liveness rule fences for, from the start.
+func TestFenceCausesAgree(t *testing.T) {
+	var want []string
+	for _, c := range quorum.FenceCauses {
+		want = append(want, string(c))
+	}
+	if fmt.Sprint(want) != fmt.Sprint(metrics.FenceCauses) {
+		t.Fatalf("node/metrics fence causes %v, quorum's %v", metrics.FenceCauses, want)
 	}
 }
 

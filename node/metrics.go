@@ -119,6 +119,9 @@ func (s *metricsSource) unwritten(r *replica.Replica) (int64, bool) {
 func (s *metricsSource) Broker() metrics.BrokerStat {
 	shrinks, expands := s.metrics.isr.counts()
 	st := metrics.BrokerStat{IsrShrinks: shrinks, IsrExpands: expands, LostOnRecovery: s.rm.LostOnRecovery()}
+	rb := s.rm.ReplicationBytes()
+	st.ThrottledLeaderBytes, st.ThrottledFollowerBytes = rb.ThrottledLeader, rb.ThrottledFollower
+	st.ReassignmentBytesIn, st.ReassignmentBytesOut = rb.ReassignmentIn, rb.ReassignmentOut
 	if (*Node)(s).logDirOffline() != nil {
 		st.OfflineLogDirs = 1
 	}

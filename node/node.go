@@ -90,6 +90,9 @@ type Node struct {
 	// epoch is the broker epoch of this run's registration, 0 until then
 	// (set by register while the reconciler and fetchers may run).
 	epoch atomic.Int64
+	// prevEpoch is the broker epoch the clean-shutdown marker named (-1:
+	// no marker; 0: a marker from before epochs were written in it).
+	prevEpoch int64
 
 	clusterID string
 	// skipRecordCheck: Options.skipRecordCheck.
@@ -277,8 +280,9 @@ func bindListeners(cfg *config.Config, opts Options, undo *[]func()) (l listener
 // and the replica manager, which reads the high-watermark checkpoint. No
 // log is opened yet: the reconciler opens them from the metadata.
 func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
-	if _, err := os.Stat(filepath.Join(n.dir, CleanShutdownFile)); err == nil {
-		clean = true
+	n.prevEpoch = -1
+	if b, err := os.ReadFile(filepath.Join(n.dir, CleanShutdownFile)); err == nil {
+		clean, n.prevEpoch = true, markerEpoch(b)
 		if err := os.Remove(filepath.Join(n.dir, CleanShutdownFile)); err != nil {
 			return false, fmt.Errorf("node: %w", err)
 		}
@@ -337,9 +341,11 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		BootstrapFeatures: map[string]int16{quorum.FeatureTransactionVersion: cfg.Transactions.Version},
 		NodeID:            cfg.NodeID, DirectoryID: m.DirectoryID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
 		ClusterID: m.ClusterID, PeerLog: n.log,
-		Policy:       quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
-		OnApply:      func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
-		AwaitApplied: n.awaitReconciled,
+		Policy:           quorumPolicy(cfg),
+		HeartbeatTimeout: cfg.Failover.RaftHeartbeatTimeout, ElectionTimeout: cfg.Failover.RaftElectionTimeout,
+		LeaderLeaseTimeout: cfg.Failover.RaftLeaderLease(),
+		OnApply:            func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
+		AwaitApplied:       n.awaitReconciled,
 	}
 	if ct := cfg.TLS[config.ListenerController]; ct != nil {
 		// Mutual TLS between the nodes on the controller port.
@@ -387,7 +393,10 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 
 	if gl, ok := cfg.Listener(config.ListenerGossip); ok {
 		gc := quorum.GossipConfig{NodeID: cfg.NodeID, BindAddr: gl.Host, BindPort: int(gl.Port), SessionTimeout: cfg.BrokerSessionTimeout, ClusterID: n.clusterID, Log: n.log,
-			ProbeListener: cfg.InterBrokerListener, ProbeInterval: cfg.BrokerProbeInterval, Keys: cfg.GossipKeys}
+			ProbeListener: cfg.InterBrokerListener, ProbeInterval: cfg.BrokerProbeInterval, Keys: cfg.GossipKeys,
+			OnFence: func(cause quorum.FenceCause, since time.Time, moved int) {
+				n.metrics.m.ObserveFence(string(cause), time.Since(since), moved)
+			}}
 		if a, ok := cfg.Advertised(config.ListenerGossip); ok && a.Port != 0 {
 			if gc.AdvertiseAddr, err = gossipAdvertiseIP(a.Host); err != nil {
 				return fmt.Errorf("node: advertised GOSSIP listener: %w", err)
@@ -490,7 +499,8 @@ func gossipAdvertiseIP(host string) (string, error) {
 // register registers this broker with the quorum and unfences it.
 func (n *Node) register(ctx context.Context, clean bool) error {
 	reply, err := n.proposeRetrying(ctx, &quorum.RegisterBroker{
-		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean, Endpoints: n.endpoints(), Rack: n.cfg.Racks.Rack,
+		ID: n.cfg.NodeID, ClusterID: n.clusterID, CleanShutdown: clean, PreviousBrokerEpoch: n.prevEpoch,
+		Endpoints: n.endpoints(), Rack: n.cfg.Racks.Rack,
 	})
 	if err != nil {
 		return fmt.Errorf("node: register broker %d: %w", n.cfg.NodeID, err)
@@ -646,7 +656,7 @@ func (n *Node) Close(ctx context.Context) error {
 	if len(errs) == 0 && n.logDirOffline() == nil {
 		// After a failed log directory the restart is not clean: the
 		// logs recover from their checkpoints.
-		if err := writeMarker(filepath.Join(n.dir, CleanShutdownFile)); err != nil {
+		if err := writeMarker(filepath.Join(n.dir, CleanShutdownFile), n.epoch.Load()); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -733,9 +743,13 @@ func (n *Node) stopLoops() {
 	n.wg.Wait()
 }
 
-func writeMarker(path string) error {
+func writeMarker(path string, epoch int64) error {
 	f, err := os.Create(path)
 	if err != nil {
+		return fmt.Errorf("node: clean-shutdown marker: %w", err)
+	}
+	if _, err := f.WriteString(strconv.FormatInt(epoch, 10)); err != nil {
+		f.Close()
 		return fmt.Errorf("node: clean-shutdown marker: %w", err)
 	}
 	if err := f.Sync(); err != nil {

@@ -187,7 +187,7 @@ func TestOpenUndoesFailedPhases(t *testing.T) {
 		InitialControllers: []quorum.Voter{{ID: 1, Addr: goneAddr}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeMarker(filepath.Join(dir, CleanShutdownFile)); err != nil {
+	if err := writeMarker(filepath.Join(dir, CleanShutdownFile), 0); err != nil {
 		t.Fatal(err)
 	}
 	taken := listen(t)

@@ -29,9 +29,12 @@ func TestRestartKeepsData(t *testing.T) {
 	}
 	prod.Close()
 	epoch := tn.replica("auto", 0).Epoch()
+	brokerEpoch := tn.epoch.Load()
 	tn.close(t)
-	if _, err := os.Stat(filepath.Join(dir, CleanShutdownFile)); err != nil {
-		t.Fatalf("clean-shutdown marker: %v", err)
+	// The marker names the broker epoch it was written by (KIP-966's
+	// clean-shutdown detection by broker epoch).
+	if b, err := os.ReadFile(filepath.Join(dir, CleanShutdownFile)); err != nil || markerEpoch(b) != brokerEpoch || brokerEpoch <= 0 {
+		t.Fatalf("clean-shutdown marker %q (%v), want broker epoch %d", b, err, brokerEpoch)
 	}
 
 	tn2 := startNode(t, dir)

@@ -126,5 +126,6 @@ func (n *Node) throttleOf(t *quorum.Topic, i int32) replica.Throttle {
 		Leader:   throttledHere(t.Configs[quorum.ConfigLeaderThrottledReplicas], i, n.cfg.NodeID),
 		Follower: throttledHere(t.Configs[quorum.ConfigFollowerThrottledReplicas], i, n.cfg.NodeID),
 		ISR:      slices.Clone(t.Partitions[i].ISR),
+		Adding:   slices.Clone(t.Partitions[i].AddingReplicas),
 	}
 }

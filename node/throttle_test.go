@@ -154,6 +154,16 @@ func TestThrottledReassignment(t *testing.T) {
 	if failed > 0 || slowest > 3*time.Second {
 		t.Errorf("acks=all produce to another topic during the throttled move: %d failed, slowest %v", failed, slowest)
 	}
+	// The bytes moved show in the metrics: broker 1 sent the move's bytes
+	// to an adding, leader-throttled replica, broker 2 fetched them as
+	// one (kafka_server_brokertopicmetrics_reassignmentbytes*,
+	// sluice_replication_throttled_bytes_total).
+	b1, b2 := (*metricsSource)(c.nodes[0].Node).Broker(), (*metricsSource)(c.nodes[1].Node).Broker()
+	const most = size * 9 / 10
+	if b1.ReassignmentBytesOut < most || b1.ThrottledLeaderBytes < most || b2.ReassignmentBytesIn < most || b2.ThrottledFollowerBytes < most {
+		t.Errorf("replication bytes of a %d-byte move: broker 1 out %d (throttled %d), broker 2 in %d (throttled %d)",
+			size, b1.ReassignmentBytesOut, b1.ThrottledLeaderBytes, b2.ReassignmentBytesIn, b2.ThrottledFollowerBytes)
+	}
 
 	// Deleting the throttle restores the default (no throttle).
 	del := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: quorum.ConfigLeaderThrottleRate}}

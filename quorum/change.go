@@ -27,11 +27,21 @@ const (
 //     acceptable and the election is not unclean, the leader is NoLeader.
 //   - An unclean election makes the ISR just the new leader and records the
 //     lost ISR in the record's Unclean field.
-//   - The ISR is never empty: a target ISR that is empty keeps the current
-//     ISR (Kafka keeps the last member of an offline partition, KIP-841).
-//   - A stale ISR (Partition.StaleISR) elects no leader cleanly: only an
-//     unclean election may choose its member (or anyone else). StaleIfKept
-//     marks the ISR stale when the rule above keeps it.
+//   - Without ELR the ISR is never empty: a target ISR that is empty keeps
+//     the current ISR (Kafka keeps the last member of an offline
+//     partition, KIP-841). A stale ISR (Partition.StaleISR) elects no
+//     leader cleanly: only an unclean election may choose its member (or
+//     anyone else). StaleIfKept marks the ISR stale when this rule keeps it.
+//   - With ELR (KIP-966, elr.go) the ISR may become empty. While the
+//     target ISR is smaller than MinISR, the replicas leaving the ISR join
+//     the eligible leader replicas, and those of UncleanShutdown leave
+//     them for the last-known ones; both are cleared once the ISR has
+//     MinISR members. With an empty ISR the leader is elected from the
+//     ELR, in replica order, and the ISR becomes just that leader.
+//   - An unclean election takes the safest acceptable replica: a member
+//     of a stale ISR or of the last-known ELR (they held every committed
+//     record before an unclean restart), then any other; it clears the
+//     ELR and last-known ELR.
 //   - Assignment, when set, replaces the replicas and the reassignment in
 //     progress (adding and removing replicas); the ISR keeps only members
 //     of the new replicas (a cancellation drops the adding ones).
@@ -59,6 +69,15 @@ type PartitionChange struct {
 	// Assignment is the wanted replicas and reassignment; nil keeps the
 	// current ones. Its slices are not kept.
 	Assignment *Assignment
+	// ELR turns on eligible leader replicas (eligible.leader.replicas.version
+	// 1); without it the ELR and last-known ELR are cleared.
+	ELR bool
+	// MinISR is the topic's min.insync.replicas (0 counts as 1); used
+	// only with ELR.
+	MinISR int
+	// UncleanShutdown are brokers that registered after an unclean
+	// shutdown: they may have lost records, so they leave the ELR.
+	UncleanShutdown []int32
 }
 
 // Build returns the change record, or false when nothing would change.
@@ -69,7 +88,16 @@ func (c PartitionChange) Build() (*PartitionChangeRecord, bool) {
 		isr = c.TargetISR
 	}
 	stale := cur.StaleISR
-	if len(isr) == 0 {
+	elr, lke := cur.ELR, cur.LastKnownELR
+	curISR := cur.ISR
+	if c.ELR && stale {
+		// A stale ISR from before eligible leader replicas: its member
+		// restarted uncleanly, which makes it a last-known one.
+		lke = union(lke, cur.ISR)
+		isr = without(isr, cur.ISR)
+		curISR, stale = nil, false
+	}
+	if len(isr) == 0 && !c.ELR {
 		isr = cur.ISR
 		stale = stale || c.StaleIfKept
 	}
@@ -84,47 +112,70 @@ func (c PartitionChange) Build() (*PartitionChangeRecord, bool) {
 			reps, isr, adding, removing = without(reps, removing), rest, nil, nil
 		}
 	}
-	leader, unclean := c.electLeader(reps, isr, stale)
+	if c.ELR {
+		elr, lke = c.eligible(reps, curISR, isr, elr, lke)
+	} else {
+		elr, lke = nil, nil
+	}
+	leader, unclean := c.electLeader(reps, isr, elr, lke, stale)
 	rec := &PartitionChangeRecord{
 		TopicID: c.TopicID, Partition: c.Partition, Leader: leader, ISR: isr,
 		LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch + 1,
 		StaleISR: stale && leader == NoLeader,
 	}
-	if unclean {
+	switch {
+	case unclean:
 		rec.ISR = []int32{leader}
-		rec.Unclean = &UncleanElection{LeaderEpoch: cur.LeaderEpoch + 1, Leader: leader, LostISR: isr}
+		rec.Unclean = &UncleanElection{LeaderEpoch: cur.LeaderEpoch + 1, Leader: leader, LostISR: inOrder(reps, union(isr, union(elr, lke)))}
+		elr, lke = nil, nil
+	case leader != NoLeader && !slices.Contains(isr, leader):
+		// Elected from the ELR: the ISR was empty.
+		rec.ISR = []int32{leader}
+		elr = without(elr, rec.ISR)
 	}
+	rec.ELR, rec.LastKnownELR = nilIfEmpty(elr), nilIfEmpty(lke)
 	if !slices.Equal(reps, cur.Replicas) || !slices.Equal(adding, cur.AddingReplicas) || !slices.Equal(removing, cur.RemovingReplicas) {
 		rec.Assignment = &Assignment{Replicas: slices.Clone(reps), Adding: slices.Clone(adding), Removing: slices.Clone(removing)}
 	}
 	if leader != cur.Leader {
 		rec.LeaderEpoch = cur.LeaderEpoch + 1
-	} else if slices.Equal(rec.ISR, cur.ISR) && rec.StaleISR == cur.StaleISR && rec.Assignment == nil {
+	} else if slices.Equal(rec.ISR, cur.ISR) && rec.StaleISR == cur.StaleISR && rec.Assignment == nil &&
+		slices.Equal(rec.ELR, cur.ELR) && slices.Equal(rec.LastKnownELR, cur.LastKnownELR) {
 		return nil, false
 	}
 	return rec, true
 }
 
-func (c PartitionChange) electLeader(reps, isr []int32, stale bool) (leader int32, unclean bool) {
+// electLeader picks the leader: the current one or the first acceptable
+// replica in the ISR (or, with an empty ISR, in the ELR); failing that, an
+// unclean election takes the safest acceptable replica: a member of a
+// stale ISR or the last-known ELR before any other.
+func (c PartitionChange) electLeader(reps, isr, elr, lke []int32, stale bool) (leader int32, unclean bool) {
 	ok := func(id int32) bool { return c.Acceptable != nil && c.Acceptable(id) }
+	var safest []int32
 	if stale {
-		isr = nil // no clean choice
+		safest, isr = isr, nil // no clean choice
 	}
-	if c.Election == ElectPreferred && len(reps) > 0 && slices.Contains(isr, reps[0]) && ok(reps[0]) {
+	valid := func(id int32) bool {
+		return ok(id) && (slices.Contains(isr, id) || len(isr) == 0 && slices.Contains(elr, id))
+	}
+	if c.Election == ElectPreferred && len(reps) > 0 && valid(reps[0]) {
 		return reps[0], false
 	}
-	if l := c.Current.Leader; l != NoLeader && slices.Contains(isr, l) && ok(l) {
+	if l := c.Current.Leader; l != NoLeader && valid(l) {
 		return l, false
 	}
 	for _, r := range reps {
-		if slices.Contains(isr, r) && ok(r) {
+		if valid(r) {
 			return r, false
 		}
 	}
 	if c.Election == ElectUnclean {
-		for _, r := range reps {
-			if ok(r) {
-				return r, true
+		for _, set := range [][]int32{safest, lke, reps} {
+			for _, r := range reps {
+				if slices.Contains(set, r) && ok(r) {
+					return r, true
+				}
 			}
 		}
 	}

@@ -278,7 +278,11 @@ const (
 	pcStaleISR   = 1 << 0
 	pcUnclean    = 1 << 1
 	pcAssignment = 1 << 2
-	pcAllFlags   = pcStaleISR | pcUnclean | pcAssignment
+	// pcELR and pcLastKnownELR: the eligible leader replicas and the
+	// last-known ones follow (KIP-966; absent means empty).
+	pcELR          = 1 << 3
+	pcLastKnownELR = 1 << 4
+	pcAllFlags     = pcStaleISR | pcUnclean | pcAssignment | pcELR | pcLastKnownELR
 )
 
 func (e *encoder) partitionChange(r *PartitionChangeRecord) {
@@ -291,6 +295,12 @@ func (e *encoder) partitionChange(r *PartitionChangeRecord) {
 	}
 	if r.Assignment != nil {
 		flags |= pcAssignment
+	}
+	if len(r.ELR) > 0 {
+		flags |= pcELR
+	}
+	if len(r.LastKnownELR) > 0 {
+		flags |= pcLastKnownELR
 	}
 	e.uuid(r.TopicID)
 	e.varint(int64(r.Partition))
@@ -306,6 +316,12 @@ func (e *encoder) partitionChange(r *PartitionChangeRecord) {
 		e.int32s(a.Replicas)
 		e.int32s(a.Adding)
 		e.int32s(a.Removing)
+	}
+	if len(r.ELR) > 0 {
+		e.int32s(r.ELR)
+	}
+	if len(r.LastKnownELR) > 0 {
+		e.int32s(r.LastKnownELR)
 	}
 }
 
@@ -327,6 +343,12 @@ func (d *decoder) partitionChange() *PartitionChangeRecord {
 	if flags&pcAssignment != 0 {
 		r.Assignment = &Assignment{Replicas: d.int32s(), Adding: d.int32s(), Removing: d.int32s()}
 	}
+	if flags&pcELR != 0 {
+		r.ELR = d.int32s()
+	}
+	if flags&pcLastKnownELR != 0 {
+		r.LastKnownELR = d.int32s()
+	}
 	return r
 }
 
@@ -347,7 +369,10 @@ const (
 	ptUnclean  = 1 << 1
 	ptAdding   = 1 << 2
 	ptRemoving = 1 << 3
-	ptAllFlags = ptStaleISR | ptUnclean | ptAdding | ptRemoving
+	// ptELR and ptLastKnownELR: KIP-966's eligible leader replicas.
+	ptELR          = 1 << 4
+	ptLastKnownELR = 1 << 5
+	ptAllFlags     = ptStaleISR | ptUnclean | ptAdding | ptRemoving | ptELR | ptLastKnownELR
 )
 
 // partition writes one partition: a flags byte, the replicas and ISR,
@@ -367,6 +392,12 @@ func (e *encoder) partition(p *Partition) {
 	if p.RemovingReplicas != nil {
 		flags |= ptRemoving
 	}
+	if len(p.ELR) > 0 {
+		flags |= ptELR
+	}
+	if len(p.LastKnownELR) > 0 {
+		flags |= ptLastKnownELR
+	}
 	e.b = append(e.b, flags)
 	e.int32s(p.Replicas)
 	e.int32s(p.ISR)
@@ -384,6 +415,12 @@ func (e *encoder) partition(p *Partition) {
 	}
 	if p.RemovingReplicas != nil {
 		e.int32s(p.RemovingReplicas)
+	}
+	if len(p.ELR) > 0 {
+		e.int32s(p.ELR)
+	}
+	if len(p.LastKnownELR) > 0 {
+		e.int32s(p.LastKnownELR)
 	}
 }
 
@@ -410,6 +447,12 @@ func (d *decoder) partition(p *Partition, arena *[]int32) {
 	}
 	if flags&ptRemoving != 0 {
 		p.RemovingReplicas = d.int32s()
+	}
+	if flags&ptELR != 0 {
+		p.ELR = d.int32s()
+	}
+	if flags&ptLastKnownELR != 0 {
+		p.LastKnownELR = d.int32s()
 	}
 }
 

@@ -57,6 +57,14 @@ type RegisterBroker struct {
 	// whose only ISR member is this broker gets a stale ISR: it is not
 	// elected leader again without an unclean election.
 	CleanShutdown bool `json:"clean_shutdown"`
+	// PreviousBrokerEpoch is the broker epoch the broker's clean-shutdown
+	// marker names (Kafka's BrokerRegistration PreviousBrokerEpoch), -1
+	// without one; 0 (older nodes) leaves CleanShutdown alone. The
+	// shutdown counts as clean only when it names the epoch the image
+	// holds for the broker: a marker of another incarnation (a data
+	// directory restored from a copy, a registration the controller has
+	// since replaced) is not evidence that this one stopped cleanly.
+	PreviousBrokerEpoch int64 `json:"previous_broker_epoch,omitempty"`
 }
 
 // RegisterBrokerReply carries the new broker epoch.

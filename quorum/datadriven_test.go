@@ -85,7 +85,7 @@ func (h *harness) command(t *testing.T, d *datadriven.TestData) Command {
 	switch d.Cmd {
 	case "register":
 		rack, _ := arg(d, "rack")
-		return &RegisterBroker{ID: id, Rack: rack, CleanShutdown: d.HasArg("clean")}
+		return &RegisterBroker{ID: id, Rack: rack, CleanShutdown: d.HasArg("clean"), PreviousBrokerEpoch: argInt(t, d, "prev-epoch", 0)}
 	case "fence":
 		return &FenceBroker{ID: id, Epoch: epoch}
 	case "unfence":
@@ -219,8 +219,11 @@ func (h *harness) names(s string) string {
 func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	switch d.Cmd {
 	case "policy":
-		s, _ := arg(d, "unclean")
-		h.pol.UncleanLeaderElectionEnable = s == "true"
+		if s, ok := arg(d, "unclean"); ok {
+			h.pol.UncleanLeaderElectionEnable = s == "true"
+		}
+		h.pol.EligibleLeaderReplicasVersion = int(argInt(t, d, "elr", int64(h.pol.EligibleLeaderReplicasVersion)))
+		h.pol.MinInsyncReplicas = int(argInt(t, d, "min-isr", int64(h.pol.MinInsyncReplicas)))
 		return "ok\n"
 	case "image":
 		topic, _ := arg(d, "topic")

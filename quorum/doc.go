@@ -69,7 +69,8 @@
 // Record types: cluster_id, register_broker, fence_broker, unfence_broker,
 // broker_shutdown, create_topic, remove_topic, topic_config,
 // partition_change (complete new leader/ISR/epochs, the lost ISR of an
-// unclean election, and the new replicas of a reassignment), producer_ids, add_partitions (CreatePartitions: new
+// unclean election, the new replicas of a reassignment, the eligible
+// leader replicas and last-known ones), producer_ids, add_partitions (CreatePartitions: new
 // partitions appended from the current count, placed as CreateTopics
 // places them over the alive brokers, with the topic's replication
 // factor), log_dir_offline (a broker's log directory failed: logdir.go;
@@ -152,7 +153,7 @@
 // unclean election (outside the ISR) only where unclean.leader.election.enable
 // (Policy default, topic override) allows it or an admin asks for it, and it
 // is recorded in the partition; every leader change bumps the leader epoch and
-// every change the partition epoch; the ISR is never empty. AlterPartition
+// every change the partition epoch; the ISR is never empty without eligible leader replicas (below). AlterPartition
 // must come from the current leader with its broker epoch, the current leader
 // epoch and partition epoch, and every ISR member must be registered,
 // unfenced, not shutting down and carry its current broker epoch (KIP-841,
@@ -161,13 +162,30 @@
 // log corrupt, node/replica/scrub.go); an ISR without it and without an acceptable
 // leader is refused.
 //
-// A partition whose only ISR member re-registers after an unclean shutdown
-// (RegisterBroker.CleanShutdown false) keeps that member but marks the ISR
-// stale: electing it is then an unclean election (DESIGN.md: a restarted
-// broker is never elected from a stale ISR entry; compare KIP-966). Topics
-// with sluice.durability=sync are the exception: every acknowledged record
-// was fsynced, so the unclean shutdown lost nothing acknowledged and the
-// member stays electable.
+// Eligible leader replicas (KIP-966, elr.go; Policy.EligibleLeaderReplicasVersion
+// 1, the node's default): the high watermark is frozen while the ISR is
+// below min.insync.replicas, so a replica that leaves the ISR then holds
+// every committed record and joins the partition's ELR; the ISR may
+// empty (its last member fenced), and the leader is then elected from the
+// ELR, in replica order. A broker that re-registers after an unclean
+// shutdown leaves every ELR for the last-known ELR. The shutdown is clean
+// only when the broker's marker names the broker epoch the image holds
+// (RegisterBroker.PreviousBrokerEpoch, Kafka's clean-shutdown detection
+// by broker epoch). The ELR and last-known ELR are cleared once the ISR
+// has min.insync.replicas members. An unclean election takes a
+// last-known ELR member (or a stale ISR's) before any other replica, and
+// clears both. Scripts: testdata/elr.txt (timelines), elr_upgrade.txt;
+// node's TestELRElectsTheSafestReplica on real nodes.
+//
+// At version 0 the earlier rules hold: a partition whose only ISR member
+// re-registers after an unclean shutdown (RegisterBroker.CleanShutdown
+// false) keeps that member but marks the ISR stale: electing it is then
+// an unclean election (DESIGN.md: a restarted broker is never elected
+// from a stale ISR entry). Turning version 1 on converts a stale ISR into
+// a last-known ELR at the partition's next change. In both, topics with
+// sluice.durability=sync are the exception: every acknowledged record was
+// fsynced, so the unclean shutdown lost nothing acknowledged and the
+// replica stays electable.
 //
 // A broker whose log directory fails reports it (LogDirOffline, with its
 // broker epoch, as Kafka's brokers do in their heartbeat): the broker stays
@@ -308,6 +326,13 @@
 //     broker not seen alive by gossip for that long is fenced, counted from
 //     when this controller became active.
 //
+// Liveness.Cause names why a broker is fenced (probe_refused, gossip_dead,
+// new_incarnation, session_timeout) and since when the evidence had it
+// gone; GossipConfig.OnFence hands both to the node after each committed
+// fence, with how many of its leaderships moved, for the metrics
+// sluice_controller_fences_total{cause} and
+// sluice_controller_failover_seconds.
+//
 // GossipConfig.Keys turn on memberlist's keyring: every packet and stream
 // is encrypted and authenticated (AES-GCM, the cluster label as
 // authenticated data) with the first key and opened with any, so a
@@ -316,8 +341,12 @@
 // (TestGossipKeys, TestGossipKeysLive; docs/deploy.md).
 //
 // The active controller's own death comes first: the other voters elect
-// a new one (hashicorp/raft's defaults: a heartbeat timeout of 1-2 s,
-// then the election), whose Liveness starts over (Reset) and whose probes
+// a new one (hashicorp/raft's defaults, the node's
+// controller.quorum.fetch.timeout.ms and election.timeout.ms: a
+// heartbeat timeout of 1-2 s, then the election; at 300/400 ms,
+// TestControllerFailoverTimes measured a third of the time on a loaded
+// VM, with no false election in 15 s, but the defaults stay until longer
+// runs under load say the lower ones are safe), whose Liveness starts over (Reset) and whose probes
 // then fence the dead broker. In `sluice bench --failover` a killed
 // leader that was also the active controller made its partitions
 // writable after 2.1-3.6 s, against 0.4-0.9 s for another leader.

@@ -63,6 +63,13 @@ type GossipConfig struct {
 	// logs these too: the first thing an operator asks when a broker
 	// drops out of the metadata).
 	Log *slog.Logger
+	// OnFence, if set, is called on the active controller's decision
+	// goroutine after each fence it proposed has committed: the cause
+	// (Liveness.Cause), since when the evidence had the broker gone, and
+	// how many of the partitions the broker led have another leader in
+	// the committed image (the node's metrics time the failover from
+	// since when that is not zero). It must not block for long.
+	OnFence func(cause FenceCause, since time.Time, moved int)
 }
 
 // Gossip runs memberlist on one node. On every node it advertises the
@@ -290,15 +297,55 @@ func (g *Gossip) loop() {
 		var cmds []Command
 		g.ctrl.View(func(im *Image) { cmds = live.Decide(im, now) })
 		for _, cmd := range cmds {
+			var led []PartitionRef
+			fence, isFence := cmd.(*FenceBroker)
+			if isFence {
+				led = g.ledBy(fence.ID)
+			}
 			ctx, cancel := context.WithTimeout(g.ctx, g.cfg.SessionTimeout)
 			_, err := g.ctrl.Propose(ctx, cmd)
 			if err == nil {
 				g.Proposed.Add(1)
+				if isFence && g.cfg.OnFence != nil {
+					if cause, since, ok := live.Cause(fence.ID, fence.Epoch, now); ok {
+						g.cfg.OnFence(cause, since, g.movedFrom(fence.ID, led))
+					}
+				}
 			}
 			cancel()
 			g.logDecision(cmd, err, &live)
 		}
 	}
+}
+
+// ledBy lists the partitions broker id leads in the committed image.
+func (g *Gossip) ledBy(id int32) []PartitionRef {
+	var out []PartitionRef
+	g.ctrl.View(func(im *Image) {
+		for _, t := range im.Topics {
+			for i, p := range t.Partitions {
+				if p.Leader == id {
+					out = append(out, PartitionRef{TopicID: t.ID, Partition: int32(i)})
+				}
+			}
+		}
+	})
+	return out
+}
+
+// movedFrom counts the partitions of led that another broker leads now.
+func (g *Gossip) movedFrom(id int32, led []PartitionRef) int {
+	n := 0
+	g.ctrl.View(func(im *Image) {
+		for _, r := range led {
+			if t := im.TopicByID(r.TopicID); t != nil && int(r.Partition) < len(t.Partitions) {
+				if l := t.Partitions[r.Partition].Leader; l != id && l != NoLeader {
+					n++
+				}
+			}
+		}
+	})
+	return n
 }
 
 func decodeEpoch(meta []byte) int64 {
@@ -417,7 +464,7 @@ func (g *Gossip) probe(live *Liveness) {
 			live.Answered(t.id, t.epoch)
 		case errors.Is(err, syscall.ECONNREFUSED):
 			g.ProbesRefused.Add(1)
-			live.Refused(t.id, t.epoch)
+			live.Refused(t.id, t.epoch, now)
 		case answered > 0 && silence(err):
 			// Another listener answered this round: the silence is
 			// the broker's, not this controller's.

@@ -117,6 +117,18 @@ type Partition struct {
 	// otherwise; snapshots from before reassignment have neither.
 	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
 	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
+	// ELR are the eligible leader replicas (KIP-966, elr.go): replicas
+	// out of the ISR that hold every committed record, because they left
+	// it while the ISR was smaller than min.insync.replicas (the high
+	// watermark stays frozen then) and have not restarted uncleanly
+	// since. With an empty ISR the leader is elected from them.
+	// LastKnownELR are the replicas that were in the ISR or ELR while it
+	// was below min.insync.replicas but restarted uncleanly since: not
+	// electable cleanly, the safest choice of an unclean election. Both
+	// are empty while the ISR has min.insync.replicas members, and in
+	// snapshots from before eligible leader replicas.
+	ELR          []int32 `json:"elr,omitempty"`
+	LastKnownELR []int32 `json:"last_known_elr,omitempty"`
 }
 
 // Reassigning reports whether a reassignment of the partition is in progress.
@@ -314,6 +326,8 @@ func (p Partition) clone() Partition {
 func (p *Partition) cloneRare() {
 	p.AddingReplicas = slices.Clone(p.AddingReplicas)
 	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
+	p.ELR = slices.Clone(p.ELR)
+	p.LastKnownELR = slices.Clone(p.LastKnownELR)
 	if p.UncleanElections != nil {
 		us := make([]UncleanElection, len(p.UncleanElections))
 		for i, u := range p.UncleanElections {

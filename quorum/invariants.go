@@ -6,7 +6,8 @@ import (
 )
 
 // CheckInvariants verifies the structural invariants of an image: ISRs are
-// non-empty subsets of the replicas, a leader is in its ISR, ids and indexes
+// subsets of the replicas, empty only without a leader (ELR), ELR and
+// last-known ELR disjoint from them, a leader is in its ISR, ids and indexes
 // agree. Replay keeps them; the FSM checks them after every entry when built
 // with -tags invariants and panics, with context, on a violation.
 func (im *Image) CheckInvariants() error {
@@ -42,8 +43,21 @@ func (im *Image) checkImage() error {
 }
 
 func (p Partition) check() error {
-	if len(p.Replicas) == 0 || len(p.ISR) == 0 {
-		return fmt.Errorf("empty replicas or ISR")
+	if len(p.Replicas) == 0 {
+		return fmt.Errorf("empty replicas")
+	}
+	if len(p.ISR) == 0 && p.Leader != NoLeader {
+		return fmt.Errorf("empty ISR with leader %d", p.Leader)
+	}
+	for i, r := range p.ELR {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.ELR[:i], r) || slices.Contains(p.ISR, r) {
+			return fmt.Errorf("ELR member %d not a replica, repeated or in the ISR", r)
+		}
+	}
+	for i, r := range p.LastKnownELR {
+		if !slices.Contains(p.Replicas, r) || slices.Contains(p.LastKnownELR[:i], r) || slices.Contains(p.ISR, r) || slices.Contains(p.ELR, r) {
+			return fmt.Errorf("last-known ELR member %d not a replica, repeated, or in the ISR or ELR", r)
+		}
 	}
 	for i, r := range p.Replicas {
 		if slices.Contains(p.Replicas[:i], r) {

@@ -39,7 +39,14 @@ func TestCheckInvariantsReportsBadImages(t *testing.T) {
 		{"broker under another id", func(im *Image) { im.Brokers[2].ID = 5 }, "broker 2"},
 		{"broker epoch past the last", func(im *Image) { im.Brokers[3].Epoch = 4 }, "broker 3"},
 		{"broker epoch zero", func(im *Image) { im.Brokers[1].Epoch = 0 }, "broker 1"},
-		{"empty isr", func(im *Image) { part(im).ISR = nil }, "empty replicas or ISR"},
+		{"empty isr with a leader", func(im *Image) { part(im).ISR = nil }, "empty ISR with leader"},
+		{"empty replicas", func(im *Image) { part(im).Replicas = nil }, "empty replicas"},
+		{"elr member in the isr", func(im *Image) { part(im).ELR = []int32{2} }, "ELR member 2"},
+		{"elr member not a replica", func(im *Image) { part(im).ELR = []int32{4} }, "ELR member 4"},
+		{"last-known elr member in the elr", func(im *Image) {
+			p := part(im)
+			p.ISR, p.ELR, p.LastKnownELR = []int32{1}, []int32{2}, []int32{2}
+		}, "last-known ELR member 2"},
 		{"repeated replica", func(im *Image) { part(im).Replicas = []int32{1, 2, 2} }, "replica 2 repeated"},
 		{"isr member not a replica", func(im *Image) { part(im).ISR = []int32{1, 4} }, "ISR member 4"},
 		{"repeated isr member", func(im *Image) { part(im).ISR = []int32{1, 1} }, "ISR member 1"},

@@ -66,7 +66,8 @@ const (
 // probe is what the probes found of a broker's registration epoch.
 type probe struct {
 	epoch    int64
-	refusals int // in a row, for epoch
+	refusals int       // in a row, for epoch
+	since    time.Time // the first refusal of the streak
 	// silent rounds in a row (see Silent), the first at silentSince.
 	silent      int
 	silentSince time.Time
@@ -87,14 +88,17 @@ func (l *Liveness) Reset(now time.Time) {
 }
 
 // Refused records that a connection to the listener of broker id,
-// registered with epoch, was refused.
-func (l *Liveness) Refused(id int32, epoch int64) {
+// registered with epoch, was refused at now.
+func (l *Liveness) Refused(id int32, epoch int64, now time.Time) {
 	if l.probes == nil {
 		l.probes = map[int32]probe{}
 	}
 	p := l.probes[id]
 	if p.epoch != epoch {
 		p = probe{epoch: epoch}
+	}
+	if p.refusals == 0 {
+		p.since = now
 	}
 	p.refusals++
 	p.silent = 0
@@ -183,4 +187,48 @@ func (l *Liveness) Decide(im *Image, now time.Time) []Command {
 		}
 	}
 	return out
+}
+
+// FenceCause is why Decide fences a broker: the cause label of
+// sluice_controller_fences_total.
+type FenceCause string
+
+// The fence causes, in the order Cause names them when several hold.
+const (
+	FenceProbeRefused   FenceCause = "probe_refused"
+	FenceProbeSilent    FenceCause = "probe_silent"
+	FenceGossipDead     FenceCause = "gossip_dead"
+	FenceNewIncarnation FenceCause = "new_incarnation"
+	FenceSessionTimeout FenceCause = "session_timeout"
+)
+
+// FenceCauses lists every FenceCause.
+var FenceCauses = []FenceCause{FenceProbeRefused, FenceProbeSilent, FenceGossipDead, FenceNewIncarnation, FenceSessionTimeout}
+
+// Cause says why Decide fences broker id, registered with epoch, at now,
+// and since when the evidence shows it gone: the first refusal of the
+// probes' streak, the first silent probe of its streak, gossip's dead event, the sighting of another epoch, or
+// when it was last seen alive (the session's start if never). The
+// active controller times a failover from there (time to new leader,
+// sluice_controller_failover_seconds). ok is false when Decide would not
+// fence it.
+func (l *Liveness) Cause(id int32, epoch int64, now time.Time) (cause FenceCause, since time.Time, ok bool) {
+	o, seen := l.seen[id]
+	last := l.since
+	if seen && o.at.After(last) {
+		last = o.at
+	}
+	switch {
+	case l.Refusing(id, epoch):
+		return FenceProbeRefused, l.probes[id].since, true
+	case l.Silenced(id, epoch, now):
+		return FenceProbeSilent, l.probes[id].silentSince, true
+	case seen && o.dead:
+		return FenceGossipDead, o.at, true
+	case seen && o.epoch != epoch:
+		return FenceNewIncarnation, o.at, true
+	case now.Sub(last) > l.SessionTimeout:
+		return FenceSessionTimeout, last, true
+	}
+	return "", time.Time{}, false
 }

@@ -76,10 +76,11 @@ func TestLiveness(t *testing.T) {
 //	reset at=D                               this controller becomes active
 //	alive id=N epoch=E at=D                  gossip sees N alive advertising E
 //	dead id=N at=D                           gossip declares N dead
-//	refused id=N [epoch=E]                   a probe of N's listener was refused
+//	refused id=N [epoch=E] [at=D]            a probe of N's listener was refused
 //	answered id=N [epoch=E]                  a probe of N's listener was accepted
 //	silent id=N [epoch=E] at=D               a probe of N's listener timed out (another answered)
-//	decide at=D                              the commands, applied to the image
+//	decide at=D                              the commands, applied to the image;
+//	                                         a fence names its cause and since when
 //
 // E defaults to N's registered epoch; D is a duration from the start.
 func TestLivenessScript(t *testing.T) {
@@ -130,7 +131,11 @@ func (s *livenessHarness) step(t *testing.T, d *datadriven.TestData) string {
 		s.l.Dead(id, at())
 		return "ok"
 	case "refused":
-		s.l.Refused(id, epoch())
+		when := t0
+		if _, ok := arg(d, "at"); ok {
+			when = at()
+		}
+		s.l.Refused(id, epoch(), when)
 		return "ok"
 	case "answered":
 		s.l.Answered(id, epoch())
@@ -144,7 +149,11 @@ func (s *livenessHarness) step(t *testing.T, d *datadriven.TestData) string {
 			switch c := c.(type) {
 			case *FenceBroker:
 				s.im.Brokers[c.ID].Fenced = true
-				out = append(out, fmt.Sprintf("fence %d epoch %d", c.ID, c.Epoch))
+				cause, since, ok := s.l.Cause(c.ID, c.Epoch, at())
+				if !ok {
+					t.Fatalf("%s: Decide fences %d but Cause names no cause", d.Pos, c.ID)
+				}
+				out = append(out, fmt.Sprintf("fence %d epoch %d: %s since %v", c.ID, c.Epoch, cause, since.Sub(t0)))
 			case *UnfenceBroker:
 				s.im.Brokers[c.ID].Fenced = false
 				out = append(out, fmt.Sprintf("unfence %d epoch %d", c.ID, c.Epoch))

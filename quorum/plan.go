@@ -28,6 +28,13 @@ type Policy struct {
 	ProducerIDBlockSize int64
 	// NewUUID makes topic ids; nil means NewUUID. Tests make it deterministic.
 	NewUUID func() UUID
+	// EligibleLeaderReplicasVersion is eligible.leader.replicas.version:
+	// 1 keeps KIP-966's eligible leader replicas (elr.go), 0 the earlier
+	// rules (the ISR keeps its last member, stale after an unclean restart).
+	EligibleLeaderReplicasVersion int
+	// MinInsyncReplicas is the broker default of min.insync.replicas
+	// (0 counts as 1); a topic config overrides it. The ELR follows it.
+	MinInsyncReplicas int
 }
 
 // Plan validates cmd against the image and returns the records that carry
@@ -159,6 +166,29 @@ func (p *planner) uncleanAllowed(t *Topic) bool {
 	return p.pol.UncleanLeaderElectionEnable
 }
 
+// minISR resolves min.insync.replicas for a topic.
+func (p *planner) minISR(t *Topic) int {
+	if v, ok := t.Configs[ConfigMinInsyncReplicas]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n
+		}
+	}
+	return max(p.pol.MinInsyncReplicas, 1)
+}
+
+// change starts a PartitionChange of partition i of t, with the election
+// its topic allows by config and the eligible leader replicas' settings.
+func (p *planner) change(t *Topic, i int32, part Partition, ok func(int32) bool) PartitionChange {
+	el := ElectClean
+	if p.uncleanAllowed(t) {
+		el = ElectUnclean
+	}
+	return PartitionChange{
+		TopicID: t.ID, Partition: i, Current: part, Acceptable: ok, Election: el,
+		ELR: p.pol.EligibleLeaderReplicasVersion >= 1, MinISR: p.minISR(t),
+	}
+}
+
 // acceptable returns the leader-acceptability test of the image, with one
 // broker forced out (out >= 0) or in (in >= 0).
 func (p *planner) acceptable(out, in int32) func(int32) bool {
@@ -184,27 +214,29 @@ func (p *planner) forEachPartition(fn func(t *Topic, i int32, part *Partition)) 
 	}
 }
 
-// moveOff removes a broker from every ISR (keeping it as the last member of
-// an otherwise empty ISR, marked stale when unclean) and moves its
-// leaderships elsewhere.
+// moveOff removes a broker from every ISR and moves its leaderships
+// elsewhere. Without ELR it stays the last member of an otherwise empty
+// ISR, marked stale when unclean; with ELR it may join the ELR, or, when
+// unclean, leaves it for the last-known ELR.
 func (p *planner) moveOff(id int32, unclean bool) []Record {
 	recs := make([]Record, 0, p.im.PartitionsOn(id))
 	ok := p.acceptable(id, -1)
-	// Only partitions naming the broker can have it as leader or in the
-	// ISR: the index (index.go) spares a scan of every partition.
+	// Only partitions naming the broker can have it as leader, in the
+	// ISR or in the ELR: the index (index.go) spares a scan of every
+	// partition.
 	p.im.sorted(p.im.idx.hosts[id], func(t *Topic, i int32, part *Partition) {
-		if part.Leader != id && !slices.Contains(part.ISR, id) {
+		if part.Leader != id && !slices.Contains(part.ISR, id) && !(unclean && slices.Contains(part.ELR, id)) {
 			return
 		}
 		isr := slices.DeleteFunc(slices.Clone(part.ISR), func(r int32) bool { return r == id })
-		el := ElectClean
-		if p.uncleanAllowed(t) {
-			el = ElectUnclean
-		}
+		c := p.change(t, i, *part, ok)
+		c.TargetISR = isr
 		// With sync durability an unclean shutdown loses nothing
-		// acknowledged (every ack waited for the fsync), so the last ISR
-		// member stays electable.
-		c := PartitionChange{TopicID: t.ID, Partition: i, Current: *part, Acceptable: ok, TargetISR: isr, Election: el, StaleIfKept: unclean && !syncDurable(t)}
+		// acknowledged (every ack waited for the fsync), so the replica
+		// stays electable.
+		if unclean && !syncDurable(t) {
+			c.StaleIfKept, c.UncleanShutdown = true, []int32{id}
+		}
 		if rec, changed := c.Build(); changed {
 			recs = append(recs, rec)
 		}
@@ -220,12 +252,16 @@ func (p *planner) registerBroker(c *RegisterBroker) ([]Record, any, error) {
 		return nil, nil, kerrf(kerr.InconsistentClusterID, "broker %d has cluster id %s, the quorum %s", c.ID, c.ClusterID, p.im.ClusterID)
 	}
 	var recs []Record
-	if _, ok := p.im.Brokers[c.ID]; ok {
-		recs = p.moveOff(c.ID, !c.CleanShutdown)
+	clean := c.CleanShutdown
+	if b, ok := p.im.Brokers[c.ID]; ok {
+		if c.PreviousBrokerEpoch != 0 {
+			clean = c.PreviousBrokerEpoch == b.Epoch
+		}
+		recs = p.moveOff(c.ID, !clean)
 	}
 	epoch := p.im.LastBrokerEpoch + 1
 	recs = append(recs, &RegisterBrokerRecord{
-		ID: c.ID, Epoch: epoch, Endpoints: slices.Clone(c.Endpoints), Rack: c.Rack, CleanShutdown: c.CleanShutdown,
+		ID: c.ID, Epoch: epoch, Endpoints: slices.Clone(c.Endpoints), Rack: c.Rack, CleanShutdown: clean,
 	})
 	return recs, &RegisterBrokerReply{Epoch: epoch}, nil
 }
@@ -261,11 +297,7 @@ func (p *planner) unfenceBroker(c *UnfenceBroker) ([]Record, any, error) {
 		if part.Leader != NoLeader || !slices.Contains(part.Replicas, b.ID) {
 			return
 		}
-		el := ElectClean
-		if p.uncleanAllowed(t) {
-			el = ElectUnclean
-		}
-		pc := PartitionChange{TopicID: t.ID, Partition: i, Current: *part, Acceptable: ok, Election: el}
+		pc := p.change(t, i, *part, ok)
 		if rec, changed := pc.Build(); changed {
 			recs = append(recs, rec)
 		}
@@ -319,7 +351,8 @@ func (p *planner) alterPartition(c *AlterPartition) ([]Record, any, error) {
 	// member (beyond Kafka: its log is damaged, node/replica/scrub.go); the builder
 	// elects it from what remains.
 	leaving := !slices.Contains(isr, c.BrokerID)
-	pc := PartitionChange{TopicID: t.ID, Partition: c.Partition, Current: part, Acceptable: p.acceptable(-1, -1), TargetISR: isr}
+	pc := p.change(t, c.Partition, part, p.acceptable(-1, -1))
+	pc.Election, pc.TargetISR = ElectClean, isr
 	rec, changed := pc.Build()
 	if leaving && (len(isr) == 0 || !changed || rec.Leader == NoLeader) {
 		return nil, nil, kerrf(kerr.InvalidRequest, "%s: the leader %d must stay in the ISR unless another member can lead", where, c.BrokerID)
@@ -398,7 +431,8 @@ func (p *planner) electLeaders(c *ElectLeaders) ([]Record, any, error) {
 			err = kerrf(kerr.ElectionNotNeeded, "partition has a leader")
 		default:
 			part := t.Partitions[tp.Partition]
-			pc := PartitionChange{TopicID: t.ID, Partition: tp.Partition, Current: part, Acceptable: ok, Election: c.Election}
+			pc := p.change(t, tp.Partition, part, ok)
+			pc.Election = c.Election
 			rec, changed := pc.Build()
 			switch {
 			case c.Election == ElectPreferred && (!changed || rec.Leader != part.Replicas[0]):
@@ -462,7 +496,8 @@ func (p *planner) alterConfigs(c *AlterConfigs) ([]Record, any, error) {
 			if t.Partitions[i].Leader != NoLeader {
 				continue
 			}
-			pc := PartitionChange{TopicID: t.ID, Partition: int32(i), Current: t.Partitions[i], Acceptable: ok, Election: ElectUnclean}
+			pc := p.change(t, int32(i), t.Partitions[i], ok)
+			pc.Election = ElectUnclean
 			if rec, changed := pc.Build(); changed {
 				recs = append(recs, rec)
 			}

@@ -125,11 +125,8 @@ func (p *planner) reassign(s ReassignmentSpec, keepRF bool) (*PartitionChangeRec
 	if !slices.ContainsFunc(part.ISR, func(r int32) bool { return slices.Contains(a.Replicas, r) }) {
 		return nil, kerrf(kerr.InvalidReplicaAssignment, "%s: no replica of %v is in the ISR %v: the partition would be left without one", where, a.Replicas, part.ISR)
 	}
-	el := ElectClean
-	if p.uncleanAllowed(t) {
-		el = ElectUnclean
-	}
-	pc := PartitionChange{TopicID: t.ID, Partition: s.Partition, Current: part, Acceptable: p.acceptable(-1, -1), Election: el, Assignment: a}
+	pc := p.change(t, s.Partition, part, p.acceptable(-1, -1))
+	pc.Assignment = a
 	rec, changed := pc.Build()
 	if !changed {
 		return nil, nil

@@ -110,6 +110,12 @@ type PartitionChangeRecord struct {
 	// is cancelled); nil keeps them. Records from before reassignment
 	// have none.
 	Assignment *Assignment `json:"assignment,omitempty"`
+	// ELR and LastKnownELR are the partition's complete new eligible
+	// leader replicas and last-known ones (KIP-966); records from before
+	// them, or with eligible.leader.replicas.version 0, have neither,
+	// which leaves both empty.
+	ELR          []int32 `json:"elr,omitempty"`
+	LastKnownELR []int32 `json:"last_known_elr,omitempty"`
 }
 
 // Assignment is a partition's replicas with the reassignment in progress,
@@ -197,6 +203,12 @@ func (r *PartitionChangeRecord) String() string {
 	if r.StaleISR {
 		s += " stale-isr"
 	}
+	if len(r.ELR) > 0 {
+		s += fmt.Sprintf(" elr=%v", r.ELR)
+	}
+	if len(r.LastKnownELR) > 0 {
+		s += fmt.Sprintf(" last-known-elr=%v", r.LastKnownELR)
+	}
 	if r.Unclean != nil {
 		s += fmt.Sprintf(" UNCLEAN(lost-isr=%v)", r.Unclean.LostISR)
 	}
@@ -216,6 +228,12 @@ func (p Partition) String() string {
 		p.Replicas, p.ISR, p.Leader, p.LeaderEpoch, p.PartitionEpoch)
 	if p.StaleISR {
 		s += " stale-isr"
+	}
+	if len(p.ELR) > 0 {
+		s += fmt.Sprintf(" elr=%v", p.ELR)
+	}
+	if len(p.LastKnownELR) > 0 {
+		s += fmt.Sprintf(" last-known-elr=%v", p.LastKnownELR)
 	}
 	if n := len(p.UncleanElections); n > 0 {
 		s += fmt.Sprintf(" unclean-elections=%d", n)

@@ -135,6 +135,8 @@ func (p *Partition) apply(r *PartitionChangeRecord) {
 	p.LeaderEpoch = r.LeaderEpoch
 	p.PartitionEpoch = r.PartitionEpoch
 	p.StaleISR = r.StaleISR
+	p.ELR = nilIfEmpty(slices.Clone(r.ELR))
+	p.LastKnownELR = nilIfEmpty(slices.Clone(r.LastKnownELR))
 	if a := r.Assignment; a != nil {
 		p.Replicas = slices.Clone(a.Replicas)
 		p.AddingReplicas = slices.Clone(a.Adding)

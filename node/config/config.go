@@ -110,6 +110,7 @@ type Config struct {
 	DefaultReplicationFactor    int16
 	MinInsyncReplicas           int32
 	UncleanLeaderElectionEnable bool
+	Failover                    Failover // eligible.leader.replicas.version (failover.go)
 	LogSegmentBytes             int64
 	LogRoll                     time.Duration
 	// LogRetention < 0 keeps forever; LogRetentionBytes < 0 is unlimited.
@@ -145,9 +146,8 @@ type Config struct {
 	// this often; two refusals in a row (the process is gone, its host up)
 	// fence it at once. 0: no probes.
 	BrokerProbeInterval time.Duration
-	// ControlledShutdownEnable (controlled.shutdown.enable): a clean stop
-	// first asks the controller to move the node's leaderships and ISR
-	// memberships to the other replicas, for at most
+	// ControlledShutdownEnable (controlled.shutdown.enable): a clean stop first asks the controller to
+	// move the node's leaderships and ISR memberships to the other replicas, for at most
 	// ControlledShutdownTimeout (sluice.controlled.shutdown.timeout.ms).
 	ControlledShutdownEnable  bool
 	ControlledShutdownTimeout time.Duration
@@ -255,7 +255,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), formatKeys(), authzKeys, quotaKeys, securityKeys, rackKeys(), oauthKeys, identityKeys)
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), formatKeys(), authzKeys, quotaKeys, securityKeys, rackKeys(), oauthKeys, identityKeys, failoverKeys())
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{

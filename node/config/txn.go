@@ -96,5 +96,5 @@ func (c *Config) validateTxns() error {
 	if t.Coordinator.MaxTimeout > time.Duration(math.MaxInt32)*time.Millisecond {
 		return fmt.Errorf("%w: transaction.max.timeout.ms must fit in 32 bits", ErrInvalid)
 	}
-	return nil
+	return c.validateFailover()
 }

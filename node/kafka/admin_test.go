@@ -213,7 +213,7 @@ func TestAdminAPIsOnlyWithTopicAdmin(t *testing.T) {
 	for _, k := range resp.ApiKeys {
 		keys = append(keys, k.ApiKey)
 	}
-	if !slices.Equal(keys, []int16{3, 10, 17, 18, 19, 20, 36, 60}) {
+	if !slices.Equal(keys, []int16{3, 10, 17, 18, 19, 20, 36, 60, 75}) {
 		t.Errorf("with TopicAdmin: keys %v", keys)
 	}
 

@@ -12,7 +12,7 @@ import (
 // in the table (listed by ApiVersions, dispatched) exactly when the Broker
 // has it, and Fetch goes past v12 only with TopicNames.
 func TestTableRowsFollowCapabilities(t *testing.T) {
-	base := []kmsg.Key{kmsg.Metadata, kmsg.ApiVersions, kmsg.DescribeCluster, kmsg.FindCoordinator, kmsg.SASLHandshake, kmsg.SASLAuthenticate}
+	base := []kmsg.Key{kmsg.Metadata, kmsg.ApiVersions, kmsg.DescribeCluster, kmsg.FindCoordinator, kmsg.SASLHandshake, kmsg.SASLAuthenticate, kmsg.DescribeTopicPartitions}
 	type logsNames struct {
 		Broker
 		Logs

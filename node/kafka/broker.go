@@ -95,6 +95,9 @@ type PartitionMetadata struct {
 	ISR         []int32
 	// Offline lists replicas on offline log directories or dead brokers.
 	Offline []int32
+	// ELR and LastKnownELR are the eligible leader replicas and the
+	// last-known ones (KIP-966; DescribeTopicPartitions answers them).
+	ELR, LastKnownELR []int32
 	// Err is the partition-level Kafka error (e.g. kerr.LeaderNotAvailable),
 	// nil if none.
 	Err error

@@ -6,6 +6,7 @@
 // optional capabilities of it (TopicAdmin) that switch their APIs on.
 //
 // APIs spoken today: ApiVersions 0-3, Metadata 0-12, DescribeCluster 0-1,
+// DescribeTopicPartitions 0 (KIP-966: eligible leader replicas, paged),
 // FindCoordinator 0-6 (groups with a Groups, transactional ids with
 // Transactions, refusing each without);
 // with a TopicAdmin CreateTopics 0-7 and DeleteTopics 0-6 (request

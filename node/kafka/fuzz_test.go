@@ -266,7 +266,19 @@ func fuzzSeeds() []fuzzSeed {
 		req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "orders", Partitions: []int32{0, 3}}, {Topic: "nope", Partitions: []int32{0}}}
 		return enc(req, 2000)
 	}
+	describeTopicPartitions := func(cursor bool) []byte {
+		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		req.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "orders"}, {Topic: "nope"}}
+		req.ResponsePartitionLimit = 1
+		if cursor {
+			req.Topics = nil
+			req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "orders", Partition: 1}
+		}
+		return enc(req, 2100)
+	}
 	return []fuzzSeed{
+		{"describetopicpartitions-v0", describeTopicPartitions(false)},
+		{"describetopicpartitions-v0-cursor", describeTopicPartitions(true)},
 		{"produce-v9-transactional", txnProduce(9)},
 		{"fetch-v12-read-committed", readCommitted(12)},
 		{"writetxnmarkers-v0", markers(0)},

@@ -29,6 +29,7 @@ func TestApiVersionsEveryVersion(t *testing.T) {
 			{ApiKey: kmsg.ApiVersions.Int16(), MinVersion: 0, MaxVersion: 3},
 			{ApiKey: kmsg.SASLAuthenticate.Int16(), MinVersion: 0, MaxVersion: 2},
 			{ApiKey: kmsg.DescribeCluster.Int16(), MinVersion: 0, MaxVersion: 1},
+			{ApiKey: kmsg.DescribeTopicPartitions.Int16(), MinVersion: 0, MaxVersion: 0},
 		}
 		if len(resp.ApiKeys) != len(want) {
 			t.Fatalf("v%d: %d api keys, want %d: %+v", v, len(resp.ApiKeys), len(want), resp.ApiKeys)

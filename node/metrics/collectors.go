@@ -33,6 +33,9 @@ var (
 	quotaThrottled  = desc("sluice_client_quota_throttled_total", "Requests answered with a client-quota throttle (throttle_time_ms > 0), by quota key.", "quota")
 	quotaThrottleS  = desc("sluice_client_quota_throttle_seconds_total", "Time clients were throttled by client quotas, by quota key.", "quota")
 	connIdleClosed  = desc("sluice_kafka_connections_idle_closed_total", "Client connections closed by connections.max.idle.ms.", "listener")
+	reassignIn      = desc("kafka_server_brokertopicmetrics_reassignmentbytesin_total", "Kafka BrokerTopicMetrics ReassignmentBytesInPerSec: record bytes fetched here for replicas a reassignment adds (topic=\"\": all).", "topic")
+	reassignOut     = desc("kafka_server_brokertopicmetrics_reassignmentbytesout_total", "Kafka BrokerTopicMetrics ReassignmentBytesOutPerSec: record bytes sent from here to replicas a reassignment adds (topic=\"\": all).", "topic")
+	throttledBytes  = desc("sluice_replication_throttled_bytes_total", "Record bytes of throttled replicas (out of the ISR, named by leader/follower.replication.throttled.replicas) this broker sent as leader or fetched as follower: the bytes Kafka's LeaderReplication and FollowerReplication byte-rate measure.", "throttle")
 	lostOnRecovery  = desc("sluice_log_lost_on_recovery_records_total", "Committed records the local logs no longer held when opened (below their checkpointed high watermark): a power cut took unflushed data.")
 	openSegFiles    = desc("kafka_log_logmanager_opensegmentfiles", "Segment files the node's logs hold open now (Sluice opens them on use and closes idle ones past sluice.log.max.open.files).")
 	maxSegFiles     = desc("sluice_log_max_open_files", "sluice.log.max.open.files: the budget of open segment files (0: none).")
@@ -96,7 +99,7 @@ type sourceCollector struct {
 }
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{underReplicated, reassigning, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery, offlineLogDirs,
+	for _, d := range []*prometheus.Desc{underReplicated, reassigning, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery, offlineLogDirs, reassignIn, reassignOut, throttledBytes,
 		openSegFiles, maxSegFiles, segFilesOpened, segFilesEvicted,
 		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unwrittenBytes, unflushedAge, dirtyRatio,
 		lsoLag, openTxnAge, lateTxns,
@@ -180,6 +183,10 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(isrShrinks, prometheus.CounterValue, float64(b.IsrShrinks))
 	ch <- prometheus.MustNewConstMetric(isrExpands, prometheus.CounterValue, float64(b.IsrExpands))
 	ch <- prometheus.MustNewConstMetric(lostOnRecovery, prometheus.CounterValue, float64(b.LostOnRecovery))
+	ch <- prometheus.MustNewConstMetric(reassignIn, prometheus.CounterValue, float64(b.ReassignmentBytesIn), "")
+	ch <- prometheus.MustNewConstMetric(reassignOut, prometheus.CounterValue, float64(b.ReassignmentBytesOut), "")
+	ch <- prometheus.MustNewConstMetric(throttledBytes, prometheus.CounterValue, float64(b.ThrottledLeaderBytes), "leader")
+	ch <- prometheus.MustNewConstMetric(throttledBytes, prometheus.CounterValue, float64(b.ThrottledFollowerBytes), "follower")
 	gauge(offlineLogDirs, float64(b.OfflineLogDirs))
 	gauge(openSegFiles, float64(b.SegmentFiles.Open))
 	gauge(maxSegFiles, float64(b.SegmentFiles.Max))

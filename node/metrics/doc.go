@@ -19,6 +19,8 @@
 //	kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec     kafka_server_brokertopicmetrics_messagesin_total{topic}
 //	  also BytesIn, BytesOut, ReplicationBytesOut, FailedProduceRequests, TotalProduceRequests, TotalFetchRequests
 //	  (topic="" is the broker-wide total, Kafka's MBean without a topic)
+//	  and ReassignmentBytesIn, ReassignmentBytesOut (topic="" only: bytes fetched as, and sent to, a replica a
+//	  reassignment adds)
 //	kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions kafka_server_replicamanager_underreplicatedpartitions
 //	  also UnderMinIsrPartitionCount, AtMinIsrPartitionCount, LeaderCount, PartitionCount
 //	kafka.server:type=ReplicaManager,name=ReassigningPartitions      kafka_server_replicamanager_reassigningpartitions
@@ -92,6 +94,14 @@
 //	sluice_log_cleaner_cleans_total, _failures_total   cleans that moved a log's checkpoint, and failed cleans, since the node started
 //	sluice_log_corrupt_batches_total{topic,partition}  bad batches the scrub or a read found in a local log
 //	sluice_raft_commits_total, sluice_raft_commit_seconds_total  metadata commit latency, as counters
+//	sluice_replication_throttled_bytes_total{throttle} record bytes of throttled replicas sent as leader / fetched as follower
+//	                                                   (rate() of it is Kafka's LeaderReplication/FollowerReplication byte-rate)
+//	sluice_controller_fences_total{cause}              brokers fenced as the active controller: probe_refused, probe_silent, gossip_dead,
+//	                                                   new_incarnation, session_timeout (quorum.Liveness.Cause)
+//	sluice_controller_failover_seconds                 histogram, per fence of a broker that led partitions: from the first
+//	                                                   evidence it was gone (first refused probe, gossip's dead event, last
+//	                                                   sight) to the commit giving its partitions new leaders; what came
+//	                                                   before the evidence (up to a probe interval) is not in it
 //	sluice_group_lag_records{group,topic,partition}    high watermark minus the group's committed offset, by its coordinator
 //	sluice_memory_dirty_bytes, sluice_memory_writeback_bytes     /proc/meminfo Dirty, Writeback
 //	sluice_vm_dirty_setting{name}                      each vm.dirty_* sysctl (name without "vm.")

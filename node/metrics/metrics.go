@@ -37,7 +37,15 @@ type Metrics struct {
 	wbBytes, wbErrors prometheus.Counter
 	// corrupt counts bad batches found in local logs (ObserveCorruptBatch).
 	corrupt *prometheus.CounterVec
+	// fences and failover are the active controller's fences by cause
+	// and their time to new leader (ObserveFence).
+	fences   *prometheus.CounterVec
+	failover prometheus.Histogram
 }
+
+// FenceCauses are the cause labels of sluice_controller_fences_total,
+// exported at zero from the start (quorum.FenceCauses).
+var FenceCauses = []string{"probe_refused", "probe_silent", "gossip_dead", "new_incarnation", "session_timeout"}
 
 // New builds the registry of a node whose state src describes.
 func New(src Source, opts Options) *Metrics {
@@ -66,7 +74,19 @@ func New(src Source, opts Options) *Metrics {
 		Name: "sluice_log_corrupt_batches_total",
 		Help: "Bad batches (CRC or framing) found in this node's logs by the scrub or a read; each is repaired from another replica where one is in sync.",
 	}, []string{"topic", "partition"})
-	reg.MustRegister(flush, m.wbBytes, m.wbErrors, m.corrupt,
+	m.fences = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_controller_fences_total",
+		Help: "Brokers this node fenced as the active controller, by the evidence: probe_refused (its Kafka listener refused connections), probe_silent (its listener's probes timed out while other brokers answered), gossip_dead, new_incarnation (seen alive with another epoch), session_timeout (broker.session.timeout.ms).",
+	}, []string{"cause"})
+	for _, c := range FenceCauses {
+		m.fences.WithLabelValues(c)
+	}
+	m.failover = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "sluice_controller_failover_seconds",
+		Help:    "Per fence of a broker that led partitions, on the active controller: time from the first evidence it was gone to the commit that gave its partitions new leaders.",
+		Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 3, 5, 10, 20, 30},
+	})
+	reg.MustRegister(flush, m.wbBytes, m.wbErrors, m.corrupt, m.fences, m.failover,
 		&sourceCollector{src: src, now: opts.Now, lateAge: LateTransactionAge(opts.MaxTransactionTimeout)},
 		&writebackCollector{procRoot: opts.ProcRoot},
 		collectors.NewGoCollector(),
@@ -87,6 +107,17 @@ func (m *Metrics) ObserveFlush(d time.Duration) { m.flush.Observe(ms(d)) }
 // ObserveCorruptBatch counts one bad batch found in a local log.
 func (m *Metrics) ObserveCorruptBatch(topic string, partition int32) {
 	m.corrupt.WithLabelValues(topic, strconv.Itoa(int(partition))).Inc()
+}
+
+// ObserveFence counts one fence the active controller committed, by
+// cause; when moved partitions got a new leader in it, it also observes
+// the failover's time to new leader, sinceGone (from the first evidence
+// that the broker was gone to the commit).
+func (m *Metrics) ObserveFence(cause string, sinceGone time.Duration, moved int) {
+	m.fences.WithLabelValues(cause).Inc()
+	if moved > 0 {
+		m.failover.Observe(sinceGone.Seconds())
+	}
 }
 
 // ObserveWriteback counts one batched writeback request; give it to

@@ -437,3 +437,43 @@ func TestTransactionGauges(t *testing.T) {
 	short := New(src, Options{ProcRoot: fakeProc(t), Now: func() time.Time { return now }, MaxTransactionTimeout: time.Minute})
 	expect(t, gather(t, short), 2, "kafka_server_replicamanager_partitionswithlatetransactionscount")
 }
+
+// TestObserveFence: every cause is exported at zero from the start; a
+// fence counts under its cause, and only one that moved leaderships is
+// timed as a failover.
+func TestObserveFence(t *testing.T) {
+	m := New(&staticSource{}, Options{})
+	mfs := gather(t, m)
+	for _, c := range FenceCauses {
+		expect(t, mfs, 0, "sluice_controller_fences_total", "cause="+c)
+	}
+	m.ObserveFence("probe_refused", 300*time.Millisecond, 2)
+	m.ObserveFence("session_timeout", 9*time.Second, 0) // led nothing
+	m.ObserveFence("gossip_dead", 4*time.Second, 1)
+	mfs = gather(t, m)
+	expect(t, mfs, 1, "sluice_controller_fences_total", "cause=probe_refused")
+	expect(t, mfs, 1, "sluice_controller_fences_total", "cause=session_timeout")
+	expect(t, mfs, 1, "sluice_controller_fences_total", "cause=gossip_dead")
+	expect(t, mfs, 0, "sluice_controller_fences_total", "cause=new_incarnation")
+	h := mfs["sluice_controller_failover_seconds"].Metric[0].Histogram
+	if h.GetSampleCount() != 2 || h.GetSampleSum() != 4.3 {
+		t.Errorf("failover histogram: %d samples, sum %v; want 2, 4.3", h.GetSampleCount(), h.GetSampleSum())
+	}
+	for _, b := range h.Bucket {
+		if b.GetUpperBound() == 0.5 && b.GetCumulativeCount() != 1 {
+			t.Errorf("failovers within 0.5 s: %d, want 1", b.GetCumulativeCount())
+		}
+	}
+}
+
+// TestReplicationBytes: the reassignment and throttled-replica byte
+// counts pass through under Kafka's BrokerTopicMetrics names (topic=""
+// for all) and sluice_replication_throttled_bytes_total by throttle.
+func TestReplicationBytes(t *testing.T) {
+	m := New(&staticSource{b: BrokerStat{ReassignmentBytesIn: 10, ReassignmentBytesOut: 20, ThrottledLeaderBytes: 30, ThrottledFollowerBytes: 40}}, Options{ProcRoot: fakeProc(t)})
+	mfs := gather(t, m)
+	expect(t, mfs, 10, "kafka_server_brokertopicmetrics_reassignmentbytesin_total", "topic=")
+	expect(t, mfs, 20, "kafka_server_brokertopicmetrics_reassignmentbytesout_total", "topic=")
+	expect(t, mfs, 30, "sluice_replication_throttled_bytes_total", "throttle=leader")
+	expect(t, mfs, 40, "sluice_replication_throttled_bytes_total", "throttle=follower")
+}

@@ -104,6 +104,13 @@ type BrokerStat struct {
 	AuthorizationAllowed, AuthorizationDenied int64
 	// Cleaner is the log cleaner; nil when log.cleaner.enable is false.
 	Cleaner *CleanerStat
+	// ThrottledLeaderBytes and ThrottledFollowerBytes count the record
+	// bytes of throttled replicas this broker sent as leader and fetched
+	// as follower (leader/follower.replication.throttled.replicas, out of
+	// the ISR); ReassignmentBytesIn and ReassignmentBytesOut those it
+	// fetched as a replica a reassignment adds and sent to such replicas.
+	ThrottledLeaderBytes, ThrottledFollowerBytes int64
+	ReassignmentBytesIn, ReassignmentBytesOut    int64
 	// SegmentFiles is the budget of open segment files
 	// (sluice.log.max.open.files: segment.Files).
 	SegmentFiles SegmentFilesStat

@@ -254,6 +254,9 @@ func (f *fetcher) run() {
 				if it.throttled {
 					f.m.followerQuota.record(len(rp.RecordBatches), time.Now())
 				}
+				if it.r.adding(f.m.nodeID) {
+					f.m.reassignIn.Add(int64(len(rp.RecordBatches)))
+				}
 				if ch := it.r.fetched(it.req, rp, nil); ch != nil {
 					flushes = append(flushes, ch)
 				}

@@ -132,6 +132,9 @@ type Manager struct {
 	// leaderQuota and followerQuota are the replication throttles
 	// (throttle.go).
 	leaderQuota, followerQuota *quota
+	// reassignIn and reassignOut count reassignment bytes
+	// (ReplicationBytes).
+	reassignIn, reassignOut atomic.Int64
 
 	// start is when the replicas' clock began; clock reads it in ticks
 	// (tests replace it); sched holds the replicas with something due.

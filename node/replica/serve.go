@@ -287,12 +287,15 @@ func (r *Replica) replicaFetch(p kafka.FetchPartition) kafka.FetchResult {
 		return res
 	}
 	res, _ = r.read(res, a.ReadFrom, maxBytes, math.MaxInt64, a.HW, lso)
+	n := len(res.Records)
+	if res.File != nil {
+		n = res.File.Len()
+	}
 	if throttled {
-		n := len(res.Records)
-		if res.File != nil {
-			n = res.File.Len()
-		}
 		r.m.leaderQuota.record(n, time.Now())
+	}
+	if r.adding(p.ReplicaID) {
+		r.m.reassignOut.Add(int64(n))
 	}
 	return res
 }

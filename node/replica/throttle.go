@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,6 +34,10 @@ const Unthrottled = math.MaxInt64
 
 // quota is one broker-wide byte-rate throttle. Its lock is a leaf.
 type quota struct {
+	// moved counts the record bytes of throttled replicas moved through
+	// it, whatever the rate (Kafka's LeaderReplication and
+	// FollowerReplication byte-rate measure the same bytes).
+	moved  atomic.Int64
 	mu     sync.Mutex
 	rate   int64 // bytes/s; Unthrottled: off
 	tokens float64
@@ -85,6 +90,7 @@ func (q *quota) record(n int, now time.Time) {
 	if n <= 0 {
 		return
 	}
+	q.moved.Add(int64(n))
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.rate == Unthrottled {
@@ -96,10 +102,13 @@ func (q *quota) record(n int, now time.Time) {
 
 // Throttle is what a replica's topic configs and the image say about
 // throttling it (set by the node on every reconcile): whether it is
-// leader- and follower-throttled here, and the partition's ISR.
+// leader- and follower-throttled here, the partition's ISR, and the
+// replicas a reassignment in progress adds (their bytes count as
+// reassignment bytes).
 type Throttle struct {
 	Leader, Follower bool
 	ISR              []int32
+	Adding           []int32
 }
 
 // SetThrottle sets r's throttle (the ISR slice is the caller's, never
@@ -125,6 +134,32 @@ func (r *Replica) followerThrottled() bool {
 	r.throttle.Lock()
 	defer r.throttle.Unlock()
 	return r.throttle.t.Follower && !slices.Contains(r.throttle.t.ISR, r.m.nodeID)
+}
+
+// adding says whether id is a replica a reassignment in progress adds.
+func (r *Replica) adding(id int32) bool {
+	r.throttle.Lock()
+	defer r.throttle.Unlock()
+	return slices.Contains(r.throttle.t.Adding, id)
+}
+
+// ReplicationBytes counts record bytes moved by replication since the
+// process started: those of throttled replicas (leader: sent to
+// throttled followers; follower: fetched for throttled replicas here)
+// and those of reassignments (in: fetched here as an adding replica;
+// out: sent to adding replicas), Kafka's ReassignmentBytesInPerSec and
+// ReassignmentBytesOutPerSec.
+type ReplicationBytes struct {
+	ThrottledLeader, ThrottledFollower int64
+	ReassignmentIn, ReassignmentOut    int64
+}
+
+// ReplicationBytes returns the counts so far.
+func (m *Manager) ReplicationBytes() ReplicationBytes {
+	return ReplicationBytes{
+		ThrottledLeader: m.leaderQuota.moved.Load(), ThrottledFollower: m.followerQuota.moved.Load(),
+		ReassignmentIn: m.reassignIn.Load(), ReassignmentOut: m.reassignOut.Load(),
+	}
 }
 
 // SetThrottleRates sets this broker's leader and follower replication
