@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/node/replica"
+	"github.com/sluice-log/sluice/node/sasl"
 	"github.com/sluice-log/sluice/node/txn"
 	"github.com/sluice-log/sluice/node/txncoord"
 	"github.com/sluice-log/sluice/partition"
@@ -147,6 +148,8 @@ type Node struct {
 	cancel context.CancelFunc
 	stop   chan struct{}
 	wg     sync.WaitGroup
+	// oauth are the OAUTHBEARER listeners' validators (oauth.go).
+	oauth map[string]*sasl.OAuthValidator
 	// served is closed when the Kafka Serve loop returns.
 	served chan struct{}
 
@@ -162,6 +165,9 @@ type Node struct {
 	// wb runs the logs' batched writeback requests; nil when
 	// sluice.log.writeback.interval.bytes is 0.
 	wb *segment.Writeback
+	// files is the budget of open segment files every log shares
+	// (sluice.log.max.open.files).
+	files *segment.Files
 	// cleaner compacts the logs of compacted topics (compaction.go); nil
 	// when log.cleaner.enable is false.
 	cleaner *cleaner.Pool
@@ -277,6 +283,7 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 			return false, fmt.Errorf("node: %w", err)
 		}
 	}
+	n.files = segment.NewFiles(n.cfg.Scale.MaxOpenFiles())
 	if n.cfg.LogWritebackIntervalBytes > 0 {
 		n.wb = segment.NewWriteback()
 		*undo = append(*undo, n.wb.Close)
@@ -339,6 +346,9 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		qc.ServerTLS, qc.ClientTLS = ct.Server, ct.ClientFor
 		if cfg.Authorizer {
 			qc.AuthorizePeer = n.authorizeControllerPeer
+		}
+		if cfg.NodePrincipal != "" {
+			qc.AuthorizePeerNode = n.authorizePeerNode
 		}
 	}
 	if a, ok := cfg.Advertised(config.ListenerController); ok && a.Host != "" {
@@ -414,7 +424,13 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 		// only on the inter-broker one (issue 14).
 		kopts.ReplicaListener = cfg.InterBrokerListener
 	}
+	if cfg.NodePrincipal != "" {
+		kopts.ReplicaPrincipal = cfg.NodePrincipalOf
+	}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
+		return err
+	}
+	if err := n.oauthValidators(); err != nil {
 		return err
 	}
 	var serving sync.WaitGroup
@@ -909,6 +925,7 @@ func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config
 	opts.OnFlush = n.metrics.m.ObserveFlush
 	opts.SkipRecordCheck = n.skipRecordCheck
 	opts.WritebackBytes, opts.Writeback, opts.OnWriteback = n.cfg.LogWritebackIntervalBytes, n.wb, n.metrics.m.ObserveWriteback
+	opts.Files = n.files
 	l, rep, err := segment.Open(n.fs, filepath.Join(n.dir, name), name, n.idx, opts)
 	if err != nil {
 		return nil, err

@@ -77,6 +77,12 @@ type Config struct {
 	// A trusted CA may also sign clients' certificates, which must not
 	// reach raft or forwarding.
 	AuthorizePeer func(cert *x509.Certificate) error
+	// AuthorizePeerNode, if set (with ServerTLS), decides whether the
+	// verified certificate of an accepted peer may speak for the node id
+	// its hello names (the node: sluice.node.principal.pattern), so one
+	// member's certificate cannot pose as another member in raft or
+	// forwarding; an error refuses the connection, counted and logged.
+	AuthorizePeerNode func(cert *x509.Certificate, nodeID int32) error
 	// PeerLog receives one line per refused controller-port connection
 	// (another cluster's id, a malformed hello), at most one a minute per
 	// peer host and reason; nil discards.
@@ -128,6 +134,8 @@ type Controller struct {
 
 	connMu sync.Mutex
 	conns  map[net.Conn]struct{} // open forwarding connections; nil after Close
+	// pool keeps this node's idle forwarding connections (forward_pool.go).
+	pool forwardPool
 
 	// caught is the leader's memory for DescribeQuorum (status.go).
 	caught caughtUp
@@ -185,7 +193,7 @@ func Open(cfg Config) (*Controller, error) {
 		return nil, errors.New("quorum: Config.ServerTLS must require and verify client certificates (mutual TLS)")
 	}
 	c.mux = newMuxListener(ln, adv, c.serveForward, hello{ClusterID: cfg.ClusterID, NodeID: cfg.NodeID}, newRefusals(cfg.PeerLog), cfg.ServerTLS, cfg.ClientTLS)
-	c.mux.authorizePeer = cfg.AuthorizePeer
+	c.mux.authorizePeer, c.mux.authorizePeerNode = cfg.AuthorizePeer, cfg.AuthorizePeerNode
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger,
 	})
@@ -576,6 +584,7 @@ func (c *Controller) Close() error {
 	err := c.raft.Shutdown().Error()
 	c.trans.Close()
 	c.mux.Close()
+	c.pool.reset(true)
 	c.connMu.Lock()
 	for conn := range c.conns {
 		conn.Close()

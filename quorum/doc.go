@@ -194,7 +194,10 @@
 // shared: every connection opens with a hello (hello.go: magic 0xC5,
 // version, cluster id, sender node id), then a connection whose next byte
 // is 0xF5 speaks the forwarding protocol of forward.go (length-prefixed
-// JSON, one request per connection), anything else is handed to raft
+// JSON, requests one at a time; the client keeps idle connections for
+// the next forwards, forward_pool.go, so mutual TLS costs one handshake
+// per connection, and ResetForwardConns drops them when certificates are
+// reloaded), anything else is handed to raft
 // (mux.go). A connection whose hello is malformed or names another cluster
 // id is closed before either protocol sees it, with one rate-limited line
 // to Config.PeerLog naming both cluster ids (ErrBadHello, ErrWrongCluster;

@@ -254,7 +254,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), authzKeys, quotaKeys, securityKeys, rackKeys())
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), authzKeys, quotaKeys, securityKeys, rackKeys(), oauthKeys, identityKeys)
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{
