@@ -25,11 +25,12 @@ const (
 	allocsBatchRecords = 64
 	// maxLeaderAllocs: the leader appends a produced batch (acks=all),
 	// serves a follower's fetch that acknowledges the previous one and
-	// reads the new one, and completes the previous produce.
-	maxLeaderAllocs = 12
+	// reads the new one, and completes the previous produce: 7, 9 under
+	// make test's -race -tags invariants.
+	maxLeaderAllocs = 10
 	// maxFollowerAllocs: a follower appends the batch its fetch got and
-	// queues its next fetch.
-	maxFollowerAllocs = 5
+	// queues its next fetch: 3.
+	maxFollowerAllocs = 4
 )
 
 // openTestReplicaOn is openTestReplica for broker id on topic t.
