@@ -335,7 +335,7 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		// The cluster's feature levels start at this node's settings
 		// (when it is the first active controller).
 		BootstrapFeatures: map[string]int16{quorum.FeatureTransactionVersion: cfg.Transactions.Version},
-		NodeID:            cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
+		NodeID:            cfg.NodeID, DirectoryID: m.DirectoryID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
 		ClusterID: m.ClusterID, PeerLog: n.log,
 		Policy:       quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
 		OnApply:      func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
@@ -358,7 +358,10 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		}
 	}
 	for _, v := range voters {
-		if v.ID == cfg.NodeID && cfg.Controller {
+		// A directory formatted without initial controllers (a
+		// replacement controller) never bootstraps: it joins as an
+		// observer and waits for add-controller (quorum/voters.go).
+		if v.ID == cfg.NodeID && cfg.Controller && m.Bootstraps() {
 			qc.InitialVoters = voters
 		}
 	}

@@ -31,6 +31,9 @@ type Voter struct {
 type Config struct {
 	// NodeID is this node's id; it is also its Raft server id (decimal).
 	NodeID int32
+	// DirectoryID is the id of the node's formatted directory
+	// (meta.properties); AddVoter may check it (voters.go).
+	DirectoryID UUID
 	// Dir holds raft.db (bolt log and stable store) and snapshots/.
 	Dir string
 	// Listener, if set, is the controller port, already bound. Otherwise
@@ -144,6 +147,11 @@ type Controller struct {
 
 	// nudges asks nudgeLoop for a Barrier (publish.go); capacity 1.
 	nudges chan struct{}
+
+	// fresh: Open found no Raft state in Dir (a new or wiped disk). Join
+	// says so, and the leader refuses a fresh node that is still a voter
+	// (voters.go).
+	fresh bool
 }
 
 // Open starts a controller: opens (or creates) Dir, starts Raft on the
@@ -241,11 +249,12 @@ func Open(cfg Config) (*Controller, error) {
 	rc.BatchApplyCh = true
 	notify := make(chan bool, 8)
 	rc.NotifyCh = notify
+	has, err := raft.HasExistingState(logs, c.store, snaps)
+	if err != nil {
+		return fail(err)
+	}
+	c.fresh = !has
 	if len(cfg.InitialVoters) > 0 {
-		has, err := raft.HasExistingState(logs, c.store, snaps)
-		if err != nil {
-			return fail(err)
-		}
 		if !has {
 			var conf raft.Configuration
 			for _, v := range cfg.InitialVoters {
@@ -500,60 +509,6 @@ func (c *Controller) raftError(err error, appended bool) error {
 		return kerrf(kerr.NotController, "%v", err)
 	}
 	return err
-}
-
-// AddNonvoter adds a node that replays the metadata log without voting
-// (a broker). Called on any node; a follower forwards it.
-func (c *Controller) AddNonvoter(ctx context.Context, id int32, addr string) error {
-	return c.changeMembership(ctx, opAddNonvoter, id, addr)
-}
-
-// AddVoter adds a controller voter. Called on any node; a follower forwards it.
-func (c *Controller) AddVoter(ctx context.Context, id int32, addr string) error {
-	return c.changeMembership(ctx, opAddVoter, id, addr)
-}
-
-// RemoveServer removes a voter or non-voter from the quorum.
-func (c *Controller) RemoveServer(ctx context.Context, id int32) error {
-	return c.changeMembership(ctx, opRemove, id, "")
-}
-
-func (c *Controller) changeMembership(ctx context.Context, op string, id int32, addr string) error {
-	for {
-		if c.ctx.Err() != nil {
-			return ErrClosed
-		}
-		var err error
-		if c.IsLeader() {
-			err = c.changeMembershipLocal(op, id, addr)
-		} else if _, laddr := c.Leader(); laddr != "" && laddr != c.Addr() {
-			err = c.forward(ctx, laddr, &forwardRequest{Op: op, ID: id, Addr: addr}, nil)
-		} else {
-			err = kerrf(kerr.NotController, "no leader known")
-		}
-		if err == nil || !errors.Is(err, kerr.NotController) && !retriableRemote(err) {
-			return err
-		}
-		if perr := c.pause(ctx); perr != nil {
-			return fmt.Errorf("%w (last error: %v)", perr, err)
-		}
-	}
-}
-
-func (c *Controller) changeMembershipLocal(op string, id int32, addr string) error {
-	var f raft.IndexFuture
-	switch op {
-	case opAddNonvoter:
-		f = c.raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, c.cfg.ApplyTimeout)
-	case opAddVoter:
-		f = c.raft.AddVoter(serverID(id), raft.ServerAddress(addr), 0, c.cfg.ApplyTimeout)
-	default:
-		f = c.raft.RemoveServer(serverID(id), 0, c.cfg.ApplyTimeout)
-	}
-	if err := c.wait(c.ctx, f); err != nil {
-		return c.raftError(err, false)
-	}
-	return nil
 }
 
 // wait returns f.Error(); ctx.Err() if ctx ends first; ErrClosed if the

@@ -55,6 +55,10 @@ type forwardRequest struct {
 	Nudge bool `json:"nudge,omitempty"`
 	// Index (await_applied): the log index to wait for.
 	Index uint64 `json:"index,omitempty"`
+	// Fresh (add_nonvoter): the joining node has no Raft state (voters.go).
+	Fresh bool `json:"fresh,omitempty"`
+	// DirectoryID (add_voter): when set, the observer's must match.
+	DirectoryID string `json:"directory_id,omitempty"`
 }
 
 type forwardResponse struct {
@@ -72,8 +76,8 @@ type forwardResponse struct {
 const (
 	opPropose     = "propose"
 	opAddNonvoter = "add_nonvoter"
-	opAddVoter    = "add_voter"
-	opRemove      = "remove_server"
+	opAddVoter    = "add_voter"    // voters.go
+	opRemoveVoter = "remove_voter" // voters.go
 )
 
 func writeFrame(w io.Writer, v any) error {
@@ -160,8 +164,8 @@ func (c *Controller) answerForward(req *forwardRequest) *forwardResponse {
 			break
 		}
 		reply, resp.Index, err = c.proposeLocal(ctx, cmd, req.Nudge)
-	case opAddNonvoter, opAddVoter, opRemove:
-		err = c.changeMembershipLocal(req.Op, req.ID, req.Addr)
+	case opAddNonvoter, opAddVoter, opRemoveVoter:
+		err = c.changeMembershipLocal(ctx, req)
 	case opStatus:
 		reply = c.report()
 	case opDescribeQuorum:
@@ -317,7 +321,7 @@ func (c *Controller) Join(ctx context.Context, controllers []string) error {
 	next := controllers[0]
 	var wrong error // the last refusal by another cluster's controller
 	for i := 0; ; i++ {
-		err := c.forward(ctx, next, &forwardRequest{Op: opAddNonvoter, ID: id, Addr: addr}, nil)
+		err := c.forward(ctx, next, &forwardRequest{Op: opAddNonvoter, ID: id, Addr: addr, Fresh: c.fresh}, nil)
 		if err == nil {
 			return nil
 		}

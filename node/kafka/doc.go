@@ -22,6 +22,7 @@
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
 // Elector ElectLeaders 0-2; with a Reassigner AlterPartitionReassignments
 // 0-1 and ListPartitionReassignments 0; with an Unregisterer UnregisterBroker 0;
+// with a VoterAdmin AddRaftVoter 0-1 and RemoveRaftVoter 0 (KIP-853);
 // with Features UpdateFeatures 0-2 (update_features.go: the quorum's
 // feature levels, KIP-584, which ApiVersions v3+ then lists);
 // with a QuorumDescriber DescribeQuorum 0-2; with
