@@ -30,6 +30,12 @@ type ClientConn struct {
 	// body holds the last response read: the byte fields of the response
 	// RoundTrip decoded alias it until the next RoundTrip.
 	body []byte
+	// out is the buffer the last request was encoded in, reused by the
+	// next; formatter encodes request headers with formatterID (ClientID
+	// when it was made).
+	out         []byte
+	formatter   *kmsg.RequestFormatter
+	formatterID string
 	// sasl is what Authenticate used, and reauthAt when RoundTrip must
 	// authenticate again first (the session lifetime the broker gave,
 	// less a tenth; KIP-368); zero: never.
@@ -79,7 +85,13 @@ func (c *ClientConn) RoundTrip(req kmsg.Request, resp kmsg.Response, timeout tim
 		}
 	}
 	const corr = 1
-	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.ClientID)).AppendRequest(nil, req, corr)
+	if c.formatter == nil || c.formatterID != c.ClientID {
+		c.formatter, c.formatterID = kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.ClientID)), c.ClientID
+	}
+	frame := c.formatter.AppendRequest(c.out[:0], req, corr)
+	if cap(frame) <= maxKeptResponseBuffer {
+		c.out = frame[:0] // the next request's buffer: a replica fetcher sends one per round
+	}
 	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}

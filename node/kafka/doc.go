@@ -218,6 +218,8 @@
 //     Produce frames of up to 1 MiB go into buffers recycled through a
 //     server-wide pool once their handler returned (framePool in
 //     frame.go): Logs.Produce must not keep the records it is given.
+//     A Produce request costs a fixed handful of allocations, none per
+//     record (TestProduceAllocs counts them with testing.AllocsPerRun).
 //   - An unknown API key, an unsupported version of any API but ApiVersions,
 //     a header or body that does not decode (truncated, garbled, a collection
 //     longer than the bytes left): the connection is closed with a log line,

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,11 +32,20 @@ func readFrame(r io.Reader, maxBytes int32) ([]byte, error) {
 // readFrameSize reads a frame's size prefix and refuses a negative one or one
 // over maxBytes.
 func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
-	var prefix [4]byte
-	if _, err := io.ReadFull(r, prefix[:]); err != nil {
-		return 0, err
+	var size int32
+	if br, ok := r.(*bufio.Reader); ok && br.Buffered() >= 4 {
+		// The connection's reader: no prefix buffer escaping through
+		// io.ReadFull, which cost an allocation per request.
+		b, _ := br.Peek(4)
+		size = int32(binary.BigEndian.Uint32(b))
+		_, _ = br.Discard(4)
+	} else {
+		var prefix [4]byte
+		if _, err := io.ReadFull(r, prefix[:]); err != nil {
+			return 0, err
+		}
+		size = int32(binary.BigEndian.Uint32(prefix[:]))
 	}
-	size := int32(binary.BigEndian.Uint32(prefix[:]))
 	switch {
 	case size < 0:
 		return 0, fmt.Errorf("%w: %d", ErrNegativeFrame, size)
@@ -105,7 +115,13 @@ var frameClasses = [...]int{4 * firstChunk, 16 * firstChunk}
 // work that came with them), one sync.Pool per class of frameClasses, so
 // the GC takes them back when connections fall idle. A nil *framePool
 // holds nothing. Safe for concurrent use.
-type framePool struct{ classes [len(frameClasses)]sync.Pool }
+//
+// The pools hold *[]byte; the boxes of buffers taken out wait in boxes for
+// the next put, which allocated a new one per request before.
+type framePool struct {
+	classes [len(frameClasses)]sync.Pool
+	boxes   sync.Pool
+}
 
 // get returns an empty pooled buffer that holds size bytes, or nil if
 // there is none.
@@ -116,7 +132,10 @@ func (fp *framePool) get(size int) []byte {
 	for i, c := range frameClasses {
 		if size <= c {
 			if b, ok := fp.classes[i].Get().(*[]byte); ok {
-				return (*b)[:0]
+				buf := (*b)[:0]
+				*b = nil
+				fp.boxes.Put(b)
+				return buf
 			}
 			return nil
 		}
@@ -132,8 +151,12 @@ func (fp *framePool) put(buf []byte) {
 	}
 	for i, c := range frameClasses {
 		if cap(buf) == c {
-			buf = buf[:0]
-			fp.classes[i].Put(&buf)
+			b, _ := fp.boxes.Get().(*[]byte)
+			if b == nil {
+				b = new([]byte)
+			}
+			*b = buf[:0]
+			fp.classes[i].Put(b)
 			return
 		}
 	}

@@ -63,7 +63,12 @@
 //     closing the old. An unreachable leader is retried after
 //     replica.fetch.backoff.ms; a kept connection that fails (the leader's
 //     process restarted while it sat idle) is first redialled once, at
-//     once.
+//     once. The fetcher rebuilds one Fetch request in place each round
+//     and swaps two queue maps, so a round in a session allocates nothing
+//     for its request (TestFetchRequestAllocs); the leader's produce,
+//     replica fetch and acknowledgement and the follower's append cost a
+//     fixed handful of allocations per batch, none per record
+//     (TestHotPathAllocs).
 //   - ISR changes: alter.go batches the leaders' proposals into one
 //     AlterPartitions command at a time (Host.AlterPartitions); the answers
 //     are stepped back.

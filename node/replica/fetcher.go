@@ -55,6 +55,13 @@ type fetcher struct {
 	// the follower quota refills (requeue).
 	deferred *queue[partition.FetchRequest]
 
+	// scratch is the Fetch request that request rebuilds for each round,
+	// and its topic index (run's goroutine only).
+	scratch struct {
+		req     kmsg.FetchRequest
+		byTopic map[quorum.UUID]int
+	}
+
 	// mu is a leaf: taken under Manager.fetch by stopFetchers.
 	mu struct {
 		sync.Mutex
@@ -157,6 +164,8 @@ func (f *fetcher) run() {
 	// the session, so its fetch goes on in the next request without
 	// being sent again. An idle follower's requests carry nothing.
 	pending := map[fetchKey]fetchItem{}
+	// queued is the fetcher's spare map for f.queue.swap.
+	queued := map[*Replica]partition.FetchRequest{}
 	for {
 		if len(pending) == 0 {
 			select {
@@ -172,7 +181,8 @@ func (f *fetcher) run() {
 			}
 		}
 		var wait time.Duration
-		for r, req := range f.queue.take() {
+		queued = f.queue.swap(queued)
+		for r, req := range queued {
 			it := fetchItem{r: r, req: req, maxBytes: replicaFetchMaxBytes}
 			if r.followerThrottled() {
 				// follower.replication.throttled.rate (throttle.go):
@@ -188,6 +198,7 @@ func (f *fetcher) run() {
 			}
 			pending[fetchKey{r.topicID, r.partition}] = it
 		}
+		clear(queued) // the spare of the next swap
 		if wait > 0 {
 			time.AfterFunc(wait, f.requeue)
 		}
@@ -327,8 +338,14 @@ func nextSessionEpoch(e int32) int32 {
 // only the partitions whose position the leader does not hold and the
 // ones to forget; else all of them, at epoch 0 to open a session. full
 // says it carries every pending partition.
+//
+// The request is the fetcher's own, rebuilt in place each time (run's
+// goroutine only): valid until the next call, its slices and index maps
+// recycled, so a round allocates nothing once they have grown.
 func (f *fetcher) request(sess *fetchSession, pending map[fetchKey]fetchItem) (req *kmsg.FetchRequest, full bool) {
-	req = kmsg.NewPtrFetchRequest()
+	req = &f.scratch.req
+	topics, forgotten := req.Topics[:0], req.ForgottenTopics[:0]
+	*req = kmsg.NewFetchRequest()
 	// v15: topics by ID, and ReplicaState with this broker's id and epoch
 	// (KIP-903), without which the leader counts nothing.
 	req.SetVersion(15)
@@ -339,7 +356,12 @@ func (f *fetcher) request(sess *fetchSession, pending map[fetchKey]fetchItem) (r
 	req.MaxBytes = replicaFetchResponseMaxBytes
 	req.SessionID, req.SessionEpoch = sess.id, sess.epoch
 	full = sess.epoch == 0
-	byTopic := map[quorum.UUID]int{}
+	byTopic := f.scratch.byTopic
+	if byTopic == nil {
+		byTopic = map[quorum.UUID]int{}
+		f.scratch.byTopic = byTopic
+	}
+	clear(byTopic)
 	for k, it := range pending {
 		if !full {
 			if sent, ok := sess.sent[k]; ok && sent == sentOf(it) {
@@ -348,12 +370,11 @@ func (f *fetcher) request(sess *fetchSession, pending map[fetchKey]fetchItem) (r
 		}
 		i, ok := byTopic[k.topic]
 		if !ok {
-			i = len(req.Topics)
+			i = len(topics)
 			byTopic[k.topic] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.TopicID = k.topic
-			req.Topics = append(req.Topics, t)
+			topics = appendTopic(topics, k.topic)
 		}
+		req.Topics = topics
 		p := kmsg.NewFetchRequestTopicPartition()
 		p.Partition = k.partition
 		p.CurrentLeaderEpoch = it.req.CurrentLeaderEpoch
@@ -363,24 +384,48 @@ func (f *fetcher) request(sess *fetchSession, pending map[fetchKey]fetchItem) (r
 		p.PartitionMaxBytes = it.maxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 	}
+	req.Topics = topics
 	if !full {
-		forget := map[quorum.UUID]int{}
+		var forget map[quorum.UUID]int
 		for k := range sess.sent {
 			if _, ok := pending[k]; ok {
 				continue
 			}
+			if forget == nil {
+				forget = map[quorum.UUID]int{}
+			}
 			i, ok := forget[k.topic]
 			if !ok {
-				i = len(req.ForgottenTopics)
+				i = len(forgotten)
 				forget[k.topic] = i
-				ft := kmsg.NewFetchRequestForgottenTopic()
-				ft.TopicID = k.topic
-				req.ForgottenTopics = append(req.ForgottenTopics, ft)
+				if len(forgotten) < cap(forgotten) {
+					forgotten = forgotten[:i+1]
+					forgotten[i] = kmsg.FetchRequestForgottenTopic{TopicID: k.topic, Partitions: forgotten[i].Partitions[:0]}
+				} else {
+					ft := kmsg.NewFetchRequestForgottenTopic()
+					ft.TopicID = k.topic
+					forgotten = append(forgotten, ft)
+				}
 			}
-			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
+			forgotten[i].Partitions = append(forgotten[i].Partitions, k.partition)
 		}
 	}
+	req.ForgottenTopics = forgotten
 	return req, full
+}
+
+// appendTopic appends topic id with no partitions to topics, reusing the
+// partitions slice an element past its length kept from an earlier
+// request.
+func appendTopic(topics []kmsg.FetchRequestTopic, id quorum.UUID) []kmsg.FetchRequestTopic {
+	if i := len(topics); i < cap(topics) {
+		topics = topics[:i+1]
+		topics[i] = kmsg.FetchRequestTopic{TopicID: id, Partitions: topics[i].Partitions[:0]}
+		return topics
+	}
+	t := kmsg.NewFetchRequestTopic()
+	t.TopicID = id
+	return append(topics, t)
 }
 
 // fetch sends req to the leader and returns its answer.

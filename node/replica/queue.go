@@ -42,3 +42,16 @@ func (q *queue[T]) take() map[*Replica]T {
 	q.mu.items = map[*Replica]T{}
 	return items
 }
+
+// swap is take for a sender that recycles its maps: it hands the queue
+// spare, an empty map the caller owns, and returns what was queued (the
+// caller owns it from then on; hand it back emptied at the next swap). A
+// take allocated a map per fetch round, and grew it to the partitions
+// queued; swap allocates nothing once the two maps have grown.
+func (q *queue[T]) swap(spare map[*Replica]T) map[*Replica]T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.mu.items
+	q.mu.items = spare
+	return items
+}
