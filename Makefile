@@ -105,16 +105,19 @@ bench-failover: build
 	bin/sluice bench --failover $(FAILOVER_N) --rate $(FAILOVER_RATE) | tee bin/bench-failover.txt
 
 # bench-scale measures what idle partitions cost (issue 21, target 3): a
-# 3-node in-process cluster per count in SCALE_PARTITIONS ("0 1000 3000";
-# every node hosts all of them, RF=3), no traffic; prints the CPU the nodes
-# use (cores, median of SCALE_ROUNDS windows of SCALE_SECONDS), the replica
-# clock's wakeups per second, and heap, RSS, goroutines and descriptors per
-# replica; the per-1,000-replica CPU subtracts the N=0 cluster.
+# 3-node in-process cluster per count in SCALE_PARTITIONS ("1 1000 3000";
+# every node hosts all of them, RF=3; SCALE_PARTITIONS="1 1000 3000 10000"
+# for 10,000 replicas per node, ~15 min), no traffic, each node under
+# sluice.log.max.open.files=SCALE_MAX_OPEN_FILES (256); prints the CPU the
+# nodes use (cores, median of SCALE_ROUNDS windows of SCALE_SECONDS), the
+# replica clock's wakeups per second, heap, RSS, goroutines and
+# descriptors per replica, and the target's verdict; the per-replica
+# figures subtract the smallest count (1: one topic, the baseline).
 # SCALE_CPUPROFILE=PATH writes a CPU profile of the windows to PATH.N. Kept
 # in bin/bench-scale.txt; not part of make test (node/bench_scale_test.go).
 bench-scale:
 	@mkdir -p bin
-	SLUICE_BENCH_SCALE=1 $(GO) test -count=1 -timeout 30m -run '^TestBenchScale$$' ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-scale.txt
+	SLUICE_BENCH_SCALE=1 $(GO) test -v -count=1 -timeout 60m -run '^TestBenchScale$$' ./node/ 2>&1 | grep -v '^time=' | tee bin/bench-scale.txt
 	$(MAKE) --no-print-directory bench-scale-metadata SCALE_METADATA_APPEND=-a
 
 # bench-scale-metadata (also run by bench-scale) measures the metadata

@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/sluice-log/sluice/node/config"
 	"github.com/sluice-log/sluice/partition"
 )
 
@@ -30,10 +31,15 @@ import (
 // nodes together, plus the test's own negligible share), the replica
 // wakeups of the nodes' clocks (replica.Manager.Wakeups), and, against
 // the same cluster before the topic existed, heap in use after a GC, RSS,
-// goroutines and open descriptors. N=0 is the cluster's own idle cost:
-// the per-1,000-replica figures subtract it (the median of each).
+// goroutines and open descriptors (the nodes run with
+// sluice.log.max.open.files=SCALE_MAX_OPEN_FILES each). The smallest N
+// (1: the same cluster with one topic of one partition) is the baseline:
+// the per-1,000-replica figures subtract it (the median of each), and the
+// last lines hold issue 21's target against the largest N: 10,000 idle
+// replicas per node at most 2% of a core, at most 32 KiB each.
 //
-// Environment: SCALE_PARTITIONS ("0 1000 3000"), SCALE_SECONDS (5),
+// Environment: SCALE_PARTITIONS ("1 1000 3000"), SCALE_MAX_OPEN_FILES
+// (256), SCALE_SECONDS (5),
 // SCALE_ROUNDS (3), SCALE_SETTLE_SECONDS (3), SCALE_CPUPROFILE=PATH
 // (a CPU profile of the measured windows in PATH.N for each N). The machine's load moves
 // these figures: compare builds by running them back to back.
@@ -42,7 +48,7 @@ func TestBenchScale(t *testing.T) {
 		t.Skip("make bench-scale runs this (SLUICE_BENCH_SCALE=1)")
 	}
 	var counts []int
-	for _, f := range strings.Fields(envString("SCALE_PARTITIONS", "0 1000 3000")) {
+	for _, f := range strings.Fields(envString("SCALE_PARTITIONS", "1 1000 3000")) {
 		n, err := strconv.Atoi(f)
 		if err != nil || n < 0 {
 			t.Fatalf("SCALE_PARTITIONS=%q: want non-negative integers", f)
@@ -53,44 +59,65 @@ func TestBenchScale(t *testing.T) {
 		window: time.Duration(envInt(t, "SCALE_SECONDS", 5)) * time.Second,
 		rounds: int(max(envInt(t, "SCALE_ROUNDS", 3), 1)),
 		settle: time.Duration(envInt(t, "SCALE_SETTLE_SECONDS", 3)) * time.Second,
+		files:  int(envInt(t, "SCALE_MAX_OPEN_FILES", 256)),
 	}
 	var results []scaleResult
 	for _, n := range counts {
 		t.Run(fmt.Sprint(n), func(t *testing.T) { results = append(results, benchIdle(t, n, cfg)) })
 	}
-	var base *scaleResult
+	var base, top *scaleResult
 	for i := range results {
-		if results[i].partitions == 0 {
+		if base == nil || results[i].partitions < base.partitions {
 			base = &results[i]
+		}
+		if top == nil || results[i].partitions > top.partitions {
+			top = &results[i]
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "idle cost, 3 in-process nodes, RF=3, %d×%v windows (cores: user+system CPU / wall)\n", cfg.rounds, cfg.window)
-	fmt.Fprintf(&b, "%-10s %-9s %-22s %-12s %-12s %-14s %-10s %-10s %-10s %-10s\n",
-		"partitions", "replicas", "cores (rounds)", "cores/node", "wakeups/s", "core/1k repl", "heap/repl", "rss/repl", "gor/repl", "fds/repl")
+	fmt.Fprintf(&b, "idle cost, 3 in-process nodes, RF=3, sluice.log.max.open.files=%d, %d×%v windows (cores: user+system CPU / wall); baseline: %d partition(s)\n",
+		cfg.files, cfg.rounds, cfg.window, base.partitions)
+	fmt.Fprintf(&b, "%-10s %-9s %-22s %-12s %-12s %-14s %-10s %-10s %-10s %-10s %-8s %-10s %-8s\n",
+		"partitions", "replicas", "cores (rounds)", "cores/node", "wakeups/s", "core/1k repl", "heap/repl", "rss/repl", "gor/repl", "fds/repl", "fds", "seg files", "opens/s")
 	for _, r := range results {
-		repl := 3 * r.partitions
+		repl := 3 * (r.partitions - base.partitions)
 		perK, per := "-", func(float64, string) string { return "-" }
 		if repl > 0 {
 			per = func(v float64, unit string) string { return fmt.Sprintf("%.2f%s", v/float64(repl), unit) }
-			if base != nil {
-				perK = fmt.Sprintf("%.4f", (r.median()-base.median())/float64(repl)*1000)
-			}
+			perK = fmt.Sprintf("%.4f", (r.median()-base.median())/float64(repl)*1000)
 		}
 		rounds := make([]string, len(r.cores))
 		for i, c := range r.cores {
 			rounds[i] = fmt.Sprintf("%.3f", c)
 		}
-		fmt.Fprintf(&b, "%-10d %-9d %-22s %-12.3f %-12.0f %-14s %-10s %-10s %-10s %-10s\n",
-			r.partitions, repl, fmt.Sprintf("%.3f (%s)", r.median(), strings.Join(rounds, " ")), r.median()/3, r.wakeupsPerSec,
-			perK, per(r.heap, " B"), per(r.rss, " B"), per(r.goroutines, ""), per(r.fds, ""))
+		fmt.Fprintf(&b, "%-10d %-9d %-22s %-12.3f %-12.0f %-14s %-10s %-10s %-10s %-10s %-8d %-10d %-8.1f\n",
+			r.partitions, 3*r.partitions, fmt.Sprintf("%.3f (%s)", r.median(), strings.Join(rounds, " ")), r.median()/3, r.wakeupsPerSec,
+			perK, per(r.heap-base.heap, " B"), per(r.rss-base.rss, " B"), per(r.goroutines-base.goroutines, ""), per(r.fds-base.fds, ""),
+			r.fdsNow, r.segFiles, r.opensPerSec)
+	}
+	if repl := 3 * (top.partitions - base.partitions); repl > 0 {
+		// Every node hosts every partition: a node's replicas are the
+		// partitions, and it pays a third of the process's CPU.
+		perRepl := (top.median() - base.median()) / 3 / float64(top.partitions-base.partitions)
+		mem := (top.heap - base.heap) / float64(repl)
+		fmt.Fprintf(&b, "target (issue 21): 10,000 idle replicas per node <= 0.020 core and <= 32 KiB each\n")
+		fmt.Fprintf(&b, "  at %d replicas per node, scaled to 10,000: %.3f core per node (%s), %.1f KiB heap per replica (%s)\n",
+			top.partitions, perRepl*10000, verdict(perRepl*10000 <= 0.02), mem/1024, verdict(mem <= 32<<10))
 	}
 	fmt.Print(b.String())
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
 }
 
 type scaleConfig struct {
 	window, settle time.Duration
 	rounds         int
+	files          int // sluice.log.max.open.files of each node
 }
 
 type scaleResult struct {
@@ -100,6 +127,9 @@ type scaleResult struct {
 	heap, rss     float64 // bytes added by the topic
 	goroutines    float64
 	fds           float64
+	opensPerSec   float64 // segment files opened per second in the windows
+	fdsNow        int     // the process's descriptors after settling
+	segFiles      int64   // segment files open on the three nodes then
 }
 
 func (r scaleResult) median() float64 {
@@ -109,8 +139,8 @@ func (r scaleResult) median() float64 {
 }
 
 func benchIdle(t *testing.T, n int, cfg scaleConfig) scaleResult {
-	nodes := startCluster(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	nodes := startClusterWith(t, 3, config.ListenerKafka, fmt.Sprintf("sluice.log.max.open.files=%d", cfg.files))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	before := sampleProcess()
 	if n > 0 {
@@ -135,7 +165,10 @@ func benchIdle(t *testing.T, n int, cfg scaleConfig) scaleResult {
 	after := sampleProcess()
 	res := scaleResult{partitions: n,
 		heap: float64(after.heap) - float64(before.heap), rss: float64(after.rss) - float64(before.rss),
-		goroutines: float64(after.goroutines - before.goroutines), fds: float64(after.fds - before.fds)}
+		goroutines: float64(after.goroutines - before.goroutines), fds: float64(after.fds - before.fds), fdsNow: after.fds}
+	for _, tn := range nodes {
+		res.segFiles += tn.files.Stats().Open
+	}
 	if path := os.Getenv("SCALE_CPUPROFILE"); path != "" {
 		f, err := os.Create(fmt.Sprintf("%s.%d", path, n))
 		if err != nil {
@@ -149,6 +182,7 @@ func benchIdle(t *testing.T, n int, cfg scaleConfig) scaleResult {
 	}
 	var wakeups int64
 	var elapsed time.Duration
+	opens0 := segmentOpens(nodes)
 	for range cfg.rounds {
 		w0, c0, t0 := scaleWakeups(nodes), cpuTime(), time.Now()
 		wait(ctx, cfg.window)
@@ -158,6 +192,7 @@ func benchIdle(t *testing.T, n int, cfg scaleConfig) scaleResult {
 		res.cores = append(res.cores, (c1-c0).Seconds()/t1.Sub(t0).Seconds())
 	}
 	res.wakeupsPerSec = float64(wakeups) / elapsed.Seconds()
+	res.opensPerSec = float64(segmentOpens(nodes)-opens0) / elapsed.Seconds()
 	t.Logf("%d partitions: cores %v, wakeups/s %.0f, heap +%d B, rss +%d B, goroutines +%d, fds +%d",
 		n, res.cores, res.wakeupsPerSec, after.heap-before.heap, after.rss-before.rss, after.goroutines-before.goroutines, after.fds-before.fds)
 	return res

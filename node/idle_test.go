@@ -19,7 +19,8 @@ import (
 // window of seconds (nothing is due: the followers' fetches keep moving
 // each leader's lag deadline), and the partitions added no goroutines of
 // their own (the fetchers and their connections are per broker).
-// make bench-scale measures the CPU this saves.
+// No segment file is opened in the window either (idle fetches read no
+// log). make bench-scale measures the CPU this saves.
 func TestIdleReplicasCostNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 1,002 logs")
@@ -48,7 +49,7 @@ func TestIdleReplicasCostNothing(t *testing.T) {
 	// A first window lets every follower's fetch settle into its long
 	// poll; the second is measured.
 	wait(ctx, time.Second)
-	w0 := scaleWakeups(nodes)
+	w0, o0 := scaleWakeups(nodes), segmentOpens(nodes)
 	s0 := make([]kafka.FetchSessionStats, len(nodes))
 	for i, tn := range nodes {
 		s0[i] = tn.srv.FetchSessionStats()
@@ -56,6 +57,12 @@ func TestIdleReplicasCostNothing(t *testing.T) {
 	wait(ctx, 3*time.Second)
 	if w := scaleWakeups(nodes) - w0; w != 0 {
 		t.Errorf("%d replicas with no traffic: %d wake-ups in 3 s, want none", 3*partitions, w)
+	}
+	// Nor do their followers' polls open a segment file: an idle fetch
+	// is answered from the log's bounds, so idle files may stay closed
+	// under sluice.log.max.open.files.
+	if o := segmentOpens(nodes) - o0; o != 0 {
+		t.Errorf("%d replicas with no traffic: %d segment files opened in 3 s, want none", 3*partitions, o)
 	}
 	// Fetch sessions (KIP-227): each leader holds one session per
 	// follower broker with every partition it leads for it, and the
@@ -95,4 +102,13 @@ func TestIdleReplicasCostNothing(t *testing.T) {
 	if d := runtime.NumGoroutine() - goroutines; d > 100 {
 		t.Errorf("%d partitions added %d goroutines: one per partition?", partitions, d)
 	}
+}
+
+// segmentOpens sums the nodes' segment file opens (segment.Files).
+func segmentOpens(nodes []*testNode) int64 {
+	var n int64
+	for _, tn := range nodes {
+		n += tn.files.Stats().Opened
+	}
+	return n
 }

@@ -122,6 +122,8 @@ func (s *metricsSource) Broker() metrics.BrokerStat {
 	if (*Node)(s).logDirOffline() != nil {
 		st.OfflineLogDirs = 1
 	}
+	fs := s.files.Stats()
+	st.SegmentFiles = metrics.SegmentFilesStat{Max: fs.Max, Open: fs.Open, Opened: fs.Opened, Evicted: fs.Evicted}
 	if p := s.cleaner; p != nil {
 		cs := p.Stats(nil)
 		st.Cleaner = &metrics.CleanerStat{

@@ -175,6 +175,9 @@ type Node struct {
 	// wb runs the logs' batched writeback requests; nil when
 	// sluice.log.writeback.interval.bytes is 0.
 	wb *segment.Writeback
+	// files is the budget of open segment files every log shares
+	// (sluice.log.max.open.files).
+	files *segment.Files
 	// cleaner compacts the logs of compacted topics (compaction.go); nil
 	// when log.cleaner.enable is false.
 	cleaner *cleaner.Pool
@@ -290,6 +293,7 @@ func (n *Node) openStorage(undo *[]func()) (clean bool, err error) {
 			return false, fmt.Errorf("node: %w", err)
 		}
 	}
+	n.files = segment.NewFiles(n.cfg.Scale.MaxOpenFiles())
 	if n.cfg.LogWritebackIntervalBytes > 0 {
 		n.wb = segment.NewWriteback()
 		*undo = append(*undo, n.wb.Close)
@@ -829,6 +833,7 @@ func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config
 	opts.OnFlush = n.metrics.m.ObserveFlush
 	opts.SkipRecordCheck = n.skipRecordCheck
 	opts.WritebackBytes, opts.Writeback, opts.OnWriteback = n.cfg.LogWritebackIntervalBytes, n.wb, n.metrics.m.ObserveWriteback
+	opts.Files = n.files
 	l, rep, err := segment.Open(n.fs, filepath.Join(n.dir, name), name, n.idx, opts)
 	if err != nil {
 		return nil, err

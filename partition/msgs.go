@@ -149,7 +149,9 @@ func (AlterPartitionResult) isMsg() {}
 
 // Ready is what the node must do, in this order, before Advance:
 // Truncate the log; then start Flush, send Fetch, answer FetchAnswers and
-// Completed, propose AlterPartition, and publish HW.
+// Completed, propose AlterPartition, and publish HW. Its slices are the
+// node's until Advance, which may reuse them (FetchAnswers' array holds
+// the next Ready's answers).
 type Ready struct {
 	// HW is the high watermark; HWChanged says it moved since the last Ready.
 	HW        int64

@@ -311,7 +311,9 @@ func (r *Replica) Advance(rd Ready) {
 	r.answers = r.answers[min(len(rd.FetchAnswers), len(r.answers)):]
 	r.completed = r.completed[min(len(rd.Completed), len(r.completed)):]
 	if len(r.answers) == 0 {
-		r.answers = nil
+		// Reused: an idle follower's fetch, answered every poll, then
+		// allocates no answer (node/replica's TestIdleFetchAllocatesNothing).
+		r.answers = rd.FetchAnswers[:0]
 	}
 	if len(r.completed) == 0 {
 		r.completed = nil

@@ -27,13 +27,21 @@ type CleanCandidate struct {
 	DirtyBytes   int64
 	DirtyRatio   float64 // DirtyBytes / (CleanBytes + DirtyBytes)
 	MustClean    bool    // max.compaction.lag.ms passed for some dirty record
+	// DeleteHorizon (unix ms; 0: none) is the earliest delete horizon of a
+	// tombstone or transaction marker the last Clean kept in the clean
+	// section (KIP-534); HorizonDue says it has passed, so that a Clean
+	// would remove it even with nothing dirty.
+	DeleteHorizon int64
+	HorizonDue    bool
 }
 
 // Cleanable says whether the candidate is worth a Clean under p: some dirty
 // bytes, and a dirty ratio at or above min.cleanable.dirty.ratio or a
-// record past max.compaction.lag.ms (Kafka's LogCleanerManager rule).
+// record past max.compaction.lag.ms (Kafka's LogCleanerManager rule); or
+// a delete horizon that has passed (Kafka cleans such a log when no other
+// is cleanable; here the pool's order does that: see node/cleaner).
 func (c CleanCandidate) Cleanable(p CleanPolicy) bool {
-	return c.DirtyBytes > 0 && (c.MustClean || c.DirtyRatio >= p.MinCleanableDirtyRatio)
+	return c.DirtyBytes > 0 && (c.MustClean || c.DirtyRatio >= p.MinCleanableDirtyRatio) || c.HorizonDue
 }
 
 // CleanOptions are the arguments of one Clean.
@@ -45,8 +53,12 @@ type CleanOptions struct {
 	Now  time.Time
 	// OffsetMapBytes is the memory for the key->offset map (a share of
 	// log.cleaner.dedupe.buffer.size); several passes when keys do not fit.
-	// 0 picks 16 MiB.
+	// 0 picks 16 MiB. As much again at most keeps what the map's pass
+	// decoded (32 bytes a record) for the rewrite; both grow as used.
 	OffsetMapBytes int
+	// Scratch, when not nil, lends this Clean its memory and keeps what
+	// the Clean grew for the next (see CleanScratch).
+	Scratch *CleanScratch
 	// Throttle is called before each read and write of n bytes
 	// (log.cleaner.io.max.bytes.per.second); nil: unthrottled. Its error
 	// ends the Clean, which changes nothing then.
@@ -90,6 +102,10 @@ func (l *Log) candidateLocked(p CleanPolicy, upTo int64, now time.Time) CleanCan
 	if !p.Compact || l.closed || len(l.segs) == 0 {
 		c.CleanableEnd = c.FirstDirty
 		return c
+	}
+	if l.deleteHorizon != 0 {
+		c.DeleteHorizon = l.deleteHorizon
+		c.HorizonDue = now.UnixMilli() >= l.deleteHorizon
 	}
 	lagEdge := now.Add(-p.MinCompactionLag).UnixMilli()
 	end := l.segs[0].base
@@ -156,7 +172,7 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (st CleanStats, err err
 	gen := l.cutGen
 	l.mu.Unlock()
 	st.FirstDirty, st.CleanedTo = cand.FirstDirty, cand.FirstDirty
-	if !o.Policy.Compact || cand.CleanableEnd <= cand.FirstDirty {
+	if !o.Policy.Compact || cand.CleanableEnd <= cand.FirstDirty && !cand.HorizonDue {
 		return st, nil
 	}
 	if err := l.removeCleanedFiles(); err != nil {
@@ -164,8 +180,21 @@ func (l *Log) Clean(ctx context.Context, o CleanOptions) (st CleanStats, err err
 	}
 	c := &cleaner{l: l, o: o, ctx: ctx, st: &st, gen: gen}
 	defer c.close()
+	defer c.useScratch(o.Scratch)()
 	c.loadAborted(cand.CleanableEnd)
 	dirty := cand.FirstDirty
+	if dirty >= cand.CleanableEnd {
+		// Nothing dirty, but a delete horizon has passed: one pass over
+		// the clean section with an empty map removes what it allows.
+		c.resetMap()
+		c.seen.reset(0)
+		c.mapEnd = dirty
+		if err := c.pass(dirty, dirty); err != nil {
+			return st, err
+		}
+		st.Passes++
+		return st, nil
+	}
 	for dirty < cand.CleanableEnd {
 		if err := ctx.Err(); err != nil {
 			return st, err
@@ -196,8 +225,13 @@ func (l *Log) cleanable(end int64) ([]*segment, error) {
 	n := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base >= end })
 	n = min(n, len(l.segs)-1)
 	segs := append([]*segment(nil), l.segs[:n]...)
-	for _, s := range segs {
-		s.refs++
+	for i, s := range segs {
+		if err := l.pinLocked(s); err != nil {
+			for _, p := range segs[:i] {
+				p.refs-- // their files stay open; the budget closes them when idle
+			}
+			return nil, err
+		}
 	}
 	return segs, nil
 }

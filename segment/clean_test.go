@@ -113,6 +113,7 @@ func (s *script) cleanPolicy(d *datadriven.TestData) CleanPolicy {
 //	candidate up-to=O now=T [policy]       CleanCandidate
 //	clean up-to=O now=T [map-bytes=N] [policy]  Clean: its stats, then the state
 //	dump                                   every segment's batches and records
+//	times                                  every record's offset@timestamp, read back through Read
 //	kv                                     the latest value per key, read back through Read
 //
 // policy: [ratio=F] [min-lag-ms=N] [max-lag-ms=N] [delete-retention-ms=N] [no-compact].
@@ -139,8 +140,12 @@ func (s *script) runClean(d *datadriven.TestData) (string, error) {
 		return fmt.Sprintf("offsets %d..%d rolled=%v\n", info.FirstOffset, info.LastOffset, info.Rolled), nil
 	case "candidate":
 		c := s.l.CleanCandidate(s.cleanPolicy(d), s.arg(d, "up-to", 1<<62), time.UnixMilli(s.arg(d, "now", s.now)))
-		return fmt.Sprintf("first-dirty=%d cleanable-end=%d clean=%dB dirty=%dB ratio=%.2f must=%v cleanable=%v\n",
-			c.FirstDirty, c.CleanableEnd, c.CleanBytes, c.DirtyBytes, c.DirtyRatio, c.MustClean, c.Cleanable(s.cleanPolicy(d))), nil
+		hz := ""
+		if c.DeleteHorizon != 0 {
+			hz = fmt.Sprintf(" horizon=%d due=%v", c.DeleteHorizon, c.HorizonDue)
+		}
+		return fmt.Sprintf("first-dirty=%d cleanable-end=%d clean=%dB dirty=%dB ratio=%.2f must=%v%s cleanable=%v\n",
+			c.FirstDirty, c.CleanableEnd, c.CleanBytes, c.DirtyBytes, c.DirtyRatio, c.MustClean, hz, c.Cleanable(s.cleanPolicy(d))), nil
 	case "clean":
 		st, err := s.l.Clean(context.Background(), CleanOptions{
 			Policy: s.cleanPolicy(d), UpTo: s.arg(d, "up-to", 1<<62), Now: time.UnixMilli(s.arg(d, "now", s.now)),
@@ -157,6 +162,8 @@ func (s *script) runClean(d *datadriven.TestData) (string, error) {
 			st.Passes, segs, st.RecordsRead, st.RecordsKept, st.BatchesDropped, st.EmptyKept, st.FirstDirty, st.CleanedTo) + s.state(), nil
 	case "dump":
 		return dumpLog(s.l)
+	case "times":
+		return recordTimesOf(s.l)
 	case "kv":
 		m, err := latestValues(s.l)
 		if err != nil {
@@ -200,6 +207,9 @@ func dumpLog(l *Log) (string, error) {
 				break
 			}
 			fmt.Fprintf(&b, "  %d..%d ts=%d", h.BaseOffset, h.LastOffset(), h.MaxTimestamp)
+			if hz := horizon(h); hz != noTimestamp {
+				fmt.Fprintf(&b, " horizon=%d", hz)
+			}
 			if h.Compression() != codecNone {
 				fmt.Fprintf(&b, " codec=%d", h.Compression())
 			}
@@ -227,6 +237,39 @@ func dumpLog(l *Log) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// recordTimesOf reads the whole log through Read and prints each record's
+// offset and timestamp as a consumer computes it (base timestamp plus
+// delta, or the batch's maxTimestamp with LogAppendTime).
+func recordTimesOf(l *Log) (string, error) {
+	var b strings.Builder
+	off := l.LogStartOffset()
+	for off < l.LogEndOffset() {
+		c, err := l.Read(off, 1<<20, 1<<62, nil)
+		if err != nil {
+			return "", err
+		}
+		if c.Size == 0 {
+			break
+		}
+		it := NewBatchIter(c.Data)
+		for h, batch, ok := it.Next(); ok; h, batch, ok = it.Next() {
+			if h.IsControl() {
+				continue
+			}
+			if err := recordTimes(batch, func(o, ts int64) bool {
+				if o >= off {
+					fmt.Fprintf(&b, "%d@%d ", o, ts)
+				}
+				return true
+			}); err != nil {
+				return "", err
+			}
+		}
+		off = c.Next
+	}
+	return strings.TrimSpace(b.String()) + "\n", nil
 }
 
 func (r record) String() string {

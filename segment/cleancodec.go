@@ -133,7 +133,10 @@ func (d *decompressor) records(b []byte, h BatchHeader) ([]byte, error) {
 		err = d.readAll(d.lz)
 	case codecZstd:
 		if d.zstd == nil {
-			d.zstd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed))
+			// No frame checksum: the batch's CRC-32C, checked as it was
+			// read, covers the compressed bytes already.
+			d.zstd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecompressed),
+				zstd.IgnoreChecksum(true))
 		}
 		if err == nil {
 			d.out, err = d.zstd.DecodeAll(body, d.out[:0])

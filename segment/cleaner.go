@@ -19,9 +19,15 @@ type cleaner struct {
 
 	latest *offsetMap // key -> latest offset in the mapped range
 	mapEnd int64      // the map covers offsets below it
-	keys   []keyAt    // one batch's keys, before they go into latest or are looked up
-	recAts []recAt    // one batch's records, beside keys (cleanBatch)
-	dec    decompressor
+	keys   []keyAt    // one batch's records, before they go into latest or are looked up
+	recAts []recAt    // one batch's records' bytes, beside keys (cleanBatch)
+	keep   []bool     // which of keys stay (decide)
+	// horizon is the earliest delete horizon still to pass of a batch a
+	// pass wrote with a tombstone or marker in it (0: none): the log's
+	// deleteHorizon after the swap.
+	horizon int64
+	seen    keyCache // what buildMap decoded, for the rewrite
+	dec     decompressor
 
 	// Transactions (txnclean.go): the aborted transactions of the range
 	// cleaned, by producer; the producers whose transactional data a pass
@@ -37,21 +43,129 @@ type cleaner struct {
 	cmp  compressor
 }
 
+// keyAt is one record as the cleaner decides it: its key's hash (zero for
+// a null key, or past the map's end in cleanBatch), its offset, and
+// whether its key and value are null.
 type keyAt struct {
-	h0, h1 uint64
-	offset int64
+	h0, h1             uint64
+	offset             int64
+	keyNull, valueNull bool
+}
+
+// keyCache keeps the keyAts of the batches buildMap decoded, in log
+// order, so that the rewrite decides them without decompressing and
+// parsing them a second time: a batch whose records all stay, or all go,
+// is then copied or dropped from its header alone; only a batch that
+// loses some records (or gets its delete horizon) is decoded again. It
+// holds at most max records (keyAtBytes each); the batches past that are
+// decoded again. Keys are kept in chunks, so that growing copies nothing,
+// and the chunks are reused by the next pass (and the next Clean, with a
+// CleanScratch).
+type keyCache struct {
+	chunks  [][]keyAt // each with its capacity fixed; chunks[cur] is being filled
+	cur     int
+	batches []cachedBatch
+	n       int // keys held
+	next    int // batches[next] is the first the rewrite has not reached
+	max     int
+}
+
+type cachedBatch struct {
+	base int64
+	keys []keyAt
+}
+
+const (
+	keyAtBytes     = 32
+	keyChunkLength = 8192 // 256 KiB
+)
+
+func (k *keyCache) reset(maxBytes int) {
+	k.batches, k.n, k.next, k.cur = k.batches[:0], 0, 0, 0
+	k.max = maxBytes / keyAtBytes
+	for i := range k.chunks {
+		k.chunks[i] = k.chunks[i][:0]
+	}
+}
+
+// add keeps batch base's keys if they fit.
+func (k *keyCache) add(base int64, ks []keyAt) {
+	if k.n+len(ks) > k.max {
+		k.max = 0 // keep none after one that did not fit: the rewrite reads in order
+		return
+	}
+	for k.cur < len(k.chunks) && cap(k.chunks[k.cur])-len(k.chunks[k.cur]) < len(ks) {
+		if len(k.chunks[k.cur]) == 0 { // too small even empty: a bigger one instead
+			k.chunks[k.cur] = make([]keyAt, 0, max(keyChunkLength, len(ks)))
+			break
+		}
+		k.cur++
+	}
+	if k.cur == len(k.chunks) {
+		k.chunks = append(k.chunks, make([]keyAt, 0, max(keyChunkLength, len(ks))))
+	}
+	c := k.chunks[k.cur]
+	p := len(c)
+	c = append(c, ks...)
+	k.chunks[k.cur] = c
+	k.batches = append(k.batches, cachedBatch{base, c[p:len(c):len(c)]})
+	k.n += len(ks)
+}
+
+// get returns batch base's keys, if kept; the rewrite asks in log order.
+func (k *keyCache) get(base int64) ([]keyAt, bool) {
+	for k.next < len(k.batches) && k.batches[k.next].base < base {
+		k.next++
+	}
+	if k.next < len(k.batches) && k.batches[k.next].base == base {
+		return k.batches[k.next].keys, true
+	}
+	return nil, false
+}
+
+// CleanScratch is the memory one cleaner thread reuses from Clean to
+// Clean, as Kafka's CleanerThread keeps its offset map and buffers: the
+// map, the keys kept for the rewrite, and the write buffer. Without one
+// (CleanOptions.Scratch nil) each Clean allocates its own, and a large
+// Clean pays the page faults of memory the runtime gave back meanwhile.
+// One Clean at a time may use a CleanScratch.
+type CleanScratch struct {
+	latest *offsetMap
+	seen   keyCache
+	out    []byte
+	rdBuf  []byte
+}
+
+// useScratch takes s's memory for this Clean; the returned func gives it
+// back.
+func (c *cleaner) useScratch(s *CleanScratch) func() {
+	if s == nil {
+		return func() {}
+	}
+	if s.latest != nil && s.latest.bytes == c.o.OffsetMapBytes {
+		c.latest = s.latest
+	}
+	c.seen, c.out, c.rd.buf = s.seen, s.out, s.rdBuf
+	return func() { s.latest, s.seen, s.out, s.rdBuf = c.latest, c.seen, c.out, c.rd.buf }
+}
+
+// resetMap empties the offset map, made on first use.
+func (c *cleaner) resetMap() {
+	if c.latest == nil {
+		c.latest = newOffsetMap(c.o.OffsetMapBytes)
+	}
+	c.latest.reset()
 }
 
 func (c *cleaner) close() { c.cmp.close(); c.dec.close() }
 
 // buildMap maps each key of the batches from offset from on to its latest
 // offset, until end or until the map is full (at a batch boundary, after
-// at least one batch). It returns the offset the map covers up to.
+// at least one batch). It returns the offset the map covers up to. The
+// batches it decodes go into c.seen for the rewrite.
 func (c *cleaner) buildMap(from, end int64) (int64, error) {
-	if c.latest == nil {
-		c.latest = newOffsetMap(c.o.OffsetMapBytes)
-	}
-	c.latest.reset()
+	c.resetMap()
+	c.seen.reset(c.o.OffsetMapBytes)
 	segs, err := c.l.cleanable(end)
 	if err != nil {
 		return 0, err
@@ -80,22 +194,30 @@ func (c *cleaner) buildMap(from, end int64) (int64, error) {
 				// an aborted transaction's records go, and count for
 				// nothing.
 				c.keys = c.keys[:0]
+				n := 0
 				err := c.eachRecord(b, h, func(r record) bool {
-					if r.offset >= from && !r.keyNull {
-						h0, h1 := c.latest.hash(r.key)
-						c.keys = append(c.keys, keyAt{h0, h1, r.offset})
+					k := keyAt{offset: r.offset, keyNull: r.keyNull, valueNull: r.valueNull}
+					if !r.keyNull {
+						k.h0, k.h1 = c.latest.hash(r.key)
+						if r.offset >= from {
+							n++
+						}
 					}
+					c.keys = append(c.keys, k)
 					return true
 				})
-				if !c.latest.Fits(len(c.keys)) && covered > from {
+				if !c.latest.Fits(n) && covered > from {
 					c.mapEnd = covered // the next pass starts at this batch
 					return covered, nil
 				}
-				c.latest.touch(c.keys)
-				for _, k := range c.keys {
-					if err == nil {
-						c.latest.put(k.h0, k.h1, k.offset)
+				if err == nil {
+					c.latest.touch(c.keys)
+					for _, k := range c.keys {
+						if k.offset >= from && !k.keyNull {
+							c.latest.put(k.h0, k.h1, k.offset)
+						}
 					}
+					c.seen.add(h.BaseOffset, c.keys)
 				}
 			}
 			covered = h.NextOffset()
@@ -106,119 +228,233 @@ func (c *cleaner) buildMap(from, end int64) (int64, error) {
 	return c.mapEnd, nil
 }
 
-// retain decides one record of a segment cleaned at cleanedAt (noTimestamp:
-// never before), k being its key's hash and offset (see batchRecs): a
-// record the map supersedes goes, a null key goes, a tombstone goes once
-// delete.retention.ms has passed since its segment was first cleaned;
-// records at or past the map's end stay.
-func (c *cleaner) retain(r *recAt, k keyAt, cleanedAt int64) bool {
+// retain decides one record k of a batch whose delete horizon is hz
+// (noTimestamp: none yet): a record the map supersedes goes, a null key
+// goes, a tombstone goes once the horizon has passed; records at or past
+// the map's end stay.
+func (c *cleaner) retain(k *keyAt, hz int64) bool {
 	if k.offset >= c.mapEnd {
 		return true
 	}
-	if r.keyNull {
+	if k.keyNull {
 		return false
 	}
 	if latest, ok := c.latest.get(k.h0, k.h1); ok && k.offset < latest {
 		return false
 	}
-	if r.valueNull && cleanedAt != noTimestamp && c.o.Now.UnixMilli() >= cleanedAt+c.o.Policy.DeleteRetention.Milliseconds() {
+	if k.valueNull && hz != noTimestamp && c.o.Now.UnixMilli() >= hz {
 		return false
 	}
 	return true
 }
 
-// recAt is what cleanBatch keeps of a record between decoding its batch
-// and deciding it; its key's hash and offset are in the keyAt beside it.
-type recAt struct {
-	raw                []byte // aliases the batch (or the decompressor's output)
-	tsDelta            int64
-	keyNull, valueNull bool
+// decide sets c.keep for ks (a batch's records; none stay when abort)
+// and returns how many stay and whether a tombstone is among them.
+func (c *cleaner) decide(ks []keyAt, abort bool, hz int64) (kept int, tombstone bool) {
+	c.keep = c.keep[:0]
+	for i := range ks {
+		ok := !abort && c.retain(&ks[i], hz)
+		c.keep = append(c.keep, ok)
+		if ok {
+			kept++
+			tombstone = tombstone || ks[i].valueNull
+		}
+	}
+	return kept, tombstone
 }
 
-// batchRecs decodes batch b's records into c.recAts and their keys'
-// hashes and offsets into c.keys (no hash for a null key or a record at
-// or past the map's end), then touches the map's slots for them all:
-// the lookups that follow find them in cache instead of each waiting
-// for memory in turn (map cache misses were most of a Clean's CPU).
+// recAt is what cleanBatch keeps of a record between decoding its batch
+// and deciding it, beside its keyAt.
+type recAt struct {
+	raw     []byte // aliases the batch (or the decompressor's output)
+	tsDelta int64
+}
+
+// batchRecs decodes batch b's records into c.recAts and c.keys (no hash
+// for a null key or a record at or past the map's end), then touches the
+// map's slots for them all: the lookups that follow find them in cache
+// instead of each waiting for memory in turn (map cache misses were most
+// of a Clean's CPU).
 func (c *cleaner) batchRecs(b []byte, h BatchHeader) error {
 	c.recAts, c.keys = c.recAts[:0], c.keys[:0]
 	err := c.eachRecord(b, h, func(r record) bool {
-		k := keyAt{offset: r.offset}
+		k := keyAt{offset: r.offset, keyNull: r.keyNull, valueNull: r.valueNull}
 		if !r.keyNull && r.offset < c.mapEnd {
 			k.h0, k.h1 = c.latest.hash(r.key)
 		}
 		c.keys = append(c.keys, k)
-		c.recAts = append(c.recAts, recAt{raw: r.raw, tsDelta: r.tsDelta, keyNull: r.keyNull, valueNull: r.valueNull})
+		c.recAts = append(c.recAts, recAt{raw: r.raw, tsDelta: r.tsDelta})
 		return true
 	})
 	c.latest.touch(c.keys)
 	return err
 }
 
-// cleanBatch appends to c.out what stays of batch b (header h) of a
-// segment cleaned at cleanedAt: b itself when every record stays, a
-// rebuilt batch (same base offset, lastOffsetDelta, producer fields and
-// base timestamp; new count, maxTimestamp, length and CRC; re-compressed
-// with its codec) when some do, an empty batch when none does but it is
-// its producer's last (kept for idempotence, as Kafka) or the log's last
-// (keep), nothing otherwise.
-// An aborted transaction's batch loses all its records; a transaction
-// marker goes when dropMarker says so (txnclean.go), else stays whole, as
-// do batches whose records do not decode.
-func (c *cleaner) cleanBatch(h BatchHeader, b []byte, cleanedAt int64, keep bool) error {
+// horizon is batch h's delete horizon (KIP-534): its base timestamp when
+// the attribute says it holds one, else noTimestamp (never cleaned with a
+// tombstone or an emptied transaction's marker in it).
+func horizon(h BatchHeader) int64 {
+	if h.Attributes&attrDeleteHorizon != 0 {
+		return h.BaseTimestamp
+	}
+	return noTimestamp
+}
+
+// newHorizon is the delete horizon a batch gets when first cleaned with a
+// tombstone (or as an emptied transaction's marker) in it.
+func (c *cleaner) newHorizon() int64 {
+	return c.o.Now.UnixMilli() + c.o.Policy.DeleteRetention.Milliseconds()
+}
+
+// noteHorizon notes that a batch with delete horizon hz stays with a
+// tombstone or marker in it; one already passed (kept for another
+// reason: past the map's end, or a producer's last) is not counted.
+func (c *cleaner) noteHorizon(hz int64) {
+	if hz > c.o.Now.UnixMilli() && (c.horizon == 0 || hz < c.horizon) {
+		c.horizon = hz
+	}
+}
+
+// cleanBatch appends to c.out what stays of batch b (header h): b itself
+// when every record stays, a rebuilt batch (same base offset,
+// lastOffsetDelta and producer fields; new count, maxTimestamp, length
+// and CRC; re-compressed with its codec) when some do, an empty batch
+// when none does but it is its producer's last (kept for idempotence, as
+// Kafka) or the log's last (keep), nothing otherwise. A batch that keeps
+// a tombstone and has no delete horizon yet is rebuilt with one (see
+// doc.go, KIP-534). An aborted transaction's batch loses all its records;
+// a transaction marker goes when decideMarker says so (txnclean.go), else
+// stays, as do batches whose records do not decode.
+func (c *cleaner) cleanBatch(h BatchHeader, b []byte, keep bool) error {
 	c.st.RecordsRead += int64(h.RecordCount)
+	hz := horizon(h)
 	if h.IsControl() {
-		if !keep && c.dropMarker(h, b, cleanedAt) {
+		drop, stamp := c.decideMarker(h, b, hz, keep)
+		if drop {
 			c.st.BatchesDropped++
 			return nil
 		}
-		c.out = append(c.out, b...)
 		c.st.RecordsKept += int64(h.RecordCount)
-		return nil
+		if stamp != noTimestamp {
+			c.noteHorizon(stamp)
+		} else if hz != noTimestamp {
+			c.noteHorizon(hz)
+		}
+		if stamp == noTimestamp {
+			c.out = append(c.out, b...)
+			return nil
+		}
+		c.recAts = c.recAts[:0]
+		err := c.eachRecord(b, h, func(r record) bool {
+			c.recAts = append(c.recAts, recAt{raw: r.raw, tsDelta: r.tsDelta})
+			return true
+		})
+		if err != nil {
+			c.out = append(c.out, b...) // as a batch that does not decode
+			return nil
+		}
+		c.keep = c.keep[:0]
+		for range c.recAts {
+			c.keep = append(c.keep, true)
+		}
+		return c.rebuild(h, b, len(c.recAts), stamp)
 	}
 	abort := false
 	if h.IsTransactional() && h.ProducerID >= 0 {
 		c.txnSeen[h.ProducerID] = true
 		abort = c.abortedBatch(h)
 	}
-	c.recs = c.recs[:0]
-	kept, total := 0, 0
-	maxDelta := int64(-1 << 63)
-	err := c.batchRecs(b, h)
-	if err == nil {
-		total = len(c.recAts)
-		for i := range c.recAts {
-			r := &c.recAts[i]
-			if !abort && c.retain(r, c.keys[i], cleanedAt) {
-				kept++
-				c.recs = append(c.recs, r.raw...)
-				maxDelta = max(maxDelta, r.tsDelta)
+	total := int(h.RecordCount)
+	if ks, ok := c.seen.get(h.BaseOffset); ok && !abort {
+		// Decided from what buildMap decoded: no second decode unless the
+		// batch is rebuilt.
+		kept, tomb := c.decide(ks, false, hz)
+		switch {
+		case kept == total && !(tomb && hz == noTimestamp):
+			if tomb {
+				c.noteHorizon(hz)
 			}
+			c.out = append(c.out, b...)
+			c.st.RecordsKept += int64(total)
+			return nil
+		case kept == 0:
+			return c.emptied(h, b, keep)
 		}
 	}
-	if err != nil || kept == total {
+	if err := c.batchRecs(b, h); err != nil {
 		c.out = append(c.out, b...)
 		c.st.RecordsKept += int64(h.RecordCount)
 		return nil
 	}
+	kept, tomb := c.decide(c.keys, abort, hz)
+	stamp := noTimestamp
+	if tomb && hz == noTimestamp {
+		stamp = c.newHorizon()
+	}
+	if tomb {
+		c.noteHorizon(max(stamp, hz))
+	}
+	switch {
+	case kept == total && stamp == noTimestamp:
+		c.out = append(c.out, b...)
+		c.st.RecordsKept += int64(total)
+		return nil
+	case kept == 0:
+		return c.emptied(h, b, keep)
+	}
 	c.st.RecordsKept += int64(kept)
-	if kept == 0 && !keep {
+	return c.rebuild(h, b, kept, stamp)
+}
+
+// emptied drops batch h (bytes b), none of whose records stay, or writes
+// it empty and uncompressed when keep.
+func (c *cleaner) emptied(h BatchHeader, b []byte, keep bool) error {
+	if !keep {
 		c.st.BatchesDropped++
 		return nil
 	}
-	attrs := h.Attributes
-	maxTs := h.MaxTimestamp
+	c.st.EmptyKept++
+	c.keep = c.keep[:0]
+	return c.rebuild(h, b, 0, noTimestamp)
+}
+
+// rebuild appends to c.out batch h (bytes b) with the kept of its records
+// (c.recAts where c.keep; kept of them), re-compressed with its codec
+// (none when empty). With stamp (not noTimestamp) the batch gets that
+// delete horizon: the attribute bit, the horizon as its base timestamp,
+// and each record's timestamp delta re-encoded against it, so that every
+// record keeps its timestamp (as Kafka's MemoryRecordsBuilder does).
+func (c *cleaner) rebuild(h BatchHeader, b []byte, kept int, stamp int64) error {
+	attrs, maxTs, base := h.Attributes, h.MaxTimestamp, h.BaseTimestamp
+	if stamp != noTimestamp {
+		attrs |= attrDeleteHorizon
+		base = stamp
+	}
+	c.recs = c.recs[:0]
+	maxDelta := int64(-1 << 63)
+	for i := range c.keep {
+		if !c.keep[i] {
+			continue
+		}
+		r := &c.recAts[i]
+		maxDelta = max(maxDelta, r.tsDelta)
+		if stamp == noTimestamp {
+			c.recs = append(c.recs, r.raw...)
+		} else {
+			c.recs = appendRetimed(c.recs, r.raw, h.BaseTimestamp+r.tsDelta-base)
+		}
+	}
 	body := c.recs
 	if kept == 0 {
 		attrs &^= attrCompression
-		c.st.EmptyKept++
 	} else {
-		if attrs&attrLogAppendTime == 0 {
+		if attrs&attrLogAppendTime == 0 && kept < int(h.RecordCount) {
 			maxTs = h.BaseTimestamp + maxDelta
 		}
 		if codec := attrs & attrCompression; codec != codecNone {
 			xerial := codec == codecSnappy && len(b) >= BatchHeaderSize+len(xerialMagic) &&
 				string(b[BatchHeaderSize:BatchHeaderSize+len(xerialMagic)]) == string(xerialMagic)
+			var err error
 			if body, err = c.cmp.compress(codec, xerial, c.recs); err != nil {
 				return fmt.Errorf("segment: clean: re-compress batch %d: %w", h.BaseOffset, err)
 			}
@@ -231,10 +467,25 @@ func (c *cleaner) cleanBatch(h BatchHeader, b []byte, cleanedAt int64, keep bool
 	be := binary.BigEndian
 	be.PutUint32(nb[offBatchLength:], uint32(len(nb)-logOverhead))
 	be.PutUint16(nb[offAttributes:], uint16(attrs))
+	be.PutUint64(nb[offBaseTimestamp:], uint64(base))
 	be.PutUint64(nb[offMaxTimestamp:], uint64(maxTs))
 	be.PutUint32(nb[offRecordCount:], uint32(kept))
 	be.PutUint32(nb[offCRC:], crc32c(nb[offAttributes:]))
 	return nil
+}
+
+// appendRetimed appends record raw (length prefix included, as decoded by
+// eachRecordIn) with its timestamp delta replaced by delta.
+func appendRetimed(dst, raw []byte, delta int64) []byte {
+	_, n := binary.Varint(raw)
+	_, m := binary.Varint(raw[n+1:])
+	rest := raw[n+1+m:]
+	var d [binary.MaxVarintLen64]byte
+	dl := binary.PutVarint(d[:], delta)
+	dst = binary.AppendVarint(dst, int64(1+dl+len(rest)))
+	dst = append(dst, raw[n])
+	dst = append(dst, d[:dl]...)
+	return append(dst, rest...)
 }
 
 // record is one decoded record of a batch: its bytes (length prefix
@@ -337,6 +588,9 @@ const cleanReadSize = 1 << 20
 func (r *batchReader) reset(l *Log, s *segment) {
 	l.mu.Lock()
 	r.end = s.size
+	if err := l.openLocked(s); err != nil {
+		r.end = 0 // the Clean pinned s, so it is open: only tests get here
+	}
 	l.mu.Unlock()
 	r.l, r.seg, r.lo, r.hi, r.nextPos, r.maxBatch = l, s, 0, 0, 0, l.opts.MaxBatchBytes
 	if r.buf == nil {

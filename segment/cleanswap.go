@@ -102,23 +102,18 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 	}()
 	clear(c.txnSeen)
 	c.goneAborts, c.goneMarker = c.goneAborts[:0], -1
+	c.horizon = 0
 	for _, g := range groupSegments(segs, sizes, l.opts.SegmentBytes) {
 		members := make([]*segment, len(g))
-		wasCleaned := make([]int64, len(g))
 		groupAt := noTimestamp
 		for k, i := range g {
 			members[k] = segs[i]
-			wasCleaned[k] = cleanedAt[i]
-			if !segs[i].cleaned {
-				wasCleaned[k] = noTimestamp // its tombstones were never through a clean
-			}
-			// The group's tombstones count from the latest first clean
-			// of its members: none goes before delete.retention.ms has
-			// passed since its own (Kafka keeps the last segment's
-			// modification time; see doc.go on what that delays).
+			// When the group was first cleaned, for the record only:
+			// tombstones and markers go by their batches' own delete
+			// horizons (KIP-534), not by their segment's.
 			groupAt = max(groupAt, cleanedAt[i])
 		}
-		o, err := c.rewrite(members, wasCleaned, last, logLast)
+		o, err := c.rewrite(members, last, logLast)
 		if o.file != nil {
 			o.cleanedAt = groupAt
 			outs = append(outs, o)
@@ -134,6 +129,9 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 		return err
 	}
 	ok = true
+	l.mu.Lock()
+	l.deleteHorizon = c.horizon // the pass rewrote the whole clean section
+	l.mu.Unlock()
 	c.forgetGoneAborts()
 	for _, o := range outs {
 		c.st.SegmentsCleaned += len(o.olds)
@@ -143,20 +141,22 @@ func (c *cleaner) pass(dirty, mapEnd int64) error {
 }
 
 // rewrite writes what stays of the group segs to the .cleaned file of its
-// first segment and fsyncs it. cleanedAt[i] is when segs[i] was first
-// cleaned (noTimestamp: never); the batches that stay even when emptied
+// first segment and fsyncs it. The batches that stay even when emptied
 // are each producer's last (last: producer id -> its last batch's last
 // offset) and the one ending at logLast.
-func (c *cleaner) rewrite(segs []*segment, cleanedAt []int64, last map[int64]int64, logLast int64) (cleanedSeg, error) {
+func (c *cleaner) rewrite(segs []*segment, last map[int64]int64, logLast int64) (cleanedSeg, error) {
 	l := c.l
 	f, path, err := l.createCleaned(segs[0].base)
 	if err != nil {
 		return cleanedSeg{}, err
 	}
 	o := cleanedSeg{olds: segs, file: f, path: path, firstTs: noTimestamp, maxTs: noTimestamp}
+	if cap(c.out) == 0 {
+		c.out = make([]byte, 0, 2*cleanReadSize) // flushed at cleanReadSize: never grows
+	}
 	c.out = c.out[:0]
 	var written int64 // bytes of o flushed to f
-	for i, s := range segs {
+	for _, s := range segs {
 		c.rd.reset(l, s)
 		o.srcSizes = append(o.srcSizes, c.rd.end)
 		for {
@@ -170,7 +170,7 @@ func (c *cleaner) rewrite(segs []*segment, cleanedAt []int64, last map[int64]int
 			start := len(c.out)
 			lastOff, known := last[h.ProducerID]
 			keepBatch := h.ProducerID >= 0 && known && lastOff == h.LastOffset() || h.NextOffset() == logLast
-			if err := c.cleanBatch(h, b, cleanedAt[i], keepBatch); err != nil {
+			if err := c.cleanBatch(h, b, keepBatch); err != nil {
 				return o, err
 			}
 			if len(c.out) == start {
@@ -256,18 +256,31 @@ func (l *Log) swapCleaned(outs []cleanedSeg, cleanedTo, gen int64) error {
 		}
 	}
 	var drop []*segment
+	var closing []vfs.File
 	l.mu.Lock()
 	for _, o := range outs {
 		for _, s := range o.olds[1:] {
 			s.removed = true // release removes it at refs == 0
 			if s.refs == 0 {
 				drop = append(drop, s)
+				if f := l.takeFileLocked(s); f != nil {
+					closing = append(closing, f)
+				}
+			}
+		}
+		// The cleaned file has its name now: the budget may close it.
+		for _, s := range l.segs {
+			if s.path == o.head().path && s.cleaned && s.refs > 0 && s.swapPin {
+				s.swapPin = false
+				s.refs--
 			}
 		}
 	}
 	l.mu.Unlock()
+	for _, f := range closing {
+		_ = f.Close()
+	}
 	for _, s := range drop {
-		_ = s.file.Close()
 		_ = l.fs.Remove(s.path + deletedSuffix)
 	}
 	if err := l.syncDir(); err != nil {
@@ -370,11 +383,15 @@ func (l *Log) commitSwapLocked(outs []cleanedSeg, cleanedTo, gen int64) error {
 	segs := make([]*segment, 0, len(outs)+len(l.segs)-i)
 	for _, o := range outs {
 		old := o.head()
-		segs = append(segs, &segment{base: old.base, path: old.path, file: o.file, size: o.size, next: o.next(),
+		// The new segment is pinned until swapCleaned has renamed its
+		// file over old's name: closed before, it could not reopen.
+		ns := &segment{base: old.base, path: old.path, size: o.size, next: o.next(),
 			firstTs: o.firstTs, maxTs: o.maxTs, maxTsOff: -1, sealed: true, lastIndexPos: o.lastIndexPos,
-			cleaned: true, cleanedAt: o.cleanedAt})
+			cleaned: true, cleanedAt: o.cleanedAt, refs: 1, swapPin: true}
+		l.setFileLocked(ns, o.file)
+		segs = append(segs, ns)
 		if old.refs == 0 {
-			_ = old.file.Close()
+			l.closeSegFileLocked(old)
 		} else {
 			old.closeLate = true
 		}

@@ -109,6 +109,12 @@ func crashRun(t *testing.T, seed uint64, points int, goOn bool) int {
 	// Producer ids never expire here: the model knows nothing of time.
 	opts := Options{SegmentBytes: int64(2048 + rng.IntN(4096)), IndexIntervalBytes: int64(rng.IntN(512)), RetentionBytes: -1,
 		ProducerIDExpiration: -1}
+	if rng.IntN(2) == 0 {
+		// A budget of one to three open files (sluice.log.max.open.files):
+		// segment files close and reopen all the time, and the crash
+		// images must not care.
+		opts.Files = NewFiles(1 + rng.IntN(3))
+	}
 	mem := vfs.NewCrashableMem()
 	idx, err := OpenIndex(mem, "/d/index", 1<<20)
 	if err != nil {

@@ -1,6 +1,10 @@
 package segment
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
 
 func (l *Log) debugString() string {
 	l.mu.Lock()
@@ -32,6 +36,9 @@ func (l *Log) checkIndex() error {
 			return fmt.Errorf("%s entry %d->%d past segment %d's end %d", where, off, pos, s.base, s.next)
 		}
 		var hdr [BatchHeaderSize]byte
+		if err := l.openLocked(s); err != nil {
+			return err
+		}
 		if _, err := readFull(s.file, hdr[:], pos); err != nil {
 			return err
 		}
@@ -48,4 +55,15 @@ func (l *Log) checkIndex() error {
 	return l.idx.scan(l.k.kind(kindOffset), l.k.upper(kindOffset), func(k, v []byte) error {
 		return check(decodeU64(k[len(k)-8:]), decodeUvarint(v), "committed")
 	})
+}
+
+// fileForTest opens s's file (no budget in the tests that use it: it
+// stays open).
+func (l *Log) fileForTest(s *segment) vfs.File {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.openLocked(s); err != nil {
+		panic(err)
+	}
+	return s.file
 }

@@ -206,17 +206,34 @@
 // are touched in one loop with no dependency between its loads, so that
 // their cache misses overlap, and only then looked up (or set). That made
 // a Clean's CPU per byte about twice lower (BenchmarkClean's cpu-MB/s).
+// The hashes, offsets and null flags of the batches the map was built
+// from are kept (up to the map's memory again, 32 bytes a record),
+// so that the rewrite decides a batch without decompressing and parsing
+// it a second time: one whose records all stay or all go is copied or
+// dropped from its header; only one rebuilt is decoded again.
 //
 //   - a record goes when the map holds a later offset for its key, when
-//     its key is null, or when it is a tombstone (null value) and
-//     delete.retention.ms has passed since its segment was first cleaned
-//     (a group's file keeps the latest first clean of its members: no
-//     tombstone goes early, an older one may stay longer, as in Kafka
-//     before KIP-534's per-batch delete horizon, KAFKA-8522);
-//   - a batch keeps its base offset, lastOffsetDelta, producer fields and
-//     base timestamp (records keep their deltas: offsets leave holes); a
-//     rebuilt one gets a new record count, maxTimestamp (CreateTime: its
-//     records' largest), length and CRC, re-compressed with its codec;
+//     its key is null, or when it is a tombstone (null value) and its
+//     batch's delete horizon has passed (KIP-534): the first Clean that
+//     keeps a tombstone rebuilds its batch with attribute bit 6 set and
+//     the horizon, now + delete.retention.ms, as its base timestamp, each
+//     record's timestamp delta re-encoded against it so that every record
+//     keeps its timestamp (as Kafka's MemoryRecordsBuilder; clients add
+//     base and delta and need not know the bit). The horizon travels with
+//     the batch: grouping segments or cleaning again never moves it, so a
+//     tombstone is readable for delete.retention.ms after its first clean,
+//     no less and, once a Clean runs at its horizon, no more (Kafka
+//     before KIP-534 counted from the segment's time: KAFKA-8522).
+//     Batches cleaned before horizons existed get one at their next clean;
+//   - a log whose earliest horizon (CleanCandidate.DeleteHorizon, kept in
+//     memory from the last Clean, as Kafka's latestDeleteHorizon) has
+//     passed is cleanable with nothing dirty: a pass over the clean
+//     section with an empty map removes what the horizons allow;
+//   - a batch keeps its base offset, lastOffsetDelta and producer fields,
+//     and its base timestamp unless stamped (records keep their deltas:
+//     offsets leave holes); a rebuilt one gets a new record count,
+//     maxTimestamp (CreateTime: its records' largest), length and CRC,
+//     re-compressed with its codec;
 //   - a batch left with no record goes, unless it is its producer's last:
 //     that one stays, empty and uncompressed, for idempotence (Kafka); so
 //     does the log's last batch when the active segment is empty, so that
@@ -224,9 +241,9 @@
 //   - batches whose records do not decode stay whole;
 //   - transactions (txnclean.go): the cleanable end is clamped to the
 //     first unstable offset; an aborted transaction's batches lose every
-//     record (and count for nothing in the map); a marker goes once a
-//     pass read no data batch of its transaction and delete.retention.ms
-//     has passed since its segment was first cleaned, else stays whole.
+//     record (and count for nothing in the map); a marker goes once its
+//     delete horizon has passed, stamped as a tombstone's by the first
+//     pass that read no data batch of its transaction; else it stays.
 //     Before a pass that removes markers swaps, the snapshots at or below
 //     the last one it removes are deleted, durably, so that no rebuild
 //     loads a state with a transaction open that nothing left ends.
@@ -363,6 +380,23 @@
 //     below it is known, after a rebuild from the log start or from a
 //     snapshot below it, from its first batch at or after it (as Kafka).
 //
+// # Open files
+//
+// A segment's file is opened when the log first appends to it or reads
+// it (Open stats the files and opens only those a recovery scan reads),
+// and Options.Files, the node's budget (sluice.log.max.open.files),
+// closes idle ones past it: a CLOCK sweep over the open files, whose
+// hits cost a flag under Log.mu; a segment with references (a read, a
+// flush, a Span on its way to a socket) is never closed, so the budget
+// is soft while files are in use. A closed segment reopens by its name,
+// read-write when it is the active one; a removed or replaced one never
+// does (its name may hold other bytes): every reference is taken with
+// the file open, so those are still open while referenced. Closing
+// writes nothing back and loses nothing: the next Flush reopens and
+// fsyncs the file (fsync is per inode). Unwritten counts a closed
+// segment's unfsynced bytes whole rather than reopen it, and batched
+// writeback skips closed files (a hint). See files.go.
+//
 // # The filesystem contract
 //
 // All I/O goes through pebble's vfs.FS (tests use vfs.NewCrashableMem and
@@ -373,7 +407,9 @@
 //
 // # Tests
 //
-// TestCrashPoints cuts power at 1,000 or more points per run on
+// TestCrashPoints (half of its runs under a budget of one to three open
+// files, so that files close and reopen between most operations) cuts
+// power at 1,000 or more points per run on
 // vfs.NewCrashableMem and checks each image for a valid prefix, fsynced
 // durability, batch validity, and its open transactions, first unstable
 // offset and aborted transactions against a replay of its batches; TestCrashPointsAfterRecovery cuts a

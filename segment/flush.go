@@ -33,9 +33,14 @@ func (l *Log) flushLocked() error {
 	records := l.unflushed
 	flushed := l.flushed.Load()
 	var todo []*segment
+	var err error
 	for _, s := range l.segs {
 		if s.next > flushed || s == act {
-			s.refs++
+			// A closed file may hold unwritten bytes (closing writes
+			// nothing back): it is reopened to be fsynced.
+			if err = l.pinLocked(s); err != nil {
+				break
+			}
 			todo = append(todo, s)
 		}
 	}
@@ -44,7 +49,6 @@ func (l *Log) flushLocked() error {
 	l.mu.Unlock()
 
 	start := l.opts.Now()
-	var err error
 	for _, s := range todo {
 		if err == nil {
 			if e := s.file.SyncData(); e != nil {

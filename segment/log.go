@@ -49,6 +49,8 @@ type Log struct {
 	dirDirty  bool          // a segment file was created since the last dir sync
 	failed    error         // sticky I/O error: see ErrLogFailed
 	closed    bool
+	shared    bool       // Open has returned: files count against Options.Files
+	noFd      bool       // the FS gives no descriptors (in-memory): see Unwritten
 	ckpt      metaRecord // last checkpoint written
 	gen       uint64     // bumped by every append, truncation and log start move
 	ckptGen   uint64     // gen at the last Checkpoint; ckptOK says there was one
@@ -58,6 +60,11 @@ type Log struct {
 	snaps     []int64          // offsets of the producer-state snapshot files, oldest first
 	corrupt   *CorruptionError // the lowest bad batch a scrub found (scrub.go)
 	cleanedTo int64            // the cleaner checkpoint: first dirty offset (clean.go)
+	// deleteHorizon is the earliest delete horizon (ms) of a tombstone or
+	// marker the last Clean kept below cleanedTo; 0: none known. Not
+	// persisted (Kafka's latestDeleteHorizon neither): after a restart
+	// the next Clean of new dirty data finds them again.
+	deleteHorizon int64
 	// cutGen counts truncations and deletions of segments: a Clean whose
 	// offset map was built before one may not swap (ErrCleanRaced).
 	cutGen int64
@@ -316,6 +323,11 @@ func (l *Log) appendLocked(records []byte, info AppendInfo) (AppendInfo, error) 
 		act = l.active()
 		info.Rolled = true
 	}
+	if err := l.openLocked(act); err != nil {
+		l.failed = fmt.Errorf("%w: %v", ErrLogFailed, err)
+		l.mu.Unlock()
+		return info, l.failed
+	}
 	if _, err := act.file.WriteAt(records, act.size); err != nil {
 		l.failed = fmt.Errorf("%w: write %s at %d: %v", ErrLogFailed, act.path, act.size, err)
 		l.mu.Unlock()
@@ -463,7 +475,9 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 		return nil, fmt.Errorf("create segment %s: %w", path, err)
 	}
 	l.dirDirty = true
-	return &segment{base: base, path: path, file: f, next: base, firstTs: noTimestamp, maxTs: noTimestamp, maxTsOff: -1}, nil
+	s := &segment{base: base, path: path, next: base, firstTs: noTimestamp, maxTs: noTimestamp, maxTsOff: -1}
+	l.setFileLocked(s, f)
+	return s, nil
 }
 
 // Chunk is the result of Read: whole batches copied out of one segment.
@@ -581,7 +595,9 @@ func (l *Log) locate(offset, upTo int64) (readStart, Chunk, error) {
 	if !at.hinted {
 		at.pos = l.pendingPos(seg, offset)
 	}
-	seg.refs++
+	if err := l.pinLocked(seg); err != nil {
+		return readStart{}, c, err
+	}
 	c.Segment = seg.base
 	return at, c, nil
 }
@@ -767,13 +783,19 @@ func (l *Log) release(seg *segment) {
 	l.mu.Lock()
 	seg.refs--
 	drop := seg.removed && seg.refs == 0
-	closeLate := seg.closeLate && seg.refs == 0
+	var f vfs.File
+	if seg.refs == 0 && (drop || seg.closeLate) {
+		f = l.takeFileLocked(seg)
+	}
 	l.mu.Unlock()
+	if f != nil {
+		_ = f.Close()
+	}
 	if drop {
-		_ = seg.file.Close()
 		_ = l.fs.Remove(seg.path + deletedSuffix)
-	} else if closeLate {
-		_ = seg.file.Close()
+	}
+	if fs := l.opts.Files; fs.over() {
+		fs.sweep(nil, nil) // files pinned past the budget may go now
 	}
 }
 

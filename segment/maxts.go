@@ -80,7 +80,10 @@ func (l *Log) MaxTimestamp(upTo int64) (offset, ts int64, ok bool, err error) {
 	if p, found := l.tsPoints.lastBelow(upTo); found && p.off >= logStart {
 		i := max(sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > p.off })-1, 0)
 		segs = []*segment{l.segs[i]}
-		segs[0].refs++
+		if err := l.pinLocked(segs[0]); err != nil {
+			l.mu.Unlock()
+			return 0, 0, false, err
+		}
 		size := segs[0].size
 		l.mu.Unlock()
 		defer l.release(segs[0])
@@ -89,7 +92,9 @@ func (l *Log) MaxTimestamp(upTo int64) (offset, ts int64, ok bool, err error) {
 	var sizes []int64
 	for _, s := range l.segs {
 		if s.base < upTo && s.next > logStart && s.maxTs != noTimestamp {
-			s.refs++
+			if err = l.pinLocked(s); err != nil {
+				break
+			}
 			segs = append(segs, s)
 			sizes = append(sizes, s.size)
 		}
@@ -100,6 +105,9 @@ func (l *Log) MaxTimestamp(upTo int64) (offset, ts int64, ok bool, err error) {
 			l.release(s)
 		}
 	}()
+	if err != nil {
+		return 0, 0, false, err
+	}
 
 	// A segment wholly in the range has its largest timestamp there; one
 	// that the range cuts (at the log start, at upTo) is read, if it could

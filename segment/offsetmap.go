@@ -13,6 +13,7 @@ type offsetMap struct {
 	slots []offsetSlot // len is a power of two
 	n     int          // slots in use
 	max   int          // the most slots maxBytes allows (a power of two)
+	bytes int          // maxBytes
 	sink  uint64       // keeps touch's loads
 }
 
@@ -24,7 +25,7 @@ type offsetSlot struct {
 const offsetSlotBytes = 24
 
 func newOffsetMap(maxBytes int) *offsetMap {
-	m := &offsetMap{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, max: 4}
+	m := &offsetMap{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, max: 4, bytes: maxBytes}
 	for m.max*2*offsetSlotBytes <= maxBytes {
 		m.max *= 2
 	}

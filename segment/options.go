@@ -64,6 +64,11 @@ type Options struct {
 	// else). It must not block.
 	OnWriteback func(bytes int64, err error)
 
+	// Files is the node's budget of open segment files
+	// (sluice.log.max.open.files), shared by its logs; see files.go. Nil:
+	// no budget, a file opens on first use and stays open.
+	Files *Files
+
 	// SkipRecordCheck turns off Append's record validation (validate.go).
 	// Only benchmarks set it, to measure what validation costs; no config
 	// key reaches it (node sets it from a test-only option).

@@ -268,6 +268,9 @@ func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader, []byte)) er
 	pos := l.pendingPos(l.segs[i], from)
 	if pos < 0 {
 		var err error
+		if err = l.openLocked(l.segs[i]); err != nil {
+			return err
+		}
 		if pos, err = l.indexedPos(l.segs[i], from); err != nil {
 			return err
 		}
@@ -277,6 +280,12 @@ func (l *Log) walkHeadersLocked(from, to int64, fn func(BatchHeader, []byte)) er
 	for j, s := range l.segs[i:] {
 		if j > 0 {
 			pos = 0
+		}
+		if err := l.openLocked(s); err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
 		}
 		r := headerReader{f: s, end: s.size, buf: buf, maxBatch: l.opts.MaxBatchBytes}
 		for pos < s.size {

@@ -9,6 +9,9 @@ import (
 const (
 	attrCompression   = 0x07 // codec: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd
 	attrLogAppendTime = 0x08 // every record's timestamp is the batch maxTimestamp
+	// attrDeleteHorizon (KIP-534): the base timestamp is the batch's delete
+	// horizon, set by the cleaner; record timestamp deltas count from it.
+	attrDeleteHorizon = 0x40
 )
 
 // recordTimes calls fn with the offset and timestamp of each record of b,

@@ -57,6 +57,9 @@ func Open(fs vfs.FS, dir, name string, idx *Index, opts Options) (*Log, Recovery
 		l.closeFiles()
 		return nil, rep, fmt.Errorf("segment: open log %s: %w", dir, err)
 	}
+	l.mu.Lock()
+	l.shareFilesLocked()
+	l.mu.Unlock()
 	// After an unclean shutdown the aborted-transaction index entries
 	// past the recovery point may be lost or stale: the producer state is
 	// rebuilt from a snapshot at or below it, rewriting them.
@@ -66,7 +69,9 @@ func Open(fs vfs.FS, dir, name string, idx *Index, opts Options) (*Log, Recovery
 	}
 	pr, err := l.recoverProducers(limit)
 	if err != nil {
+		l.mu.Lock()
 		l.closeFiles()
+		l.mu.Unlock()
 		return nil, rep, fmt.Errorf("segment: open log %s: producer state: %w", dir, err)
 	}
 	rep.Producers = pr
@@ -75,6 +80,14 @@ func Open(fs vfs.FS, dir, name string, idx *Index, opts Options) (*Log, Recovery
 
 func (l *Log) open(rep *RecoveryReport) error {
 	if err := mkdirAllSynced(l.fs, l.dir); err != nil {
+		return err
+	}
+	// Whether the FS gives descriptors (Unwritten asks the kernel about
+	// them), known without opening a segment file.
+	if d, err := l.fs.OpenDir(l.dir); err == nil {
+		l.noFd = d.Fd() == vfs.InvalidFd
+		_ = d.Close()
+	} else {
 		return err
 	}
 	if err := l.finishSwap(); err != nil {
@@ -150,16 +163,13 @@ func (l *Log) open(rep *RecoveryReport) error {
 	}
 	var short []DamagedSegment
 	for _, b := range bases {
-		f, err := l.fs.OpenReadWrite(l.fs.PathJoin(l.dir, segmentName(b)), vfs.WriteCategoryUnspecified)
+		// Files open on first use (files.go): a clean log opens none
+		// here, a scan only those it reads.
+		st, err := l.fs.Stat(l.fs.PathJoin(l.dir, segmentName(b)))
 		if err != nil {
 			return err
 		}
-		st, err := f.Stat()
-		if err != nil {
-			_ = f.Close()
-			return err
-		}
-		s := &segment{base: b, path: l.fs.PathJoin(l.dir, segmentName(b)), file: f, size: st.Size(),
+		s := &segment{base: b, path: l.fs.PathJoin(l.dir, segmentName(b)), size: st.Size(),
 			next: b, firstTs: noTimestamp, maxTs: noTimestamp, maxTsOff: -1, fromDisk: st.Size()}
 		if r, ok := recs[b]; ok {
 			if s.size < r.end {
@@ -358,6 +368,11 @@ func (l *Log) scan(meta metaRecord, wb *pebble.Batch, rep *RecoveryReport) error
 			}
 		}
 		s.lastIndexPos = 0
+		if pos < limit {
+			if err := l.openLocked(s); err != nil {
+				return err
+			}
+		}
 		for pos < limit {
 			h, n, err := readBatchAt(s.file, pos, limit, l.opts.MaxBatchBytes, &buf)
 			// Offsets rise; they may leave holes (a cleaned segment, or a
@@ -410,6 +425,9 @@ func (l *Log) cut(i int, pos, next int64, reason string, wb *pebble.Batch, rep *
 	for _, t := range l.segs[i+1:] {
 		tail += t.size
 	}
+	if err := l.openLocked(s); err != nil {
+		return err
+	}
 	st, err := s.file.Stat()
 	if err != nil {
 		return err
@@ -428,7 +446,9 @@ func (l *Log) cut(i int, pos, next int64, reason string, wb *pebble.Batch, rep *
 	}
 	wb.Reset()
 	for _, t := range l.segs[i+1:] {
-		rep.BatchesCut += countFramed(t.file, 0, t.size, l.opts.MaxBatchBytes)
+		if l.openLocked(t) == nil {
+			rep.BatchesCut += countFramed(t.file, 0, t.size, l.opts.MaxBatchBytes)
+		}
 		l.removeSegment(t, wb)
 		rep.SegmentsDeleted++
 	}
@@ -453,7 +473,7 @@ func (l *Log) removeSegment(s *segment, wb *pebble.Batch) {
 	_ = l.fs.Rename(s.path, s.path+deletedSuffix)
 	l.dirDirty = true
 	if s.refs == 0 {
-		_ = s.file.Close()
+		l.closeSegFileLocked(s)
 		_ = l.fs.Remove(s.path + deletedSuffix)
 	}
 }
@@ -583,6 +603,10 @@ func (l *Log) dropTimeEntriesBelow(before int64, wb *pebble.Batch) error {
 // closeFiles closes every segment file (open failed or log closed).
 func (l *Log) closeFiles() {
 	for _, s := range l.segs {
+		if s.swapPin { // a swap that failed before its renames
+			s.swapPin = false
+			s.refs--
+		}
 		switch {
 		case s.removed:
 		case s.refs > 0:
@@ -591,7 +615,7 @@ func (l *Log) closeFiles() {
 			// descriptor is never reused under the reader.
 			s.closeLate = true
 		default:
-			_ = s.file.Close()
+			l.closeSegFileLocked(s)
 		}
 	}
 	l.segs = nil

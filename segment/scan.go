@@ -53,7 +53,13 @@ func (l *Log) ScanBatches(from, to int64, fn func(BatchHeader) error) error {
 	sizes := make([]int64, len(segs))
 	for j, s := range segs {
 		sizes[j] = s.size
-		s.refs++
+		if err := l.pinLocked(s); err != nil {
+			for _, p := range segs[:j] {
+				p.refs--
+			}
+			l.mu.Unlock()
+			return err
+		}
 	}
 	pos := l.pendingPos(segs[0], from)
 	l.mu.Unlock()

@@ -115,7 +115,10 @@ func (l *Log) ScrubNext(due time.Time, wait func(n int) error) (res ScrubResult,
 		l.mu.Unlock()
 		return res, false, nil
 	}
-	seg.refs++
+	if err := l.pinLocked(seg); err != nil {
+		l.mu.Unlock()
+		return res, false, err
+	}
 	size, next := seg.size, seg.next
 	l.mu.Unlock()
 	defer l.release(seg)

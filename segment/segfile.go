@@ -15,9 +15,19 @@ import (
 // is safe for concurrent ReadAt, and for Sync concurrent with WriteAt (true of
 // OS files and vfs.MemFS; see the FS contract in doc.go).
 type segment struct {
-	base    int64 // offset of its first batch; the file name
-	path    string
-	file    vfs.File
+	base int64 // offset of its first batch; the file name
+	path string
+	// file is nil while closed: opened on first use (openLocked, pinLocked)
+	// and closed by the node's budget (Files) when idle. Never nil and
+	// never changed while refs > 0.
+	file vfs.File
+	// owner, used, ringed and slot are the budget's (files.go): used is
+	// set by every use and cleared by the sweep (under Log.mu); slot is
+	// the place in the ring (under Files.mu).
+	owner   *Log
+	used    bool
+	ringed  bool
+	slot    int
 	size    int64 // bytes of whole, valid batches: the logical end
 	next    int64 // offset after its last batch (== base when empty)
 	firstTs int64 // maxTimestamp of its first batch (segment.ms); noTimestamp when empty
@@ -43,6 +53,7 @@ type segment struct {
 	fromDisk, vLo, vHi int64
 	scrubbed           time.Time // when a scrub last verified it whole
 	closeLate          bool      // the log closed while refs > 0: close at refs == 0
+	swapPin            bool      // a Clean's swap holds a reference until its file is renamed
 	// cleaned: the cleaner rewrote it (its batches may leave offset
 	// holes), first at cleanedAt (ms): delete.retention.ms counts from
 	// then for its tombstones.

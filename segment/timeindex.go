@@ -43,7 +43,13 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, recordTs int64, ok bool, err
 	sizes := make([]int64, len(segs))
 	for i, s := range segs {
 		sizes[i] = s.size
-		s.refs++
+		if err := l.pinLocked(s); err != nil {
+			for _, p := range segs[:i] {
+				p.refs--
+			}
+			l.mu.Unlock()
+			return 0, 0, false, err
+		}
 	}
 	l.mu.Unlock()
 	defer func() {

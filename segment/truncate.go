@@ -403,6 +403,9 @@ func (l *Log) batchStart(seg *segment, offset int64) (pos, base int64, err error
 	if pos, err = l.lookupPos(seg, offset); err != nil {
 		return 0, 0, err
 	}
+	if err := l.openLocked(seg); err != nil {
+		return 0, 0, err
+	}
 	var hdr [offLastOffsetDelta + 4]byte
 	for pos < seg.size {
 		if _, err := readFull(seg.file, hdr[:], pos); err != nil {
@@ -425,6 +428,9 @@ func (l *Log) batchStart(seg *segment, offset int64) (pos, base int64, err error
 // largest, by reading batch headers only.
 func (l *Log) headerStats(seg *segment, end int64) (firstTs, maxTs, maxTsOff int64, err error) {
 	firstTs, maxTs, maxTsOff = noTimestamp, noTimestamp, -1
+	if err := l.openLocked(seg); err != nil {
+		return 0, 0, 0, err
+	}
 	r := headerReader{f: seg, end: end, buf: make([]byte, headerReadSize), maxBatch: l.opts.MaxBatchBytes}
 	for pos := int64(0); pos < end; {
 		h, err := r.at(pos)

@@ -210,10 +210,23 @@ func (l *Log) firstUnstableLocked() (int64, bool) {
 func (l *Log) LastStableOffset(hw int64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.lastStableLocked(hw)
+}
+
+func (l *Log) lastStableLocked(hw int64) int64 {
 	if hw <= l.logStart {
 		return hw
 	}
 	return max(l.pstate.lastStable(hw), l.logStart)
+}
+
+// Bounds returns the log start offset, the log end offset and
+// LastStableOffset(hw) under one lock: what a fetch with nothing to read
+// answers, so that an idle partition's fetch costs no segment read.
+func (l *Log) Bounds(hw int64) (logStart, logEnd, lastStable int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.logStart, l.leo, l.lastStableLocked(hw)
 }
 
 // OngoingTxn returns the first offset and epoch of producer producerID's

@@ -14,10 +14,11 @@ import (
 // transaction's data batches lose their records (a producer's last batch
 // stays, empty) and count for nothing in the offset map; a marker goes
 // only when the pass read no data batch of its transaction (its data is
-// gone: removed by an earlier pass, or never in this log) and
-// delete.retention.ms has passed since its segment was first cleaned, as
-// a tombstone does. The aborted-transaction index entry of an abort
-// marker that went is removed after the swap.
+// gone: removed by an earlier pass, or never in this log) and its delete
+// horizon has passed, as a tombstone's does: the first clean that finds
+// it so stamps the horizon (now + delete.retention.ms) into the batch.
+// The aborted-transaction index entry of an abort marker that went is
+// removed after the swap.
 //
 // A producer-state snapshot taken inside a transaction whose marker went
 // would, loaded later (recovery, truncation), open a transaction that no
@@ -50,21 +51,29 @@ func (c *cleaner) abortedBatch(h BatchHeader) bool {
 	return i >= 0 && h.LastOffset() < as[i].LastOffset
 }
 
-// dropMarker decides the control batch h (bytes b) of a segment first
-// cleaned at cleanedAt (noTimestamp: never): true when it may go.
-func (c *cleaner) dropMarker(h BatchHeader, b []byte, cleanedAt int64) bool {
+// decideMarker decides the control batch h (bytes b) whose delete
+// horizon is hz (noTimestamp: none yet): drop when it may go (never when
+// keep: the batch stays for idempotence or as the log's last); else stamp,
+// when not noTimestamp, is the horizon it gets (KIP-534: a marker whose
+// transaction has no data left is stamped at its first such clean and
+// goes once the horizon has passed, as a tombstone does).
+func (c *cleaner) decideMarker(h BatchHeader, b []byte, hz int64, keep bool) (drop bool, stamp int64) {
 	seen := c.txnSeen[h.ProducerID]
 	delete(c.txnSeen, h.ProducerID)
 	ctl, ok := parseControl(b)
-	if ok && seen || cleanedAt == noTimestamp ||
-		c.o.Now.UnixMilli() < cleanedAt+c.o.Policy.DeleteRetention.Milliseconds() {
-		return false
+	switch {
+	case ok && seen:
+		return false, noTimestamp
+	case hz == noTimestamp:
+		return false, c.newHorizon()
+	case c.o.Now.UnixMilli() < hz || keep:
+		return false, noTimestamp
 	}
 	if ok && !ctl.commit {
 		c.goneAborts = append(c.goneAborts, h.BaseOffset)
 	}
 	c.goneMarker = max(c.goneMarker, h.BaseOffset)
-	return true
+	return true, noTimestamp
 }
 
 // dropStaleSnapshots deletes, durably, the snapshots at or below the last

@@ -3,8 +3,6 @@ package segment
 import (
 	"errors"
 	"fmt"
-
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // ErrUnwrittenUnsupported: Unwritten cannot ask the kernel about the log's
@@ -51,7 +49,7 @@ func (l *Log) Unwritten() (int64, error) {
 		l.mu.Unlock()
 		return 0, ErrClosed
 	}
-	if l.active().file.Fd() == vfs.InvalidFd {
+	if l.noFd {
 		l.mu.Unlock()
 		return 0, ErrUnwrittenUnsupported // even with nothing to ask: the answer is never known
 	}
@@ -69,6 +67,10 @@ func (l *Log) Unwritten() (int64, error) {
 			}
 			switch {
 			case s.removed || off >= s.size:
+			case s.file == nil:
+				// Closed by the descriptor budget: counted whole, as
+				// the bound only overstates.
+				whole += s.size - off
 			case len(todo) < unwrittenSegments:
 				s.refs++
 				todo = append(todo, unwrittenRange{seg: s, off: off, end: s.size})

@@ -86,7 +86,9 @@ func (l *Log) Writeback() (int64, error) {
 			}
 			continue
 		}
-		if !s.removed {
+		// A closed file's range is skipped: the request is a hint, and
+		// reopening files for it would fight the descriptor budget.
+		if !s.removed && s.file != nil {
 			s.refs++
 			todo = append(todo, writebackRange{seg: s, off: s.wbDone, n: end - s.wbDone})
 		}

@@ -61,6 +61,7 @@ type Pool struct {
 	log      *slog.Logger
 	throttle throttle
 	mapBytes int
+	scratch  []segment.CleanScratch // per thread: its map and buffers, reused Clean to Clean
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -132,6 +133,7 @@ func New(cfg Config) *Pool {
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.mu.logs, p.mu.timed, p.mu.ready = map[*Handle]struct{}{}, map[*Handle]struct{}{}, map[*Handle]struct{}{}
 	p.mu.last = make([]segment.CleanStats, cfg.Threads)
+	p.scratch = make([]segment.CleanScratch, cfg.Threads)
 	p.mu.lastRun = cfg.Now()
 	p.wg.Add(cfg.Threads)
 	for i := range cfg.Threads {
@@ -355,10 +357,13 @@ func (p *Pool) pick() *Handle {
 // waitsForLag says whether time alone may make more of the log cleanable:
 // its policy has a compaction lag (min.compaction.lag.ms holds committed
 // segments back; max.compaction.lag.ms forces a clean) and committed
-// records lie past what is cleanable now.
+// records lie past what is cleanable now; or a tombstone's or marker's
+// delete horizon is yet to pass.
 func waitsForLag(pol segment.CleanPolicy, c segment.CleanCandidate, upTo int64) bool {
 	lagged := pol.MinCompactionLag > 0 || pol.MaxCompactionLag > 0 && pol.MaxCompactionLag < time.Duration(1<<62)
-	return lagged && (c.CleanableEnd < upTo || c.DirtyBytes > 0 && !c.MustClean)
+	// A delete horizon still to pass (KIP-534) makes the log cleanable
+	// with nothing dirty once it has.
+	return lagged && (c.CleanableEnd < upTo || c.DirtyBytes > 0 && !c.MustClean) || c.DeleteHorizon != 0 && !c.HorizonDue
 }
 
 // clean runs one Clean of h on thread and records what came of it.
@@ -369,6 +374,7 @@ func (p *Pool) clean(thread int, h *Handle) {
 	start := time.Now()
 	st, err := h.t.Log.Clean(ctx, segment.CleanOptions{
 		Policy: pol, UpTo: h.t.UpTo(), Now: p.cfg.Now(), OffsetMapBytes: p.mapBytes, Throttle: p.throttle.wait,
+		Scratch: &p.scratch[thread],
 	})
 	// Timed here: segment's CleanStats.Duration is set by a deferred
 	// assignment after the stats were returned, so it reads 0.

@@ -34,6 +34,10 @@ var (
 	quotaThrottleS  = desc("sluice_client_quota_throttle_seconds_total", "Time clients were throttled by client quotas, by quota key.", "quota")
 	connIdleClosed  = desc("sluice_kafka_connections_idle_closed_total", "Client connections closed by connections.max.idle.ms.", "listener")
 	lostOnRecovery  = desc("sluice_log_lost_on_recovery_records_total", "Committed records the local logs no longer held when opened (below their checkpointed high watermark): a power cut took unflushed data.")
+	openSegFiles    = desc("kafka_log_logmanager_opensegmentfiles", "Segment files the node's logs hold open now (Sluice opens them on use and closes idle ones past sluice.log.max.open.files).")
+	maxSegFiles     = desc("sluice_log_max_open_files", "sluice.log.max.open.files: the budget of open segment files (0: none).")
+	segFilesOpened  = desc("sluice_log_segment_files_opened_total", "Segment files opened, first opens and reopens of closed ones: a rate near the fetch rate means the budget is too small for the partitions in use.")
+	segFilesEvicted = desc("sluice_log_segment_files_evicted_total", "Idle segment files closed to keep within sluice.log.max.open.files.")
 	offlineLogDirs  = desc("kafka_log_logmanager_offlinelogdirectorycount", "Kafka LogManager OfflineLogDirectoryCount: log directories of this broker that failed (I/O error, full disk); their replicas serve nothing until a restart.")
 	maxLag          = desc("kafka_server_replicafetchermanager_maxlag", "Kafka ReplicaFetcherManager MaxLag: the largest lag, in offsets, of a follower of a partition led here behind the log end (the leader's view).", "clientId")
 
@@ -93,6 +97,7 @@ type sourceCollector struct {
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{underReplicated, reassigning, underMinISR, atMinISR, leaderCount, partitionCount, isrShrinks, isrExpands, maxLag, lostOnRecovery, offlineLogDirs,
+		openSegFiles, maxSegFiles, segFilesOpened, segFilesEvicted,
 		partUnderReplicated, partISR, partReplicas, logEnd, logStart, logSize, highWatermark, flushedOffset, unflushedBytes, unwrittenBytes, unflushedAge, dirtyRatio,
 		lsoLag, openTxnAge, lateTxns,
 		cleanerMaxDirty, cleanerRecopy, cleanerMaxTime, cleanerUncleanable, cleanerSinceRun, cleanerCleans, cleanerFailures,
@@ -176,6 +181,10 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(isrExpands, prometheus.CounterValue, float64(b.IsrExpands))
 	ch <- prometheus.MustNewConstMetric(lostOnRecovery, prometheus.CounterValue, float64(b.LostOnRecovery))
 	gauge(offlineLogDirs, float64(b.OfflineLogDirs))
+	gauge(openSegFiles, float64(b.SegmentFiles.Open))
+	gauge(maxSegFiles, float64(b.SegmentFiles.Max))
+	ch <- prometheus.MustNewConstMetric(segFilesOpened, prometheus.CounterValue, float64(b.SegmentFiles.Opened))
+	ch <- prometheus.MustNewConstMetric(segFilesEvicted, prometheus.CounterValue, float64(b.SegmentFiles.Evicted))
 	for l, lc := range b.Connections {
 		gauge(connCount, float64(lc.Open), l)
 		ch <- prometheus.MustNewConstMetric(connRefused, prometheus.CounterValue, float64(lc.RefusedMax), l, "max.connections")

@@ -167,6 +167,16 @@
 // partitions' end offsets at the metadata's leader epochs ("Not-serving
 // partitions", leaders_not_serving).
 //
+// # Open segment files
+//
+// kafka_log_logmanager_opensegmentfiles (ours: Kafka keeps every segment
+// open and has no such gauge) is the segment files the node's logs hold
+// open now, sluice_log_max_open_files its budget
+// (sluice.log.max.open.files; 0: none), sluice_log_segment_files_opened_total
+// the opens (first and reopens) and sluice_log_segment_files_evicted_total
+// the idle files the budget closed. Reopens at about the fetch rate mean
+// the partitions in use outnumber the budget.
+//
 // # How values are gathered
 //
 // Request timings arrive through Requests, the node/kafka Observer (one

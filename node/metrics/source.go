@@ -104,6 +104,17 @@ type BrokerStat struct {
 	AuthorizationAllowed, AuthorizationDenied int64
 	// Cleaner is the log cleaner; nil when log.cleaner.enable is false.
 	Cleaner *CleanerStat
+	// SegmentFiles is the budget of open segment files
+	// (sluice.log.max.open.files: segment.Files).
+	SegmentFiles SegmentFilesStat
+}
+
+// SegmentFilesStat is the node's budget of open segment files.
+type SegmentFilesStat struct {
+	Max     int   // the budget; 0: none
+	Open    int64 // segment files open now
+	Opened  int64 // opens (first and re-opens) since the process started
+	Evicted int64 // idle files closed to stay within the budget
 }
 
 // CleanerStat is the log cleaner pool (Kafka's LogCleaner and

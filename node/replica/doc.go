@@ -78,7 +78,10 @@
 //     leader is due only when a follower would pass the lag, a deadline
 //     each follower fetch moves on. So idle replicas cost no work
 //     (Wakeups counts the wakes; node's TestIdleReplicasCostNothing, make
-//     bench-scale).
+//     bench-scale). A leader still steps each partition of a follower's
+//     session on every poll (its lag is kept that way), but a fetch at
+//     the log end stops at segment.Log.Bounds: no log read, no segment
+//     file opened, one allocation (TestIdleFetchAllocatesNothing).
 //   - Idempotent producers: the log decides (segment.Log.Append). A
 //     duplicate answers the original offsets without writing (acks=all:
 //     once they are committed), a gap OUT_OF_ORDER_SEQUENCE_NUMBER and an

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func (testHost) DiskError(err error) bool { return false }
 // openTestReplica is a replica of broker 1 on a real log, driven without a
 // running Manager (no fetcher or AlterPartition goroutines: they would only
 // queue).
-func openTestReplica(t *testing.T) *Replica {
+func openTestReplica(t testing.TB) *Replica {
 	t.Helper()
 	dir := t.TempDir()
 	idx, err := segment.OpenIndex(vfs.Default, filepath.Join(dir, "index"), 1<<20)
@@ -239,4 +240,77 @@ func TestKafkaError(t *testing.T) {
 	if !errors.Is(got, kerr.KafkaStorageError) || !strings.Contains(got.Error(), "disk on fire") {
 		t.Errorf("unknown error: got %v", got)
 	}
+}
+
+// TestIdleFetchAllocatesNothing is issue 21's guard for the leader's
+// idle poll, counted rather than timed: a follower's fetch at the log
+// end (each idle partition of its session, every poll) and a consumer's
+// at the high watermark read no segment and allocate at most what the
+// state machine's step does, and answer the log's bounds.
+func TestIdleFetchAllocatesNothing(t *testing.T) {
+	r := openIdleLeader(t)
+	follower := kafka.FetchPartition{Topic: "t", CurrentLeaderEpoch: 3, Offset: 1, MaxBytes: 1 << 20, ReplicaID: 2, LastFetchedEpoch: 3}
+	if f := r.Fetch(follower); f.Err != nil || f.HighWatermark != 1 || f.LogStartOffset != 0 || f.LastStableOffset != 1 || f.File != nil || len(f.Records) != 0 {
+		t.Fatalf("idle follower fetch: %+v", f)
+	}
+	consumer := kafka.FetchPartition{Topic: "t", CurrentLeaderEpoch: -1, Offset: 1, MaxBytes: 1 << 20, ReplicaID: -1}
+	if f := r.Fetch(consumer); f.Err != nil || f.HighWatermark != 1 || f.File != nil || len(f.Records) != 0 {
+		t.Fatalf("caught-up consumer fetch: %+v", f)
+	}
+	if n := testing.AllocsPerRun(200, func() { r.Fetch(follower) }); n > 1 {
+		t.Errorf("an idle follower fetch allocates %v times, want at most 1 (the state machine's message)", n)
+	}
+	if n := testing.AllocsPerRun(200, func() { r.Fetch(consumer) }); n != 0 {
+		t.Errorf("a caught-up consumer fetch allocates %v times, want none", n)
+	}
+	// Not idle: the follower behind gets the batch.
+	follower.Offset = 0
+	if f := r.Fetch(follower); f.Err != nil || len(f.Records) == 0 {
+		t.Fatalf("follower fetch from 0: %+v", f)
+	}
+}
+
+// openIdleLeader is a leader at epoch 3 with follower 2 in its ISR and
+// one record.
+func openIdleLeader(t testing.TB) *Replica {
+	r := openTestReplica(t)
+	r.Become(&quorum.Partition{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 3},
+		partition.Config{ID: 1, LagTicks: 100, MinInsyncReplicas: 1}, nil)
+	if res := r.Produce(context.Background(), kafka.ProducePartition{Topic: "t", Acks: 1, Records: segment.BuildBatch(1, []byte("a"))}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	return r
+}
+
+// BenchmarkIdleFollowerFetch is the leader's cost of one idle partition
+// in a follower's poll: "bounds" is Fetch as it is (answered from
+// segment.Log.Bounds), "read" the same fetch answered the way it was
+// before, through a log read at the log end and separate lookups of the
+// last stable and log start offsets. Report the ratio of the two, from
+// one run.
+func BenchmarkIdleFollowerFetch(b *testing.B) {
+	r := openIdleLeader(b)
+	follower := kafka.FetchPartition{Topic: "t", CurrentLeaderEpoch: 3, Offset: 1, MaxBytes: 1 << 20, ReplicaID: 2, LastFetchedEpoch: 3}
+	b.Run("bounds", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			r.Fetch(follower)
+		}
+	})
+	b.Run("read", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			r.mu.Lock()
+			r.mu.nextID++
+			id := r.mu.nextID
+			_ = r.step(partition.FollowerFetch{ReqID: id, Replica: 2, BrokerEpoch: -1, FetchOffset: 1, LastFetchedEpoch: 3, CurrentLeaderEpoch: 3})
+			r.process()
+			a := r.mu.answers[id]
+			delete(r.mu.answers, id)
+			r.mu.Unlock()
+			res := kafka.FetchResult{}
+			res, _ = r.read(res, a.ReadFrom, 1<<20, math.MaxInt64, a.HW, r.LastStable(a.HW))
+			_ = r.log.LogStartOffset()
+		}
+	})
 }

@@ -10,7 +10,9 @@
 // One line per event, tab separated, appended with one write(2) each:
 //
 //	C path          file created (its directory entry is not yet durable)
-//	O path size     existing file opened for writing at size (durable then)
+//	O path size     existing file opened for writing at size (durable then,
+//	                when it is the first line naming path: a reopen later
+//	                in the run proves nothing)
 //	S path size     fsync of the file returned: the first size bytes are durable
 //	R old new       rename (durable once new's directory is synced)
 //	D dir           fsync of a directory: its entries are durable

@@ -101,6 +101,17 @@ func (fs *FS) opened(f vfs.File, name string, created bool) (vfs.File, error) {
 	return &file{File: f, name: abs(name), j: fs.j}, nil
 }
 
+// Open implements vfs.FS: a segment file the node reopened to read may be
+// fsynced through it (segment.Files closes idle files), so its syncs are
+// journaled. Opening it for reading says nothing of what is durable.
+func (fs *FS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.Open(name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &file{File: f, name: abs(name), j: fs.j}, nil
+}
+
 // ReuseForWrite implements vfs.FS: a rename, then writes in place.
 func (fs *FS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.ReuseForWrite(oldname, newname, c)

@@ -167,11 +167,14 @@ func replay(files map[string]*entry, fl []string) error {
 		if err != nil {
 			return err
 		}
-		if e := files[p]; e != nil {
-			e.synced = n
-		} else {
+		switch e := files[p]; {
+		case e == nil:
 			files[p] = &entry{synced: n, durable: true}
+		case fl[0] == "S":
+			e.synced = n
 		}
+		// A reopen of a file this run already knows (segment files
+		// close when idle and reopen on use) proves nothing durable.
 	case "R", "L":
 		if len(fl) < 3 {
 			return errors.New("missing new name")
