@@ -47,10 +47,12 @@ func startClusterWith(t *testing.T, n int, listener string, extra ...string) []*
 			"--listeners=" + listener + "://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
 			"--advertised.listeners=" + listener + "://127.0.0.1:" + port(tn.kl) + ",CONTROLLER://127.0.0.1:" + port(tn.ctrlL),
 			"--inter.broker.listener.name=" + listener}
-		// "{id}" in an extra setting is the node's id (broker.rack=r{id}).
+		// "{id}" in an extra setting is the node's id (broker.rack=r{id});
+		// "{{id}}" stays "{id}" (sluice.node.principal.pattern).
 		ex := make([]string, len(extra))
 		for j, e := range extra {
-			ex[j] = strings.ReplaceAll(e, "{id}", strconv.Itoa(i+1))
+			e = strings.ReplaceAll(e, "{{id}}", "\x00")
+			ex[j] = strings.ReplaceAll(strings.ReplaceAll(e, "{id}", strconv.Itoa(i+1)), "\x00", "{id}")
 		}
 		args, env := splitExtra(t, tn.dir, args, ex)
 		if err := fs.Parse(args); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-log/sluice/node/kafka"
 	"github.com/sluice-log/sluice/node/meta"
 	"github.com/sluice-log/sluice/node/replica"
+	"github.com/sluice-log/sluice/node/sasl"
 	"github.com/sluice-log/sluice/node/txn"
 	"github.com/sluice-log/sluice/node/txncoord"
 	"github.com/sluice-log/sluice/partition"
@@ -160,6 +161,8 @@ type Node struct {
 	cancel context.CancelFunc
 	stop   chan struct{}
 	wg     sync.WaitGroup
+	// oauth are the OAUTHBEARER listeners' validators (oauth.go).
+	oauth map[string]*sasl.OAuthValidator
 	// served is closed when the Kafka Serve loop returns.
 	served chan struct{}
 
@@ -345,7 +348,7 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		// The cluster's feature levels start at this node's settings
 		// (when it is the first active controller).
 		BootstrapFeatures: map[string]int16{quorum.FeatureTransactionVersion: cfg.Transactions.Version},
-		NodeID:            cfg.NodeID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
+		NodeID:            cfg.NodeID, DirectoryID: m.DirectoryID, Dir: filepath.Join(n.dir, "quorum"), Listener: ctrlL,
 		ClusterID: m.ClusterID, PeerLog: n.log,
 		Policy:       quorum.Policy{UncleanLeaderElectionEnable: cfg.UncleanLeaderElectionEnable},
 		OnApply:      func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.noteChange(c); n.poke() },
@@ -357,6 +360,9 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		if cfg.Authorizer {
 			qc.AuthorizePeer = n.authorizeControllerPeer
 		}
+		if cfg.NodePrincipal != "" {
+			qc.AuthorizePeerNode = n.authorizePeerNode
+		}
 	}
 	if a, ok := cfg.Advertised(config.ListenerController); ok && a.Host != "" {
 		qc.AdvertiseAddr = net.JoinHostPort(a.Host, strconv.Itoa(int(ctrlL.Addr().(*net.TCPAddr).Port)))
@@ -365,7 +371,10 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		}
 	}
 	for _, v := range voters {
-		if v.ID == cfg.NodeID && cfg.Controller {
+		// A directory formatted without initial controllers (a
+		// replacement controller) never bootstraps: it joins as an
+		// observer and waits for add-controller (quorum/voters.go).
+		if v.ID == cfg.NodeID && cfg.Controller && m.Bootstraps() {
 			qc.InitialVoters = voters
 		}
 	}
@@ -431,7 +440,13 @@ func (n *Node) serve(httpL net.Listener) (err error) {
 		// only on the inter-broker one (issue 14).
 		kopts.ReplicaListener = cfg.InterBrokerListener
 	}
+	if cfg.NodePrincipal != "" {
+		kopts.ReplicaPrincipal = cfg.NodePrincipalOf
+	}
 	if n.srv, err = kafka.NewServer((*broker)(n), kopts); err != nil {
+		return err
+	}
+	if err := n.oauthValidators(); err != nil {
 		return err
 	}
 	var serving sync.WaitGroup

@@ -55,3 +55,15 @@ func unixMillis(t time.Time) int64 {
 	}
 	return t.UnixMilli()
 }
+
+var _ kafka.VoterAdmin = (*broker)(nil)
+
+// AddRaftVoter implements kafka.VoterAdmin (quorum.Controller.AddVoter).
+func (b *broker) AddRaftVoter(ctx context.Context, id int32, dirID quorum.UUID, addr string) error {
+	return b.ctrl.AddVoter(ctx, id, addr, dirID)
+}
+
+// RemoveRaftVoter implements kafka.VoterAdmin (quorum.Controller.RemoveVoter).
+func (b *broker) RemoveRaftVoter(ctx context.Context, id int32) error {
+	return b.ctrl.RemoveVoter(ctx, id)
+}

@@ -70,7 +70,7 @@ func (n *Node) listenerSecurity(name string) kafka.Security {
 		sec.MapPrincipal = n.cfg.PrincipalRules.Map
 	}
 	if ls := n.cfg.SASL[name]; ls != nil {
-		sec.SASL = &kafka.SASL{Mechanisms: ls.Mechanisms, Plain: ls.Plain, Scram: n.scramCredential, ReauthAfter: n.cfg.ConnectionsMaxReauth}
+		sec.SASL = &kafka.SASL{Mechanisms: ls.Mechanisms, Plain: ls.Plain, Scram: n.scramCredential, OAuth: n.oauth[name], ReauthAfter: n.cfg.ConnectionsMaxReauth}
 	}
 	return sec
 }

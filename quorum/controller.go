@@ -31,6 +31,9 @@ type Voter struct {
 type Config struct {
 	// NodeID is this node's id; it is also its Raft server id (decimal).
 	NodeID int32
+	// DirectoryID is the id of the node's formatted directory
+	// (meta.properties); AddVoter may check it (voters.go).
+	DirectoryID UUID
 	// Dir holds raft.db (bolt log and stable store) and snapshots/.
 	Dir string
 	// Listener, if set, is the controller port, already bound. Otherwise
@@ -77,6 +80,12 @@ type Config struct {
 	// A trusted CA may also sign clients' certificates, which must not
 	// reach raft or forwarding.
 	AuthorizePeer func(cert *x509.Certificate) error
+	// AuthorizePeerNode, if set (with ServerTLS), decides whether the
+	// verified certificate of an accepted peer may speak for the node id
+	// its hello names (the node: sluice.node.principal.pattern), so one
+	// member's certificate cannot pose as another member in raft or
+	// forwarding; an error refuses the connection, counted and logged.
+	AuthorizePeerNode func(cert *x509.Certificate, nodeID int32) error
 	// PeerLog receives one line per refused controller-port connection
 	// (another cluster's id, a malformed hello), at most one a minute per
 	// peer host and reason; nil discards.
@@ -128,6 +137,8 @@ type Controller struct {
 
 	connMu sync.Mutex
 	conns  map[net.Conn]struct{} // open forwarding connections; nil after Close
+	// pool keeps this node's idle forwarding connections (forward_pool.go).
+	pool forwardPool
 
 	// caught is the leader's memory for DescribeQuorum (status.go).
 	caught caughtUp
@@ -136,6 +147,11 @@ type Controller struct {
 
 	// nudges asks nudgeLoop for a Barrier (publish.go); capacity 1.
 	nudges chan struct{}
+
+	// fresh: Open found no Raft state in Dir (a new or wiped disk). Join
+	// says so, and the leader refuses a fresh node that is still a voter
+	// (voters.go).
+	fresh bool
 }
 
 // Open starts a controller: opens (or creates) Dir, starts Raft on the
@@ -185,7 +201,7 @@ func Open(cfg Config) (*Controller, error) {
 		return nil, errors.New("quorum: Config.ServerTLS must require and verify client certificates (mutual TLS)")
 	}
 	c.mux = newMuxListener(ln, adv, c.serveForward, hello{ClusterID: cfg.ClusterID, NodeID: cfg.NodeID}, newRefusals(cfg.PeerLog), cfg.ServerTLS, cfg.ClientTLS)
-	c.mux.authorizePeer = cfg.AuthorizePeer
+	c.mux.authorizePeer, c.mux.authorizePeerNode = cfg.AuthorizePeer, cfg.AuthorizePeerNode
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: c.mux, MaxPool: 3, Timeout: 10 * time.Second, Logger: logger,
 	})
@@ -233,11 +249,12 @@ func Open(cfg Config) (*Controller, error) {
 	rc.BatchApplyCh = true
 	notify := make(chan bool, 8)
 	rc.NotifyCh = notify
+	has, err := raft.HasExistingState(logs, c.store, snaps)
+	if err != nil {
+		return fail(err)
+	}
+	c.fresh = !has
 	if len(cfg.InitialVoters) > 0 {
-		has, err := raft.HasExistingState(logs, c.store, snaps)
-		if err != nil {
-			return fail(err)
-		}
 		if !has {
 			var conf raft.Configuration
 			for _, v := range cfg.InitialVoters {
@@ -494,60 +511,6 @@ func (c *Controller) raftError(err error, appended bool) error {
 	return err
 }
 
-// AddNonvoter adds a node that replays the metadata log without voting
-// (a broker). Called on any node; a follower forwards it.
-func (c *Controller) AddNonvoter(ctx context.Context, id int32, addr string) error {
-	return c.changeMembership(ctx, opAddNonvoter, id, addr)
-}
-
-// AddVoter adds a controller voter. Called on any node; a follower forwards it.
-func (c *Controller) AddVoter(ctx context.Context, id int32, addr string) error {
-	return c.changeMembership(ctx, opAddVoter, id, addr)
-}
-
-// RemoveServer removes a voter or non-voter from the quorum.
-func (c *Controller) RemoveServer(ctx context.Context, id int32) error {
-	return c.changeMembership(ctx, opRemove, id, "")
-}
-
-func (c *Controller) changeMembership(ctx context.Context, op string, id int32, addr string) error {
-	for {
-		if c.ctx.Err() != nil {
-			return ErrClosed
-		}
-		var err error
-		if c.IsLeader() {
-			err = c.changeMembershipLocal(op, id, addr)
-		} else if _, laddr := c.Leader(); laddr != "" && laddr != c.Addr() {
-			err = c.forward(ctx, laddr, &forwardRequest{Op: op, ID: id, Addr: addr}, nil)
-		} else {
-			err = kerrf(kerr.NotController, "no leader known")
-		}
-		if err == nil || !errors.Is(err, kerr.NotController) && !retriableRemote(err) {
-			return err
-		}
-		if perr := c.pause(ctx); perr != nil {
-			return fmt.Errorf("%w (last error: %v)", perr, err)
-		}
-	}
-}
-
-func (c *Controller) changeMembershipLocal(op string, id int32, addr string) error {
-	var f raft.IndexFuture
-	switch op {
-	case opAddNonvoter:
-		f = c.raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, c.cfg.ApplyTimeout)
-	case opAddVoter:
-		f = c.raft.AddVoter(serverID(id), raft.ServerAddress(addr), 0, c.cfg.ApplyTimeout)
-	default:
-		f = c.raft.RemoveServer(serverID(id), 0, c.cfg.ApplyTimeout)
-	}
-	if err := c.wait(c.ctx, f); err != nil {
-		return c.raftError(err, false)
-	}
-	return nil
-}
-
 // wait returns f.Error(); ctx.Err() if ctx ends first; ErrClosed if the
 // controller closes first. raft never answers futures still queued in its
 // buffered apply channel when it shuts down (BatchApplyCh), so no wait may
@@ -576,6 +539,7 @@ func (c *Controller) Close() error {
 	err := c.raft.Shutdown().Error()
 	c.trans.Close()
 	c.mux.Close()
+	c.pool.reset(true)
 	c.connMu.Lock()
 	for conn := range c.conns {
 		conn.Close()

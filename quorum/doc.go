@@ -194,7 +194,10 @@
 // shared: every connection opens with a hello (hello.go: magic 0xC5,
 // version, cluster id, sender node id), then a connection whose next byte
 // is 0xF5 speaks the forwarding protocol of forward.go (length-prefixed
-// JSON, one request per connection), anything else is handed to raft
+// JSON, requests one at a time; the client keeps idle connections for
+// the next forwards, forward_pool.go, so mutual TLS costs one handshake
+// per connection, and ResetForwardConns drops them when certificates are
+// reloaded), anything else is handed to raft
 // (mux.go). A connection whose hello is malformed or names another cluster
 // id is closed before either protocol sees it, with one rate-limited line
 // to Config.PeerLog naming both cluster ids (ErrBadHello, ErrWrongCluster;
@@ -222,6 +225,17 @@
 // On disk, under the node's <log.dirs>/quorum: raft.db (the bolt log and
 // stable store) and snapshots/ (the image, versioned; see Encoding);
 // meta.properties, written by `sluice init`, lies beside it (node/meta).
+//
+// # Voters (voters.go)
+//
+// KIP-853's AddRaftVoter and RemoveRaftVoter on hashicorp/raft's AddVoter
+// and RemoveServer: a controller lost with its disk is removed
+// (RemoveVoter), its replacement (same or new id) starts from a directory
+// formatted without initial controllers, joins as an observer, and
+// AddVoter promotes it once its log caught up with the leader's. The
+// leader refuses a node that joins with an empty Raft log under the id of
+// a current voter (DUPLICATE_VOTER): a voter that lost its log must not
+// count towards majorities for entries it no longer holds.
 //
 // # DescribeQuorum
 //
@@ -274,10 +288,20 @@
 //     TestKilledLeaderFencedByProbe, against 5.5–6.4 s without probes).
 //     False positives: only a broker whose listener is closed is refused,
 //     which a running broker's is not until it shuts down; a slow, loaded
-//     or paused process still has its socket accepted by the kernel, and a
-//     timeout, a reset or a host that does not answer is no evidence. A
+//     or paused process still has its socket accepted by the kernel. A
 //     refused broker stays fenced until a probe is answered or it
 //     registers a new epoch, so gossip's stale "alive" cannot flap it;
+//   - silence: a host that is gone (docker kill takes the container's
+//     address with it, a lost host, a disconnected network) refuses
+//     nothing, its connects time out. Probes that time out or find the
+//     host unreachable in a row for SilenceToFence (2 s) over at least
+//     SilentRoundsToFence rounds fence the broker, counting only rounds in
+//     which another broker's listener answered this controller: a
+//     controller starved of CPU or cut off itself sees every probe time
+//     out and fences nobody. A live broker's kernel accepts connects even
+//     while its process is paused or loaded; under 5% loss each way one
+//     probe in ten times out, eight in a row about once in 10^8
+//     (TestProbeSilenceFences; after docker kill, see docs/deploy.md);
 //   - memberlist's dead event, a hint for what probes cannot see (a host
 //     or its network gone: seconds, memberlist's LAN settings);
 //   - the session timeout (broker.session.timeout.ms, 9 s), the bound: a

@@ -17,9 +17,11 @@ import (
 // The forwarding protocol carries commands from any node to the active
 // controller over the controller (Raft) port; see mux.go for how it shares
 // the port. A client connects, writes its hello (hello.go) and forwardMagic,
-// then one request frame,
-// and reads one response frame; then the connection is closed. A frame is a
-// 4-byte big-endian length and that many bytes of JSON:
+// then a request frame, and reads a response frame. A response with
+// "keep_alive":true says the server reads another request frame on the
+// connection (within forwardServerIdle); the client may then send its
+// next request there (forward_pool.go) or close it. A frame is a 4-byte
+// big-endian length and that many bytes of JSON:
 //
 //	request:  {"op":"propose","type":"create_topics","cmd":{...},"timeout_ms":5000}
 //	          {"op":"add_nonvoter","id":4,"addr":"host:port"}
@@ -53,6 +55,10 @@ type forwardRequest struct {
 	Nudge bool `json:"nudge,omitempty"`
 	// Index (await_applied): the log index to wait for.
 	Index uint64 `json:"index,omitempty"`
+	// Fresh (add_nonvoter): the joining node has no Raft state (voters.go).
+	Fresh bool `json:"fresh,omitempty"`
+	// DirectoryID (add_voter): when set, the observer's must match.
+	DirectoryID string `json:"directory_id,omitempty"`
 }
 
 type forwardResponse struct {
@@ -63,13 +69,15 @@ type forwardResponse struct {
 	Reply   json.RawMessage `json:"reply,omitempty"`
 	// Index (propose): the log index the command applied at (Publish).
 	Index uint64 `json:"index,omitempty"`
+	// KeepAlive: the server reads the next request on this connection.
+	KeepAlive bool `json:"keep_alive,omitempty"`
 }
 
 const (
 	opPropose     = "propose"
 	opAddNonvoter = "add_nonvoter"
-	opAddVoter    = "add_voter"
-	opRemove      = "remove_server"
+	opAddVoter    = "add_voter"    // voters.go
+	opRemoveVoter = "remove_voter" // voters.go
 )
 
 func writeFrame(w io.Writer, v any) error {
@@ -102,7 +110,8 @@ func readFrame(r io.Reader, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// serveForward answers one forwarded request on conn.
+// serveForward answers the forwarded requests of conn, one at a time,
+// until the client closes it or leaves it idle for forwardServerIdle.
 func (c *Controller) serveForward(conn net.Conn) {
 	select {
 	case <-c.raftReady: // a peer may forward while this node still opens
@@ -117,10 +126,23 @@ func (c *Controller) serveForward(conn net.Conn) {
 	defer c.trackConn(conn, false)
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(c.cfg.ApplyTimeout + firstByteTimeout))
-	var req forwardRequest
-	if err := readFrame(conn, &req); err != nil {
-		return
+	for first := true; ; first = false {
+		if !first {
+			_ = conn.SetDeadline(time.Now().Add(forwardServerIdle))
+		}
+		var req forwardRequest
+		if err := readFrame(conn, &req); err != nil {
+			return
+		}
+		_ = conn.SetDeadline(time.Now().Add(c.cfg.ApplyTimeout + firstByteTimeout))
+		if err := writeFrame(conn, c.answerForward(&req)); err != nil || c.ctx.Err() != nil {
+			return
+		}
 	}
+}
+
+// answerForward carries out one forwarded request.
+func (c *Controller) answerForward(req *forwardRequest) *forwardResponse {
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
 	if timeout <= 0 || timeout > c.cfg.ApplyTimeout {
 		timeout = c.cfg.ApplyTimeout
@@ -142,8 +164,8 @@ func (c *Controller) serveForward(conn net.Conn) {
 			break
 		}
 		reply, resp.Index, err = c.proposeLocal(ctx, cmd, req.Nudge)
-	case opAddNonvoter, opAddVoter, opRemove:
-		err = c.changeMembershipLocal(req.Op, req.ID, req.Addr)
+	case opAddNonvoter, opAddVoter, opRemoveVoter:
+		err = c.changeMembershipLocal(ctx, req)
 	case opStatus:
 		reply = c.report()
 	case opDescribeQuorum:
@@ -162,7 +184,8 @@ func (c *Controller) serveForward(conn net.Conn) {
 	} else if reply != nil {
 		resp.Reply, _ = json.Marshal(reply)
 	}
-	_ = writeFrame(conn, &resp)
+	resp.KeepAlive = true
+	return &resp
 }
 
 // forward sends req to the node at addr and decodes the reply into reply
@@ -172,23 +195,37 @@ func (c *Controller) forward(ctx context.Context, addr string, req *forwardReque
 	return err
 }
 
-// call is forward, also returning the response's index.
+// call is forward, also returning the response's index. It sends req on
+// a kept connection to addr when there is a live one (forward_pool.go),
+// else on a new one, and keeps the connection when the server offers to.
 func (c *Controller) call(ctx context.Context, addr string, req *forwardRequest, reply any) (uint64, error) {
-	conn, err := c.mux.dial(ctx, addr)
-	if err != nil {
-		return 0, err
+	pc := c.pool.get(addr)
+	fresh := pc == nil
+	if fresh {
+		conn, err := c.mux.dial(ctx, addr)
+		if err != nil {
+			return 0, err
+		}
+		pc = &pooledConn{Conn: conn, br: bufio.NewReader(conn), created: time.Now()}
 	}
-	defer conn.Close()
+	keep := false
+	defer func() {
+		if keep {
+			c.pool.put(addr, pc)
+		} else {
+			pc.Close()
+		}
+	}()
 	dl, ok := ctx.Deadline()
 	if !ok {
 		dl = time.Now().Add(defaultForwardTimeout) // never hang on a half-open connection
 	}
-	_ = conn.SetDeadline(dl)
+	_ = pc.SetDeadline(dl)
 	req.TimeoutMS = time.Until(dl).Milliseconds()
-	w := bufio.NewWriter(conn)
-	_, _ = w.Write(c.mux.hello) // errors stick in w
-	if err := w.WriteByte(forwardMagic); err != nil {
-		return 0, err
+	w := bufio.NewWriter(pc.Conn)
+	if fresh {
+		_, _ = w.Write(c.mux.hello) // errors stick in w
+		_ = w.WriteByte(forwardMagic)
 	}
 	if err := writeFrame(w, req); err != nil {
 		return 0, err
@@ -197,8 +234,8 @@ func (c *Controller) call(ctx context.Context, addr string, req *forwardRequest,
 		return 0, err
 	}
 	var resp forwardResponse
-	br := bufio.NewReader(conn)
-	if b, err := br.Peek(1); err == nil && b[0] == helloMagic {
+	br := pc.br
+	if b, err := br.Peek(1); fresh && err == nil && b[0] == helloMagic {
 		// Not a frame (its length would exceed maxFrame): the controller
 		// at addr refused our hello and answered with its own.
 		if h, err := readHello(br); err == nil {
@@ -209,6 +246,7 @@ func (c *Controller) call(ctx context.Context, addr string, req *forwardRequest,
 	if err := readFrame(br, &resp); err != nil {
 		return 0, outcomeUnknown(fmt.Errorf("no answer from the active controller at %s: %w", addr, err))
 	}
+	keep = resp.KeepAlive
 	if resp.Code != 0 {
 		return 0, &RemoteError{Err: kerr.ErrorForCode(resp.Code), Message: resp.Message, Unknown: resp.Unknown, Leader: resp.Leader}
 	}
@@ -283,7 +321,7 @@ func (c *Controller) Join(ctx context.Context, controllers []string) error {
 	next := controllers[0]
 	var wrong error // the last refusal by another cluster's controller
 	for i := 0; ; i++ {
-		err := c.forward(ctx, next, &forwardRequest{Op: opAddNonvoter, ID: id, Addr: addr}, nil)
+		err := c.forward(ctx, next, &forwardRequest{Op: opAddNonvoter, ID: id, Addr: addr, Fresh: c.fresh}, nil)
 		if err == nil {
 			return nil
 		}

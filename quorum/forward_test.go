@@ -3,10 +3,12 @@ package quorum
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -103,4 +105,95 @@ func TestForwardProtocolAbuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	registerBrokers(t, n, 1)
+}
+
+// TestForwardReusesConnections: forwards from a follower to the leader
+// over mutual TLS share kept connections, so twenty forwards cost a
+// handshake or two instead of twenty; ResetForwardConns (the node's
+// answer to reloaded certificates) makes the next forward handshake
+// again; without reuse every forward handshakes.
+func TestForwardReusesConnections(t *testing.T) {
+	ca := newTestCA(t)
+	var handshakes [4]atomic.Int64 // by node id
+	nodes := startQuorum(t, 3, func(c *Config) {
+		ca.mtls(c, ca.issue(t, "controller"))
+		id := c.NodeID
+		c.ServerTLS.VerifyConnection = func(tls.ConnectionState) error {
+			handshakes[id].Add(1)
+			return nil
+		}
+	})
+	leader := leaderOf(t, nodes)
+	f := followerOf(nodes, leader)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	forward := func(n int) int64 {
+		t.Helper()
+		before := handshakes[leader.id].Load()
+		for range n {
+			if err := f.c.forward(ctx, leader.addr, &forwardRequest{Op: opStatus}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return handshakes[leader.id].Load() - before
+	}
+	forward(1) // the first one dials
+	if got := forward(20); got > 2 {
+		t.Fatalf("20 forwards made %d handshakes, want the kept connection reused", got)
+	}
+	f.c.ResetForwardConns()
+	if got := forward(1); got < 1 {
+		t.Fatal("a forward after ResetForwardConns reused a connection made with the old certificates")
+	}
+	f.c.pool.noReuse = true
+	if got := forward(5); got < 5 {
+		t.Fatalf("5 forwards without reuse made %d handshakes", got)
+	}
+	f.c.pool.noReuse = false
+	registerBrokers(t, f, 1, 2) // proposals go over the kept connection too
+}
+
+// TestForwardPoolServerCloses: a server that does not offer keep_alive
+// (an older node) gets a new connection per forward; one that offered it
+// and then closed the connection (a restart) is noticed before the next
+// forward, which goes on a new connection and succeeds.
+func TestForwardPoolServerCloses(t *testing.T) {
+	n := &testNode{id: 1, dir: t.TempDir()}
+	n.start(t, listen(t), []Voter{{ID: 1, Addr: "127.0.0.1:1"}}, nil)
+	defer n.stop(t)
+	for _, keepAlive := range []bool{false, true} {
+		ln := listen(t)
+		accepted := make(chan struct{}, 4)
+		closed := make(chan struct{}, 4)
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted <- struct{}{}
+				br := bufio.NewReader(conn)
+				var req forwardRequest
+				if _, err := checkHello(br, ""); err == nil {
+					if b, err := br.ReadByte(); err == nil && b == forwardMagic && readFrame(br, &req) == nil {
+						_ = writeFrame(conn, &forwardResponse{KeepAlive: keepAlive})
+					}
+				}
+				conn.Close()
+				closed <- struct{}{}
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		for i := range 2 {
+			if err := n.c.forward(ctx, ln.Addr().String(), &forwardRequest{Op: opStatus}, nil); err != nil {
+				t.Fatalf("keep_alive %v, forward %d: %v", keepAlive, i, err)
+			}
+			<-closed
+		}
+		cancel()
+		ln.Close()
+		if len(accepted) != 2 {
+			t.Fatalf("keep_alive %v: %d connections for 2 forwards", keepAlive, len(accepted))
+		}
+	}
 }

@@ -92,8 +92,14 @@ type Gossip struct {
 
 	// Proposed counts fence and unfence commands proposed (for tests/metrics).
 	Proposed atomic.Int64
-	// Probes and ProbesRefused count the active controller's probes.
-	Probes, ProbesRefused atomic.Int64
+	// probeAddrs are the addresses the probes go to, by broker id; only
+	// the loop goroutine touches them.
+	probeAddrs map[int32]probeAddr
+
+	// Probes, ProbesRefused and ProbesSilent count the active
+	// controller's probes (silent: timed out or unreachable while another
+	// broker answered the round).
+	Probes, ProbesRefused, ProbesSilent atomic.Int64
 }
 
 // StartGossip starts memberlist for this node; ctrl is the node's
@@ -347,7 +353,7 @@ func (e gossipEvents) NotifyLeave(n *memberlist.Node) {
 }
 
 // probe connects to the ProbeListener endpoint of every broker that is
-// registered, unfenced and not shutting down (but this one), all at once,
+// registered and not shutting down (but this one), all at once,
 // each for at most ProbeInterval, and tells live which refused and which
 // accepted. A timeout or another error is no evidence either way.
 func (g *Gossip) probe(live *Liveness) {
@@ -360,7 +366,10 @@ func (g *Gossip) probe(live *Liveness) {
 	g.ctrl.View(func(im *Image) {
 		for _, id := range im.SortedBrokers() {
 			b := im.Brokers[id]
-			if id == g.cfg.NodeID || b.Fenced || b.ShuttingDown {
+			// Fenced brokers are probed too: one fenced for silence
+			// (a network cut that heals, same process and epoch) is
+			// unfenced only once a probe is answered again.
+			if id == g.cfg.NodeID || b.ShuttingDown {
 				continue
 			}
 			for _, e := range b.Endpoints {
@@ -370,21 +379,37 @@ func (g *Gossip) probe(live *Liveness) {
 			}
 		}
 	})
+	if g.probeAddrs == nil {
+		g.probeAddrs = map[int32]probeAddr{}
+	}
 	results := make([]error, len(targets))
+	resolved := make([]probeAddr, len(targets))
 	var wg sync.WaitGroup
 	d := net.Dialer{Timeout: g.cfg.ProbeInterval}
 	for i, t := range targets {
+		cached := g.probeAddrs[t.id]
+		if cached.epoch != t.epoch || cached.name != t.addr {
+			cached = probeAddr{epoch: t.epoch, name: t.addr}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := d.DialContext(g.ctx, "tcp", t.addr)
-			if err == nil {
-				_ = c.Close()
-			}
-			results[i] = err
+			resolved[i], results[i] = g.dialProbe(&d, cached)
 		}()
 	}
 	wg.Wait()
+	for i, t := range targets {
+		if resolved[i].ip != "" {
+			g.probeAddrs[t.id] = resolved[i]
+		}
+	}
+	now := time.Now()
+	answered := 0
+	for _, err := range results {
+		if err == nil {
+			answered++
+		}
+	}
 	for i, t := range targets {
 		g.Probes.Add(1)
 		switch err := results[i]; {
@@ -393,8 +418,86 @@ func (g *Gossip) probe(live *Liveness) {
 		case errors.Is(err, syscall.ECONNREFUSED):
 			g.ProbesRefused.Add(1)
 			live.Refused(t.id, t.epoch)
+		case answered > 0 && silence(err):
+			// Another listener answered this round: the silence is
+			// the broker's, not this controller's.
+			g.ProbesSilent.Add(1)
+			live.Silent(t.id, t.epoch, now)
 		}
 	}
+}
+
+// probeAddr is where the probes of one broker registration go: its
+// endpoint (name, host:port) and the address it resolved to (ip,
+// host:port) when a probe last reached it or first resolved it. A host
+// that is gone may take its name with it (docker's DNS forgets a killed
+// container at once, "no such host"): its last address is still probed,
+// and its silence is evidence.
+type probeAddr struct {
+	epoch    int64
+	name, ip string
+}
+
+// errProbeMoved: the probe's address did not answer, but the broker's
+// name now resolves to another address: no evidence.
+var errProbeMoved = errors.New("quorum: the broker's name resolves to another address")
+
+// dialProbe connects to the broker at a (its resolved address, else its
+// name resolved now) and returns where it probed.
+func (g *Gossip) dialProbe(d *net.Dialer, a probeAddr) (probeAddr, error) {
+	if a.ip == "" {
+		ip, err := g.resolve(a.name)
+		if err != nil {
+			return a, err
+		}
+		a.ip = ip
+	}
+	c, err := d.DialContext(g.ctx, "tcp", a.ip)
+	if err == nil {
+		_ = c.Close()
+		return a, nil
+	}
+	if silence(err) && a.ip != a.name {
+		// Silent at the address we know: has the name moved (a new IP
+		// for the same registration)? A name that no longer resolves
+		// is no move.
+		if ip, rerr := g.resolve(a.name); rerr == nil && ip != a.ip {
+			a.ip = ip
+			return a, errProbeMoved
+		}
+	}
+	return a, err
+}
+
+// resolve returns host:port with the host resolved to an IP address,
+// within a probe interval.
+func (g *Gossip) resolve(hostport string) (string, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", err
+	}
+	if net.ParseIP(host) != nil {
+		return hostport, nil
+	}
+	ctx, cancel := context.WithTimeout(g.ctx, g.cfg.ProbeInterval)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupHost(ctx, host)
+	if err != nil {
+		return "", err
+	}
+	if len(ips) == 0 {
+		return "", fmt.Errorf("quorum: %s resolves to no address", host)
+	}
+	return net.JoinHostPort(ips[0], port), nil
+}
+
+// silence reports whether a failed connect is silence from its host: a
+// timeout, or the host or its network unreachable (no ARP answer, an ICMP
+// unreachable).
+func silence(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
 
 // logDecision logs a fence or unfence the active controller proposed, with
@@ -423,6 +526,8 @@ func (g *Gossip) logDecision(cmd Command, err error, live *Liveness) {
 	}
 	if live.Refusing(id, epoch) {
 		attrs = append(attrs, "listener", "refusing connections")
+	} else if live.Silenced(id, epoch, time.Now()) {
+		attrs = append(attrs, "listener", "silent (probes time out while other brokers answer)")
 	}
 	if err != nil {
 		g.cfg.Log.Warn("quorum: "+what+" failed", append(attrs, "err", err)...)

@@ -19,6 +19,16 @@ import "time"
 //     down, a partition, a paused process whose kernel still accepts): gossip
 //     and the session timeout decide those. A refused broker is not unfenced
 //     until a probe is answered again or it registers a new epoch.
+//   - A broker is fenced when its listener went silent: probes timed out
+//     (or found its host unreachable) in a row for SilenceToFence over at
+//     least SilentRoundsToFence rounds, each round one in which another
+//     broker's listener answered this controller. A host that is gone or
+//     cut off (docker kill, a lost host, a disconnected network) sends no
+//     refusal, only silence; the answering peer proves that the silence
+//     is not this controller's own (starved, or its network down), and a
+//     live host's kernel answers a connect even while its process is
+//     paused or loaded, so a slow broker is not silent. Silent brokers stay
+//     fenced like refused ones.
 //   - An unfenced broker seen alive with another epoch than its registration
 //     is a new incarnation (restarted, not registered yet): the registered one
 //     is fenced.
@@ -42,10 +52,24 @@ type Liveness struct {
 // re-bound; two, a probe interval apart, are a process that is gone.
 const RefusalsToFence = 2
 
+// SilenceToFence and SilentRoundsToFence: how long, and over how many
+// probe rounds, a broker's listener must have stayed silent (timeouts,
+// host unreachable) in a row, while another broker answered each round,
+// before it is fenced. Two seconds is eight rounds at the default 250 ms
+// probe interval: under 5% packet loss each way a live host's probe times
+// out about one round in ten, eight in a row about once in 10^8.
+const (
+	SilenceToFence      = 2 * time.Second
+	SilentRoundsToFence = 4
+)
+
 // probe is what the probes found of a broker's registration epoch.
 type probe struct {
 	epoch    int64
 	refusals int // in a row, for epoch
+	// silent rounds in a row (see Silent), the first at silentSince.
+	silent      int
+	silentSince time.Time
 }
 
 type observation struct {
@@ -73,6 +97,27 @@ func (l *Liveness) Refused(id int32, epoch int64) {
 		p = probe{epoch: epoch}
 	}
 	p.refusals++
+	p.silent = 0
+	l.probes[id] = p
+}
+
+// Silent records that a probe of the listener of broker id, registered
+// with epoch, timed out or found its host unreachable at now, in a round
+// in which another broker's listener answered (the driver's check: a
+// round in which nothing answered is no evidence and is not recorded).
+func (l *Liveness) Silent(id int32, epoch int64, now time.Time) {
+	if l.probes == nil {
+		l.probes = map[int32]probe{}
+	}
+	p := l.probes[id]
+	if p.epoch != epoch {
+		p = probe{epoch: epoch}
+	}
+	if p.silent == 0 {
+		p.silentSince = now
+	}
+	p.silent++
+	p.refusals = 0
 	l.probes[id] = p
 }
 
@@ -110,6 +155,13 @@ func (l *Liveness) Refusing(id int32, epoch int64) bool {
 	return p.epoch == epoch && p.refusals >= RefusalsToFence
 }
 
+// Silenced says whether broker id's listener (of its registration epoch)
+// has been silent long enough to fence it at now (see Silent).
+func (l *Liveness) Silenced(id int32, epoch int64, now time.Time) bool {
+	p := l.probes[id]
+	return p.epoch == epoch && p.silent >= SilentRoundsToFence && now.Sub(p.silentSince) >= SilenceToFence
+}
+
 // Decide returns the fence and unfence commands the image needs now, in
 // broker id order.
 func (l *Liveness) Decide(im *Image, now time.Time) []Command {
@@ -122,7 +174,7 @@ func (l *Liveness) Decide(im *Image, now time.Time) []Command {
 			last = o.at
 		}
 		expired := now.Sub(last) > l.SessionTimeout
-		gone := l.Refusing(id, b.Epoch)
+		gone := l.Refusing(id, b.Epoch) || l.Silenced(id, b.Epoch, now)
 		switch {
 		case !b.Fenced && (expired || gone || ok && (o.dead || o.epoch != b.Epoch)):
 			out = append(out, &FenceBroker{ID: id, Epoch: b.Epoch})

@@ -78,6 +78,7 @@ func TestLiveness(t *testing.T) {
 //	dead id=N at=D                           gossip declares N dead
 //	refused id=N [epoch=E]                   a probe of N's listener was refused
 //	answered id=N [epoch=E]                  a probe of N's listener was accepted
+//	silent id=N [epoch=E] at=D               a probe of N's listener timed out (another answered)
 //	decide at=D                              the commands, applied to the image
 //
 // E defaults to N's registered epoch; D is a duration from the start.
@@ -133,6 +134,9 @@ func (s *livenessHarness) step(t *testing.T, d *datadriven.TestData) string {
 		return "ok"
 	case "answered":
 		s.l.Answered(id, epoch())
+		return "ok"
+	case "silent":
+		s.l.Silent(id, epoch(), at())
 		return "ok"
 	case "decide":
 		var out []string

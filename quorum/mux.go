@@ -42,8 +42,10 @@ type muxListener struct {
 	// connection in mutual TLS before the hello (Config.ServerTLS).
 	serverTLS *tls.Config
 	clientTLS func(addr string) *tls.Config
-	// authorizePeer: Config.AuthorizePeer.
-	authorizePeer func(*x509.Certificate) error
+	// authorizePeer: Config.AuthorizePeer; authorizePeerNode:
+	// Config.AuthorizePeerNode.
+	authorizePeer     func(*x509.Certificate) error
+	authorizePeerNode func(*x509.Certificate, int32) error
 
 	raftConns chan net.Conn
 	closeOnce sync.Once
@@ -83,6 +85,7 @@ func (m *muxListener) acceptLoop() {
 }
 
 func (m *muxListener) route(conn net.Conn) {
+	var peer *x509.Certificate // verified, with serverTLS
 	if m.serverTLS != nil {
 		tc := tls.Server(conn, m.serverTLS)
 		_ = conn.SetDeadline(time.Now().Add(firstByteTimeout))
@@ -95,8 +98,9 @@ func (m *muxListener) route(conn net.Conn) {
 			return
 		}
 		_ = conn.SetDeadline(time.Time{})
+		peer = tc.ConnectionState().PeerCertificates[0]
 		if m.authorizePeer != nil {
-			if err := m.authorizePeer(tc.ConnectionState().PeerCertificates[0]); err != nil {
+			if err := m.authorizePeer(peer); err != nil {
 				m.refused.Add(1)
 				m.refusals.refusedPeer(conn.RemoteAddr(), err)
 				conn.Close()
@@ -123,6 +127,14 @@ func (m *muxListener) route(conn net.Conn) {
 		}
 		conn.Close() // refused (logged above), or silent or truncated (quietly)
 		return
+	}
+	if peer != nil && m.authorizePeerNode != nil {
+		if err := m.authorizePeerNode(peer, h.NodeID); err != nil {
+			m.refused.Add(1)
+			m.refusals.refusedPeer(conn.RemoteAddr(), fmt.Errorf("its hello says node %d: %w", h.NodeID, err))
+			conn.Close()
+			return
+		}
 	}
 	pc := &peekedConn{Conn: conn, r: br}
 	if first[0] == forwardMagic {

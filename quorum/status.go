@@ -72,6 +72,8 @@ type memberReport struct {
 	// SinceContactMS is how long ago the leader last reached this member,
 	// in milliseconds; 0 on the leader; -1 if never.
 	SinceContactMS int64 `json:"since_contact_ms"`
+	// DirectoryID is the member's Config.DirectoryID ("" when unset).
+	DirectoryID string `json:"directory_id,omitempty"`
 }
 
 const (
@@ -116,6 +118,9 @@ func (c *Controller) DescribeQuorum(ctx context.Context) (QuorumStatus, error) {
 // report is this member's memberReport.
 func (c *Controller) report() memberReport {
 	r := memberReport{LastIndex: c.raft.LastIndex(), Term: c.raft.CurrentTerm(), SinceContactMS: -1}
+	if c.cfg.DirectoryID != (UUID{}) {
+		r.DirectoryID = c.cfg.DirectoryID.String()
+	}
 	if c.IsLeader() {
 		r.SinceContactMS = 0
 	} else if lc := c.raft.LastContact(); !lc.IsZero() {

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"strings"
@@ -137,20 +138,21 @@ func TestControllerPortMutualTLS(t *testing.T) {
 	}
 }
 
-// BenchmarkForwardStatus: one forwarded request (a new connection each,
-// as every forward), plaintext against mutual TLS on the controller port,
-// with full handshakes and resumed ones (TLS 1.3 session tickets: no
-// certificate signatures), in the same run.
+// BenchmarkForwardStatus: one forwarded request, plaintext against
+// mutual TLS on the controller port, a new connection each (as before
+// forward_pool.go) with full handshakes and resumed ones (TLS 1.3 session
+// tickets: no certificate signatures), and on kept connections
+// ("-reused", the default now), in the same run.
 //
 //	go test -run '^$' -bench ForwardStatus ./quorum/
 func BenchmarkForwardStatus(b *testing.B) {
 	ca := newTestCA(b)
-	for _, mode := range []string{"plaintext", "mtls", "mtls-resumed"} {
+	for _, mode := range []string{"plaintext", "mtls", "mtls-resumed", "plaintext-reused", "mtls-reused"} {
 		b.Run(mode, func(b *testing.B) {
 			ln := benchListen(b)
 			cfg := Config{NodeID: 1, Dir: b.TempDir(), Listener: ln, InitialVoters: []Voter{{ID: 1, Addr: ln.Addr().String()}}}
 			switch mode {
-			case "mtls":
+			case "mtls", "mtls-reused":
 				ca.mtls(&cfg, ca.issue(b, "controller"))
 			case "mtls-resumed":
 				ca.mtlsCache(&cfg, ca.issue(b, "controller"), tls.NewLRUClientSessionCache(16))
@@ -160,6 +162,7 @@ func BenchmarkForwardStatus(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
+			c.pool.noReuse = !strings.HasSuffix(mode, "-reused")
 			ctx := context.Background()
 			b.ResetTimer()
 			for range b.N {
@@ -168,5 +171,47 @@ func BenchmarkForwardStatus(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestControllerPortNodeIdentity: with AuthorizePeerNode each member's
+// certificate names its node id; the quorum elects and forwards, and a
+// process holding member 2's certificate (trusted, a super user) that
+// says it is node 9 is refused before raft or forwarding read a byte,
+// so it cannot fence anyone.
+func TestControllerPortNodeIdentity(t *testing.T) {
+	ca := newTestCA(t)
+	var refused atomic.Int64
+	byID := func(cert *x509.Certificate, id int32) error {
+		if want := fmt.Sprintf("node-%d", id); cert.Subject.CommonName != want {
+			refused.Add(1)
+			return fmt.Errorf("certificate %s is not %s", cert.Subject.CommonName, want)
+		}
+		return nil
+	}
+	nodes := startQuorum(t, 3, func(c *Config) {
+		ca.mtls(c, ca.issue(t, fmt.Sprintf("node-%d", c.NodeID)))
+		c.AuthorizePeerNode = byID
+	})
+	leader := leaderOf(t, nodes)
+	registerBrokers(t, followerOf(nodes, leader), 1, 2, 3) // forwarded
+	waitSameImage(t, nodes, leader)
+	if refused.Load() != 0 {
+		t.Fatalf("%d members refused", refused.Load())
+	}
+	impostor := &testNode{id: 9, dir: t.TempDir()}
+	impostor.start(t, listen(t), nil, func(c *Config) { ca.mtls(c, ca.issue(t, "node-2")) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, _, err := impostor.c.forwardCommand(ctx, leader.addr, &FenceBroker{ID: 3, Epoch: leader.c.Image().Brokers[3].Epoch}, false)
+	cancel()
+	impostor.stop(t)
+	if err == nil {
+		t.Fatal("node 2's certificate forwarded fence_broker as node 9")
+	}
+	if refused.Load() == 0 {
+		t.Fatal("the impostor was not refused by AuthorizePeerNode")
+	}
+	if b := leader.c.Image().Brokers[3]; b.Fenced {
+		t.Fatalf("broker 3 fenced: %+v", b)
 	}
 }

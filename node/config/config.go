@@ -220,6 +220,7 @@ type Config struct {
 	Transactions                Transactions // the transaction coordinator, its topic (txn.go)
 	Racks                       Racks        // broker.rack and its uses (rack.go)
 	Scale                       Scale        // fetch sessions (scale.go)
+	Format                      Format       // first-start formatting (format.go)
 	Security                                 // gossip encryption keys, TLS reloads (security.go)
 	// Values holds every key's effective value as text, and Defaulted the
 	// keys left at their default (DescribeConfigs of the broker).
@@ -254,7 +255,7 @@ type key struct {
 }
 
 // keys is every key the node understands, in Kafka's names.
-var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), authzKeys, quotaKeys, securityKeys, rackKeys())
+var keys = slices.Concat(baseKeys, sslKeyTable(), saslKeys, groupKeys(), txnKeys(), scaleKeys(), formatKeys(), authzKeys, quotaKeys, securityKeys, rackKeys(), oauthKeys, identityKeys)
 
 // baseKeys are the keys but ssl.* (tls.go).
 var baseKeys = []key{
@@ -696,25 +697,6 @@ func parseProtocolMap(v string) (map[string]string, error) {
 		out[name] = proto
 	}
 	return out, nil
-}
-
-// FormatIfEmpty formats the data directory for cluster.id, this node and
-// initial.controllers when initial.controllers is set and the directory
-// has no meta.properties yet (first start of a container), and reports
-// whether it did. Otherwise it does nothing: Verify then checks what is
-// there (another cluster's volume is refused, not reformatted).
-func (c *Config) FormatIfEmpty() (bool, error) {
-	if len(c.InitialControllers) == 0 {
-		return false, nil
-	}
-	_, err := meta.ReadMeta(c.LogDirs[0])
-	if !errors.Is(err, meta.ErrNotFormatted) {
-		return false, nil
-	}
-	if _, err := meta.Format(c.LogDirs[0], meta.Meta{ClusterID: c.ClusterID, NodeID: c.NodeID, InitialControllers: c.InitialControllers}); err != nil {
-		return false, fmt.Errorf("format %s: %w", c.LogDirs[0], err)
-	}
-	return true, nil
 }
 
 // Verify checks that the data directory was formatted (sluice init) for

@@ -22,14 +22,16 @@ type ListenerSASL struct {
 	// (the username and password options of the JAAS configuration of
 	// sasl.mechanism.inter.broker.protocol); empty otherwise.
 	Mechanism, Username, Password string
+	// OAuth validates OAUTHBEARER tokens when it is enabled (oauth.go).
+	OAuth *OAuthBearer
 }
 
 // saslMechanisms are the mechanisms Sluice serves.
-var saslMechanisms = []string{sasl.MechanismPlain, sasl.MechanismScramSHA256, sasl.MechanismScramSHA512}
+var saslMechanisms = []string{sasl.MechanismPlain, sasl.MechanismScramSHA256, sasl.MechanismScramSHA512, sasl.MechanismOAuthBearer}
 
 // saslKeys are the SASL keys without a listener prefix.
 var saslKeys = []key{
-	{"sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms of SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (Kafka's default, GSSAPI, is not served); listener.name.<l>.sasl.enabled.mechanisms for one listener", func(c *Config, v string) error {
+	{"sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms of SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (sasl.oauthbearer.*; Kafka's default, GSSAPI, is not served); listener.name.<l>.sasl.enabled.mechanisms for one listener", func(c *Config, v string) error {
 		c.saslMechanisms = v
 		return nil
 	}},
@@ -54,6 +56,9 @@ func saslOverride(rest string) (listener, k string, ok bool) {
 	if l, ok := strings.CutSuffix(rest, ".sasl.enabled.mechanisms"); ok && l != "" {
 		return strings.ToUpper(l), "sasl.enabled.mechanisms", true
 	}
+	if l, ok := strings.CutSuffix(rest, ".oauthbearer.sasl.server.callback.handler.class"); ok && l != "" {
+		return strings.ToUpper(l), oauthHandlerKey, true
+	}
 	if lm, ok := strings.CutSuffix(rest, ".sasl.jaas.config"); ok {
 		if i := strings.LastIndexByte(lm, '.'); i > 0 {
 			return strings.ToUpper(lm[:i]), strings.ToUpper(lm[i+1:]) + ".sasl.jaas.config", true
@@ -69,6 +74,9 @@ func envSASLOverride(rest string) (listener, k string, ok bool) {
 	if l, ok := strings.CutSuffix(rest, "_SASL_ENABLED_MECHANISMS"); ok && l != "" {
 		return l, "sasl.enabled.mechanisms", true
 	}
+	if l, ok := strings.CutSuffix(rest, "_OAUTHBEARER_SASL_SERVER_CALLBACK_HANDLER_CLASS"); ok && l != "" {
+		return l, oauthHandlerKey, true
+	}
 	for _, m := range saslMechanisms {
 		if l, ok := strings.CutSuffix(rest, "_"+strings.ReplaceAll(m, "-", "_")+"_SASL_JAAS_CONFIG"); ok && l != "" {
 			return l, m + ".sasl.jaas.config", true
@@ -79,7 +87,7 @@ func envSASLOverride(rest string) (listener, k string, ok bool) {
 
 // isSASLKey says an override key is one of saslOverride's.
 func isSASLKey(k string) bool {
-	return k == "sasl.enabled.mechanisms" || strings.HasSuffix(k, ".sasl.jaas.config")
+	return k == "sasl.enabled.mechanisms" || k == oauthHandlerKey || strings.HasSuffix(k, ".sasl.jaas.config")
 }
 
 // saslListeners are the names of the Kafka listeners mapped to
@@ -133,8 +141,11 @@ func (c *Config) buildSASL(name string) (*ListenerSASL, error) {
 			return nil, fail(jk, "%v", err)
 		}
 		want := sasl.ScramLoginModule
-		if m == sasl.MechanismPlain {
+		switch m {
+		case sasl.MechanismPlain:
 			want = sasl.PlainLoginModule
+		case sasl.MechanismOAuthBearer:
+			want = sasl.OAuthBearerLoginModule
 		}
 		if j.LoginModule != want {
 			return nil, fail(jk, "login module %s: %s takes %s", j.LoginModule, m, want)
@@ -149,6 +160,14 @@ func (c *Config) buildSASL(name string) (*ListenerSASL, error) {
 		}
 		s.Plain = j.PlainUsers()
 	}
+	if slices.Contains(s.Mechanisms, sasl.MechanismOAuthBearer) {
+		var err error
+		if s.OAuth, err = c.buildOAuth(name, jaas[sasl.MechanismOAuthBearer], fail); err != nil {
+			return nil, err
+		}
+	} else if _, ok := over[oauthHandlerKey]; ok {
+		return nil, fail("listener.name."+strings.ToLower(name)+".oauthbearer.sasl.server.callback.handler.class", "OAUTHBEARER is not enabled on this listener (%s)", mechsKey)
+	}
 	if name == c.InterBrokerListener {
 		m := c.SASLInterBrokerMechanism
 		if m == "" {
@@ -156,6 +175,9 @@ func (c *Config) buildSASL(name string) (*ListenerSASL, error) {
 		}
 		if !slices.Contains(s.Mechanisms, m) {
 			return nil, fail("sasl.mechanism.inter.broker.protocol", "%s is not enabled on the inter-broker listener (%s: %s)", m, mechsKey, strings.Join(s.Mechanisms, ","))
+		}
+		if m == sasl.MechanismOAuthBearer {
+			return nil, fail("sasl.mechanism.inter.broker.protocol", "brokers do not fetch OAUTHBEARER tokens for themselves: set PLAIN or SCRAM-SHA-256/512 for the inter-broker listener (enable it beside OAUTHBEARER)")
 		}
 		j := jaas[m]
 		s.Mechanism, s.Username, s.Password = m, j.Options["username"], j.Options["password"]

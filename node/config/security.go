@@ -22,6 +22,12 @@ type Security struct {
 	// when they changed, new handshakes use them (ListenerTLS.Reload); 0:
 	// only on SIGHUP.
 	TLSReloadInterval time.Duration
+	// NodePrincipal (sluice.node.principal.pattern, identity.go): the
+	// principal of node {id}; "" leaves node ids unchecked.
+	NodePrincipal string
+	// OAuthBearer: the broker's sasl.oauthbearer.* keys (oauth.go); each
+	// OAUTHBEARER listener's are in its ListenerSASL.OAuth.
+	OAuthBearer OAuthBearer
 }
 
 // gossipKeysKey is the one secret among securityKeys (Sensitive).

@@ -114,6 +114,8 @@ func newTable(b Broker) *table {
 		{key: kmsg.DescribeClientQuotas, min: 0, max: 1, handle: handleDescribeClientQuotas, needs: has[QuotaAdmin]},
 		{key: kmsg.AlterClientQuotas, min: 0, max: 1, handle: handleAlterClientQuotas, needs: has[QuotaAdmin]},
 		{key: kmsg.UnregisterBroker, min: 0, max: 0, handle: handleUnregisterBroker, needs: has[Unregisterer]},
+		{key: kmsg.AddRaftVoter, min: 0, max: 1, handle: handleAddRaftVoter, needs: has[VoterAdmin]},
+		{key: kmsg.RemoveRaftVoter, min: 0, max: 0, handle: handleRemoveRaftVoter, needs: has[VoterAdmin]},
 		{key: kmsg.UpdateFeatures, min: 0, max: 2, handle: handleUpdateFeatures, needs: has[Features]},
 	}
 	return buildTable(slices.DeleteFunc(rows, func(a api) bool {

@@ -154,6 +154,20 @@ func (s *Server) authorizeAPI(r *request) kmsg.Response {
 			resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
 			return resp
 		}
+	case *kmsg.AddRaftVoterRequest:
+		if !s.clusterAllowed(r, kmsg.ACLOperationAlter) {
+			resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
+			resp.ErrorCode = clusterDenied
+			resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+			return resp
+		}
+	case *kmsg.RemoveRaftVoterRequest:
+		if !s.clusterAllowed(r, kmsg.ACLOperationAlter) {
+			resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
+			resp.ErrorCode = clusterDenied
+			resp.ErrorMessage = kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Message)
+			return resp
+		}
 	case *kmsg.ListPartitionReassignmentsRequest:
 		if !s.clusterAllowed(r, kmsg.ACLOperationDescribe) {
 			resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)

@@ -24,6 +24,10 @@ const readBufferSize = 16 << 10
 // ready together leave in one syscall.
 const writeBufferSize = 64 << 10
 
+// tlsCopyChunk is how much of a file a TLS connection's writer reads at
+// a time (writeFile): sixteen full TLS records.
+const tlsCopyChunk = 256 << 10
+
 // maxKeptResponseBuffer is the largest encoded-response buffer a connection
 // recycles; a bigger one (a large fetch) is dropped after use.
 const maxKeptResponseBuffer = 1 << 20
@@ -512,7 +516,9 @@ func (c *conn) writeWithFiles(bw *bufio.Writer, m response) error {
 }
 
 // writeFile writes f's bytes after what bw holds: with sendfile(2) when f
-// has a descriptor and the connection is a socket, else read through a
+// has a descriptor and the connection is a socket; over TLS, pread(2)
+// chunks of tlsCopyChunk straight to the TLS connection (copyFile: no
+// pass through bw, no buffer of the fetch's size); else read through a
 // scratch buffer.
 func (c *conn) writeFile(bw *bufio.Writer, f FileRecords) error {
 	if f.Len() == 0 {
@@ -523,6 +529,17 @@ func (c *conn) writeFile(bw *bufio.Writer, f FileRecords) error {
 			return err
 		}
 		if handled, err := sendFile(sc, f.Fd(), f.Pos(), f.Len()); handled {
+			return err
+		}
+	}
+	if tc, ok := c.nc.(*tls.Conn); ok && f.Fd() != ^uintptr(0) {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		if cap(c.scratch) < tlsCopyChunk {
+			c.scratch = make([]byte, 0, tlsCopyChunk)
+		}
+		if handled, err := copyFile(tc, f.Fd(), f.Pos(), f.Len(), c.scratch[:tlsCopyChunk]); handled {
 			return err
 		}
 	}

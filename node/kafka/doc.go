@@ -22,6 +22,7 @@
 // Configs DescribeConfigs 0-4 and IncrementalAlterConfigs 0-1; with an
 // Elector ElectLeaders 0-2; with a Reassigner AlterPartitionReassignments
 // 0-1 and ListPartitionReassignments 0; with an Unregisterer UnregisterBroker 0;
+// with a VoterAdmin AddRaftVoter 0-1 and RemoveRaftVoter 0 (KIP-853);
 // with Features UpdateFeatures 0-2 (update_features.go: the quorum's
 // feature levels, KIP-584, which ApiVersions v3+ then lists);
 // with a QuorumDescriber DescribeQuorum 0-2; with
@@ -170,8 +171,12 @@
 //     Frames are bounded by 512 KiB until authenticated
 //     (sasl.server.max.receive.size). Counted by listener in ConnStats
 //     (SASLFailedBy, SASLAuthenticatedBy, re-authentications included).
-//     With SASL.ReauthAfter (connections.max.reauth.ms, KIP-368) a
-//     session ends after that long (SessionLifetimeMs tells the client):
+//     OAUTHBEARER (KIP-255/KIP-768) validates the client's JWT with
+//     SASL.OAuth (node/sasl: a JWKS, or Kafka's default unsecured
+//     tokens); the principal is User:<sub>, and the session ends when
+//     the token expires. With SASL.ReauthAfter
+//     (connections.max.reauth.ms, KIP-368) a session ends after that
+//     long at the latest (SessionLifetimeMs tells the client):
 //     a SaslHandshake with the same mechanism starts a
 //     re-authentication, which may not change the principal, and any
 //     other request after the end closes the connection. The client

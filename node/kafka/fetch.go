@@ -67,6 +67,9 @@ import (
 // set, a replica fetch on any other listener is refused the same way,
 // authorizer or not: followers dial the inter-broker listener, so one
 // that arrives on a client listener is a client posing as a follower.
+// With Options.ReplicaPrincipal (sluice.node.principal.pattern) a replica
+// fetch must come from the claimed replica's own principal, so broker 2's
+// credentials cannot fetch, and acknowledge, as broker 3.
 //
 // Fetch sessions (KIP-227, v7+; fetch_session.go): a full fetch at
 // session epoch 0 opens a session when the cache has room
@@ -162,6 +165,14 @@ func handleFetch(ctx context.Context, s *Server, r *request) (kmsg.Response, err
 func fetchDenied(s *Server, r *request, req *kmsg.FetchRequest, names []string) []bool {
 	replica, _ := fetchReplica(req)
 	wrongListener := replica >= 0 && s.opts.ReplicaListener != "" && r.listener != s.opts.ReplicaListener
+	if replica >= 0 && s.opts.ReplicaPrincipal != nil {
+		if want := s.opts.ReplicaPrincipal(replica); want != "" && r.principal != want {
+			s.authz.denied.Add(1)
+			s.opts.Logger.Info("kafka: replica fetch refused: the principal is not the replica's (sluice.node.principal.pattern)",
+				"principal", r.principal, "replica_id", replica, "want", want, "host", r.host, "listener", r.listener)
+			wrongListener = true
+		}
+	}
 	if !wrongListener && !s.Authorizing() {
 		return nil
 	}

@@ -84,6 +84,13 @@ type Options struct {
 	// follower. Empty: every listener takes them (one listener serves
 	// brokers and clients alike).
 	ReplicaListener string
+	// ReplicaPrincipal, when set, is the principal a replica fetch
+	// claiming replica id id must come from (sluice.node.principal.pattern):
+	// a fetch from any other principal is refused for every partition
+	// (TOPIC_AUTHORIZATION_FAILED) and logged, nothing read and nothing
+	// counted as the replica's, so one broker's credentials cannot
+	// acknowledge writes as another broker. "" (or nil): not checked.
+	ReplicaPrincipal func(id int32) string
 	// QuotaWindowNum and QuotaWindowSize are how client quotas are
 	// measured (quota.window.num, quota.window.size.seconds; quotas.go).
 	// Zero: Kafka's 11 samples of 1 s.

@@ -14,8 +14,9 @@ import (
 // (ServeListenerSecure). Read-only once serving.
 type SASL struct {
 	// Mechanisms are the enabled mechanisms (sasl.enabled.mechanisms):
-	// PLAIN, SCRAM-SHA-256, SCRAM-SHA-512. A handshake naming another is
-	// answered UNSUPPORTED_SASL_MECHANISM with this list.
+	// PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER. A handshake
+	// naming another is answered UNSUPPORTED_SASL_MECHANISM with this
+	// list.
 	Mechanisms []string
 	// Plain are PLAIN's users and passwords (the listener's JAAS
 	// user_<name> options).
@@ -24,12 +25,17 @@ type SASL struct {
 	// metadata image's); nil knows none. Called from connection
 	// goroutines concurrently.
 	Scram func(mechanism, user string) (sasl.Credential, bool)
+	// OAuth validates OAUTHBEARER's bearer tokens (KIP-255, KIP-768);
+	// nil refuses every token. The principal is User:<subject>.
+	OAuth *sasl.OAuthValidator
 	// ReauthAfter is connections.max.reauth.ms (KIP-368): an
 	// authenticated session lasts this long (SaslAuthenticate v1+ tells
 	// the client), after which the connection must re-authenticate
 	// (SaslHandshake and SaslAuthenticate again, same mechanism and
 	// principal) before any other request, or is closed. Zero: sessions
-	// last as long as their connection.
+	// last as long as their connection, but an OAUTHBEARER session
+	// always ends when its token expires (the shorter of the two when
+	// both are set, as Kafka's SaslServerAuthenticator).
 	ReauthAfter time.Duration
 }
 
@@ -58,9 +64,11 @@ type saslConn struct {
 	stage     saslStage
 	mechanism string
 	scram     *sasl.ScramServer
+	oauth     *sasl.OAuthServer
 	// principal is "User:<name>" once authenticated.
 	principal string
-	// expiry is when the session ends (ReauthAfter); zero: never.
+	// expiry is when the session ends (ReauthAfter, an OAUTHBEARER
+	// token's expiry); zero: never.
 	// reauth is set from a re-authentication's SaslHandshake until its
 	// SaslAuthenticate completes.
 	expiry time.Time
@@ -78,12 +86,12 @@ func (c *conn) answerAuthenticated(r *request) (handled, ok bool) {
 	if a.reauth {
 		return true, c.answerSASL(r)
 	}
-	if a.cfg.ReauthAfter == 0 || kmsg.Key(r.key) != kmsg.SASLHandshake && r.readAt.Before(a.expiry) {
+	if a.expiry.IsZero() || kmsg.Key(r.key) != kmsg.SASLHandshake && r.readAt.Before(a.expiry) {
 		return false, true
 	}
 	if kmsg.Key(r.key) != kmsg.SASLHandshake {
 		c.s.refused.expired.Add(1)
-		c.log.Info("kafka: closing connection: SASL session expired without re-authentication (connections.max.reauth.ms)",
+		c.log.Info("kafka: closing connection: SASL session expired without re-authentication (connections.max.reauth.ms or the OAUTHBEARER token's expiry)",
 			"listener", c.listener, "principal", a.principal, "api", kmsg.NameForKey(r.key))
 		return true, false
 	}
@@ -129,7 +137,14 @@ func (c *conn) answerSASL(r *request) bool {
 			resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 			return c.refuseSASL(r, resp, "unsupported mechanism", "mechanism", req.Mechanism, "enabled", a.cfg.Mechanisms)
 		}
-		a.mechanism = req.Mechanism
+		a.mechanism, a.scram, a.oauth = req.Mechanism, nil, nil
+		if req.Mechanism == sasl.MechanismOAuthBearer {
+			v := a.cfg.OAuth
+			if v == nil {
+				v = &sasl.OAuthValidator{Keys: sasl.KeysFunc(func(string, string) (any, error) { return nil, errors.New("no OAUTHBEARER validator on this listener") })}
+			}
+			a.oauth = sasl.NewOAuthServer(v, time.Now)
+		}
 		if m, err := sasl.Scram(req.Mechanism); err == nil {
 			a.scram = sasl.NewScramServer(m, func(user string) (sasl.Credential, bool) {
 				if a.cfg.Scram == nil {
@@ -169,10 +184,14 @@ func (c *conn) authenticate(r *request) bool {
 		done bool
 		err  error
 	)
-	if a.scram != nil {
+	switch {
+	case a.oauth != nil:
+		resp.SASLAuthBytes, done, err = a.oauth.Step(req.SASLAuthBytes)
+		user = a.oauth.Token().Principal
+	case a.scram != nil:
 		resp.SASLAuthBytes, done, err = a.scram.Step(req.SASLAuthBytes)
 		user = a.scram.User()
-	} else {
+	default:
 		user, err = a.cfg.Plain.Check(req.SASLAuthBytes)
 		done = err == nil
 	}
@@ -180,7 +199,10 @@ func (c *conn) authenticate(r *request) bool {
 		resp.SASLAuthBytes = nil
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		msg := "Authentication failed during authentication due to invalid credentials with SASL mechanism " + a.mechanism
-		if a.scram == nil && !errors.Is(err, sasl.ErrBadMessage) {
+		switch {
+		case a.oauth != nil && errors.Is(err, sasl.ErrInvalidToken):
+			msg = `{"status":"invalid_token"}` // Kafka's words: RFC 7628's status
+		case a.scram == nil && a.oauth == nil && !errors.Is(err, sasl.ErrBadMessage):
 			msg = "Authentication failed: Invalid username or password"
 		}
 		resp.ErrorMessage = &msg
@@ -197,9 +219,20 @@ func (c *conn) authenticate(r *request) bool {
 			return c.refuseSASL(r, resp, "re-authentication as another principal", "principal", principal, "original", a.principal)
 		}
 		a.principal, a.reauth = principal, false
+		now := time.Now()
+		a.expiry = time.Time{}
 		if d := a.cfg.ReauthAfter; d > 0 {
-			a.expiry = time.Now().Add(d)
-			resp.SessionLifetimeMillis = d.Milliseconds() // ignored below v1, still enforced
+			a.expiry = now.Add(d)
+		}
+		if a.oauth != nil {
+			if exp := a.oauth.Token().Expiry; a.expiry.IsZero() || exp.Before(a.expiry) {
+				a.expiry = exp
+			}
+		}
+		if !a.expiry.IsZero() {
+			// Ignored below v1, still enforced. A token already expired
+			// within the clock skew gets 0: re-authenticate at once.
+			resp.SessionLifetimeMillis = max(a.expiry.Sub(now).Milliseconds(), 0)
 		}
 		c.authed.Store(true)
 		c.s.countAuth(c.listener, true)

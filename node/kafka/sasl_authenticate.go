@@ -10,12 +10,16 @@ import (
 // SaslAuthenticate (key 36), versions 0-2.
 //
 // On a SASL listener, after SaslHandshake, each request carries one
-// token of the mechanism (sasl.go): PLAIN's single message, or SCRAM's
-// client-first and client-final; the answer carries the server's token.
+// token of the mechanism (sasl.go): PLAIN's single message, SCRAM's
+// client-first and client-final, or OAUTHBEARER's bearer token (RFC
+// 7628: an invalid token is answered {"status":"invalid_token"} with no
+// error, and the client's ^A then SASL_AUTHENTICATION_FAILED, as Kafka's
+// OAuthBearerSaslServer); the answer carries the server's token.
 // A failure is answered SASL_AUTHENTICATION_FAILED with a message that
 // names the mechanism but not whether the user exists, and the
 // connection closes. SessionLifetimeMs (v1+) is SASL.ReauthAfter
-// (connections.max.reauth.ms, KIP-368; 0: none): the session ends then,
+// (connections.max.reauth.ms, KIP-368; 0: none), or an OAUTHBEARER
+// token's remaining life if shorter: the session ends then,
 // whatever the version, and the connection must re-authenticate, with
 // the same mechanism and principal, before its next request (sasl.go).
 //

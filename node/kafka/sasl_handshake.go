@@ -12,7 +12,8 @@ import (
 // On a SASL listener, before authentication, the handshake picks the
 // mechanism (sasl.go); after it, with a session lifetime
 // (SASL.ReauthAfter, KIP-368), it starts a re-authentication with the
-// same mechanism. Anywhere else (a PLAINTEXT or SSL listener, or a SASL
+// same mechanism (an OAUTHBEARER session always has one: its token's
+// expiry). Anywhere else (a PLAINTEXT or SSL listener, or a SASL
 // one without a lifetime after authentication) it is answered
 // ILLEGAL_SASL_STATE, as Kafka's KafkaApis does.
 //

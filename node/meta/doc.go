@@ -17,7 +17,11 @@
 // initial.controllers is the voter set that bootstraps the metadata quorum:
 // a node whose id is in it starts as a Raft voter and bootstraps with that
 // list; any other node is a broker that asks those controllers to add it as a
-// non-voter. Format writes the file to a temporary name, fsyncs it, renames
+// non-voter. Empty (`sluice init --no-initial-controllers`, KIP-853's
+// flag) is a replacement controller's directory: the node never
+// bootstraps, it joins the running quorum (controller.quorum.voters) as
+// an observer until `sluice cluster add-controller` makes it a voter
+// (quorum/voters.go). Format writes the file to a temporary name, fsyncs it, renames
 // it and fsyncs the directory.
 //
 // bootstrap.json (BootstrapFile), written by `sluice init --add-scram`,

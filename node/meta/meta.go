@@ -39,6 +39,14 @@ type Meta struct {
 	InitialControllers []quorum.Voter
 }
 
+// Bootstraps reports whether the directory was formatted with initial
+// controllers: a controller among them bootstraps the quorum on an empty
+// Raft log. A directory formatted without (`sluice init
+// --no-initial-controllers`, a replacement controller) never bootstraps:
+// its node joins the running quorum as an observer until it is added as
+// a voter (`sluice cluster add-controller`).
+func (m Meta) Bootstraps() bool { return len(m.InitialControllers) > 0 }
+
 // IsController reports whether the node is one of the initial controllers.
 func (m Meta) IsController() bool {
 	return slices.ContainsFunc(m.InitialControllers, func(v quorum.Voter) bool { return v.ID == m.NodeID })
@@ -83,9 +91,6 @@ func (m Meta) validate() error {
 	}
 	if m.NodeID < 0 {
 		return fmt.Errorf("%w: node id %d", ErrBadMeta, m.NodeID)
-	}
-	if len(m.InitialControllers) == 0 {
-		return fmt.Errorf("%w: no initial controllers", ErrBadMeta)
 	}
 	return nil
 }
@@ -180,8 +185,10 @@ func ReadMeta(dir string) (Meta, error) {
 	if m.DirectoryID, err = quorum.ParseUUID(props["directory.id"]); err != nil {
 		return Meta{}, fmt.Errorf("%w: %s: directory.id: %v", ErrBadMeta, path, err)
 	}
-	if m.InitialControllers, err = ParseControllers(props["initial.controllers"]); err != nil {
-		return Meta{}, fmt.Errorf("%s: %w", path, err)
+	if v := props["initial.controllers"]; v != "" { // empty: --no-initial-controllers
+		if m.InitialControllers, err = ParseControllers(v); err != nil {
+			return Meta{}, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	if err := m.validate(); err != nil {
 		return Meta{}, fmt.Errorf("%s: %w", path, err)

@@ -41,6 +41,20 @@
 // does. Plain.Check compares the password in constant time, and spends
 // the same comparison on an unknown user.
 //
+// # OAUTHBEARER
+//
+// ParseOAuthBearer reads RFC 7628's client initial response
+// (`n,[a=authzid],^Aauth=Bearer <token>^A[key=value^A...]^A`). An
+// OAuthValidator checks a JWT as Kafka's broker-side validators do: with
+// Keys (a JWKS, ParseJWKS: RSA of 2048 bits or more, EC P-256/384/521,
+// use "sig") the signature through golang-jwt/jwt/v5, alg none refused;
+// without, Kafka's default unsecured tokens (alg none, empty signature)
+// only. Then exp (required; the session's end), iat (required when
+// signed), nbf, with ClockSkew; the audience and issuer when set; the
+// subject claim (the principal) and the scope claim. An OAuthServer runs
+// the exchange: a valid token ends it, an invalid one is answered
+// {"status":"invalid_token"} and fails at the client's next message.
+//
 // # JAAS
 //
 // ParseJAAS reads one login module entry of Kafka's sasl.jaas.config:
@@ -59,5 +73,5 @@
 // Patterns are RE2: Java's back-references are refused when parsed.
 //
 // The parsers (ParseJAAS, ParsePlain, the SCRAM messages, the principal
-// rules) are fuzzed with corpora under testdata/fuzz.
+// rules, ParseOAuthBearer, the token validator, ParseJWKS) are fuzzed with corpora under testdata/fuzz.
 package sasl

@@ -92,6 +92,12 @@
 //     changes, until done or --wait (10m; exit 2), then unregisters the
 //     broker (UnregisterBroker): stop it afterwards. `cluster unregister
 //     --id N` is kafka-cluster.sh unregister alone.
+//   - `cluster remove-controller --controller-id N` and `cluster
+//     add-controller --controller-id N [--controller-endpoint H:P]
+//     [--controller-directory-id D]` are kafka-metadata-quorum.sh's
+//     (KIP-853): RemoveRaftVoter and AddRaftVoter (controllers.go), the
+//     steps around a replacement controller formatted with `sluice init
+//     --no-initial-controllers` (docs/deploy.md).
 //
 // Conventions, after kafka-topics.sh, kafka-configs.sh and rpk:
 //   - --bootstrap-server HOST:PORT,... (default: $SLUICE_CLI_BOOTSTRAP_SERVERS,

@@ -16,7 +16,7 @@ func NewCommand() *cobra.Command {
 	var (
 		dir, clusterID, controllers, controllerAddr string
 		nodeID                                      int32
-		standalone, ignoreFormatted                 bool
+		standalone, ignoreFormatted, noInitial      bool
 		addScram                                    []string
 	)
 	cmd := &cobra.Command{
@@ -27,6 +27,12 @@ directory id and the initial controllers (the Raft voters that bootstrap the
 metadata quorum). Every node of a cluster is formatted with the same cluster id
 and the same --initial-controllers. It refuses a directory that is already
 formatted, unless --ignore-formatted, which leaves such a directory as it is.
+
+--no-initial-controllers (Kafka's flag, KIP-853) formats a controller that
+replaces one lost with its disk: it never bootstraps a quorum, joins the
+running one (controller.quorum.voters) as an observer and becomes a voter
+when added: sluice cluster remove-controller --controller-id N (the lost one,
+first), start the replacement, sluice cluster add-controller --controller-id N.
 
 --add-scram MECHANISM=[name=USER,password=PASSWORD] (repeatable; also
 iterations=N, or salt= and saltedpassword= in base64, as kafka-storage.sh
@@ -44,13 +50,16 @@ same ones.`,
 			if dir == "" || clusterID == "" || !cmd.Flags().Changed("node-id") {
 				return errors.New("init: --dir, --cluster-id and --node-id are required (make a cluster id with `sluice init random-uuid`)")
 			}
-			if standalone == (controllers != "") {
-				return errors.New("init: give exactly one of --initial-controllers and --standalone")
+			if n := btoi(standalone) + btoi(controllers != "") + btoi(noInitial); n != 1 {
+				return errors.New("init: give exactly one of --initial-controllers, --standalone and --no-initial-controllers")
 			}
 			m := meta.Meta{ClusterID: clusterID, NodeID: nodeID}
-			if standalone {
+			switch {
+			case noInitial:
+				// A replacement controller: joins, never bootstraps.
+			case standalone:
 				m.InitialControllers = []quorum.Voter{{ID: nodeID, Addr: controllerAddr}}
-			} else {
+			default:
 				vs, err := meta.ParseControllers(controllers)
 				if err != nil {
 					return err
@@ -75,7 +84,10 @@ same ones.`,
 				}
 			}
 			role := "broker (joins as a non-voter)"
-			if m.IsController() {
+			switch {
+			case noInitial:
+				role = "no initial controllers (joins the running quorum as an observer: then `sluice cluster add-controller`)"
+			case m.IsController():
 				role = "controller (Raft voter)"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "formatted %s: cluster %s, node %d, %s, directory %s\n",
@@ -89,6 +101,7 @@ same ones.`,
 	f.Int32Var(&nodeID, "node-id", -1, "this node's id")
 	f.StringVar(&controllers, "initial-controllers", "", "initial controllers: id@host:port,...")
 	f.BoolVar(&standalone, "standalone", false, "this node is the only initial controller")
+	f.BoolVarP(&noInitial, "no-initial-controllers", "N", false, "format without initial controllers (a replacement controller): the node joins the running quorum (controller.quorum.voters) as an observer and never bootstraps one")
 	f.StringVar(&controllerAddr, "controller-addr", "localhost:9093", "with --standalone: this node's controller address")
 	f.BoolVarP(&ignoreFormatted, "ignore-formatted", "g", false, "succeed without change if the directory is already formatted")
 	f.StringArrayVarP(&addScram, "add-scram", "S", nil, "bootstrap a SCRAM credential: 'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable)")
@@ -126,4 +139,11 @@ func bootstrapScram(vals []string) ([]quorum.ScramCredentialRecord, error) {
 		}
 	}
 	return out, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

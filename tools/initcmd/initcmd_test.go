@@ -148,3 +148,22 @@ func TestAddScram(t *testing.T) {
 		t.Fatalf("a refused init left %s: %v", other, err)
 	}
 }
+
+// TestFormatNoInitialControllers: a replacement controller's directory
+// has no initial controllers, so its node never bootstraps a quorum; the
+// flag excludes the other two.
+func TestFormatNoInitialControllers(t *testing.T) {
+	id := quorum.NewUUID().String()
+	d := t.TempDir()
+	out, err := run(t, "--dir", d, "-t", id, "--node-id", "3", "--no-initial-controllers")
+	if err != nil || !strings.Contains(out, "add-controller") {
+		t.Fatalf("%q %v", out, err)
+	}
+	m, err := meta.ReadMeta(d)
+	if err != nil || m.Bootstraps() || m.IsController() || m.NodeID != 3 || m.ClusterID != id {
+		t.Fatalf("%+v %v: want node 3 of %s, no initial controllers", m, err, id)
+	}
+	if _, err := run(t, "--dir", t.TempDir(), "-t", id, "--node-id", "3", "--no-initial-controllers", "--standalone"); err == nil {
+		t.Fatal("--no-initial-controllers with --standalone accepted")
+	}
+}

@@ -34,7 +34,8 @@ func main() {
 		SilenceErrors: true,
 	}
 	clusterCmd := cluster.NewCommand()
-	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand(), admin.NewDecommissionCommand(), admin.NewUnregisterCommand())
+	clusterCmd.AddCommand(admin.NewHealthCommand(), admin.NewInfoCommand(), admin.NewDecommissionCommand(), admin.NewUnregisterCommand(),
+		admin.NewAddControllerCommand(), admin.NewRemoveControllerCommand())
 	root.AddCommand(initcmd.NewCommand(), nodecmd.NewCommand(), clusterCmd, admin.NewTopicsCommand(), admin.NewConfigsCommand(), admin.NewACLsCommand(), admin.NewQuorumCommand(), admin.NewFeaturesCommand(), admin.NewLeadersCommand(), admin.NewGroupsCommand(), admin.NewTransactionsCommand(), admin.NewProduceCommand(), admin.NewConsumeCommand(), admin.NewPerfCommand(), demo.NewCommand(), tune.NewCommand(), bench.NewCommand(), soak.NewCommand(), healthcheck.NewCommand())
 	if err := root.Execute(); err != nil {
 		if errors.Is(err, cli.ErrProblem) {

@@ -649,7 +649,7 @@ func run(ctx context.Context, w io.Writer, o Options) (*FullReport, error) {
 	clctx, stopCleans := context.WithCancel(ctx)
 	defer stopCleans()
 	if len(ctps) > 0 {
-		cleans = newCleanCounter(l)
+		cleans = newCleanCounter(f.layout)
 		clwg.Go(func() { cleans.run(clctx, 2*time.Second) })
 	}
 	for _, p := range prods {

@@ -168,18 +168,18 @@ func compactFinalRead(ctx context.Context, seeds []string, hw map[TP]int64, idle
 // _failures_total over the run: a restarted node's counters start again
 // from 0, so it adds what each grew between samples (a node killed loses
 // what it counted since the last sample: the totals are lower bounds).
+//
+// The nodes are read again at every sample (layout): a host lost in a
+// docker run is replaced by a node at another address, which the sums
+// must follow.
 type cleanCounter struct {
-	nodes []string // HTTP addresses
-	last  map[string][2]int64
-	total [2]int64 // cleans, failures
+	layout func() cluster.Layout
+	last   map[string][2]int64 // by HTTP address
+	total  [2]int64            // cleans, failures
 }
 
-func newCleanCounter(l cluster.Layout) *cleanCounter {
-	c := &cleanCounter{last: map[string][2]int64{}}
-	for _, n := range l.Nodes {
-		c.nodes = append(c.nodes, n.HTTP)
-	}
-	return c
+func newCleanCounter(layout func() cluster.Layout) *cleanCounter {
+	return &cleanCounter{layout: layout, last: map[string][2]int64{}}
 }
 
 // run samples every period until ctx ends, then once more.
@@ -198,7 +198,8 @@ func (c *cleanCounter) run(ctx context.Context, period time.Duration) {
 }
 
 func (c *cleanCounter) sample(ctx context.Context) {
-	for _, addr := range c.nodes {
+	for _, n := range c.layout().Nodes {
+		addr := n.HTTP
 		v, ok := scrapeCleans(ctx, addr)
 		if !ok {
 			continue // down: its next sample starts from its new counters

@@ -447,14 +447,23 @@
 //	packet-loss      5% of the packets between the leader and its followers
 //	                 dropped each way (iptables statistic) for 5–30 s [2];
 //	                 effect: the packets dropped
-//	host-loss        a broker-only host lost with its disk: container and
-//	                 volume removed; after 1–10 s a new host: a new broker
+//	host-loss        a host lost with its disk, its container and volume
+//	                 removed [2]; they alternate, a controller first:
+//	                 a controller (Raft voter) is removed from the quorum
+//	                 (RemoveRaftVoter), after 1–10 s a new host takes its
+//	                 address, hostname and id with an empty volume formatted
+//	                 without initial controllers
+//	                 (SLUICE_SLUICE_FORMAT_NO_INITIAL_CONTROLLERS), joins as
+//	                 an observer and is added back (AddRaftVoter, once caught
+//	                 up: quorum/voters.go); effect: a voter again and in the
+//	                 ISR of every partition it holds. A broker-only host is
+//	                 replaced after 1–10 s by a new host: a new broker
 //	                 id (100, 101, ...), hostname sluice-<id>, address
 //	                 .<id> on the network and an empty volume, the lost
 //	                 one's host port; every partition with a replica on the lost
 //	                 broker reassigned to the new one
 //	                 (AlterPartitionReassignments, as `sluice topics reassign
-//	                 --execute`) [1]; effect: the reassignment done and the
+//	                 --execute`); effect: the reassignment done and the
 //	                 new broker in each moved partition's ISR
 //
 // Delay (tc netem) is not among them: the kernels this was built on have

@@ -40,6 +40,9 @@ type dockerHosts struct {
 	// compose; stop removes them.
 	extraContainers, extraVolumes []string
 	nextID                        int32 // the next broker id a replacement host gets
+	// hostLosses counts host-loss faults (they alternate: a controller,
+	// then a broker-only host); replaced counts controllers replaced.
+	hostLosses, replaced int
 }
 
 // dockerNode is one container of the project.

@@ -101,8 +101,8 @@ func TestDockerOptions(t *testing.T) {
 	o := base
 	o.Duration = 10 * time.Minute
 	q := o.quota()
-	if q[FaultKillLeader] != 10 || q[FaultDisconnect] != 10 || q[FaultHostLoss] != 1 || q[FaultPowerLoss] != 0 {
-		t.Errorf("docker quota for 10m: %v: want 10 kill-leader, 10 net-disconnect, 1 host-loss, no power-loss", q)
+	if q[FaultKillLeader] != 10 || q[FaultDisconnect] != 10 || q[FaultHostLoss] != 2 || q[FaultPowerLoss] != 0 {
+		t.Errorf("docker quota for 10m: %v: want 10 kill-leader, 10 net-disconnect, 2 host-loss, no power-loss", q)
 	}
 	o.Docker = false
 	o.Faults = AllFaults

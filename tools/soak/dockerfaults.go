@@ -327,13 +327,22 @@ func (d *dockerHosts) cut(ctx context.Context, n *dockerNode, peers []string, sh
 func (f *faulter) hostLoss(ctx context.Context, fl *Fault, st step, hold time.Duration) (string, error) {
 	d := f.hosts
 	d.mu.Lock()
-	var cands []*dockerNode
+	var cands, voters []*dockerNode
 	for _, n := range d.nodes {
 		if !n.voter {
 			cands = append(cands, n)
+		} else {
+			voters = append(voters, n)
 		}
 	}
+	turn := d.hostLosses
+	d.hostLosses++
 	d.mu.Unlock()
+	// Every other host loss (the first included) is a controller's: with
+	// three voters or more, a majority stays while one is replaced.
+	if turn%2 == 0 && len(voters) >= 3 {
+		return "", f.replaceVoter(ctx, fl, voters[st.Partition%len(voters)], hold)
+	}
 	if len(cands) == 0 {
 		return "no broker-only node to lose (add deploy/compose.brokers.yaml: a lost voter is a quorum change)", nil
 	}
@@ -374,34 +383,10 @@ func (f *faulter) hostLoss(ctx context.Context, fl *Fault, st step, hold time.Du
 		}
 		n.env = append(n.env, kv)
 	}
-	label := "sluice.soak.project=" + d.project
-	if _, err := command(rctx, "docker", "volume", "create", "--label", label, n.volume); err != nil {
+	if err := d.run(rctx, n, fmt.Sprintf("%s-host-%d", d.project, newID)); err != nil {
 		return "", err
 	}
 	d.mu.Lock()
-	d.extraVolumes = append(d.extraVolumes, n.volume)
-	d.mu.Unlock()
-	args := []string{"run", "-d", "--name", fmt.Sprintf("%s-host-%d", d.project, newID), "--label", label,
-		"--hostname", n.service, "--network", d.network, "--ip", n.ip, "--network-alias", n.service,
-		"-v", n.volume + ":/var/lib/sluice"}
-	for _, p := range n.ports {
-		args = append(args, "-p", p)
-	}
-	for _, kv := range n.env {
-		if strings.HasPrefix(kv, "SLUICE_") {
-			args = append(args, "-e", kv)
-		}
-	}
-	out, err := command(rctx, "docker", append(args, d.image)...)
-	if err != nil {
-		return "", err
-	}
-	n.container = strings.TrimSpace(out)
-	if is, err := dockerInspect(rctx, n.container); err == nil {
-		n.pid = is.State.Pid
-	}
-	d.mu.Lock()
-	d.extraContainers = append(d.extraContainers, n.container)
 	for i, o := range d.nodes {
 		if o == old {
 			d.nodes[i] = n

@@ -345,7 +345,7 @@ func (f *faulter) killTxnCoordinator(ctx context.Context, fl *Fault, st step, ho
 // each broker, so that no client's cached answer hides a move.
 func (f *faulter) findCoordinator(ctx context.Context, typ int8, key string, skip int32) (int32, error) {
 	var last error = fmt.Errorf("no node to ask")
-	for _, n := range f.l.Nodes {
+	for _, n := range f.layout().Nodes {
 		if n.ID == skip {
 			continue
 		}

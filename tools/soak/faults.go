@@ -123,6 +123,15 @@ func (f *faulter) print(fl Fault) {
 	}
 }
 
+// layout is the cluster's nodes now: the docker backend's current
+// containers (a host loss replaces one), else the process cluster's.
+func (f *faulter) layout() cluster.Layout {
+	if f.hosts != nil {
+		return f.hosts.layout()
+	}
+	return f.l
+}
+
 // restartDead restarts every node that exited by itself (no fault of ours
 // is in progress between steps) and records it as a NodeExited event, so
 // that the windows it caused are put down to it and the report shows it.
@@ -422,7 +431,7 @@ func (f *faulter) pause(ctx context.Context, fl *Fault, id int32, hold time.Dura
 func (f *faulter) electUnclean(ctx context.Context) string {
 	ectx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := waitReady(ectx, f.l); err != nil {
+	if err := waitReady(ectx, f.layout()); err != nil {
 		return "no unclean election: " + err.Error()
 	}
 	set := kadm.TopicsSet{}

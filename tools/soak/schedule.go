@@ -15,7 +15,7 @@ import (
 var quotaPer10m = map[string]int{FaultKillLeader: 21, FaultKillController: 6, FaultPause: 3, FaultPowerLoss: 3, FaultPartition: 3, FaultKillCoordinator: 3, FaultKillTxnCoordinator: 3,
 	// The docker backend's (dockerfaults.go): ten leader kills and ten
 	// disconnects give the time to writable after each its percentiles.
-	FaultStopLeader: 3, FaultDisconnect: 10, FaultLoss: 2, FaultHostLoss: 1}
+	FaultStopLeader: 3, FaultDisconnect: 10, FaultLoss: 2, FaultHostLoss: 2}
 
 // dockerQuotaPer10m overrides quotaPer10m for the docker backend, whose
 // faults cost more (a container restart, a session timeout).
