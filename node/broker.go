@@ -440,6 +440,17 @@ func (b *broker) ElectLeaders(ctx context.Context, unclean bool, parts []kafka.P
 	return out, nil
 }
 
+// validate plans cmd against the local image in place, under the FSM's
+// read lock (Plan does not change the image), for validateOnly requests:
+// the per-command errors without writing anything or copying the image.
+func (n *Node) validate(cmd quorum.Command) error {
+	var err error
+	n.ctrl.View(func(im *quorum.Image) {
+		_, _, err = quorum.Plan(im, quorumPolicy(n.cfg), cmd)
+	})
+	return err
+}
+
 // decideTopics proposes a topic command (create or delete topics, add
 // partitions) to the quorum and brings the local logs in line before
 // returning; with validateOnly it only plans the command against the local
@@ -449,7 +460,9 @@ func (n *Node) decideTopics(ctx context.Context, cmd quorum.Command, validateOnl
 	var reply any
 	var err error
 	if validateOnly {
-		_, reply, err = quorum.Plan(n.ctrl.Image(), quorumPolicy(n.cfg), cmd)
+		n.ctrl.View(func(im *quorum.Image) {
+			_, reply, err = quorum.Plan(im, quorumPolicy(n.cfg), cmd)
+		})
 	} else {
 		reply, err = n.publish(ctx, cmd)
 	}

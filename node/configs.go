@@ -239,10 +239,19 @@ func (n *Node) replicaConfig(overrides map[string]string) (partition.Config, err
 
 var _ kafka.Configs = (*broker)(nil)
 
-// DescribeConfigs implements kafka.Configs for topics and this broker.
+// DescribeConfigs implements kafka.Configs for topics and this broker,
+// reading the image in place under the FSM's read lock: the cost is the
+// resources asked for, not a copy of the image.
 func (b *broker) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource) ([]kafka.ConfigResult, error) {
+	var out []kafka.ConfigResult
+	b.ctrl.View(func(im *quorum.Image) { out = b.describeConfigs(im, rs) })
+	return out, nil
+}
+
+// describeConfigs answers DescribeConfigs from im (under View: the
+// entries keep nothing of im).
+func (b *broker) describeConfigs(im *quorum.Image, rs []kafka.ConfigResource) []kafka.ConfigResult {
 	out := make([]kafka.ConfigResult, len(rs))
-	im := b.ctrl.Image()
 	for i, r := range rs {
 		want := func(k string) bool {
 			if r.Keys == nil {
@@ -317,7 +326,7 @@ func (b *broker) DescribeConfigs(ctx context.Context, rs []kafka.ConfigResource)
 			out[i].Err, out[i].ErrMessage = kerr.InvalidRequest, fmt.Sprintf("resource type %d is not served", r.Type)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // AlterConfigs implements kafka.Configs: topic overrides and dynamic
@@ -336,7 +345,7 @@ func (b *broker) AlterConfigs(ctx context.Context, rs []kafka.ConfigAlteration, 
 			cmd := &quorum.AlterBrokerConfigs{Broker: r.Name, Set: r.Set, Delete: r.Delete}
 			var err error
 			if validateOnly {
-				_, _, err = quorum.Plan(b.ctrl.Image(), quorum.Policy{}, cmd)
+				err = b.node().validate(cmd)
 			} else {
 				var index uint64
 				_, index, err = b.ctrl.Publish(ctx, cmd)
@@ -363,11 +372,16 @@ func (b *broker) AlterConfigs(ctx context.Context, rs []kafka.ConfigAlteration, 
 		if out[i].Err != nil {
 			continue
 		}
-		if t := b.ctrl.Image().Topics[r.Name]; t != nil {
-			merged := maps.Clone(t.Configs)
-			if merged == nil {
-				merged = map[string]string{}
+		var merged map[string]string // nil: no such topic
+		b.ctrl.View(func(im *quorum.Image) {
+			if t := im.Topics[r.Name]; t != nil {
+				merged = maps.Clone(t.Configs)
+				if merged == nil {
+					merged = map[string]string{}
+				}
 			}
+		})
+		if merged != nil {
 			maps.Copy(merged, r.Set)
 			for _, k := range r.Delete {
 				delete(merged, k)
@@ -380,7 +394,7 @@ func (b *broker) AlterConfigs(ctx context.Context, rs []kafka.ConfigAlteration, 
 		cmd := &quorum.AlterConfigs{Topic: r.Name, Set: r.Set, Delete: r.Delete}
 		var err error
 		if validateOnly {
-			_, _, err = quorum.Plan(b.ctrl.Image(), quorum.Policy{UncleanLeaderElectionEnable: b.cfg.UncleanLeaderElectionEnable}, cmd)
+			err = b.node().validate(cmd)
 		} else {
 			var index uint64
 			_, index, err = b.ctrl.Publish(ctx, cmd)

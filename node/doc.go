@@ -75,9 +75,14 @@
 //
 // # Partitions and replication
 //
-// Every applied metadata change (quorum OnApply) wakes the reconciler
-// (reconcile in node.go), which compares the image with the replicas open
-// and opens, updates or deletes them: for every partition this node hosts
+// Every applied metadata change (quorum OnApply) notes the topics its
+// records touched and wakes the reconciler (reconcile.go), which compares
+// those topics, copied out of the image under the FSM's read lock, with
+// the replicas open (the whole image only at the first pass, after a
+// restored snapshot and after broker or broker-config records: its cost
+// per change does not grow with the image,
+// TestReconcileCostDoesNotGrowWithImage) and opens, updates or deletes
+// them: for every partition this node hosts
 // it opens the log (segment options from the topic's configs) and hands
 // it to the replica manager (node/replica: Manager.Add), then steps the
 // replica with the partition's leader, epochs, ISR and replicas, the
@@ -270,6 +275,8 @@
 // replica.Replica.mu → (node/replica's own order); Replica.mu →
 // cleaner.Pool.mu (a high-watermark move tells the pool); Node.sig,
 // Node.pids and Node.offline are leaves, taken under Replica.mu through
-// the replica.Host. A mutex's fields are grouped with it (n.mu.openErrs,
+// the replica.Host; Node.dirty is a leaf (OnApply on raft's FSM goroutine,
+// and the reconciler). The reconciler reads the image under the FSM's
+// read lock (quorum View) holding Node.reconcileMu and nothing else. A mutex's fields are grouped with it (n.mu.openErrs,
 // r.mu.part).
 package node

@@ -186,7 +186,7 @@ func (n *Node) syncGroupTopics(im *quorum.Image) {
 		if strings.HasPrefix(name, "__") {
 			continue
 		}
-		ti := group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions)), Racks: partitionRacks(im, t)}
+		ti := groupTopicInfo(im, t)
 		if old, ok := n.groupTopics[name]; same && (!ok || !old.Equal(ti)) {
 			same = false
 		}
@@ -197,6 +197,11 @@ func (n *Node) syncGroupTopics(im *quorum.Image) {
 	}
 	n.groupTopics = topics
 	n.coord.SetTopics(topics)
+}
+
+// groupTopicInfo is what the coordinator knows of topic t.
+func groupTopicInfo(im *quorum.Image, t *quorum.Topic) group.TopicInfo {
+	return group.TopicInfo{ID: t.ID, Partitions: int32(len(t.Partitions)), Racks: partitionRacks(im, t)}
 }
 
 // partitionRacks are the racks of each partition's replicas (their

@@ -101,6 +101,19 @@ type Node struct {
 	// reconcileMu serialises reconciliations (lock order: first).
 	reconcileMu sync.Mutex
 	wake        chan struct{}
+	// rc is the reconciler's state (under reconcileMu, reconcile.go):
+	// primed after its first full pass, and the eligible brokers that
+	// pass gave every replica.
+	rc struct {
+		primed  bool
+		brokers map[int32]int64
+	}
+	// dirty is what applied changes touched since the reconciler last
+	// looked (reconcile.go); a leaf.
+	dirty struct {
+		sync.Mutex
+		set dirtySet
+	}
 
 	// rm runs the replicas of the partitions hosted here (node/replica).
 	rm *replica.Manager
@@ -344,7 +357,7 @@ func (n *Node) startQuorum(m meta.Meta, ctrlL net.Listener, clean bool, timeout 
 		Policy:           quorumPolicy(cfg),
 		HeartbeatTimeout: cfg.Failover.RaftHeartbeatTimeout, ElectionTimeout: cfg.Failover.RaftElectionTimeout,
 		LeaderLeaseTimeout: cfg.Failover.RaftLeaderLease(),
-		OnApply:            func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.poke() },
+		OnApply:            func(c quorum.Change) { n.metrics.apply(c, cfg.NodeID); n.noteChange(c); n.poke() },
 		AwaitApplied:       n.awaitReconciled,
 	}
 	if ct := cfg.TLS[config.ListenerController]; ct != nil {
@@ -840,99 +853,6 @@ func (n *Node) maintain() {
 			}
 		}
 	}
-}
-
-// reconcile makes the open logs match the metadata image: open a log for
-// every partition this node hosts, update roles and epochs, delete the logs
-// of removed topics.
-func (n *Node) reconcile() {
-	n.reconcileMu.Lock()
-	defer n.reconcileMu.Unlock()
-	im, index := n.ctrl.ImageAt()
-	if n.logDirOffline() != nil {
-		// Its replicas are offline until the node restarts: nothing to
-		// open, but the metadata counts as applied here, so admin writes
-		// (publish.go) do not wait for this node until their deadline.
-		n.sig.Lock()
-		n.sig.reconciled = max(n.sig.reconciled, index)
-		n.sig.Unlock()
-		n.signal()
-		return
-	}
-	self := n.cfg.NodeID
-	n.applyThrottles(im)
-	want := map[replica.TP]bool{}
-	// The eligible brokers and their epochs (KIP-841/903), one map for
-	// every replica: it is never changed after this.
-	brokers := map[int32]int64{}
-	for id, b := range im.Brokers {
-		if b.Alive() {
-			brokers[id] = b.Epoch
-		}
-	}
-	for _, name := range im.SortedTopics() {
-		t := im.Topics[name]
-		for i := range t.Partitions {
-			p := &t.Partitions[i]
-			if !contains(p.Replicas, self) {
-				continue
-			}
-			key := replica.TP{Topic: name, Partition: int32(i)}
-			want[key] = true
-			n.mu.RLock()
-			closed := n.mu.closed
-			n.mu.RUnlock()
-			if closed {
-				return
-			}
-			r := n.rm.Replica(key)
-			ok := r != nil
-			if ok && r.TopicID() != t.ID {
-				n.dropReplica(key) // a new topic of the same name
-				ok = false
-			}
-			pc, err := n.replicaConfig(t.Configs)
-			if err != nil {
-				n.log.Error("node: replica config", "partition", key.String(), "err", err)
-				continue
-			}
-			if !ok {
-				r, err = n.openReplica(t, int32(i), pc)
-				n.mu.Lock()
-				if err != nil {
-					n.mu.openErrs[key] = err
-				} else {
-					delete(n.mu.openErrs, key)
-				}
-				n.mu.Unlock()
-				if err != nil {
-					n.checkDiskError(err)
-					n.log.Error("node: open log", "partition", key.String(), "err", err)
-					continue
-				}
-			}
-			n.applyCleanup(r, t)
-			r.SetThrottle(n.throttleOf(t, int32(i)))
-			r.Become(p, pc, brokers)
-		}
-	}
-	n.mu.Lock()
-	for key := range n.mu.openErrs {
-		if !want[key] {
-			delete(n.mu.openErrs, key)
-		}
-	}
-	n.mu.Unlock()
-	for _, key := range n.rm.Keys() {
-		if !want[key] {
-			n.dropReplica(key)
-		}
-	}
-	n.syncGroups(im)
-	n.sig.Lock()
-	n.sig.reconciled = max(n.sig.reconciled, index)
-	n.sig.Unlock()
-	n.signal()
 }
 
 func (n *Node) openReplica(t *quorum.Topic, partition int32, pc partition.Config) (*replica.Replica, error) {

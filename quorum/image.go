@@ -292,6 +292,17 @@ func (im *Image) Clone() *Image {
 	return c
 }
 
+// Clone returns a deep copy of the topic that shares nothing with t, for
+// a reader that copies a few topics out of View instead of cloning the
+// whole image (the node's reconciler after a change to some topics).
+func (t *Topic) Clone() *Topic {
+	nt := &Topic{Name: t.Name, ID: t.ID, Configs: maps.Clone(t.Configs), Partitions: make([]Partition, len(t.Partitions))}
+	for i := range t.Partitions {
+		nt.Partitions[i] = t.Partitions[i].clone()
+	}
+	return nt
+}
+
 // cloneInto is clone with the replicas and ISR carved out of *arena
 // (capacity-limited: an append copies), one allocation for many
 // partitions instead of two each.
