@@ -98,15 +98,19 @@ func (c *Controller) changeMembership(ctx context.Context, req *forwardRequest) 
 			return ErrClosed
 		}
 		var err error
+		forwarded := false
 		if c.IsLeader() {
 			err = c.changeMembershipLocal(ctx, req)
 		} else if _, laddr := c.Leader(); laddr != "" && laddr != c.Addr() {
 			r := *req
-			err = c.forward(ctx, laddr, &r, nil)
+			err, forwarded = c.forward(ctx, laddr, &r, nil), true
 		} else {
 			err = kerrf(kerr.NotController, "no leader known")
 		}
-		if err == nil || !errors.Is(err, kerr.NotController) && !retriableRemote(err) {
+		// Only NOT_CONTROLLER, or a forward that surely did not arrive,
+		// is worth another try: the leader's own answer (DUPLICATE_VOTER,
+		// VOTER_NOT_FOUND, ...) is final.
+		if err == nil || !errors.Is(err, kerr.NotController) && !(forwarded && retriableRemote(err)) {
 			return err
 		}
 		if perr := c.pause(ctx); perr != nil {
