@@ -125,6 +125,10 @@ func (c *Controller) serveForward(conn net.Conn) {
 	}
 	defer c.trackConn(conn, false)
 	defer conn.Close()
+	peer := int32(-1)
+	if pc, ok := conn.(*peekedConn); ok {
+		peer = pc.node
+	}
 	_ = conn.SetDeadline(time.Now().Add(c.cfg.ApplyTimeout + firstByteTimeout))
 	for first := true; ; first = false {
 		if !first {
@@ -135,14 +139,15 @@ func (c *Controller) serveForward(conn net.Conn) {
 			return
 		}
 		_ = conn.SetDeadline(time.Now().Add(c.cfg.ApplyTimeout + firstByteTimeout))
-		if err := writeFrame(conn, c.answerForward(&req)); err != nil || c.ctx.Err() != nil {
+		if err := writeFrame(conn, c.answerForward(&req, peer)); err != nil || c.ctx.Err() != nil {
 			return
 		}
 	}
 }
 
-// answerForward carries out one forwarded request.
-func (c *Controller) answerForward(req *forwardRequest) *forwardResponse {
+// answerForward carries out one forwarded request from node peer (-1
+// when its identity is not proven: see peerMayPropose).
+func (c *Controller) answerForward(req *forwardRequest, peer int32) *forwardResponse {
 	timeout := time.Duration(req.TimeoutMS) * time.Millisecond
 	if timeout <= 0 || timeout > c.cfg.ApplyTimeout {
 		timeout = c.cfg.ApplyTimeout
@@ -163,8 +168,15 @@ func (c *Controller) answerForward(req *forwardRequest) *forwardResponse {
 			err = kerrf(kerr.InvalidRequest, "%s: %v", req.Type, err)
 			break
 		}
+		if err = c.peerMayPropose(peer, cmd); err != nil {
+			break
+		}
 		reply, resp.Index, err = c.proposeLocal(ctx, cmd, req.Nudge)
 	case opAddNonvoter, opAddVoter, opRemoveVoter:
+		if req.Op == opAddNonvoter && peer >= 0 && req.ID != peer {
+			err = c.refusePeer(peer, fmt.Sprintf("add node %d as a non-voter", req.ID))
+			break
+		}
 		err = c.changeMembershipLocal(ctx, req)
 	case opStatus:
 		reply = c.report()

@@ -136,7 +136,10 @@ func (m *muxListener) route(conn net.Conn) {
 			return
 		}
 	}
-	pc := &peekedConn{Conn: conn, r: br}
+	pc := &peekedConn{Conn: conn, r: br, node: -1}
+	if peer != nil && m.authorizePeerNode != nil {
+		pc.node = h.NodeID // its certificate names this node
+	}
 	if first[0] == forwardMagic {
 		_, _ = br.ReadByte()
 		m.handle(pc)
@@ -232,6 +235,9 @@ func (m *muxListener) dial(ctx context.Context, addr string) (net.Conn, error) {
 type peekedConn struct {
 	net.Conn
 	r *bufio.Reader
+	// node is the peer's node id when its certificate proved it
+	// (Config.AuthorizePeerNode), else -1.
+	node int32
 }
 
 func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }

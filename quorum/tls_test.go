@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // testCA signs certificates for the controller-port tests (quorum cannot
@@ -194,10 +196,35 @@ func TestControllerPortNodeIdentity(t *testing.T) {
 		c.AuthorizePeerNode = byID
 	})
 	leader := leaderOf(t, nodes)
-	registerBrokers(t, followerOf(nodes, leader), 1, 2, 3) // forwarded
+	for _, n := range nodes { // each node registers itself, forwarded but on the leader
+		registerBrokers(t, n, n.id)
+	}
 	waitSameImage(t, nodes, leader)
 	if refused.Load() != 0 {
 		t.Fatalf("%d members refused", refused.Load())
+	}
+	// A proven node speaks only for itself: the follower may not fence,
+	// register or change the ISRs of another broker.
+	f := followerOf(nodes, leader)
+	other := int32(1 + f.id%3)
+	before := leader.c.mux.refused.Load()
+	for _, cmd := range []Command{
+		&FenceBroker{ID: other, Epoch: leader.c.Image().Brokers[other].Epoch},
+		&RegisterBroker{ID: other},
+		&ControlledShutdown{ID: other, Epoch: leader.c.Image().Brokers[other].Epoch},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _, err := f.c.forwardCommand(ctx, leader.addr, cmd, false)
+		cancel()
+		if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+			t.Fatalf("node %d forwarded %s for broker %d: %v, want CLUSTER_AUTHORIZATION_FAILED", f.id, cmd.CommandType(), other, err)
+		}
+	}
+	if got := leader.c.mux.refused.Load() - before; got != 3 {
+		t.Fatalf("%d refusals counted, want 3", got)
+	}
+	if b := leader.c.Image().Brokers[other]; b.Fenced || b.ShuttingDown {
+		t.Fatalf("broker %d changed by node %d's forwarded commands: %+v", other, f.id, b)
 	}
 	impostor := &testNode{id: 9, dir: t.TempDir()}
 	impostor.start(t, listen(t), nil, func(c *Config) { ca.mtls(c, ca.issue(t, "node-2")) })

@@ -83,7 +83,7 @@ var (
 	raftCommitAvg    = desc("kafka_server_raftmetrics_commit_latency_avg", "Kafka raft-metrics commit-latency-avg: mean milliseconds from proposal to commit over the last 30-60 s, on the leader.")
 	raftCommitsTotal = desc("sluice_raft_commits_total", "Metadata commands committed by this node as Raft leader.")
 	raftCommitSecs   = desc("sluice_raft_commit_seconds_total", "Total seconds from proposal to commit of sluice_raft_commits_total.")
-	raftRefused      = desc("sluice_raft_refused_connections_total", "Connections the controller port closed: a malformed hello, another cluster id, or (CONTROLLER over SSL) a failed TLS handshake or a peer certificate not admitted (see the node's log for which peer).")
+	raftRefused      = desc("sluice_raft_refused_connections_total", "Connections the controller port closed: a malformed hello, another cluster id, or (CONTROLLER over SSL) a failed TLS handshake or a peer certificate not admitted; also counts forwarded requests refused because a node may speak only for itself (see the node's log for which peer).")
 )
 
 // sourceCollector turns a Source into metrics at each scrape.

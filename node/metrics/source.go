@@ -177,6 +177,7 @@ type RaftStat struct {
 	CommitTime time.Duration
 	// RefusedConns counts connections the controller port refused for
 	// a bad hello, a foreign cluster id, a failed TLS handshake or a
-	// peer certificate not admitted.
+	// peer certificate not admitted, and forwarded requests a node may
+	// not make (quorum/peer_commands.go).
 	RefusedConns int64
 }
