@@ -63,14 +63,38 @@ const (
 	SilentRoundsToFence = 4
 )
 
-// probe is what the probes found of a broker's registration epoch.
+// probe is what the probes found of a broker's registration epoch: the
+// current run of refusals or of silent rounds (one ends the other).
 type probe struct {
-	epoch    int64
-	refusals int       // in a row, for epoch
-	since    time.Time // the first refusal of the streak
-	// silent rounds in a row (see Silent), the first at silentSince.
-	silent      int
-	silentSince time.Time
+	epoch           int64
+	refused, silent streak
+}
+
+// streak is a run of like probe results in a row, the first at since.
+type streak struct {
+	n     int
+	since time.Time
+}
+
+// probeOf returns what the probes found of broker id at epoch (nothing
+// yet for a new epoch).
+func (l *Liveness) probeOf(id int32, epoch int64) probe {
+	if l.probes == nil {
+		l.probes = map[int32]probe{}
+	}
+	if p := l.probes[id]; p.epoch == epoch {
+		return p
+	}
+	return probe{epoch: epoch}
+}
+
+// extend adds one result at now to s.
+func (s streak) extend(now time.Time) streak {
+	if s.n == 0 {
+		s.since = now
+	}
+	s.n++
+	return s
 }
 
 type observation struct {
@@ -90,18 +114,8 @@ func (l *Liveness) Reset(now time.Time) {
 // Refused records that a connection to the listener of broker id,
 // registered with epoch, was refused at now.
 func (l *Liveness) Refused(id int32, epoch int64, now time.Time) {
-	if l.probes == nil {
-		l.probes = map[int32]probe{}
-	}
-	p := l.probes[id]
-	if p.epoch != epoch {
-		p = probe{epoch: epoch}
-	}
-	if p.refusals == 0 {
-		p.since = now
-	}
-	p.refusals++
-	p.silent = 0
+	p := l.probeOf(id, epoch)
+	p.refused, p.silent = p.refused.extend(now), streak{}
 	l.probes[id] = p
 }
 
@@ -110,28 +124,17 @@ func (l *Liveness) Refused(id int32, epoch int64, now time.Time) {
 // in which another broker's listener answered (the driver's check: a
 // round in which nothing answered is no evidence and is not recorded).
 func (l *Liveness) Silent(id int32, epoch int64, now time.Time) {
-	if l.probes == nil {
-		l.probes = map[int32]probe{}
-	}
-	p := l.probes[id]
-	if p.epoch != epoch {
-		p = probe{epoch: epoch}
-	}
-	if p.silent == 0 {
-		p.silentSince = now
-	}
-	p.silent++
-	p.refusals = 0
+	p := l.probeOf(id, epoch)
+	p.silent, p.refused = p.silent.extend(now), streak{}
 	l.probes[id] = p
 }
 
 // Answered records that the listener of broker id, registered with
 // epoch, accepted a connection.
 func (l *Liveness) Answered(id int32, epoch int64) {
-	if l.probes == nil {
-		l.probes = map[int32]probe{}
-	}
-	l.probes[id] = probe{epoch: epoch}
+	p := l.probeOf(id, epoch)
+	p.refused, p.silent = streak{}, streak{}
+	l.probes[id] = p
 }
 
 // Alive records that gossip sees broker id alive, advertising epoch.
@@ -156,14 +159,14 @@ func (l *Liveness) Dead(id int32, now time.Time) {
 // registration epoch) refusing connections in a row, enough to fence it.
 func (l *Liveness) Refusing(id int32, epoch int64) bool {
 	p := l.probes[id]
-	return p.epoch == epoch && p.refusals >= RefusalsToFence
+	return p.epoch == epoch && p.refused.n >= RefusalsToFence
 }
 
 // Silenced says whether broker id's listener (of its registration epoch)
 // has been silent long enough to fence it at now (see Silent).
 func (l *Liveness) Silenced(id int32, epoch int64, now time.Time) bool {
 	p := l.probes[id]
-	return p.epoch == epoch && p.silent >= SilentRoundsToFence && now.Sub(p.silentSince) >= SilenceToFence
+	return p.epoch == epoch && p.silent.n >= SilentRoundsToFence && now.Sub(p.silent.since) >= SilenceToFence
 }
 
 // Decide returns the fence and unfence commands the image needs now, in
@@ -220,9 +223,9 @@ func (l *Liveness) Cause(id int32, epoch int64, now time.Time) (cause FenceCause
 	}
 	switch {
 	case l.Refusing(id, epoch):
-		return FenceProbeRefused, l.probes[id].since, true
+		return FenceProbeRefused, l.probes[id].refused.since, true
 	case l.Silenced(id, epoch, now):
-		return FenceProbeSilent, l.probes[id].silentSince, true
+		return FenceProbeSilent, l.probes[id].silent.since, true
 	case seen && o.dead:
 		return FenceGossipDead, o.at, true
 	case seen && o.epoch != epoch:
