@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluice-log/sluice/node/kafka"
@@ -32,33 +30,6 @@ const (
 	// queues its next fetch: 3.
 	maxFollowerAllocs = 4
 )
-
-// openTestReplicaOn is openTestReplica for broker id on topic t.
-func openTestReplicaOn(t *testing.T, id int32, topic *quorum.Topic) *Replica {
-	t.Helper()
-	dir := t.TempDir()
-	idx, err := segment.OpenIndex(vfs.Default, filepath.Join(dir, "index"), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	l, _, err := segment.Open(vfs.Default, filepath.Join(dir, "t-0"), "t-0", idx, segment.Options{RetentionBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	m, err := NewManager(testHost{}, Options{NodeID: id, Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.fetch.stopped = true
-	m.clock = func() int64 { return 0 }
-	r, err := newReplica(m, topic, 0, l, partition.Config{ID: id, LagTicks: 100}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
 
 // TestHotPathAllocs is the regression guard of issue 21's target 5 that
 // is not a timing: testing.AllocsPerRun of the leader's produce, replica

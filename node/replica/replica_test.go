@@ -39,6 +39,12 @@ func (testHost) DiskError(err error) bool { return false }
 // queue).
 func openTestReplica(t testing.TB) *Replica {
 	t.Helper()
+	return openTestReplicaOn(t, 1, &quorum.Topic{Name: "t", ID: quorum.NewUUID()})
+}
+
+// openTestReplicaOn is openTestReplica for broker id on topic t.
+func openTestReplicaOn(t testing.TB, id int32, topic *quorum.Topic) *Replica {
+	t.Helper()
 	dir := t.TempDir()
 	idx, err := segment.OpenIndex(vfs.Default, filepath.Join(dir, "index"), 1<<20)
 	if err != nil {
@@ -50,13 +56,13 @@ func openTestReplica(t testing.TB) *Replica {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	m, err := NewManager(testHost{}, Options{NodeID: 1, Dir: dir})
+	m, err := NewManager(testHost{}, Options{NodeID: id, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.fetch.stopped = true
 	m.clock = func() int64 { return 0 } // tests move it; nothing runs the clock loop
-	r, err := newReplica(m, &quorum.Topic{Name: "t", ID: quorum.NewUUID()}, 0, l, partition.Config{ID: 1, LagTicks: 100}, 0)
+	r, err := newReplica(m, topic, 0, l, partition.Config{ID: id, LagTicks: 100}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
